@@ -1,0 +1,86 @@
+"""A launch configuration and its limits: the one place every front door (CLI, API) validates."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+ALGOS = ("fa2",)
+
+# Safety limits for running the engine (the traffic model in `count` has its own, far larger).
+# They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per input.
+LIMITS = {
+    "n": (1, 16384),
+    "d": (1, 256),
+    "br": (1, 256),
+    "bc": (1, 256),
+    "seed": (0, 2**32 - 1),
+}
+COUNT_LIMITS = {"n": (1, 2**31 - 1), "d": (1, 4096), "br": (1, 4096), "bc": (1, 4096)}
+# Above this many Q blocks only one block's values are recorded (counters are kept for all).
+RECORD_ALL_MAX_BLOCKS = 8
+SCALE_RANGE = (1e-6, 1e6)
+
+
+class ConfigError(ValueError):
+    """A bad setting: `field` names the flag or parameter, the message says what is accepted."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Config:
+    """One launch. Defaults are the seed's example: two blocks of Q, two tiles of K and V."""
+
+    algo: str = "fa2"
+    n: int = 8  # sequence length N
+    d: int = 4  # head dimension D
+    br: int = 4  # rows of Q per block (Br)
+    bc: int = 4  # columns of K/V per tile (Bc)
+    seed: int = 0  # random inputs are drawn from this seed
+    scale: float | None = None  # softmax scale; None means 1/sqrt(D)
+    record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded
+
+    @property
+    def tr(self) -> int:
+        return -(-self.n // self.br)
+
+    @property
+    def tc(self) -> int:
+        return -(-self.n // self.bc)
+
+    @property
+    def softmax_scale(self) -> float:
+        return 1.0 / math.sqrt(self.d) if self.scale is None else float(self.scale)
+
+    def recorded_blocks(self) -> tuple[int, ...]:
+        if self.record is not None:
+            return self.record
+        return tuple(range(self.tr)) if self.tr <= RECORD_ALL_MAX_BLOCKS else (0,)
+
+    def validated(self, limits: dict[str, tuple[int, int]] = LIMITS) -> Config:
+        if self.algo not in ALGOS:
+            raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {self.algo!r})")
+        for name, (lo, hi) in limits.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value!r})")
+            if not lo <= value <= hi:
+                raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value})")
+        if self.scale is not None:
+            lo, hi = SCALE_RANGE
+            if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale)) or not (
+                lo <= abs(self.scale) <= hi
+            ):
+                raise ConfigError("scale", f"must be a finite number with {lo:g} <= |scale| <= {hi:g}")
+        if self.record is not None:
+            bad = [b for b in self.record if not 0 <= b < self.tr]
+            if bad:
+                raise ConfigError("block", f"must be in 0..{self.tr - 1} for N={self.n}, Br={self.br}")
+        return self
+
+    def replace(self, **changes) -> Config:
+        return replace(self, **changes)

@@ -1,0 +1,84 @@
+"""The memory model: HBM holding named tensors with per-element counters, SRAM with a byte budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace import Transfer
+
+FLOAT_BYTES = 4  # the kernels are fp32
+# Shared memory per block on Hopper (H100/H200): 48 KB without opting in, 227 KB with
+# cudaFuncAttributeMaxDynamicSharedMemorySize.
+SMEM_STATIC_BYTES = 48 * 1024
+SMEM_OPTIN_BYTES = 227 * 1024
+
+
+class HBM:
+    """Global memory: named 2-D float32 tensors, each element with a read and a write counter."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[str, np.ndarray] = {}
+        self.reads: dict[str, np.ndarray] = {}
+        self.writes: dict[str, np.ndarray] = {}
+
+    def put(self, name: str, array: np.ndarray) -> None:
+        """Place a tensor in HBM (an input the host copied there, or an output buffer)."""
+        array = np.asarray(array, dtype=np.float32)
+        if array.ndim == 1:
+            array = array[:, None]
+        self.tensors[name] = array
+        self.reads[name] = np.zeros(array.shape, dtype=np.int32)
+        self.writes[name] = np.zeros(array.shape, dtype=np.int32)
+
+    def read(self, name: str, rows: slice, cols: slice = slice(None)) -> tuple[np.ndarray, Transfer]:
+        t = self.tensors[name]
+        self.reads[name][rows, cols] += 1
+        return t[rows, cols].copy(), self._transfer(name, "read", rows, cols)
+
+    def write(self, name: str, rows: slice, value: np.ndarray, cols: slice = slice(None)) -> Transfer:
+        t = self.tensors[name]
+        t[rows, cols] = value.reshape(t[rows, cols].shape)
+        self.writes[name][rows, cols] += 1
+        return self._transfer(name, "write", rows, cols)
+
+    def _transfer(self, name: str, kind: str, rows: slice, cols: slice) -> Transfer:
+        n_rows, n_cols = self.tensors[name].shape
+        r = rows.indices(n_rows)
+        c = cols.indices(n_cols)
+        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]))
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Elements read and written per tensor, summed over every element's counters."""
+        return {
+            name: {"read": int(self.reads[name].sum()), "written": int(self.writes[name].sum())}
+            for name in self.tensors
+        }
+
+
+@dataclass
+class SRAM:
+    """One block's shared memory: named buffers and the bytes they take, against a budget."""
+
+    budget_bytes: int = SMEM_OPTIN_BYTES
+    buffers: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def alloc(self, name: str, shape: tuple[int, ...], fill: float = 0.0) -> np.ndarray:
+        self.buffers[name] = np.full(shape, fill, dtype=np.float32)
+        return self.buffers[name]
+
+    @property
+    def bytes(self) -> int:
+        return sum(b.size * FLOAT_BYTES for b in self.buffers.values())
+
+    def footprint(self) -> dict[str, object]:
+        return {
+            "buffers": {name: {"shape": list(b.shape), "bytes": b.size * FLOAT_BYTES}
+                        for name, b in self.buffers.items()},
+            "bytes": self.bytes,
+            "static_limit_bytes": SMEM_STATIC_BYTES,
+            "budget_bytes": self.budget_bytes,
+            "fits": self.bytes <= self.budget_bytes,
+            "needs_opt_in": self.bytes > SMEM_STATIC_BYTES,
+        }

@@ -1,0 +1,67 @@
+"""The real CUDA kernels, and the cutting of their marked step regions into the code a step shows."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+KERNEL_FILES = {"fa2": "fa2_forward.cu"}
+
+_BEGIN = re.compile(r"^\s*// step: (\w+)\s*$")
+_END = re.compile(r"^\s*// end step\s*$")
+
+
+@dataclass(frozen=True)
+class Region:
+    """The lines of one step, 1-based and inclusive, excluding the two marker comments."""
+
+    op: str
+    first: int
+    last: int
+    body: str  # dedented source of the region, loop indices still symbolic
+
+
+@cache
+def source(algo: str) -> str:
+    return resources.files(__package__).joinpath(KERNEL_FILES[algo]).read_text()
+
+
+@cache
+def regions(algo: str) -> dict[str, Region]:
+    """Parse the `// step: NAME` ... `// end step` regions of an algorithm's kernel file."""
+    lines = source(algo).splitlines()
+    found: dict[str, Region] = {}
+    start = op = None
+    for n, line in enumerate(lines, 1):
+        if m := _BEGIN.match(line):
+            if op is not None:
+                raise ValueError(f"{KERNEL_FILES[algo]}:{n}: step {m[1]} opens inside step {op}")
+            op, start = m[1], n + 1
+        elif _END.match(line):
+            if op is None:
+                raise ValueError(f"{KERNEL_FILES[algo]}:{n}: end step without a step")
+            if op in found:
+                raise ValueError(f"{KERNEL_FILES[algo]}: step {op} is marked twice")
+            body = textwrap.dedent("\n".join(lines[start - 1 : n - 1]))
+            found[op] = Region(op, start, n - 1, body)
+            op = None
+    if op is not None:
+        raise ValueError(f"{KERNEL_FILES[algo]}: step {op} is never closed")
+    return found
+
+
+def substitute(body: str, **indices: int | None) -> str:
+    """Replace the loop indices (whole identifiers only) by their values, as the seed prints them."""
+    for name, value in indices.items():
+        if value is not None:
+            body = re.sub(rf"\b{name}\b", str(value), body)
+    return body
+
+
+def step_code(algo: str, op: str, i: int, j: int | None = None) -> str:
+    """The code a step shows: a `// i = 0, j = 1` header, then its region with i and j substituted."""
+    header = f"// i = {i}" if j is None else f"// i = {i}, j = {j}"
+    return header + "\n" + substitute(regions(algo)[op].body, i=i, j=j)

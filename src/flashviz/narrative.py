@@ -1,0 +1,104 @@
+"""Step sentences, built from each step's real numbers (never from templates with made-up values)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def num(x: float) -> str:
+    """A number as a reader wants it: 3 significant digits, −∞ spelled out."""
+    if np.isneginf(x):
+        return "−∞"
+    if np.isposinf(x):
+        return "+∞"
+    return f"{float(x):.3g}".replace("-", "−")
+
+
+def _rows(first: int, end: int) -> str:
+    return f"row {first}" if end - first == 1 else f"rows {first}–{end - 1}"
+
+
+def load_q(i: int, first: int, end: int, br: int, d: int) -> str:
+    valid = end - first
+    pad = (
+        ""
+        if valid == br
+        else f" Only {valid} of its {br} rows exist (N ends at {end}); the other {br - valid} are padding, "
+        "zero in SRAM and never loaded."
+    )
+    return (
+        f"Block {i} claims {_rows(first, end)} of Q: Qi = Q[{first}:{end}] is loaded once "
+        f"({valid * d} elements) and stays for the whole run, while Oi = 0, mi = −∞ and li = 0 start "
+        f"empty.{pad}"
+    )
+
+
+def load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int) -> str:
+    valid = end - first
+    pad = (
+        ""
+        if valid == bc
+        else f" The tile is ragged: only {valid} of {bc} rows exist, the rest are zero in SRAM."
+    )
+    which = "The first" if j == 0 else ("The last" if j == tc - 1 else f"Tile {j + 1} of {tc}:")
+    return (
+        f"{which} tile of K and V arrives: Kj, Vj = K[{first}:{end}], V[{first}:{end}] "
+        f"({2 * valid * d} elements across HBM). Every one of the {tr} blocks of Q reads this same tile, "
+        f"so K and V are read {tr} time{'s' if tr != 1 else ''} in all.{pad}"
+    )
+
+
+def scores(j: int, S: np.ndarray, valid_rows: int, valid_cols: int, scale: float) -> str:
+    live = S[:valid_rows, :valid_cols]
+    r, c = np.unravel_index(int(np.argmax(live)), live.shape)
+    text = (
+        f"Sij = Qi·Kjᵀ × {num(scale)}: {live.size} scores between {num(live.min())} and "
+        f"{num(live.max())}; the largest is row {r}, column {c} of the tile ({num(live[r, c])})."
+    )
+    if valid_cols < S.shape[1]:
+        text += f" Columns {valid_cols}–{S.shape[1] - 1} lie past N and score −∞, so they weigh nothing."
+    return text
+
+
+def online_softmax(
+    j: int, m_old: np.ndarray, m_new: np.ndarray, alpha: np.ndarray, l_old: np.ndarray, l_new: np.ndarray,
+    valid_rows: int,
+) -> str:
+    m_old, m_new, alpha = m_old[:valid_rows], m_new[:valid_rows], alpha[:valid_rows]
+    l_old, l_new = l_old[:valid_rows], l_new[:valid_rows]
+    if j == 0:
+        return (
+            f"The first tile moves the carries for the first time: mi goes from −∞ to the row maxima "
+            f"({num(m_new.min())} … {num(m_new.max())}), li becomes the row sums of exp(Sij − mi) "
+            f"({num(l_new.min())} … {num(l_new.max())}) and Oi = exp(Sij − mi)·Vj. Nothing held was stale: "
+            f"the rescale factor is exp(−∞) = 0."
+        )
+    rise = m_new - m_old
+    rose = np.flatnonzero(rise > 0)
+    if rose.size == 0:
+        return (
+            f"No row's max rose on this tile, so every rescale factor is exp(0) = 1: li and Oi keep what "
+            f"they held and this tile's terms are simply added (li now {num(l_new.min())} … "
+            f"{num(l_new.max())})."
+        )
+    r = int(rose[np.argmax(rise[rose])])
+    others = (
+        "every row's max rose"
+        if rose.size == valid_rows
+        else f"{rose.size} of {valid_rows} rows' maxima rose; the others keep factor 1"
+    )
+    return (
+        f"What was held is stale: row {r}'s max rose from {num(m_old[r])} to {num(m_new[r])} "
+        f"(+{num(rise[r])}), so its li ({num(l_old[r])}) and Oi were scaled by exp({num(m_old[r])} − "
+        f"{num(m_new[r])}) = {num(alpha[r])} before this tile was added, giving li = {num(l_new[r])}. "
+        f"On this tile {others}."
+    )
+
+
+def write_back(i: int, first: int, end: int, d: int, L: np.ndarray) -> str:
+    valid = end - first
+    return (
+        f"The tiles are done, so only now is Oi divided by li — the one division — and mi and li leave "
+        f"together as L = mi + log(li) ({num(L.min())} … {num(L.max())}). O[{first}:{end}] and "
+        f"L[{first}:{end}] are written ({valid * d} + {valid} elements) and never read back."
+    )

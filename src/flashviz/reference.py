@@ -1,0 +1,45 @@
+"""float64 attention: the reference every output is judged against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """O = softmax(scale * Q K^T) V and L = logsumexp(scale * Q K^T), in float64."""
+    Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
+    S = Q @ K.T  # (N, N)
+    S *= scale
+    m = S.max(axis=1, keepdims=True)  # (N, 1)
+    S -= m
+    P = np.exp(S, out=S)  # (N, N), in place: the N x N matrix is the big allocation
+    l = P.sum(axis=1, keepdims=True)  # (N, 1)
+    O = (P @ V) / l  # (N, D)
+    L = (m + np.log(l))[:, 0]  # (N,)
+    return O, L
+
+
+def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    """Max abs error, and max abs error relative to the reference's largest magnitude."""
+    diff = np.abs(np.asarray(got, dtype=np.float64) - ref)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    scale = float(np.abs(ref).max()) if ref.size else 0.0
+    return {"max_abs": max_abs, "max_rel": max_abs / scale if scale > 0 else max_abs}
+
+
+# float32 arithmetic on O(1) inputs lands far below this; both are max-norm relative errors.
+TOLERANCE = {"O": 1e-5, "L": 1e-6}
+
+
+def check(outputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, object]:
+    """The self-check every trace records: per output its errors, the tolerance and a verdict."""
+    report: dict[str, object] = {"dtype": "float64", "metric": "max |x - ref|, and that over max |ref|"}
+    ok = True
+    for name, r in ref.items():
+        e = errors(outputs[name], r)
+        e["tolerance_rel"] = TOLERANCE.get(name, 1e-5)
+        e["ok"] = bool(np.all(np.isfinite(outputs[name])) and e["max_rel"] <= e["tolerance_rel"])
+        ok &= e["ok"]
+        report[name] = e
+    report["ok"] = ok
+    return report

@@ -1,0 +1,92 @@
+"""The Trace: what the engine emits and every view renders. Versioned JSON (see docs/trace-schema.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import orjson
+
+SCHEMA = "flashviz.trace/1"
+
+
+@dataclass
+class Transfer:
+    """One trip across HBM: a rectangle of a tensor read into SRAM or written back from it."""
+
+    tensor: str
+    kind: Literal["read", "write"]
+    rows: tuple[int, int]  # half-open [first, end)
+    cols: tuple[int, int]  # half-open [first, end)
+
+    @property
+    def elements(self) -> int:
+        return (self.rows[1] - self.rows[0]) * (self.cols[1] - self.cols[0])
+
+
+@dataclass
+class Step:
+    index: int  # position in `steps`
+    block: int  # i
+    j: int | None  # tile index, None outside the loop over K/V tiles
+    phase: int  # position within the block's program: all blocks are at the same phase together
+    op: str  # load_q | load_kv | scores | online_softmax | write_back
+    math: str  # the seed's label, e.g. "Sij = Qi @ Kj.T"
+    tex: str  # the same in TeX, for typesetting
+    code: str  # the marked region of the kernel with i and j substituted
+    lines: tuple[int, int]  # 1-based inclusive line range of the region in the kernel file
+    transfers: list[Transfer]
+    sram: dict[str, np.ndarray]  # buffers this step changed, their contents after it
+    carries: dict[str, np.ndarray] | None  # mi, li (and m_old, l_old, alpha on online_softmax)
+    substeps: list[dict[str, Any]] | None  # the three visible parts of online_softmax
+    text: str  # narrative sentence built from the step's real numbers
+
+
+@dataclass
+class Trace:
+    config: dict[str, Any]
+    kernel: dict[str, Any]  # file, name, source
+    inputs: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+    reference: dict[str, Any]  # errors against float64
+    hbm: dict[str, dict[str, int]]  # per tensor {read, written} in elements, whole launch
+    model: dict[str, dict[str, int]]  # the closed-form traffic model, same shape as hbm
+    sram: dict[str, Any]  # footprint per block against the shared-memory budget
+    tensors: dict[str, dict[str, Any]]  # shape, dtype, where it lives, role
+    blocks: list[dict[str, Any]]  # per block: rows, recorded
+    phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
+    steps: list[Step] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, **asdict(self)}
+
+    def to_json(self, indent: bool = False) -> bytes:
+        option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
+        return orjson.dumps(_plain(self), option=option, default=_default)
+
+
+def _plain(trace: Trace) -> dict[str, Any]:
+    # asdict deep-copies numpy arrays; build the dict shallowly instead so large traces stay fast.
+    out: dict[str, Any] = {"schema": SCHEMA}
+    for name in trace.__dataclass_fields__:
+        out[name] = getattr(trace, name)
+    out["steps"] = [_step(s) for s in trace.steps]
+    return out
+
+
+def _step(step: Step) -> dict[str, Any]:
+    d = {name: getattr(step, name) for name in step.__dataclass_fields__}
+    d["transfers"] = [
+        {"tensor": t.tensor, "kind": t.kind, "rows": t.rows, "cols": t.cols, "elements": t.elements}
+        for t in step.transfers
+    ]
+    return d
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):  # non-contiguous or non-native arrays orjson declines
+        return np.ascontiguousarray(obj).tolist()
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
