@@ -61,7 +61,12 @@ def scores(j: int, S: np.ndarray, valid_rows: int, valid_cols: int, scale: float
 
 
 def online_softmax(
-    j: int, m_old: np.ndarray, m_new: np.ndarray, alpha: np.ndarray, l_old: np.ndarray, l_new: np.ndarray,
+    j: int,
+    m_old: np.ndarray,
+    m_new: np.ndarray,
+    alpha: np.ndarray,
+    l_old: np.ndarray,
+    l_new: np.ndarray,
     valid_rows: int,
 ) -> str:
     m_old, m_new, alpha = m_old[:valid_rows], m_new[:valid_rows], alpha[:valid_rows]

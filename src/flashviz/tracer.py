@@ -11,8 +11,11 @@ from .inputs import random_qkv
 from .trace import Trace
 
 ROLES = {
-    "Q": "input", "K": "input", "V": "input",
-    "O": "output", "L": "output (log-sum-exp, for the backward pass)",
+    "Q": "input",
+    "K": "input",
+    "V": "input",
+    "O": "output",
+    "L": "output (log-sum-exp, for the backward pass)",
 }
 
 
@@ -29,10 +32,18 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     recorded = set(cfg.recorded_blocks())
     return Trace(
         config={
-            "algo": cfg.algo, "n": cfg.n, "d": cfg.d, "br": cfg.br, "bc": cfg.bc,
-            "scale": cfg.softmax_scale, "seed": cfg.seed if inputs is None else None,
+            "algo": cfg.algo,
+            "n": cfg.n,
+            "d": cfg.d,
+            "br": cfg.br,
+            "bc": cfg.bc,
+            "scale": cfg.softmax_scale,
+            "seed": cfg.seed if inputs is None else None,
             "inputs": "random" if inputs is None else "file",
-            "tr": cfg.tr, "tc": cfg.tc, "dtype": "float32", "recorded_blocks": sorted(recorded),
+            "tr": cfg.tr,
+            "tc": cfg.tc,
+            "dtype": "float32",
+            "recorded_blocks": sorted(recorded),
         },
         kernel={"file": kernels.KERNEL_FILES[cfg.algo], "name": "fa2", "source": kernels.source(cfg.algo)},
         inputs={k: qkv[k] for k in ("Q", "K", "V")},
@@ -42,8 +53,11 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         model={**model, "matches": hbm == model},
         sram=run.sram_footprint,
         tensors={
-            name: {"shape": list(run.hbm.tensors[name].shape if name != "L" else (cfg.n,)),
-                   "dtype": "float32", "role": ROLES[name]}
+            name: {
+                "shape": list(run.hbm.tensors[name].shape if name != "L" else (cfg.n,)),
+                "dtype": "float32",
+                "role": ROLES[name],
+            }
             for name in fa2.TENSORS
         },
         blocks=[

@@ -19,22 +19,37 @@ TENSORS = ("Q", "K", "V", "O", "L")
 
 # op -> (the seed's label, TeX)
 LABELS = {
-    "load_q": ("Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-               r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0"),
+    "load_q": (
+        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
+        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
+    ),
     "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
     "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "online_softmax": ("mi, li, Oi = ...",
-                       r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)"),
-    "write_back": ("O[i], L[i] = Oi/li, mi + log(li)",
-                   r"O[i] \leftarrow O_i / \ell_i,\; L[i] \leftarrow m_i + \log \ell_i"),
+    "online_softmax": (
+        "mi, li, Oi = ...",
+        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
+    ),
+    "write_back": (
+        "O[i], L[i] = Oi/li, mi + log(li)",
+        r"O[i] \leftarrow O_i / \ell_i,\; L[i] \leftarrow m_i + \log \ell_i",
+    ),
 }
 SUBSTEPS = (
-    ("new max", "mi = max(mi, Sij.max(-1))",
-     r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)"),
-    ("rescaled sum", "li = rescale(li) + exp(Sij - mi).sum(-1)",
-     r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)"),
-    ("rescaled output", "Oi = rescale(Oi) + softmax(Sij) @ Vj",
-     r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j"),
+    (
+        "new max",
+        "mi = max(mi, Sij.max(-1))",
+        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
+    ),
+    (
+        "rescaled sum",
+        "li = rescale(li) + exp(Sij - mi).sum(-1)",
+        r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)",
+    ),
+    (
+        "rescaled output",
+        "Oi = rescale(Oi) + softmax(Sij) @ Vj",
+        r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
+    ),
 )
 
 
@@ -48,9 +63,11 @@ def phase_of(op: str, j: int | None, tc: int) -> int:
 
 
 def phase_ops(tc: int) -> list[tuple[str, int | None]]:
-    return [("load_q", None)] + [(op, j) for j in range(tc) for op in ("load_kv", "scores", "online_softmax")] + [
-        ("write_back", None)
-    ]
+    return (
+        [("load_q", None)]
+        + [(op, j) for j in range(tc) for op in ("load_kv", "scores", "online_softmax")]
+        + [("write_back", None)]
+    )
 
 
 class _Run:
@@ -70,8 +87,17 @@ class _Run:
         self.phase_counts = np.zeros((2 + 3 * self.tc, len(TENSORS), 2), dtype=np.int64)
         self.sram_footprint: dict | None = None
 
-    def emit(self, i: int, j: int | None, op: str, transfers: list[Transfer], sram: dict[str, np.ndarray],
-             text: str, carries: dict | None = None, substeps: list | None = None) -> None:
+    def emit(
+        self,
+        i: int,
+        j: int | None,
+        op: str,
+        transfers: list[Transfer],
+        sram: dict[str, np.ndarray],
+        text: str,
+        carries: dict | None = None,
+        substeps: list | None = None,
+    ) -> None:
         phase = phase_of(op, j, self.tc)
         for t in transfers:
             self.phase_counts[phase, TENSORS.index(t.tensor), t.kind == "write"] += t.elements
@@ -79,12 +105,24 @@ class _Run:
             return
         region = kernels.regions(ALGO)[op]
         math, tex = LABELS[op]
-        self.steps.append(Step(
-            index=len(self.steps), block=i, j=j, phase=phase, op=op, math=math, tex=tex,
-            code=kernels.step_code(ALGO, op, i, j), lines=(region.first, region.last),
-            transfers=transfers, sram={k: v.copy() for k, v in sram.items()}, carries=carries,
-            substeps=substeps, text=text,
-        ))
+        self.steps.append(
+            Step(
+                index=len(self.steps),
+                block=i,
+                j=j,
+                phase=phase,
+                op=op,
+                math=math,
+                tex=tex,
+                code=kernels.step_code(ALGO, op, i, j),
+                lines=(region.first, region.last),
+                transfers=transfers,
+                sram={k: v.copy() for k, v in sram.items()},
+                carries=carries,
+                substeps=substeps,
+                text=text,
+            )
+        )
 
     def block(self, i: int) -> None:
         n, d, br, bc = self.n, self.d, self.br, self.bc
@@ -104,9 +142,15 @@ class _Run:
         # step: load_q -- Qi = Q[i]; Oi = 0; mi = -inf; li = 0
         q, t = self.hbm.read("Q", slice(r0, r1))
         Qi[:nr] = q
-        self.emit(i, None, "load_q", [t], {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-                  narrative.load_q(i, r0, r1, br, d) if rec else "",
-                  carries={"mi": mi.copy(), "li": li.copy()} if rec else None)
+        self.emit(
+            i,
+            None,
+            "load_q",
+            [t],
+            {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
+            narrative.load_q(i, r0, r1, br, d) if rec else "",
+            carries={"mi": mi.copy(), "li": li.copy()} if rec else None,
+        )
 
         for j in range(self.tc):
             c0, c1 = j * bc, min(n, (j + 1) * bc)
@@ -116,14 +160,26 @@ class _Run:
             v, tv = self.hbm.read("V", slice(c0, c1))
             Kj[:nc], Kj[nc:] = k, 0.0
             Vj[:nc], Vj[nc:] = v, 0.0
-            self.emit(i, j, "load_kv", [tk, tv], {"Kj": Kj, "Vj": Vj},
-                      narrative.load_kv(j, self.tc, c0, c1, bc, d, self.tr) if rec else "")
+            self.emit(
+                i,
+                j,
+                "load_kv",
+                [tk, tv],
+                {"Kj": Kj, "Vj": Vj},
+                narrative.load_kv(j, self.tc, c0, c1, bc, d, self.tr) if rec else "",
+            )
 
             # step: scores -- Sij = Qi @ Kj.T * scale; columns past N score -inf
             Sij[:] = (Qi @ Kj.T) * self.scale  # (Br, Bc)
             Sij[:, nc:] = -np.inf
-            self.emit(i, j, "scores", [], {"Sij": Sij},
-                      narrative.scores(j, Sij, nr, nc, float(self.scale)) if rec else "")
+            self.emit(
+                i,
+                j,
+                "scores",
+                [],
+                {"Sij": Sij},
+                narrative.scores(j, Sij, nr, nc, float(self.scale)) if rec else "",
+            )
 
             # step: online_softmax -- new max, rescaled sum, rescaled output
             m_old, l_old = mi.copy(), li.copy()  # (Br,)
@@ -137,19 +193,38 @@ class _Run:
             Oi[:] = alpha[:, None] * Oi + pv
             mi[:] = m_new
             if rec:
-                carries = {"m_old": m_old, "m_ij": m_ij, "mi": mi.copy(), "alpha": alpha,
-                           "l_old": l_old, "rowsum": lsum, "li": li.copy()}
+                carries = {
+                    "m_old": m_old,
+                    "m_ij": m_ij,
+                    "mi": mi.copy(),
+                    "alpha": alpha,
+                    "l_old": l_old,
+                    "rowsum": lsum,
+                    "li": li.copy(),
+                }
                 substeps = [
                     {"name": name, "math": math, "tex": tex, "values": values}
-                    for (name, math, tex), values in zip(SUBSTEPS, (
-                        {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                        {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                        {"alpha": alpha, "PV": pv},  # Oi before and after: the neighbouring sram
-                    ), strict=True)
+                    for (name, math, tex), values in zip(
+                        SUBSTEPS,
+                        (
+                            {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+                            {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+                            {"alpha": alpha, "PV": pv},  # Oi before and after: the neighbouring sram
+                        ),
+                        strict=True,
+                    )
                 ]
                 text = narrative.online_softmax(j, m_old, m_new, alpha, l_old, li, nr)
-                self.emit(i, j, "online_softmax", [], {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li}, text,
-                          carries=carries, substeps=substeps)
+                self.emit(
+                    i,
+                    j,
+                    "online_softmax",
+                    [],
+                    {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
+                    text,
+                    carries=carries,
+                    substeps=substeps,
+                )
             else:
                 self.emit(i, j, "online_softmax", [], {}, "")
 
@@ -158,16 +233,28 @@ class _Run:
         L_i = mi + np.log(li)  # (Br,)
         to = self.hbm.write("O", slice(r0, r1), Oi[:nr])
         tl = self.hbm.write("L", slice(r0, r1), L_i[:nr])
-        self.emit(i, None, "write_back", [tl, to], {"Oi": Oi},
-                  narrative.write_back(i, r0, r1, d, L_i[:nr]) if rec else "",
-                  carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if rec else None)
+        self.emit(
+            i,
+            None,
+            "write_back",
+            [tl, to],
+            {"Oi": Oi},
+            narrative.write_back(i, r0, r1, d, L_i[:nr]) if rec else "",
+            carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if rec else None,
+        )
 
     def phases(self) -> list[dict]:
         cumulative = np.cumsum(self.phase_counts, axis=0)
         return [
-            {"phase": p, "op": op, "j": j,
-             "hbm": {name: {"read": int(cumulative[p, t, 0]), "written": int(cumulative[p, t, 1])}
-                     for t, name in enumerate(TENSORS)}}
+            {
+                "phase": p,
+                "op": op,
+                "j": j,
+                "hbm": {
+                    name: {"read": int(cumulative[p, t, 0]), "written": int(cumulative[p, t, 1])}
+                    for t, name in enumerate(TENSORS)
+                },
+            }
             for p, (op, j) in enumerate(phase_ops(self.tc))
         ]
 

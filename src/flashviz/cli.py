@@ -1,0 +1,245 @@
+"""`flashviz`: open the walkthrough, write a trace, count HBM traffic.
+
+Every bad input ends with exit code 2 and one line naming the flag and what it accepts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .config import ALGOS, COUNT_LIMITS, LIMITS, Config, ConfigError
+
+FLOAT_BYTES = 4
+
+
+class Bounded(click.ParamType):
+    """An integer flag whose error names its accepted range (click's own message does not)."""
+
+    name = "integer"
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(str(value), 10)
+            except ValueError:
+                self.fail(f"must be an integer in {self.lo}..{self.hi} (got {value!r})", param, ctx)
+        if not self.lo <= number <= self.hi:
+            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {number})", param, ctx)
+        return number
+
+
+def size_options(limits: dict[str, tuple[int, int]]):
+    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example."""
+    defaults = Config()
+
+    def decorate(f):
+        for flag, key, help_ in reversed(
+            (
+                ("--n", "n", "sequence length N"),
+                ("--d", "d", "head dimension D"),
+                ("--br", "br", "rows of Q per block, Br"),
+                ("--bc", "bc", "columns of K/V per tile, Bc"),
+            )
+        ):
+            lo, hi = limits[key]
+            f = click.option(
+                flag,
+                key,
+                type=Bounded(lo, hi),
+                default=getattr(defaults, key),
+                show_default=True,
+                help=f"{help_} ({lo}..{hi})",
+            )(f)
+        return f
+
+    return decorate
+
+
+algo_option = click.option(
+    "--algo", type=click.Choice(ALGOS), default="fa2", show_default=True, help="algorithm"
+)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="flashviz")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Watch the FlashAttention-2 kernel run tile by tile. With no command: open the seed's example."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(steps)
+
+
+@cli.command()
+@algo_option
+@size_options(LIMITS)
+@click.option(
+    "--seed",
+    type=Bounded(*LIMITS["seed"]),
+    default=0,
+    show_default=True,
+    help="random inputs are drawn from this seed",
+)
+@click.option("--scale", type=float, default=None, help="softmax scale  [default: 1/sqrt(D)]")
+@click.option(
+    "--inputs",
+    "inputs_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=".npz with float32 arrays Q, K, V of shape (N, D); N and D are taken from it",
+)
+@click.option(
+    "--block",
+    type=int,
+    default=None,
+    help="record values for this block only (default: all blocks when Tr <= 8, else block 0)",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="write the JSON here instead of stdout",
+)
+@click.option("--indent", is_flag=True, help="indent the JSON")
+def trace(algo, n, d, br, bc, seed, scale, inputs_path, block, output, indent) -> None:
+    """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md)."""
+    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block)
+    data = trace_.to_json(indent=indent)
+    if output is None:
+        sys.stdout.buffer.write(data + b"\n")
+    else:
+        try:
+            output.write_bytes(data + b"\n")
+        except OSError as exc:
+            raise ConfigError("-o", f"cannot write {output}: {exc.strerror}") from None
+        click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
+
+
+def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block):
+    from .inputs import load_npz
+    from .tracer import make_trace
+
+    inputs = None
+    if inputs_path is not None:
+        inputs = load_npz(inputs_path)
+        n, d = inputs["Q"].shape
+    cfg = Config(
+        algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, record=None if block is None else (block,)
+    )
+    return make_trace(cfg.validated(), inputs)
+
+
+@cli.command()
+@algo_option
+@size_options(COUNT_LIMITS)
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def count(algo, n, d, br, bc, as_json) -> None:
+    """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
+    from . import traffic
+
+    model = traffic.count(algo, n, d, br, bc)
+    totals = {
+        "read": sum(t["read"] for t in model.values()),
+        "written": sum(t["written"] for t in model.values()),
+    }
+    if as_json:
+        import orjson
+
+        doc = {
+            "config": {
+                "algo": algo,
+                "n": n,
+                "d": d,
+                "br": br,
+                "bc": bc,
+                "tr": -(-n // br),
+                "tc": -(-n // bc),
+            },
+            "bytes_per_element": FLOAT_BYTES,
+            "tensors": {
+                name: {
+                    **t,
+                    "read_bytes": t["read"] * FLOAT_BYTES,
+                    "written_bytes": t["written"] * FLOAT_BYTES,
+                }
+                for name, t in model.items()
+            },
+            "total": {
+                **totals,
+                "read_bytes": totals["read"] * FLOAT_BYTES,
+                "written_bytes": totals["written"] * FLOAT_BYTES,
+            },
+        }
+        click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title=f"{algo}: HBM traffic, N={n} D={d} Br={br} Bc={bc} (Tr={-(-n // br)}, Tc={-(-n // bc)})"
+    )
+    for col in ("tensor", "read (elements)", "written (elements)", "read", "written"):
+        table.add_column(col, justify="left" if col == "tensor" else "right")
+    for name, t in [*model.items(), ("total", totals)]:
+        table.add_row(
+            name,
+            f"{t['read']:,}",
+            f"{t['written']:,}",
+            human_bytes(t["read"] * FLOAT_BYTES),
+            human_bytes(t["written"] * FLOAT_BYTES),
+            end_section=name == list(model)[-1],
+        )
+    Console().print(table)
+
+
+@cli.command()
+@algo_option
+@size_options(LIMITS)
+@click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True)
+@click.option("--block", type=int, default=None, help="the block to show (default: all when Tr <= 8)")
+def steps(algo, n, d, br, bc, seed, block) -> None:
+    """Print a trace as a step table in the terminal."""
+    from rich.console import Console
+
+    from .views.table import render
+
+    Console().print(*render(build_trace(algo, n, d, br, bc, seed, None, None, block)))
+
+
+def human_bytes(b: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if b < 1000 or unit == "TB":
+            return f"{b:,} B" if unit == "B" else f"{b:.2f} {unit}"
+        b /= 1000
+    raise AssertionError  # unreachable
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="flashviz", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort:
+        click.echo("flashviz: aborted", err=True)
+        return 130
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else "flashviz"
+        click.echo(f"{where}: error: {exc.format_message()}", err=True)
+        return 2
+    except ConfigError as exc:
+        flag = exc.field if exc.field.startswith("-") or exc.field[0].isupper() else f"--{exc.field}"
+        click.echo(f"flashviz: error: {flag}: {exc.message}", err=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""The terminal view: a Trace as rich tables (steps, then the HBM accounting)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from ..trace import Trace
+
+
+def render(trace: Trace) -> list:
+    c = trace.config
+    steps = Table(
+        title=f"{c['algo']}: N={c['n']} D={c['d']} Br={c['br']} Bc={c['bc']} "
+        f"(Tr={c['tr']} blocks of Q, Tc={c['tc']} tiles of K/V)",
+        show_lines=True,
+    )
+    for col in ("#", "i", "j", "operation", "HBM", "what happened"):
+        steps.add_column(col, overflow="fold")
+    for s in trace.steps:
+        moved = ", ".join(f"{t.tensor} {'→' if t.kind == 'read' else '←'} {t.elements}" for t in s.transfers)
+        steps.add_row(
+            str(s.index), str(s.block), "" if s.j is None else str(s.j), s.math, moved or "—", s.text
+        )
+    hbm = Table(title="Trips across HBM (elements; engine counters vs closed-form model)")
+    for col in ("tensor", "read", "written", "model read", "model written"):
+        hbm.add_column(col, justify="right")
+    for name, t in trace.hbm.items():
+        m = trace.model[name]
+        hbm.add_row(name, f"{t['read']:,}", f"{t['written']:,}", f"{m['read']:,}", f"{m['written']:,}")
+    ref = trace.reference
+    verdict = Text(
+        f"O max rel err {ref['O']['max_rel']:.2e}, L max rel err {ref['L']['max_rel']:.2e} vs float64 — "
+        + ("exact within tolerance" if ref["ok"] else "OUT OF TOLERANCE"),
+        style="green" if ref["ok"] else "bold red",
+    )
+    return [steps, hbm, verdict]
