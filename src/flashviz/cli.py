@@ -63,9 +63,7 @@ def size_options(limits: dict[str, tuple[int, int]]):
     return decorate
 
 
-algo_option = click.option(
-    "--algo", type=click.Choice(ALGOS), default="fa2", show_default=True, help="algorithm"
-)
+algo_option = click.option("--algo", type=click.Choice(ALGOS), default="fa2", show_default=True, help="algorithm")
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -131,9 +129,7 @@ def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block):
     if inputs_path is not None:
         inputs = load_npz(inputs_path)
         n, d = inputs["Q"].shape
-    cfg = Config(
-        algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, record=None if block is None else (block,)
-    )
+    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, record=None if block is None else (block,))
     return make_trace(cfg.validated(), inputs)
 
 
@@ -183,9 +179,7 @@ def count(algo, n, d, br, bc, as_json) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(
-        title=f"{algo}: HBM traffic, N={n} D={d} Br={br} Bc={bc} (Tr={-(-n // br)}, Tc={-(-n // bc)})"
-    )
+    table = Table(title=f"{algo}: HBM traffic, N={n} D={d} Br={br} Bc={bc} (Tr={-(-n // br)}, Tc={-(-n // bc)})")
     for col in ("tensor", "read (elements)", "written (elements)", "read", "written"):
         table.add_column(col, justify="left" if col == "tensor" else "right")
     for name, t in [*model.items(), ("total", totals)]:

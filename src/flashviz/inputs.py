@@ -16,9 +16,7 @@ def random_qkv(n: int, d: int, seed: int) -> dict[str, np.ndarray]:
     return {name: rng.standard_normal((n, d), dtype=np.float32) for name in NAMES}  # (N, D) each
 
 
-def load_npz(
-    path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()
-) -> dict[str, np.ndarray]:
+def load_npz(path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Read float arrays of one shape (N, D) from an .npz; every problem is a ConfigError naming it."""
     path = Path(path)
     if not path.is_file():
@@ -27,9 +25,7 @@ def load_npz(
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in (*names, *optional) if k in npz.files}
     except Exception as exc:  # a truncated or non-zip file, a pickled array
-        raise ConfigError(
-            "--inputs", f"{path} is not a readable .npz of arrays ({type(exc).__name__})"
-        ) from None
+        raise ConfigError("--inputs", f"{path} is not a readable .npz of arrays ({type(exc).__name__})") from None
     missing = [k for k in names if k not in arrays]
     if missing:
         raise ConfigError("--inputs", f"{path} lacks array {', '.join(missing)} (needs {', '.join(names)})")

@@ -35,11 +35,7 @@ def load_q(i: int, first: int, end: int, br: int, d: int) -> str:
 
 def load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int) -> str:
     valid = end - first
-    pad = (
-        ""
-        if valid == bc
-        else f" The tile is ragged: only {valid} of {bc} rows exist, the rest are zero in SRAM."
-    )
+    pad = "" if valid == bc else f" The tile is ragged: only {valid} of {bc} rows exist, the rest are zero in SRAM."
     which = "The first" if j == 0 else ("The last" if j == tc - 1 else f"Tile {j + 1} of {tc}:")
     return (
         f"{which} tile of K and V arrives: Kj, Vj = K[{first}:{end}], V[{first}:{end}] "

@@ -75,8 +75,7 @@ class SRAM:
     def footprint(self) -> dict[str, object]:
         return {
             "buffers": {
-                name: {"shape": list(b.shape), "bytes": b.size * FLOAT_BYTES}
-                for name, b in self.buffers.items()
+                name: {"shape": list(b.shape), "bytes": b.size * FLOAT_BYTES} for name, b in self.buffers.items()
             },
             "bytes": self.bytes,
             "static_limit_bytes": SMEM_STATIC_BYTES,

@@ -19,9 +19,7 @@ def render(trace: Trace) -> list:
         steps.add_column(col, overflow="fold")
     for s in trace.steps:
         moved = ", ".join(f"{t.tensor} {'→' if t.kind == 'read' else '←'} {t.elements}" for t in s.transfers)
-        steps.add_row(
-            str(s.index), str(s.block), "" if s.j is None else str(s.j), s.math, moved or "—", s.text
-        )
+        steps.add_row(str(s.index), str(s.block), "" if s.j is None else str(s.j), s.math, moved or "—", s.text)
     hbm = Table(title="Trips across HBM (elements; engine counters vs closed-form model)")
     for col in ("tensor", "read", "written", "model read", "model written"):
         hbm.add_column(col, justify="right")
