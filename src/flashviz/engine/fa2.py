@@ -100,7 +100,7 @@ class _Run:
     ) -> None:
         phase = phase_of(op, j, self.tc)
         for t in transfers:
-            self.phase_counts[phase, TENSORS.index(t.tensor), t.kind == "write"] += t.elements
+            self.phase_counts[phase, TENSORS.index(t.tensor), int(t.kind == "write")] += t.elements
         if i not in self.recorded:
             return
         region = kernels.regions(ALGO)[op]
