@@ -66,7 +66,7 @@ def test_online_softmax_region_is_the_seeds_code_verbatim():
     seed = SEED.read_text()
     snippet = seed.split("// i = 0, j = 1\nif (tid < Br) {", 1)[1].split("__syncthreads();", 1)[0]
     seed_code = "// i = 0, j = 1\nif (tid < Br) {" + snippet + "__syncthreads();"
-    ours = kernels.step_code("fa2", "online_softmax", 0, 1)
+    ours = kernels.step_code("fa2", "online_softmax", i=0, j=1)
     assert ours == seed_code
 
 

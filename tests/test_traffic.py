@@ -17,7 +17,7 @@ def test_counters_equal_model(n, d, br, bc):
     cfg = Config(n=n, d=d, br=br, bc=bc)
     rng = np.random.default_rng(n * 1000 + d)
     x = {k: rng.standard_normal((n, d), dtype=np.float32) for k in "QKV"}
-    run = fa2.execute(cfg, x["Q"], x["K"], x["V"])
+    run = fa2.execute(cfg, x)
     assert run.hbm.counters() == traffic.count("fa2", n, d, br, bc)
 
 
@@ -27,7 +27,7 @@ def test_per_element_pattern(n, d, br, bc):
     cfg = Config(n=n, d=d, br=br, bc=bc)
     rng = np.random.default_rng(n)
     x = {k: rng.standard_normal((n, d), dtype=np.float32) for k in "QKV"}
-    hbm = fa2.execute(cfg, x["Q"], x["K"], x["V"]).hbm
+    hbm = fa2.execute(cfg, x).hbm
     assert np.all(hbm.reads["Q"] == 1)
     assert np.all(hbm.reads["K"] == cfg.tr) and np.all(hbm.reads["V"] == cfg.tr)
     assert np.all(hbm.writes["O"] == 1) and np.all(hbm.writes["L"] == 1)
@@ -50,3 +50,14 @@ def test_model_answers_for_a_million_rows_without_the_engine():
     m = traffic.count("fa2", n=1 << 20, d=128, br=64, bc=64)
     assert m["K"]["read"] == (1 << 20) // 64 * (1 << 20) * 128
     assert m["L"]["written"] == 1 << 20
+
+
+@given(n=st.integers(1, 80), d=st.integers(1, 4), br=st.integers(1, 24), bc=st.integers(1, 24))
+def test_causal_counters_equal_model(n, d, br, bc):
+    cfg = Config(n=n, d=d, br=br, bc=bc, causal=True)
+    rng = np.random.default_rng(n + 7)
+    x = {k: rng.standard_normal((n, d), dtype=np.float32) for k in "QKV"}
+    hbm = fa2.execute(cfg, x).hbm
+    assert hbm.counters() == traffic.count("fa2", n, d, br, bc, causal=True)
+    full = traffic.count("fa2", n, d, br, bc)
+    assert hbm.counters()["K"]["read"] <= full["K"]["read"]

@@ -17,6 +17,12 @@ LIMITS = {
     "seed": (0, 2**32 - 1),
 }
 COUNT_LIMITS = {"n": (1, 2**31 - 1), "d": (1, 4096), "br": (1, 4096), "bc": (1, 4096)}
+# The web API answers anyone who can reach it, so one request is bounded to about 1-2 s of engine time
+# and ~60 MB of JSON on one core. The engine costs ~60 us of Python per (block, tile) pair plus the math.
+API_LIMITS = {**LIMITS, "n": (1, 4096)}
+API_MAX_WORK = 2**30  # N*N*D multiply-adds in all the Sij = Qi @ Kj.T (N=4096, D=64)
+API_MAX_TILES = 2**14  # Tr*Tc (block, tile) pairs (N=4096 at Br=Bc=32)
+API_MAX_VALUES = 5_000_000  # numbers in the JSON: inputs, outputs and the recorded blocks' snapshots
 # Above this many Q blocks only one block's values are recorded (counters are kept for all).
 RECORD_ALL_MAX_BLOCKS = 8
 SCALE_RANGE = (1e-6, 1e6)
@@ -42,6 +48,7 @@ class Config:
     bc: int = 4  # columns of K/V per tile (Bc)
     seed: int = 0  # random inputs are drawn from this seed
     scale: float | None = None  # softmax scale; None means 1/sqrt(D)
+    causal: bool = False  # mask key columns after the query row; skip K/V tiles wholly above the diagonal
     record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded
 
     @property
@@ -64,6 +71,8 @@ class Config:
     def validated(self, limits: dict[str, tuple[int, int]] = LIMITS) -> Config:
         if self.algo not in ALGOS:
             raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {self.algo!r})")
+        if not isinstance(self.causal, bool):
+            raise ConfigError("causal", f"must be true or false (got {self.causal!r})")
         for name, (lo, hi) in limits.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -80,6 +89,31 @@ class Config:
             bad = [b for b in self.record if not 0 <= b < self.tr]
             if bad:
                 raise ConfigError("block", f"must be in 0..{self.tr - 1} for N={self.n}, Br={self.br}")
+        return self
+
+    def api_validated(self) -> Config:
+        """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
+        self.validated(API_LIMITS)
+        if self.n * self.n * self.d > API_MAX_WORK:
+            raise ConfigError(
+                "n", f"N*N*D must be at most {API_MAX_WORK:,} (got {self.n}*{self.n}*{self.d}); lower n or d"
+            )
+        if self.tr * self.tc > API_MAX_TILES:
+            raise ConfigError(
+                "br" if self.br <= self.bc else "bc",
+                f"Tr*Tc must be at most {API_MAX_TILES:,} (got {self.tr}*{self.tc} for N={self.n}); raise br or bc",
+            )
+        # Per recorded block and tile: Kj Vj, Sij twice, Oi and PV, and the carries (docs/trace-schema.md).
+        per_tile = 2 * self.bc * self.d + 2 * self.br * self.bc + 2 * self.br * self.d + 24 * self.br
+        values = 4 * self.n * self.d + len(self.recorded_blocks()) * self.tc * per_tile
+        if values > API_MAX_VALUES:
+            many = len(self.recorded_blocks()) > 1
+            raise ConfigError(
+                "block" if many else "n",
+                f"the trace would hold ~{values:,} numbers, at most {API_MAX_VALUES:,}: "
+                + ("record one block (block=0) or use " if many else "use ")
+                + "smaller n, d, br or bc",
+            )
         return self
 
     def replace(self, **changes) -> Config:

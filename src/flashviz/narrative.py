@@ -33,24 +33,35 @@ def load_q(i: int, first: int, end: int, br: int, d: int) -> str:
     )
 
 
-def load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int) -> str:
+def load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int, skipped: int = 0) -> str:
     valid = end - first
     pad = "" if valid == bc else f" The tile is ragged: only {valid} of {bc} rows exist, the rest are zero in SRAM."
     which = "The first" if j == 0 else ("The last" if j == tc - 1 else f"Tile {j + 1} of {tc}:")
     return (
-        f"{which} tile of K and V arrives: Kj, Vj = K[{first}:{end}], V[{first}:{end}] "
-        f"({2 * valid * d} elements across HBM). Every one of the {tr} blocks of Q reads this same tile, "
-        f"so K and V are read {tr} time{'s' if tr != 1 else ''} in all.{pad}"
+        (
+            f"{which} tile of K and V arrives: Kj, Vj = K[{first}:{end}], V[{first}:{end}] "
+            f"({2 * valid * d} elements across HBM). Every one of the {tr} blocks of Q reads this same tile, "
+            f"so K and V are read {tr} time{'s' if tr != 1 else ''} in all.{pad}"
+        )
+        if not skipped
+        else (
+            f"{which} tile of K and V this block needs arrives: Kj, Vj = K[{first}:{end}], V[{first}:{end}] "
+            f"({2 * valid * d} elements across HBM). Causal: the {skipped} tile{'s' if skipped != 1 else ''} after "
+            f"the diagonal lie wholly above it and are never loaded by this block.{pad}"
+        )
     )
 
 
-def scores(j: int, S: np.ndarray, valid_rows: int, valid_cols: int, scale: float) -> str:
+def scores(j: int, S: np.ndarray, valid_rows: int, valid_cols: int, scale: float, causal: bool = False) -> str:
     live = S[:valid_rows, :valid_cols]
     r, c = np.unravel_index(int(np.argmax(live)), live.shape)
+    masked = int(np.isneginf(live).sum())
     text = (
-        f"Sij = Qi·Kjᵀ × {num(scale)}: {live.size} scores between {num(live.min())} and "
+        f"Sij = Qi·Kjᵀ × {num(scale)}: {live.size - masked} scores between {num(live[live > -np.inf].min())} and "
         f"{num(live.max())}; the largest is row {r}, column {c} of the tile ({num(live[r, c])})."
     )
+    if causal and masked:
+        text += f" This tile crosses the diagonal: {masked} scores with key column > query row are masked to −∞."
     if valid_cols < S.shape[1]:
         text += f" Columns {valid_cols}–{S.shape[1] - 1} lie past N and score −∞, so they weigh nothing."
     return text

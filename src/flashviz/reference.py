@@ -5,11 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """O = softmax(scale * Q K^T) V and L = logsumexp(scale * Q K^T), in float64."""
+def attention(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float, causal: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """O = softmax(scale * Q K^T) V and L = logsumexp(scale * Q K^T), in float64 (causal: key > query masked)."""
     Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
     S = Q @ K.T  # (N, N)
     S *= scale
+    if causal:
+        S[np.triu_indices(S.shape[0], k=1)] = -np.inf
     m = S.max(axis=1, keepdims=True)  # (N, 1)
     S -= m
     P = np.exp(S, out=S)  # (N, N), in place: the N x N matrix is the big allocation
@@ -43,3 +47,9 @@ def check(outputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[st
         report[name] = e
     report["ok"] = ok
     return report
+
+
+def expected(cfg, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The float64 reference of every output `cfg.algo` checks, keyed like the outputs."""
+    O, L = attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)
+    return {"O": O, "L": L}

@@ -4,31 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, reference, traffic
+from . import kernels, reference
+from .algorithms import get
 from .config import Config
-from .engine import fa2
 from .inputs import random_qkv
 from .trace import Trace
 
-ROLES = {
-    "Q": "input",
-    "K": "input",
-    "V": "input",
-    "O": "output",
-    "L": "output (log-sum-exp, for the backward pass)",
-}
-
 
 def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
-    """Trace one launch of `cfg` on `inputs` (fresh random Q, K, V from cfg.seed when None)."""
+    """Trace one launch of `cfg` on `inputs` (fresh random inputs from cfg.seed when None)."""
     cfg = cfg.validated()
-    qkv = inputs if inputs is not None else random_qkv(cfg.n, cfg.d, cfg.seed)
-    run = fa2.execute(cfg, qkv["Q"], qkv["K"], qkv["V"])
-    O = run.hbm.tensors["O"]  # (N, D)
-    L = run.hbm.tensors["L"][:, 0]  # (N,)
-    O_ref, L_ref = reference.attention(qkv["Q"], qkv["K"], qkv["V"], cfg.softmax_scale)
-    hbm = run.hbm.counters()
-    model = traffic.count(cfg.algo, cfg.n, cfg.d, cfg.br, cfg.bc)
+    algo = get(cfg.algo)
+    given = inputs is not None
+    inputs = dict(inputs) if given else random_qkv(cfg.n, cfg.d, cfg.seed)
+    rec = algo.engine.execute(cfg, inputs)
+    hbm = rec.hbm
+    outputs = {
+        name: hbm.tensors[name][:, 0] if hbm.tensors[name].shape[1] == 1 and name in ("L", "D") else hbm.tensors[name]
+        for name in algo.outputs
+    }
+    refs = reference.expected(cfg, inputs)
+    counters = hbm.counters()
+    model = algo.traffic(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     recorded = set(cfg.recorded_blocks())
     return Trace(
         config={
@@ -38,32 +35,35 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             "br": cfg.br,
             "bc": cfg.bc,
             "scale": cfg.softmax_scale,
-            "seed": cfg.seed if inputs is None else None,
-            "inputs": "random" if inputs is None else "file",
+            "seed": None if given else cfg.seed,
+            "causal": cfg.causal,
+            "inputs": "file" if given else "random",
             "tr": cfg.tr,
             "tc": cfg.tc,
             "dtype": "float32",
             "recorded_blocks": sorted(recorded),
         },
-        kernel={"file": kernels.KERNEL_FILES[cfg.algo], "name": "fa2", "source": kernels.source(cfg.algo)},
-        inputs={k: qkv[k] for k in ("Q", "K", "V")},
-        outputs={"O": O, "L": L},
-        reference=reference.check({"O": O, "L": L}, {"O": O_ref, "L": L_ref}),
-        hbm=hbm,
-        model={**model, "matches": hbm == model},
-        sram=run.sram_footprint,
+        kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(cfg.algo)},
+        inputs={k: inputs[k] for k in algo.inputs},
+        outputs=outputs,
+        reference=reference.check({k: outputs[k] for k in refs}, refs),
+        hbm=counters,
+        model={**model, "matches": counters == model},
+        sram=rec.sram_footprint,
         tensors={
             name: {
-                "shape": list(run.hbm.tensors[name].shape if name != "L" else (cfg.n,)),
+                "shape": [int(s) for s in hbm.tensors[name].shape]
+                if hbm.tensors[name].shape[1] != 1
+                else [int(hbm.tensors[name].shape[0])],
                 "dtype": "float32",
-                "role": ROLES[name],
+                "role": algo.tensors[name],
             }
-            for name in fa2.TENSORS
+            for name in hbm.tensors
         },
         blocks=[
             {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded}
             for i in range(cfg.tr)
         ],
-        phases=run.phases(),
-        steps=run.steps,
+        phases=rec.phases(tuple(hbm.tensors)),
+        steps=rec.steps,
     )

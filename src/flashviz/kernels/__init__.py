@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-KERNEL_FILES = {"fa2": "fa2_forward.cu"}
-
 _BEGIN = re.compile(r"^\s*// step: (\w+)\s*$")
 _END = re.compile(r"^\s*// end step\s*$")
 
@@ -24,9 +22,15 @@ class Region:
     body: str  # dedented source of the region, loop indices still symbolic
 
 
+def kernel_file(algo: str) -> str:
+    from ..algorithms import get
+
+    return get(algo).kernel_file
+
+
 @cache
 def source(algo: str) -> str:
-    return resources.files(__package__).joinpath(KERNEL_FILES[algo]).read_text()
+    return resources.files(__package__).joinpath(kernel_file(algo)).read_text()
 
 
 @cache
@@ -38,18 +42,18 @@ def regions(algo: str) -> dict[str, Region]:
     for n, line in enumerate(lines, 1):
         if m := _BEGIN.match(line):
             if op is not None:
-                raise ValueError(f"{KERNEL_FILES[algo]}:{n}: step {m[1]} opens inside step {op}")
+                raise ValueError(f"{kernel_file(algo)}:{n}: step {m[1]} opens inside step {op}")
             op, start = m[1], n + 1
         elif _END.match(line):
             if op is None:
-                raise ValueError(f"{KERNEL_FILES[algo]}:{n}: end step without a step")
+                raise ValueError(f"{kernel_file(algo)}:{n}: end step without a step")
             if op in found:
-                raise ValueError(f"{KERNEL_FILES[algo]}: step {op} is marked twice")
+                raise ValueError(f"{kernel_file(algo)}: step {op} is marked twice")
             body = textwrap.dedent("\n".join(lines[start - 1 : n - 1]))
             found[op] = Region(op, start, n - 1, body)
             op = None
     if op is not None:
-        raise ValueError(f"{KERNEL_FILES[algo]}: step {op} is never closed")
+        raise ValueError(f"{kernel_file(algo)}: step {op} is never closed")
     return found
 
 
@@ -61,7 +65,8 @@ def substitute(body: str, **indices: int | None) -> str:
     return body
 
 
-def step_code(algo: str, op: str, i: int, j: int | None = None) -> str:
-    """The code a step shows: a `// i = 0, j = 1` header, then its region with i and j substituted."""
-    header = f"// i = {i}" if j is None else f"// i = {i}, j = {j}"
-    return header + "\n" + substitute(regions(algo)[op].body, i=i, j=j)
+def step_code(algo: str, op: str, **indices: int | None) -> str:
+    """The code a step shows: a `// i = 0, j = 1` header (indices in the order given, those that are
+    None left out), then its region with the indices substituted."""
+    header = "// " + ", ".join(f"{name} = {value}" for name, value in indices.items() if value is not None)
+    return header + "\n" + substitute(regions(algo)[op].body, **indices)

@@ -4,7 +4,9 @@
 // `// step: NAME` and `// end step` with the loop indices i and j substituted, and the GPU
 // runner compiles this same file with NVRTC. Beyond the seed's page: N need not be a multiple
 // of Br or Bc (rows >= N are neither loaded nor stored; missing key columns score -inf), and
-// shared memory is dynamic so that tiles larger than the 48 KB static limit can opt in.
+// shared memory is dynamic so that tiles larger than the 48 KB static limit can opt in, and
+// causal != 0 gives causal attention: K/V tiles wholly above the diagonal are skipped, and the
+// diagonal tiles are masked (key column > query row scores -inf).
 //
 // Launch: grid (Tr, B*H), any blockDim.x >= Br, dynamic shared memory fa2_smem_bytes(Br, Bc, D).
 // Layout: Q, K, V, O are (B*H, N, D) row-major float32; L is (B*H, N).
@@ -18,7 +20,7 @@
 
 template<int Br, int Bc, int D>
 __global__ void fa2(const float* Q, const float* K, const float* V,
-                    float* O, float* L, int N, float scale) {
+                    float* O, float* L, int N, float scale, int causal) {
     int i = blockIdx.x, bh = blockIdx.y, tid = threadIdx.x;
     Q += (size_t)bh*N*D; K += (size_t)bh*N*D; V += (size_t)bh*N*D;
     O += (size_t)bh*N*D; L += (size_t)bh*N;
@@ -32,6 +34,8 @@ __global__ void fa2(const float* Q, const float* K, const float* V,
     float *mi = &Sij[Br][0], *li = mi + Br;                    // [Br], [Br]
 
     int Tc = (N+Bc-1)/Bc;
+    // causal: stop at the tile holding block i's last row; the tiles after it are wholly masked
+    if (causal) Tc = min(Tc, (min(N, (i+1)*Br) - 1)/Bc + 1);
 
     // step: load_q
     for (int x = tid; x < Br*D; x += blockDim.x) {
@@ -58,7 +62,8 @@ __global__ void fa2(const float* Q, const float* K, const float* V,
             int r = x/Bc, c = x%Bc;
             float s = 0.f;
             for (int k = 0; k < D; k++) s += Qi[r][k]*Kj[c][k];
-            Sij[r][c] = j*Bc + c < N ? s*scale : -INFINITY;
+            bool live = j*Bc + c < N && (!causal || j*Bc + c <= i*Br + r);
+            Sij[r][c] = live ? s*scale : -INFINITY;
         }
         __syncthreads();
         // end step
@@ -99,6 +104,6 @@ __global__ void fa2(const float* Q, const float* K, const float* V,
 
 // Explicit instantiations so that `nvcc -c` emits real code; NVRTC instantiates any other
 // <Br, Bc, D> by name expression at run time.
-template __global__ void fa2<4, 4, 4>(const float*, const float*, const float*, float*, float*, int, float);
-template __global__ void fa2<32, 32, 64>(const float*, const float*, const float*, float*, float*, int, float);
-template __global__ void fa2<64, 64, 64>(const float*, const float*, const float*, float*, float*, int, float);
+template __global__ void fa2<4, 4, 4>(const float*, const float*, const float*, float*, float*, int, float, int);
+template __global__ void fa2<32, 32, 64>(const float*, const float*, const float*, float*, float*, int, float, int);
+template __global__ void fa2<64, 64, 64>(const float*, const float*, const float*, float*, float*, int, float, int);

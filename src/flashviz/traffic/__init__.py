@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from . import fa2
-
-MODELS = {"fa2": fa2.count}
+from ..algorithms import get
 
 
-def count(algo: str, n: int, d: int, br: int, bc: int) -> dict[str, dict[str, int]]:
-    return MODELS[algo](n=n, d=d, br=br, bc=bc)
+def count(algo: str, n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
+    return get(algo).traffic(n=n, d=d, br=br, bc=bc, causal=causal)
