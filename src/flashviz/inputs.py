@@ -11,9 +11,17 @@ from .config import LIMITS, ConfigError
 NAMES = ("Q", "K", "V")
 
 
-def random_qkv(n: int, d: int, seed: int) -> dict[str, np.ndarray]:
+def random_inputs(n: int, d: int, seed: int, names: tuple[str, ...] = NAMES) -> dict[str, np.ndarray]:
+    """Standard-normal float32 (N, D) arrays drawn in a fixed order (Q, K, V first, then e.g. dO), so that
+    one seed gives every algorithm the same Q, K and V."""
     rng = np.random.default_rng(seed)
-    return {name: rng.standard_normal((n, d), dtype=np.float32) for name in NAMES}  # (N, D) each
+    order = [*NAMES, *(k for k in names if k not in NAMES)]
+    drawn = {name: rng.standard_normal((n, d), dtype=np.float32) for name in order}  # (N, D) each
+    return {name: drawn[name] for name in names}
+
+
+def random_qkv(n: int, d: int, seed: int) -> dict[str, np.ndarray]:
+    return random_inputs(n, d, seed)
 
 
 def load_npz(path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:

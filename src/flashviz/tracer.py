@@ -7,7 +7,7 @@ import numpy as np
 from . import kernels, reference
 from .algorithms import get
 from .config import Config
-from .inputs import random_qkv
+from .inputs import random_inputs
 from .trace import Trace
 
 
@@ -16,7 +16,7 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     cfg = cfg.validated()
     algo = get(cfg.algo)
     given = inputs is not None
-    inputs = dict(inputs) if given else random_qkv(cfg.n, cfg.d, cfg.seed)
+    inputs = dict(inputs) if given else random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs)
     rec = algo.engine.execute(cfg, inputs)
     hbm = rec.hbm
     outputs = {
