@@ -121,12 +121,12 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
-        Sij[:] = (Qi @ Kj.T) * scale  # (Br, Bc)
-        cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
-        live = cols < n  # (1, Bc)
-        if cfg.causal:
-            live = live & (cols <= rows)  # (Br, Bc)
-        Sij[~np.broadcast_to(live, Sij.shape)] = -np.inf
+        np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+        Sij *= scale
+        Sij[:, nc:] = -np.inf
+        if cfg.causal and c1 - 1 > r0:  # the tile crosses the diagonal
+            cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
+            Sij[cols > rows] = -np.inf
         rec.emit(
             i,
             j,
