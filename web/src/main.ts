@@ -1,0 +1,321 @@
+// The app: one state object, one render function that draws every view from it, and the wiring
+// (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
+import "./styles.css";
+import { ApiError, fetchLimits, fetchTrace } from "./api";
+import { indexTrace, type TraceIndex } from "./derive";
+import { byId } from "./dom";
+import { BadgeTarget, renderStatic } from "./statics";
+import {
+  DEFAULT_CONFIG, flightDuration, INITIAL_STATE, keyAction, landingStep, parseUrl, reduce, sameConfig, SPEEDS,
+  stepInBlock, stepInterval, toSearch, type Action, type ConfigParams, type ViewState,
+} from "./state";
+import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
+import type { Limits, Trace } from "./types";
+import { FALLBACK_LIMITS } from "./validate";
+import { showBadge } from "./render/badge";
+import { BlocksView } from "./render/blocks";
+import { CarriesView } from "./render/carries";
+import { CodeView } from "./render/code";
+import { ConfigForm } from "./render/configForm";
+import { CountersView } from "./render/counters";
+import { MemoryView } from "./render/memory";
+import { NarrativeView } from "./render/narrative";
+import { showSram } from "./render/sram";
+import { Timeline } from "./render/timeline";
+
+// ---- the state ----
+interface App {
+  state: ViewState;
+  trace: Trace | null;
+  idx: TraceIndex | null;
+  limits: Limits;
+  theme: Theme;
+  loading: AbortController | null;
+  timer: number;
+}
+
+const app: App = {
+  state: INITIAL_STATE,
+  trace: null,
+  idx: null,
+  limits: FALLBACK_LIMITS,
+  theme: initialTheme(),
+  loading: null,
+  timer: 0,
+};
+applyTheme(app.theme);
+
+// ---- the views ----
+const memory = new MemoryView(byId("memory-host"), readPalette());
+const code = new CodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
+const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
+const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
+const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"));
+const blocks = new BlocksView(byId("block-chips"), byId("blocks-summary"), byId<HTMLTableSectionElement>("ops-body"),
+  (b) => pickBlock(b), (k) => dispatch({ type: "goto", step: k }));
+const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
+const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
+const counter = byId("step-counter");
+const playBtn = byId<HTMLButtonElement>("btn-play");
+const speedSel = byId<HTMLSelectElement>("speed");
+const blockSel = byId<HTMLSelectElement>("block-picker");
+const loadingEl = byId("loading");
+const badge: BadgeTarget = { badge: byId("error-badge"), detail: byId("exactness-detail") };
+renderStatic(document);
+
+// the transport bar sticks just under the top bar, whatever height the top bar wraps to
+const topbar = document.querySelector<HTMLElement>(".topbar")!;
+new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-h", `${topbar.offsetHeight}px`)).observe(topbar);
+
+for (const s of SPEEDS) speedSel.append(new Option(`${s}\u00d7`, String(s), s === 1, s === 1));
+
+const PLAY_ICON = playBtn.innerHTML;
+const PAUSE_ICON = '<svg viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false"><rect x="3.5" y="3" width="3" height="10" fill="currentColor"/><rect x="9.5" y="3" width="3" height="10" fill="currentColor"/></svg>';
+
+// ---- rendering: every frame from the one state object ----
+let lastStep = -1;
+let lastTrace: Trace | null = null;
+
+function render(flight = false): void {
+  const t = app.trace;
+  const idx = app.idx;
+  if (!t || !idx) return;
+  performance.mark("flashviz:repaint:start");
+  const st = app.state;
+  const s = t.steps[st.step]!;
+  const traceChanged = t !== lastTrace;
+  if (traceChanged) {
+    memory.setTrace(t, idx);
+    code.setSource(t.kernel.file, t.kernel.source);
+    timeline.setTrace(t);
+    showBadge(badge.badge, badge.detail, t);
+    showSram(byId("sram-footprint"), t);
+    fillBlockPicker(t);
+  }
+  memory.show(st.step, flight ? flightDuration(st.speed) : 0);
+  code.show(s.lines, s.code, t.kernel.file);
+  narrative.show(t, s);
+  carries.show(t, idx, s);
+  counters.show(t, idx, s);
+  blocks.show(t, idx, s);
+  timeline.show(st.step);
+  counter.innerHTML = `step <b>${st.step}</b><span class="of"> / ${t.steps.length - 1}</span><span class="where">block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}</span>`;
+  counter.dataset.step = String(st.step);
+  counter.dataset.total = String(t.steps.length);
+  counter.dataset.block = String(s.block);
+  counter.dataset.j = s.j === null ? "" : String(s.j);
+  counter.dataset.op = s.op;
+  playBtn.innerHTML = st.playing ? PAUSE_ICON : PLAY_ICON;
+  playBtn.setAttribute("aria-label", st.playing ? "Pause (space)" : "Play (space)");
+  playBtn.setAttribute("aria-pressed", String(st.playing));
+  blockSel.value = String(s.block);
+  speedSel.value = String(st.speed);
+  lastStep = st.step;
+  lastTrace = t;
+  const url = toSearch(st.config, st.step, s.block, st.speed);
+  if (location.search !== url) history.replaceState(null, "", url);
+  performance.measure("flashviz:repaint", "flashviz:repaint:start");
+}
+
+function fillBlockPicker(t: Trace): void {
+  blockSel.replaceChildren();
+  const many = t.blocks.length > 512;
+  for (const b of many ? t.blocks.filter((b) => b.recorded || b.i % Math.ceil(t.blocks.length / 256) === 0) : t.blocks) {
+    const label = `${b.i} \u00b7 rows ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`;
+    blockSel.append(new Option(label, String(b.i)));
+  }
+}
+
+// ---- transitions ----
+function dispatch(a: Action): void {
+  const t = app.trace;
+  if (!t) return;
+  const before = app.state;
+  app.state = reduce(before, a, t.steps.length);
+  const forwardOne = app.state.step === before.step + 1;
+  if (app.state.step !== lastStep || app.state.playing !== before.playing || app.state.speed !== before.speed) {
+    render(forwardOne);
+  }
+  schedule();
+}
+
+function schedule(): void {
+  clearTimeout(app.timer);
+  if (!app.state.playing || !app.trace) return;
+  app.timer = window.setTimeout(() => dispatch({ type: "next" }), stepInterval(app.state.speed));
+}
+
+/** Watch another block at the same phase; fetch its values if this trace did not record them. */
+function pickBlock(b: number): void {
+  const t = app.trace;
+  if (!t) return;
+  const k = stepInBlock(t.steps, app.state.step, b);
+  if (k >= 0) {
+    dispatch({ type: "goto", step: k });
+    return;
+  }
+  const phase = t.steps[app.state.step]?.phase ?? 0;
+  void loadConfig(app.state.config, { block: b, phase });
+}
+
+// ---- loading ----
+interface Landing {
+  block?: number | null; // the block to watch (fetched if this config does not record it by default)
+  step?: number | null; // a step index (from a URL)
+  phase?: number | null; // or a phase of `block` (from the block picker)
+  push?: boolean; // a new history entry (the form), not a replacement
+}
+
+async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
+  app.loading?.abort();
+  const ctl = new AbortController();
+  app.loading = ctl;
+  form.setBusy(true);
+  const slow = window.setTimeout(() => (loadingEl.hidden = false), 150);
+  const block = to.block ?? null;
+  try {
+    let t = await fetchTrace(c, null, ctl.signal);
+    // the block asked for is not recorded by default (large launches record block 0 only): ask for it
+    if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
+      t = await fetchTrace(c, block, ctl.signal);
+    }
+    if (ctl.signal.aborted) return;
+    setTrace(t, c);
+    const step =
+      to.phase !== undefined && to.phase !== null && block !== null
+        ? findPhase(t, block, to.phase)
+        : landingStep(t.steps, to.step ?? null, block);
+    app.state = { ...app.state, config: c, step, playing: false };
+    if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
+      form.setMessage(`Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}.`, "info");
+    } else if (form.check(false)) {
+      form.setMessage("", "");
+    }
+    if (to.push) history.pushState(null, "", toSearch(c, step, t.steps[step]?.block ?? 0, app.state.speed));
+    render();
+    schedule();
+  } catch (e) {
+    if (ctl.signal.aborted || (e instanceof DOMException && e.name === "AbortError")) return;
+    const err = e instanceof ApiError ? e : new ApiError(0, `could not reach the server: ${(e as Error).message}`, null);
+    form.serverError(err.detail, err.field);
+    // nothing on screen yet (a bad link): show the default so the page is not empty; the form keeps what was asked
+    if (!app.trace && !sameConfig(c, DEFAULT_CONFIG)) await loadFallback(err);
+  } finally {
+    if (app.loading === ctl) {
+      app.loading = null;
+      form.setBusy(false);
+      clearTimeout(slow);
+      loadingEl.hidden = true;
+    }
+  }
+}
+
+/** The step of `block` at `phase` (all blocks run the same program), else its first step. */
+function findPhase(t: Trace, block: number, phase: number): number {
+  const k = t.steps.findIndex((s) => s.block === block && s.phase === phase);
+  return k >= 0 ? k : Math.max(0, t.steps.findIndex((s) => s.block === block));
+}
+
+async function loadFallback(err: ApiError): Promise<void> {
+  try {
+    const t = await fetchTrace(DEFAULT_CONFIG);
+    setTrace(t, DEFAULT_CONFIG);
+    app.state = { ...app.state, config: DEFAULT_CONFIG, step: 0 };
+    render();
+    form.serverError(`${err.detail} \u2014 showing the seed's example instead`, err.field);
+  } catch {
+    // the server is down: the message already says so
+  }
+}
+
+function setTrace(t: Trace, c: ConfigParams): void {
+  app.trace = t;
+  app.idx = indexTrace(t);
+  app.state = { ...app.state, config: c };
+}
+
+// ---- input ----
+byId("btn-first").addEventListener("click", () => dispatch({ type: "first" }));
+byId("btn-prev").addEventListener("click", () => dispatch({ type: "prev" }));
+byId("btn-next").addEventListener("click", () => dispatch({ type: "next" }));
+byId("btn-last").addEventListener("click", () => dispatch({ type: "last" }));
+playBtn.addEventListener("click", () => dispatch({ type: "toggle" }));
+speedSel.addEventListener("change", () => dispatch({ type: "speed", speed: Number(speedSel.value) }));
+blockSel.addEventListener("change", () => pickBlock(Number(blockSel.value)));
+
+document.addEventListener("keydown", (e) => {
+  const target = e.target as HTMLElement | null;
+  const tag = target?.tagName ?? "";
+  const inField = tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || !!target?.isContentEditable;
+  // space on a focused button or link activates it; leave that alone
+  if (e.key === " " && (tag === "BUTTON" || tag === "A" || tag === "SUMMARY")) return;
+  const a = keyAction(e.key, { inField, ctrl: e.ctrlKey, meta: e.metaKey, alt: e.altKey });
+  if (!a || !app.trace) return;
+  e.preventDefault();
+  dispatch(a);
+});
+
+byId("theme").addEventListener("click", () => {
+  app.theme = app.theme === "dark" ? "light" : "dark";
+  setTheme(app.theme, true);
+});
+matchMedia("(prefers-color-scheme: dark)").addEventListener("change", (e) => {
+  try {
+    if (localStorage.getItem("flashviz:theme")) return;
+  } catch {
+    // ignore
+  }
+  app.theme = e.matches ? "dark" : "light";
+  setTheme(app.theme, false);
+});
+
+function setTheme(t: Theme, remember: boolean): void {
+  applyTheme(t, remember);
+  byId("theme").setAttribute("aria-label", t === "dark" ? "Switch to the light theme" : "Switch to the dark theme");
+  memory.setPalette(readPalette());
+  if (app.trace) timeline.show(app.state.step);
+}
+
+window.addEventListener("popstate", () => void openUrl(false));
+
+async function openUrl(first: boolean): Promise<void> {
+  const req = parseUrl(location.search);
+  if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
+  form.fill(req.config);
+  if (!first && app.trace && sameConfig(req.config, app.state.config)) {
+    dispatch({ type: "goto", step: landingStep(app.trace.steps, req.step, req.block) });
+    return;
+  }
+  await loadConfig(req.config, { block: req.block, step: req.step });
+}
+
+// ---- a handle for tests and the benchmark ----
+declare global {
+  interface Window {
+    flashviz: {
+      goto(k: number): void;
+      state(): ViewState;
+      trace(): Trace | null;
+      ready: Promise<void>;
+    };
+  }
+}
+
+setTheme(app.theme, false);
+const ready = (async () => {
+  const limits = fetchLimits();
+  await openUrl(true);
+  const l = await limits;
+  if (l) {
+    app.limits = l;
+    form.setLimits(l);
+  }
+  document.documentElement.dataset.ready = "true";
+})();
+
+window.flashviz = {
+  goto: (k) => dispatch({ type: "goto", step: k }),
+  state: () => app.state,
+  trace: () => app.trace,
+  ready,
+};

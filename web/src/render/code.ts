@@ -1,0 +1,129 @@
+// The code: the whole kernel file in a read-only CodeMirror 6 editor with the step's lines
+// highlighted and scrolled into view, and beside it the step's concrete code (`// i = 0, j = 1`).
+import { cpp } from "@codemirror/lang-cpp";
+import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
+import { EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
+import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemirror/view";
+import { tags } from "@lezer/highlight";
+
+const setActive = StateEffect.define<[number, number] | null>();
+
+const activeLines = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    for (const e of tr.effects) {
+      if (!e.is(setActive)) continue;
+      if (!e.value) return Decoration.none;
+      const [first, last] = e.value;
+      const b = new RangeSetBuilder<Decoration>();
+      const doc = tr.state.doc;
+      for (let n = Math.max(1, first); n <= Math.min(doc.lines, last); n++) {
+        const cls = "cm-fv-active" + (n === first ? " cm-fv-first" : "") + (n === last ? " cm-fv-last" : "");
+        b.add(doc.line(n).from, doc.line(n).from, Decoration.line({ attributes: { class: cls, "data-testid": "code-active-line" } }));
+      }
+      return b.finish();
+    }
+    return deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+// colours come from CSS variables so the editor follows the page's theme
+const highlight = HighlightStyle.define([
+  { tag: [tags.keyword, tags.controlKeyword, tags.modifier, tags.definitionKeyword], color: "var(--code-keyword)", fontWeight: "600" },
+  { tag: [tags.typeName, tags.standard(tags.typeName)], color: "var(--code-type)" },
+  { tag: [tags.number, tags.bool, tags.null], color: "var(--code-number)" },
+  { tag: [tags.string, tags.character], color: "var(--code-string)" },
+  { tag: [tags.comment, tags.lineComment, tags.blockComment], color: "var(--code-comment)", fontStyle: "italic" },
+  { tag: [tags.processingInstruction, tags.meta], color: "var(--code-meta)" },
+  { tag: [tags.function(tags.variableName), tags.function(tags.propertyName)], color: "var(--code-fn)" },
+  { tag: [tags.operator, tags.punctuation], color: "var(--code-punct)" },
+  { tag: [tags.macroName], color: "var(--code-meta)" },
+]);
+
+const baseTheme = EditorView.theme({
+  "&": { fontSize: "12.5px", height: "100%", backgroundColor: "var(--code-bg)", color: "var(--code-ink)" },
+  ".cm-scroller": { fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, 'Liberation Mono', monospace", lineHeight: "1.55" },
+  ".cm-gutters": { backgroundColor: "var(--code-gutter)", color: "var(--ink-muted)", border: "none" },
+  ".cm-content": { caretColor: "transparent" },
+  ".cm-fv-active": { backgroundColor: "var(--code-active)", boxShadow: "inset 3px 0 0 var(--accent)" },
+  "&.cm-focused": { outline: "2px solid var(--focus)", outlineOffset: "-2px" },
+});
+
+function readOnlyView(parent: HTMLElement, doc: string, label: string, extra: ReturnType<typeof lineNumbers>[] = []): EditorView {
+  return new EditorView({
+    parent,
+    state: EditorState.create({
+      doc,
+      extensions: [
+        ...extra,
+        EditorState.readOnly.of(true),
+        EditorView.editable.of(false),
+        EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),
+        cpp(),
+        syntaxHighlighting(highlight),
+        baseTheme,
+        activeLines,
+      ],
+    }),
+  });
+}
+
+export class CodeView {
+  private readonly kernel: EditorView;
+  private readonly concrete: EditorView;
+  private readonly summary: HTMLElement;
+  private readonly header: HTMLElement;
+  private readonly fileLabel: HTMLElement;
+  private source = "";
+  private range: [number, number] | null = null;
+
+  constructor(kernelHost: HTMLElement, concreteHost: HTMLElement, summary: HTMLElement, header: HTMLElement, fileLabel: HTMLElement) {
+    this.kernel = readOnlyView(kernelHost, "", "The whole kernel file, read-only", [lineNumbers()]);
+    this.concrete = readOnlyView(concreteHost, "", "This step's code with i and j substituted, read-only");
+    this.summary = summary;
+    this.header = header;
+    this.fileLabel = fileLabel;
+  }
+
+  setSource(file: string, source: string): void {
+    this.fileLabel.textContent = file;
+    if (source === this.source) return;
+    this.source = source;
+    this.range = null;
+    this.kernel.dispatch({ changes: { from: 0, to: this.kernel.state.doc.length, insert: source } });
+  }
+
+  show(lines: [number, number], code: string, file: string): void {
+    const [first, last] = lines;
+    if (!this.range || this.range[0] !== first || this.range[1] !== last) {
+      this.range = [first, last];
+      this.kernel.dispatch({ effects: setActive.of([first, last]) });
+      this.scrollTo(first, last);
+    }
+    this.summary.textContent = `lines ${first}\u2013${last} of ${file}`;
+    this.summary.dataset.first = String(first);
+    this.summary.dataset.last = String(last);
+    if (this.concrete.state.doc.toString() !== code) {
+      this.concrete.dispatch({ changes: { from: 0, to: this.concrete.state.doc.length, insert: code } });
+    }
+    this.header.textContent = code.split("\n", 1)[0] ?? "";
+  }
+
+  /** Scroll the editor itself (never the page) so the lines sit in the middle, or at the top if long. */
+  private scrollTo(first: number, last: number): void {
+    const view = this.kernel;
+    const doc = view.state.doc;
+    const a = view.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, first))).from);
+    const b = view.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, last))).from);
+    const sd = view.scrollDOM;
+    const span = b.bottom - a.top;
+    const target = span + 48 > sd.clientHeight ? a.top - 24 : a.top - (sd.clientHeight - span) / 2;
+    sd.scrollTop = Math.max(0, target);
+  }
+
+  /** The active line numbers as rendered (for tests and the benchmark). */
+  get active(): [number, number] | null {
+    return this.range;
+  }
+}

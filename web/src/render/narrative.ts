@@ -1,0 +1,79 @@
+// The narrative: the step's sentence and its math, and for online_softmax its three sub-operations
+// (new max, rescaled sum, rescaled output) with their values per row.
+import { esc } from "../dom";
+import { rowValid } from "../derive";
+import { num } from "../format";
+import type { Mat, Step, Trace, Vec } from "../types";
+import { setTex, texHtml } from "./tex";
+
+const MAX_ROWS = 8;
+const MAX_COLS = 4;
+
+const VALUE_TEX: Record<string, string> = {
+  m_old: "m_i^{\\text{old}}",
+  m_ij: "\\mathrm{rowmax}(S_{ij})",
+  m_new: "m_i^{\\text{new}}",
+  alpha: "\\alpha = e^{m^{\\text{old}} - m^{\\text{new}}}",
+  l_old: "\\ell_i^{\\text{old}}",
+  rowsum: "\\mathrm{rowsum}(P)",
+  l_new: "\\ell_i^{\\text{new}}",
+  PV: "P\\,V_j",
+};
+
+const OP_NOTE: Record<string, string> = {
+  load_q: "Before the loop: Qi comes in once and the three carries start empty. online_softmax, later, has three visible parts.",
+  load_kv: "A tile of K and V arrives in SRAM. Nothing is computed yet.",
+  scores: "One matrix product in SRAM: the scores of this block's Br queries against the tile's Bc keys.",
+  write_back: "After the loop: one division, and mi and li leave as the single array L.",
+};
+
+export class NarrativeView {
+  constructor(
+    private readonly caption: HTMLElement, // stage caption: math + sentence
+    private readonly mathEl: HTMLElement,
+    private readonly subs: HTMLElement, // section 5
+  ) {}
+
+  show(t: Trace, s: Step): void {
+    setTex(this.mathEl, s.tex, false);
+    this.mathEl.setAttribute("aria-label", s.math);
+    if (this.caption.textContent !== s.text) this.caption.textContent = s.text;
+    const key = `${s.index}:${t.config.n}:${t.config.d}`;
+    if (this.subs.dataset.key === key) return;
+    this.subs.dataset.key = key;
+    if (!s.substeps) {
+      this.subs.innerHTML = `<p class="muted">${esc(OP_NOTE[s.op] ?? "")}</p>` +
+        `<p class="muted small">Step <code>${esc(s.math)}</code> \u2014 the sub-operations appear on each <code>mi, li, Oi = \u2026</code> step.</p>`;
+      return;
+    }
+    const rows = Math.min(t.config.br, MAX_ROWS);
+    this.subs.innerHTML = s.substeps
+      .map((sub, n) => {
+        const keys = Object.keys(sub.values);
+        const head = keys.map((k) => `<th scope="col">${texHtml(VALUE_TEX[k] ?? k)}</th>`).join("");
+        let body = "";
+        for (let r = 0; r < rows; r++) {
+          const pad = !rowValid(t, s.block, r);
+          const cells = keys
+            .map((k) => {
+              const v = sub.values[k] as Vec | Mat;
+              const x = v[r];
+              const text = Array.isArray(x)
+                ? x.slice(0, MAX_COLS).map((y) => num(y)).join(", ") + (x.length > MAX_COLS ? ", \u2026" : "")
+                : num(x ?? null);
+              const cls = k === "alpha" && typeof x === "number" && x < 1 ? ' class="rescaled"' : "";
+              return `<td${cls}>${esc(text)}</td>`;
+            })
+            .join("");
+          body += `<tr${pad ? ' class="pad" title="row past N: padding"' : ""}><th scope="row">${s.block * t.config.br + r}</th>${cells}</tr>`;
+        }
+        const more = t.config.br > rows ? `<p class="muted small">first ${rows} of Br = ${t.config.br} rows</p>` : "";
+        return `<article class="substep" data-testid="substep-${n}">
+          <h4><span class="num">${n + 1}</span> ${esc(sub.name)}</h4>
+          <div class="tex">${texHtml(sub.tex, true)}</div>
+          <div class="table-wrap"><table class="values"><thead><tr><th scope="col">row</th>${head}</tr></thead><tbody>${body}</tbody></table></div>${more}
+        </article>`;
+      })
+      .join("");
+  }
+}

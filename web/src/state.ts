@@ -1,0 +1,187 @@
+// The one state object every frame is drawn from, its URL round trip, and the pure transitions
+// (stepping, clamping, keys). Nothing here touches the DOM.
+
+export interface ConfigParams {
+  n: number; // sequence length N
+  d: number; // head dimension D
+  br: number; // rows of Q per block (Br)
+  bc: number; // columns of K/V per tile (Bc)
+  seed: number; // random inputs are drawn from this seed
+  scale: number | null; // softmax scale; null means the server's default 1/sqrt(D)
+}
+
+/** The seed's example: two blocks of Q, two tiles of K and V. */
+export const DEFAULT_CONFIG: ConfigParams = { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null };
+
+export const SPEEDS = [0.25, 0.5, 1, 2, 4] as const;
+
+export interface ViewState {
+  config: ConfigParams; // the config of the trace on screen (the last good one)
+  step: number; // index into trace.steps
+  playing: boolean;
+  speed: number; // playback multiplier, one of SPEEDS
+}
+
+export const INITIAL_STATE: ViewState = { config: DEFAULT_CONFIG, step: 0, playing: false, speed: 1 };
+
+/** What a URL asks for; step/block are null when absent. */
+export interface UrlRequest {
+  config: ConfigParams;
+  step: number | null;
+  block: number | null;
+  speed: number | null;
+}
+
+const INT_FIELDS = ["n", "d", "br", "bc", "seed"] as const;
+
+function parseNonNegInt(raw: string | null): number | null {
+  if (raw === null || !/^\d+$/.test(raw.trim())) return null;
+  const v = Number(raw);
+  return Number.isSafeInteger(v) ? v : null;
+}
+
+/** Read the config, step and block from a query string; anything malformed falls back to the default. */
+export function parseUrl(search: string): UrlRequest {
+  const q = new URLSearchParams(search);
+  const config: ConfigParams = { ...DEFAULT_CONFIG };
+  for (const f of INT_FIELDS) {
+    const v = parseNonNegInt(q.get(f));
+    if (v !== null) config[f] = v;
+  }
+  const rawScale = q.get("scale");
+  if (rawScale !== null && rawScale.trim() !== "") {
+    const s = Number(rawScale);
+    if (Number.isFinite(s) && s !== 0) config.scale = s;
+  }
+  const speedRaw = Number(q.get("speed"));
+  const speed = (SPEEDS as readonly number[]).includes(speedRaw) ? speedRaw : null;
+  return { config, step: parseNonNegInt(q.get("step")), block: parseNonNegInt(q.get("block")), speed };
+}
+
+/** The query string for a state: config first (in the form's order), then step and block. */
+export function toSearch(config: ConfigParams, step: number, block: number, speed = 1): string {
+  const q = new URLSearchParams();
+  for (const f of INT_FIELDS) q.set(f, String(config[f]));
+  if (config.scale !== null) q.set("scale", String(config.scale));
+  q.set("step", String(step));
+  q.set("block", String(block));
+  if (speed !== 1) q.set("speed", String(speed));
+  return "?" + q.toString();
+}
+
+/** The query string for GET /api/trace. `record` asks the server to record one block's values. */
+export function apiQuery(config: ConfigParams, record: number | null = null): string {
+  const q = new URLSearchParams({ algo: "fa2" });
+  for (const f of INT_FIELDS) q.set(f, String(config[f]));
+  if (config.scale !== null) q.set("scale", String(config.scale));
+  if (record !== null) q.set("block", String(record));
+  return q.toString();
+}
+
+export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
+  return a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale;
+}
+
+export function clampStep(step: number, total: number): number {
+  if (total <= 0 || !Number.isFinite(step)) return 0;
+  return Math.min(total - 1, Math.max(0, Math.trunc(step)));
+}
+
+/** The minimal view of a step list the transitions need: each step's block and phase. */
+export interface StepIndex {
+  block: number;
+  phase: number;
+}
+
+/** Where a URL lands: its step if given (clamped), else the first step of its block, else step 0. */
+export function landingStep(steps: readonly StepIndex[], step: number | null, block: number | null): number {
+  if (step !== null) return clampStep(step, steps.length);
+  if (block !== null) {
+    const k = steps.findIndex((s) => s.block === block);
+    if (k >= 0) return k;
+  }
+  return 0;
+}
+
+/** The step of `block` at the same phase as `from` (all blocks run the same program); -1 if not recorded. */
+export function stepInBlock(steps: readonly StepIndex[], from: number, block: number): number {
+  const phase = steps[from]?.phase ?? 0;
+  let first = -1;
+  for (let k = 0; k < steps.length; k++) {
+    const s = steps[k]!;
+    if (s.block !== block) continue;
+    if (first < 0) first = k;
+    if (s.phase === phase) return k;
+  }
+  return first;
+}
+
+export type Action =
+  | { type: "next" }
+  | { type: "prev" }
+  | { type: "first" }
+  | { type: "last" }
+  | { type: "goto"; step: number }
+  | { type: "toggle" }
+  | { type: "play" }
+  | { type: "pause" }
+  | { type: "speed"; speed: number };
+
+/** One transition of the view state; `total` is the number of steps in the trace on screen. */
+export function reduce(state: ViewState, action: Action, total: number): ViewState {
+  const last = Math.max(0, total - 1);
+  switch (action.type) {
+    case "next": {
+      const step = clampStep(state.step + 1, total);
+      return { ...state, step, playing: state.playing && step < last };
+    }
+    case "prev":
+      return { ...state, step: clampStep(state.step - 1, total), playing: false };
+    case "first":
+      return { ...state, step: 0, playing: false };
+    case "last":
+      return { ...state, step: last, playing: false };
+    case "goto":
+      return { ...state, step: clampStep(action.step, total) };
+    case "toggle":
+      return reduce(state, { type: state.playing ? "pause" : "play" }, total);
+    case "play":
+      // playing from the end starts over
+      return { ...state, playing: total > 1, step: state.step >= last ? 0 : state.step };
+    case "pause":
+      return { ...state, playing: false };
+    case "speed":
+      return { ...state, speed: (SPEEDS as readonly number[]).includes(action.speed) ? action.speed : 1 };
+  }
+}
+
+/** What a key press means, or null to leave it alone (typing in a field, modifier chords). */
+export function keyAction(
+  key: string,
+  opts: { inField?: boolean; ctrl?: boolean; meta?: boolean; alt?: boolean } = {},
+): Action | null {
+  if (opts.inField || opts.ctrl || opts.meta || opts.alt) return null;
+  switch (key) {
+    case "ArrowRight":
+      return { type: "next" };
+    case "ArrowLeft":
+      return { type: "prev" };
+    case " ":
+    case "Spacebar":
+      return { type: "toggle" };
+    case "Home":
+      return { type: "first" };
+    case "End":
+      return { type: "last" };
+    default:
+      return null;
+  }
+}
+
+/** Milliseconds between steps while playing, and how long a transfer's flight takes. */
+export function stepInterval(speed: number): number {
+  return Math.round(1400 / speed);
+}
+export function flightDuration(speed: number): number {
+  return Math.min(650, Math.round(0.55 * stepInterval(speed)));
+}
