@@ -37,7 +37,13 @@ class WebBuildHook(BuildHookInterface):
                 "or set FLASHVIZ_SKIP_WEB_BUILD=1 to install without the viewer."
             )
         if needs_install(web):
-            run([npm, "ci", "--no-audit", "--no-fund"], web)
+            try:
+                run([npm, "ci", "--no-audit", "--no-fund"], web)
+            except RuntimeError:
+                # npm ci refuses a lock that lacks an optional platform package the registry does not serve
+                # (e.g. vite's Windows-only helper); npm install keeps the lock's versions and skips it.
+                note("npm ci failed; trying npm install, which keeps the versions in package-lock.json")
+                run([npm, "install", "--no-audit", "--no-fund"], web)
         run([npm, "run", "build"], web)
         if not (root / BUNDLE / "index.html").is_file():
             raise RuntimeError(f"flashviz: `npm run build` in {web} did not write {BUNDLE}/index.html")
