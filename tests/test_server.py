@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import threading
 import time
 
@@ -230,3 +232,20 @@ def test_at_most_two_traces_compute_at_once_and_the_loop_stays_free(monkeypatch)
     assert peak == 2
     assert sorted(calls) == [1, 2, 3, 4]  # repeats waited and were served from the cache
     assert again.json() == {"seed": 3} and len(calls) == 4
+
+
+def test_the_built_viewer_is_served_with_its_assets(client):
+    """After `pip install` (the build hook ran npm), `/` is the real page and everything it loads is local."""
+    if not (server.static_dir() / "index.html").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"the viewer bundle was not built into {server.static_dir()} (the install's build hook)")
+        pytest.skip("the viewer is not built here (FLASHVIZ_SKIP_WEB_BUILD=1, or installed before web/ existed)")
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert any(a.endswith(".js") for a in assets)
+    for asset in assets:
+        if asset.startswith("data:"):
+            continue
+        assert "://" not in asset and not asset.startswith("//"), f"{asset} would leave the local server"
+        assert client.get("/" + asset.removeprefix("./").lstrip("/")).status_code == 200, asset
