@@ -53,6 +53,28 @@ REGISTRY: dict[str, Algorithm] = {
         },
         causal=True,
     ),
+    "fa2-backward": Algorithm(
+        name="fa2-backward",
+        title="FlashAttention-2 backward",
+        kernel_file="fa2_backward.cu",
+        kernel_name="fa2_bwd",  # after fa2_bwd_preprocess (D = rowsum(dO ∘ O), dQ = 0)
+        module="fa2_backward",
+        inputs=("Q", "K", "V", "dO"),
+        outputs=("dQ", "dK", "dV", "O", "L"),  # O and L: the forward's, computed by engine.fa2 and used here
+        tensors={
+            "Q": "input",
+            "K": "input",
+            "V": "input",
+            "O": "input (the forward's output)",
+            "L": "input (the forward's log-sum-exp)",
+            "dO": "input (gradient of the loss with respect to O)",
+            "D": "intermediate (rowsum(dO ∘ O), written by the preprocessing kernel)",
+            "dQ": "output (zeroed by the preprocessing kernel, accumulated with atomicAdd)",
+            "dK": "output",
+            "dV": "output",
+        },
+        causal=True,
+    ),
 }
 assert set(REGISTRY) == set(ALGOS), "config.ALGOS and the registry must list the same algorithms"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-ALGOS = ("fa2",)
+ALGOS = ("fa2", "fa2-backward")
 
 # Safety limits for running the engine (the traffic model in `count` has its own, far larger).
 # They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per input.
@@ -60,13 +60,18 @@ class Config:
         return -(-self.n // self.bc)
 
     @property
+    def blocks(self) -> int:
+        """CUDA blocks of the (main) kernel: one per block of Q (Tr), or for fa2-backward one per tile of K/V (Tc)."""
+        return self.tc if self.algo == "fa2-backward" else self.tr
+
+    @property
     def softmax_scale(self) -> float:
         return 1.0 / math.sqrt(self.d) if self.scale is None else float(self.scale)
 
     def recorded_blocks(self) -> tuple[int, ...]:
         if self.record is not None:
             return self.record
-        return tuple(range(self.tr)) if self.tr <= RECORD_ALL_MAX_BLOCKS else (0,)
+        return tuple(range(self.blocks)) if self.blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
 
     def validated(self, limits: dict[str, tuple[int, int]] = LIMITS) -> Config:
         if self.algo not in ALGOS:
@@ -86,26 +91,37 @@ class Config:
             ):
                 raise ConfigError("scale", f"must be a finite number with {lo:g} <= |scale| <= {hi:g}")
         if self.record is not None:
-            bad = [b for b in self.record if not 0 <= b < self.tr]
+            bad = [b for b in self.record if not 0 <= b < self.blocks]
             if bad:
-                raise ConfigError("block", f"must be in 0..{self.tr - 1} for N={self.n}, Br={self.br}")
+                per = f"Bc={self.bc}" if self.algo == "fa2-backward" else f"Br={self.br}"
+                raise ConfigError("block", f"must be in 0..{self.blocks - 1} for N={self.n}, {per}")
         return self
 
     def api_validated(self) -> Config:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
         self.validated(API_LIMITS)
-        if self.n * self.n * self.d > API_MAX_WORK:
+        # fa2-backward runs the forward, then six steps and five tile products per (block, tile) pair: ~3x the time
+        cost = 3 if self.algo == "fa2-backward" else 1
+        if self.n * self.n * self.d > API_MAX_WORK // cost:
             raise ConfigError(
-                "n", f"N*N*D must be at most {API_MAX_WORK:,} (got {self.n}*{self.n}*{self.d}); lower n or d"
+                "n",
+                f"N*N*D must be at most {API_MAX_WORK // cost:,} for {self.algo} (got {self.n}*{self.n}*{self.d}); "
+                "lower n or d",
             )
-        if self.tr * self.tc > API_MAX_TILES:
+        if self.tr * self.tc > API_MAX_TILES // cost:
             raise ConfigError(
                 "br" if self.br <= self.bc else "bc",
-                f"Tr*Tc must be at most {API_MAX_TILES:,} (got {self.tr}*{self.tc} for N={self.n}); raise br or bc",
+                f"Tr*Tc must be at most {API_MAX_TILES // cost:,} for {self.algo} (got {self.tr}*{self.tc} for "
+                f"N={self.n}); raise br or bc",
             )
         # Per recorded block and tile: Kj Vj, Sij twice, Oi and PV, and the carries (docs/trace-schema.md).
         per_tile = 2 * self.bc * self.d + 2 * self.br * self.bc + 2 * self.br * self.d + 24 * self.br
         values = 4 * self.n * self.d + len(self.recorded_blocks()) * self.tc * per_tile
+        if self.algo == "fa2-backward":
+            # Per recorded block j and visit of a block i: Qi dOi, dQ's add and sum, Pij Sij dSij dPij, dVj dKj, Li Di
+            per_visit = 4 * self.br * self.d + 4 * self.br * self.bc + 2 * self.bc * self.d + 4 * self.br
+            pre = 2 * self.n * self.d + 2 * self.n  # every preprocessing block's dOi, Oi, Di
+            values = 9 * self.n * self.d + len(self.recorded_blocks()) * self.tr * per_visit + pre
         if values > API_MAX_VALUES:
             many = len(self.recorded_blocks()) > 1
             raise ConfigError(

@@ -23,6 +23,23 @@ def attention(
     return O, L
 
 
+def attention_backward(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, dO: np.ndarray, scale: float, causal: bool = False
+) -> dict[str, np.ndarray]:
+    """Gradients of attention in float64: given dO = ∂loss/∂O, return dQ, dK, dV (N×D each), with the
+    float64 forward's O and L they were computed from."""
+    O, L = attention(Q, K, V, scale, causal)
+    Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
+    S = (Q @ K.T) * scale  # (N, N)
+    if causal:
+        S[np.triu_indices(S.shape[0], k=1)] = -np.inf
+    P = np.exp(S - L[:, None], out=S)  # (N, N) softmax rows, rebuilt from L
+    dV = P.T @ dO  # (N, D)
+    D = (dO * O).sum(axis=1, keepdims=True)  # (N, 1) rowsum(dO ∘ O) = rowsum(P ∘ dP)
+    dS = P * (dO @ V.T - D)  # (N, N) ∂loss/∂S: the softmax's Jacobian applied row by row
+    return {"O": O, "L": L, "dQ": scale * (dS @ K), "dK": scale * (dS.T @ Q), "dV": dV}
+
+
 def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     """Max abs error, and max abs error relative to the reference's largest magnitude."""
     diff = np.abs(np.asarray(got, dtype=np.float64) - ref)
@@ -33,6 +50,10 @@ def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
 
 # float32 arithmetic on O(1) inputs lands far below this; both are max-norm relative errors.
 TOLERANCE = {"O": 1e-5, "L": 1e-6}
+# Gradients carry more rounding than O: Pij = exp(Sij - Li) inherits Li's float32 rounding, a relative error of
+# about |Li| * 2^-24, and dSij = Pij (dPij - Di) subtracts two O(1) numbers. Standard-normal inputs land at
+# 1e-7 .. 1.1e-6 (N up to 2048, D up to 128), inputs x10 (|L| ~ 400) at <= 1.1e-5: 1e-4 leaves a 10x margin.
+TOLERANCE.update({"dQ": 1e-4, "dK": 1e-4, "dV": 1e-4})
 
 
 def check(outputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, object]:
@@ -51,5 +72,7 @@ def check(outputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[st
 
 def expected(cfg, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The float64 reference of every output `cfg.algo` checks, keyed like the outputs."""
+    if cfg.algo == "fa2-backward":
+        return attention_backward(inputs["Q"], inputs["K"], inputs["V"], inputs["dO"], cfg.softmax_scale, cfg.causal)
     O, L = attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)
     return {"O": O, "L": L}

@@ -16,7 +16,10 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     cfg = cfg.validated()
     algo = get(cfg.algo)
     given = inputs is not None
-    inputs = dict(inputs) if given else random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs)
+    inputs = dict(inputs) if given else {}
+    drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
+    if drawn:
+        inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})
     rec = algo.engine.execute(cfg, inputs)
     hbm = rec.hbm
     outputs = {
@@ -35,9 +38,10 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             "br": cfg.br,
             "bc": cfg.bc,
             "scale": cfg.softmax_scale,
-            "seed": None if given else cfg.seed,
+            "seed": cfg.seed if drawn else None,
             "causal": cfg.causal,
             "inputs": "file" if given else "random",
+            "random_inputs": drawn,
             "tr": cfg.tr,
             "tc": cfg.tc,
             "dtype": "float32",
@@ -60,7 +64,9 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             }
             for name in hbm.tensors
         },
-        blocks=[
+        blocks=algo.engine.trace_blocks(cfg, recorded)
+        if hasattr(algo.engine, "trace_blocks")
+        else [
             {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded}
             for i in range(cfg.tr)
         ],

@@ -1,0 +1,275 @@
+"""The FlashAttention-2 backward executor: kernels/fa2_backward.cu's two kernels, in float32, on the memory model.
+
+First the forward (engine.fa2) runs on the same Q, K, V to produce the O and L the backward needs. Then
+the preprocessing kernel (one block per block i of Q) computes D = rowsum(dO ∘ O) and zeroes dQ, and
+the main kernel (one block per tile j of K/V) streams every block i of Q past its Kj, Vj, keeping dKj,
+dVj in SRAM and adding into dQ[i] in HBM. Blocks are independent apart from those atomic adds into dQ,
+which commute, so running the blocks one after another (j = 0, 1, ...) gives a valid order of the adds.
+Steps with values are recorded for the chosen blocks; counters are kept for all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import narrative
+from ..config import Config
+from . import fa2
+from .memory import SRAM
+from .recorder import Recorder
+
+ALGO = "fa2-backward"
+
+# op -> (label, TeX)
+LABELS = {
+    "load_do_o": ("dOi, Oi = dO[i], O[i]", r"dO_i, O_i \leftarrow dO[i], O[i]"),
+    "write_d": (
+        "D[i] = rowsum(dOi * Oi); dQ[i] = 0",
+        r"D[i] \leftarrow \mathrm{rowsum}(dO_i \circ O_i);\; dQ[i] \leftarrow 0",
+    ),
+    "load_kv": (
+        "Kj, Vj = K[j], V[j]; dKj = dVj = 0",
+        r"K_j, V_j \leftarrow K[j], V[j];\; dK_j, dV_j \leftarrow 0",
+    ),
+    "load_q": (
+        "Qi, dOi, Li, Di = Q[i], dO[i], L[i], D[i]",
+        r"Q_i, dO_i, L_i, D_i \leftarrow Q[i], dO[i], L[i], D[i]",
+    ),
+    "probs": ("Pij = exp(Qi @ Kj.T * scale - Li)", r"P_{ij} = \exp\!\big(\tau\, Q_i K_j^{\top} - L_i\big)"),
+    "dv": ("dVj += Pij.T @ dOi", r"dV_j \mathrel{+}= P_{ij}^{\top} dO_i"),
+    "ds": (
+        "dSij = Pij * (dOi @ Vj.T - Di)",
+        r"dS_{ij} = P_{ij} \circ \big(dO_i V_j^{\top} - D_i\big)",
+    ),
+    "dk": ("dKj += scale * dSij.T @ Qi", r"dK_j \mathrel{+}= \tau\, dS_{ij}^{\top} Q_i"),
+    "dq": ("dQ[i] += scale * dSij @ Kj (atomicAdd)", r"dQ[i] \mathrel{+}= \tau\, dS_{ij} K_j"),
+    "write_back": ("dK[j], dV[j] = dKj, dVj", r"dK[j], dV[j] \leftarrow dK_j, dV_j"),
+}
+INNER = ("load_q", "probs", "dv", "ds", "dk", "dq")  # one visit of block i by block j
+PRE_PHASES = 2  # the preprocessing kernel's program: load_do_o, write_d
+
+
+def first_block(cfg: Config, j: int) -> int:
+    """The first block i of Q that block j visits: under causal the one holding row j·Bc (the blocks
+    before it end above tile j's first column, wholly masked), else 0."""
+    return j * cfg.bc // cfg.br if cfg.causal else 0
+
+
+def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
+    """Position of a step in the launch's program: the preprocessing kernel's two steps, then the main
+    block's load_kv, six steps per visited block i (i0 its first), write_back (visits: that block's)."""
+    if op == "load_do_o":
+        return 0
+    if op == "write_d":
+        return 1
+    if op == "load_kv":
+        return PRE_PHASES
+    if op == "write_back":
+        return PRE_PHASES + 1 + len(INNER) * visits
+    return PRE_PHASES + 1 + len(INNER) * (i - i0) + INNER.index(op)
+
+
+def recorded_preprocess_blocks(cfg: Config) -> set[int]:
+    """Blocks of the preprocessing kernel whose values are recorded: all Tr of them when the main kernel
+    records all of its blocks, else block 0 (its steps are two small ones per block)."""
+    return set(range(cfg.tr)) if set(cfg.recorded_blocks()) == set(range(cfg.tc)) else {0}
+
+
+def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
+    n, d, br = cfg.n, cfg.d, cfg.br
+    keep = i in rec.recorded
+    sram = SRAM()
+    dOi = sram.alloc("dOi", (br, d))  # (Br, D)
+    Oi = sram.alloc("Oi", (br, d))  # (Br, D)
+    Di = sram.alloc("Di", (br,))  # (Br,)
+    r0, r1 = i * br, min(n, (i + 1) * br)
+    nr = r1 - r0
+
+    # step: load_do_o -- dOi, Oi = dO[i], O[i]; rows past N stay zero
+    do, tdo = rec.hbm.read("dO", slice(r0, r1))
+    o, to = rec.hbm.read("O", slice(r0, r1))
+    dOi[:nr], Oi[:nr] = do, o
+    rec.emit(
+        i,
+        None,
+        "load_do_o",
+        phase_of("load_do_o", i, 0, 0),
+        [tdo, to],
+        {"dOi": dOi, "Oi": Oi},
+        narrative.bwd_load_do_o(i, r0, r1, d) if keep else "",
+        indices={"i": i},
+    )
+
+    # step: write_d -- Di = rowsum(dOi * Oi) to D[i]; dQ[i] = 0 for the main kernel's atomic adds
+    Di[:] = (dOi * Oi).sum(axis=1)  # (Br,)
+    td = rec.hbm.write("D", slice(r0, r1), Di[:nr])
+    tq = rec.hbm.write("dQ", slice(r0, r1), np.zeros((nr, d), dtype=np.float32))
+    rec.emit(
+        i,
+        None,
+        "write_d",
+        phase_of("write_d", i, 0, 0),
+        [td, tq],
+        {"Di": Di},
+        narrative.bwd_write_d(i, r0, r1, d, Di[:nr]) if keep else "",
+        carries={"Di": Di.copy()} if keep else None,
+        indices={"i": i},
+    )
+
+
+def main_block(rec: Recorder, cfg: Config, j: int) -> None:
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    keep = j in rec.recorded
+    sram = SRAM()
+    Kj = sram.alloc("Kj", (bc, d))  # (Bc, D)
+    Vj = sram.alloc("Vj", (bc, d))  # (Bc, D)
+    dKj = sram.alloc("dKj", (bc, d))  # (Bc, D)
+    dVj = sram.alloc("dVj", (bc, d))  # (Bc, D)
+    Qi = sram.alloc("Qi", (br, d))  # (Br, D)
+    dOi = sram.alloc("dOi", (br, d))  # (Br, D)
+    Pij = sram.alloc("Pij", (br, bc))  # (Br, Bc)
+    dSij = sram.alloc("dSij", (br, bc))  # (Br, Bc)
+    Li = sram.alloc("Li", (br,))  # (Br,)
+    Di = sram.alloc("Di", (br,))  # (Br,)
+    rec.sram_footprint = sram.footprint()
+    c0, c1 = j * bc, min(n, (j + 1) * bc)
+    nc = c1 - c0
+    cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
+    i0 = first_block(cfg, j)
+    visits = cfg.tr - i0
+
+    # step: load_kv -- Kj, Vj = K[j], V[j]; dKj = dVj = 0; rows past N stay zero
+    k, tk = rec.hbm.read("K", slice(c0, c1))
+    v, tv = rec.hbm.read("V", slice(c0, c1))
+    Kj[:nc], Vj[:nc] = k, v
+    rec.emit(
+        j,
+        j,
+        "load_kv",
+        phase_of("load_kv", None, i0, visits),
+        [tk, tv],
+        {"Kj": Kj, "Vj": Vj, "dKj": dKj, "dVj": dVj},
+        narrative.bwd_load_kv(j, c0, c1, bc, d, cfg.tr, i0) if keep else "",
+        indices={"j": j},
+    )
+
+    for i in range(i0, cfg.tr):
+        r0, r1 = i * br, min(n, (i + 1) * br)
+        nr = r1 - r0
+        rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
+        at = {"j": j, "i": i}
+
+        def emit(op, transfers, sram_changed, text, carries=None, i=i, at=at):
+            rec.emit(j, j, op, phase_of(op, i, i0, visits), transfers, sram_changed, text, carries, indices=at)
+
+        # step: load_q -- Qi, dOi, Li, Di = Q[i], dO[i], L[i], D[i]; padding rows zero
+        q, tq = rec.hbm.read("Q", slice(r0, r1))
+        do, tdo = rec.hbm.read("dO", slice(r0, r1))
+        l, tl = rec.hbm.read("L", slice(r0, r1))
+        dd, td = rec.hbm.read("D", slice(r0, r1))
+        Qi[:nr], Qi[nr:] = q, 0.0
+        dOi[:nr], dOi[nr:] = do, 0.0
+        Li[:nr], Li[nr:] = l[:, 0], 0.0
+        Di[:nr], Di[nr:] = dd[:, 0], 0.0
+        emit(
+            "load_q",
+            [tq, tdo, tl, td],
+            {"Qi": Qi, "dOi": dOi, "Li": Li, "Di": Di},
+            narrative.bwd_load_q(i, r0, r1, d, fa2.tiles_of_block(cfg, i), Li[:nr]) if keep else "",
+            {"Li": Li.copy(), "Di": Di.copy()} if keep else None,
+        )
+
+        # step: probs -- Pij = exp(Sij - Li) from the forward's L; dead entries (past N, causal mask) are 0
+        S = (Qi @ Kj.T) * scale  # (Br, Bc) the scores Sij, in registers
+        live = (rows < n) & (cols < n)  # (Br, Bc)
+        if cfg.causal:
+            live &= cols <= rows
+        Pij[:] = np.where(live, np.exp(np.where(live, S - Li[:, None], 0.0)), 0.0)
+        emit(
+            "probs",
+            [],
+            {"Pij": Pij},
+            narrative.bwd_probs(Pij, live, nr, nc, cfg.causal) if keep else "",
+            {"Sij": np.where(live, S, -np.inf).astype(np.float32)} if keep else None,
+        )
+
+        # step: dv -- dVj += Pij.T @ dOi
+        dVj += Pij.T @ dOi  # (Bc, D)
+        emit("dv", [], {"dVj": dVj}, narrative.bwd_accumulate("dVj", dVj, nc, i, i0, cfg.tr) if keep else "")
+
+        # step: ds -- dPij = dOi @ Vj.T; dSij = Pij * (dPij - Di)
+        dP = dOi @ Vj.T  # (Br, Bc) dPij, in registers
+        dSij[:] = Pij * (dP - Di[:, None])
+        emit(
+            "ds",
+            [],
+            {"dSij": dSij},
+            narrative.bwd_ds(dSij, dP, Di, nr, nc) if keep else "",
+            {"dPij": dP} if keep else None,
+        )
+
+        # step: dk -- dKj += scale * dSij.T @ Qi
+        dKj += scale * (dSij.T @ Qi)  # (Bc, D)
+        emit("dk", [], {"dKj": dKj}, narrative.bwd_accumulate("dKj", dKj, nc, i, i0, cfg.tr) if keep else "")
+
+        # step: dq -- dQ[i] += scale * dSij @ Kj, one atomicAdd per element: a read and a write of dQ
+        add = scale * (dSij @ Kj)  # (Br, D)
+        dq, tqr = rec.hbm.read("dQ", slice(r0, r1))
+        dq += add[:nr]
+        tqw = rec.hbm.write("dQ", slice(r0, r1), dq)
+        emit(
+            "dq",
+            [tqr, tqw],
+            {},
+            narrative.bwd_dq(i, j, r0, r1, d, fa2.tiles_of_block(cfg, i)) if keep else "",
+            {"dQi_add": add[:nr].copy(), "dQi": dq} if keep else None,
+        )
+
+    # step: write_back -- dK[j], dV[j] = dKj, dVj; rows past N are not stored
+    tk = rec.hbm.write("dK", slice(c0, c1), dKj[:nc])
+    tv = rec.hbm.write("dV", slice(c0, c1), dVj[:nc])
+    rec.emit(
+        j,
+        j,
+        "write_back",
+        phase_of("write_back", None, i0, visits),
+        [tk, tv],
+        {},
+        narrative.bwd_write_back(j, c0, c1, d, visits) if keep else "",
+        indices={"j": j},
+    )
+
+
+def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
+    """Run the forward for O and L, then every block of both backward kernels on the memory model."""
+    forward = fa2.execute(cfg.replace(algo=fa2.ALGO, record=()), inputs).hbm.tensors  # records no steps
+    rec = Recorder(ALGO, LABELS, recorded_preprocess_blocks(cfg))
+    for name in ("Q", "K", "V"):
+        rec.hbm.put(name, inputs[name])
+    rec.hbm.put("O", forward["O"])  # (N, D) the forward's output, an input here
+    rec.hbm.put("L", forward["L"])  # (N, 1) the forward's log-sum-exp: all the softmax statistics needed
+    rec.hbm.put("dO", inputs["dO"])
+    # outputs are poisoned so that an element the kernels never wrote shows up as NaN
+    rec.hbm.put("D", np.full(cfg.n, np.nan, dtype=np.float32))
+    for name in ("dQ", "dK", "dV"):
+        rec.hbm.put(name, np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))
+    for i in range(cfg.tr):
+        preprocess_block(rec, cfg, i)
+    rec.recorded = set(cfg.recorded_blocks())  # the main kernel's blocks are the tiles j
+    for j in range(cfg.tc):
+        main_block(rec, cfg, j)
+    return rec
+
+
+def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict]:
+    """The main kernel's blocks for the trace: block j owns rows [first, end) of K and V."""
+    return [
+        {
+            "j": j,
+            "rows": [j * cfg.bc, min(cfg.n, (j + 1) * cfg.bc)],
+            "first_i": first_block(cfg, j),
+            "recorded": j in recorded,
+        }
+        for j in range(cfg.tc)
+    ]

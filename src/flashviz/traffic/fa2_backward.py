@@ -1,0 +1,60 @@
+"""FlashAttention-2 backward, one head: what kernels/fa2_backward.cu moves across HBM, in elements.
+
+Two launches. The preprocessing kernel reads dO and O once, writes D = rowsum(dO ∘ O) once and zeroes
+dQ (N·D writes). The main kernel's block j reads Kj and Vj once and writes dKj and dVj once; for every
+block i of Q it visits, it reads Qi, dOi, Li and Di and adds its share into dQ[i] with atomicAdd, which
+counts as one read and one write of each element added to (a read-modify-write). The forward's O and L
+are inputs here: the backward reads them, never writes them.
+
+Ragged N: rows past N are never moved, so a visit of block i moves exactly its valid rows. Causal:
+block j visits blocks i >= i0(j) = j·Bc // Br, those whose last row reaches its first column j·Bc; the
+blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows of each per-row tensor.
+"""
+
+from __future__ import annotations
+
+FLOAT_BYTES = 4
+
+
+def first_block(j: int, br: int, bc: int, causal: bool) -> int:
+    """The first block i of Q that block j visits: under causal the one holding row j·Bc, else 0."""
+    return j * bc // br if causal else 0
+
+
+def q_rows_streamed(n: int, br: int, bc: int, causal: bool = False) -> int:
+    """Rows of Q (and of dO, L, D, dQ) that the main kernel's blocks stream, summed over blocks j."""
+    tc = -(-n // bc)
+    if not causal:
+        return tc * n
+    return sum(n - first_block(j, br, bc, causal) * br for j in range(tc))
+
+
+def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
+    rows = q_rows_streamed(n, br, bc, causal)  # every visit of a block i moves its valid rows
+    return {
+        "Q": {"read": rows * d, "written": 0},
+        "K": {"read": n * d, "written": 0},  # Kj once, by block j
+        "V": {"read": n * d, "written": 0},
+        "O": {"read": n * d, "written": 0},  # preprocessing only
+        "L": {"read": rows, "written": 0},
+        "dO": {"read": n * d + rows * d, "written": 0},  # preprocessing, then once per visit
+        "D": {"read": rows, "written": n},
+        "dQ": {"read": rows * d, "written": n * d + rows * d},  # zeroed, then one atomicAdd per visit
+        "dK": {"read": 0, "written": n * d},
+        "dV": {"read": 0, "written": n * d},
+    }
+
+
+def sram_bytes(n: int, d: int, br: int, bc: int) -> int:
+    """Shared memory one block of the main kernel claims: fa2_bwd_smem_bytes(Br, Bc, D) in the kernel file.
+    (The preprocessing kernel's blocks claim less: fa2_bwd_preprocess_smem_bytes(Br, D) = 4·(2·Br·D + Br).)"""
+    return FLOAT_BYTES * (4 * bc * d + 2 * br * d + 2 * br * bc + 2 * br)
+
+
+def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
+    """Steps in the trace of the whole launch with every block recorded: two per preprocessing block
+    (load_do_o, write_d); per main block load_kv, six per visited block i (load_q, probs, dv, ds, dk,
+    dq) and write_back."""
+    tr, tc = -(-n // br), -(-n // bc)
+    visits = sum(tr - first_block(j, br, bc, causal) for j in range(tc))
+    return 2 * tr + 2 * tc + 6 * visits
