@@ -1,8 +1,9 @@
 """FA2 backward: gradients against a float64 reference (itself checked by finite differences), HBM counters
-against the closed form, the code of every step cut from kernels/fa2_backward.cu."""
+against the closed form, the code of every step cut from kernels/fa2_backward.cu, dO through the CLI."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -12,8 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.cli import main
 from flashviz.config import Config, ConfigError
 from flashviz.engine import fa2, fa2_backward
+from flashviz.inputs import random_inputs
 from flashviz.tracer import make_trace
 from flashviz.traffic import fa2_backward as model
 
@@ -270,3 +273,69 @@ def test_block_flag_counts_tiles_of_kv():
     with pytest.raises(ConfigError, match=r"0\.\.1"):
         Config(algo=ALGO, n=10, br=2, bc=5, record=(2,)).validated()
     assert Config(algo=ALGO, n=64, br=4, bc=16).recorded_blocks() == (0, 1, 2, 3)
+
+
+def test_trace_cli_random_do_from_seed(capsysbinary):
+    assert main(["trace", "--algo", ALGO, "--n", "9", "--d", "3", "--bc", "2", "--seed", "4"]) == 0
+    doc = json.loads(capsysbinary.readouterr().out)
+    assert doc["config"]["algo"] == ALGO
+    assert (doc["config"]["seed"], doc["config"]["inputs"]) == (4, "random")
+    for name in (*GRADS, "O"):
+        assert np.array(doc["outputs"][name]).shape == (9, 3)
+    assert len(doc["outputs"]["L"]) == 9
+    assert doc["reference"]["ok"] and all(doc["reference"][k]["ok"] for k in (*GRADS, "O", "L"))
+    assert doc["model"]["matches"]
+    x = random_inputs(9, 3, 4, ("Q", "K", "V", "dO"))
+    np.testing.assert_array_equal(np.array(doc["inputs"]["dO"], dtype=np.float32), x["dO"])
+
+
+def test_do_from_npz_round_trips(tmp_path, rng, capsysbinary):
+    x = draw(rng, 12, 3)
+    np.savez(tmp_path / "in.npz", **x)
+    out = tmp_path / "t.json"
+    assert main(["trace", "--algo", ALGO, "--inputs", str(tmp_path / "in.npz"), "--bc", "5", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert (doc["config"]["inputs"], doc["config"]["seed"], doc["config"]["random_inputs"]) == ("file", None, [])
+    for name in ("Q", "K", "V", "dO"):
+        np.testing.assert_array_equal(np.array(doc["inputs"][name], dtype=np.float32), x[name])
+    ref = reference.attention_backward(x["Q"], x["K"], x["V"], x["dO"], 1 / np.sqrt(3))
+    for name in GRADS:
+        assert rel(np.array(doc["outputs"][name]), ref[name]) <= TOL
+
+
+def test_npz_without_do_draws_it_from_the_seed(tmp_path, rng, capsysbinary):
+    x = draw(rng, 6, 2)
+    del x["dO"]
+    np.savez(tmp_path / "in.npz", **x)
+    assert main(["trace", "--algo", ALGO, "--inputs", str(tmp_path / "in.npz"), "--seed", "9"]) == 0
+    doc = json.loads(capsysbinary.readouterr().out)
+    assert (doc["config"]["seed"], doc["config"]["random_inputs"]) == (9, ["dO"])
+    expected = random_inputs(6, 2, 9, ("Q", "K", "V", "dO"))["dO"]
+    np.testing.assert_array_equal(np.array(doc["inputs"]["dO"], dtype=np.float32), expected)
+
+
+def test_bad_do_is_one_line_naming_it(tmp_path, capsys):
+    f32 = np.ones((4, 2), np.float32)
+    cases = {
+        "wrong shape": np.ones((4, 3), np.float32),
+        "wrong rows": np.ones((5, 2), np.float32),
+        "NaN": np.full((4, 2), np.nan, np.float32),
+        "inf": np.full((4, 2), -np.inf, np.float32),
+        "1-D": np.ones(4, np.float32),
+        "integers": np.ones((4, 2), np.int32),
+    }
+    for label, dO in cases.items():
+        path = tmp_path / f"{label}.npz"
+        np.savez(path, Q=f32, K=f32, V=f32, dO=dO)
+        assert main(["trace", "--algo", ALGO, "--inputs", str(path)]) == 2, label
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "dO" in err and "Traceback" not in err, (label, err)
+        assert err.startswith("flashviz: error: dO: "), err
+
+
+def test_count_cli_for_the_backward(capsys):
+    assert main(["count", "--algo", ALGO, "--n", "4096", "--d", "64", "--br", "64", "--bc", "64", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["tensors"]["dQ"]["read"] == 64 * 4096 * 64  # Tc = 64 atomic adds into every element
+    assert doc["tensors"]["dQ"]["written"] == 65 * 4096 * 64  # and the zeros
+    assert doc["tensors"]["dK"]["written"] == doc["tensors"]["K"]["read"] == 4096 * 64

@@ -91,7 +91,8 @@ def cli(ctx: click.Context) -> None:
     "inputs_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help=".npz with float32 arrays Q, K, V of shape (N, D); N and D are taken from it",
+    help=".npz with float32 arrays Q, K, V (and optionally dO, for fa2-backward; random when absent) of shape (N, D); "
+    "N and D are taken from it",
 )
 @click.option(
     "--block",
@@ -122,12 +123,15 @@ def trace(algo, n, d, br, bc, seed, scale, inputs_path, block, output, indent) -
 
 
 def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block):
-    from .inputs import load_npz
+    from .algorithms import get
+    from .inputs import NAMES, load_npz
     from .tracer import make_trace
 
     inputs = None
     if inputs_path is not None:
-        inputs = load_npz(inputs_path)
+        # Q, K, V must be in the file; the algorithm's other inputs (dO) are optional, drawn from --seed when absent
+        optional = tuple(k for k in get(algo).inputs if k not in NAMES)
+        inputs = load_npz(inputs_path, NAMES, optional)
         n, d = inputs["Q"].shape
     cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, record=None if block is None else (block,))
     return make_trace(cfg.validated(), inputs)
@@ -318,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"{where}: error: {exc.format_message()}", err=True)
         return 2
     except ConfigError as exc:
-        flag = exc.field if exc.field.startswith("-") or exc.field[0].isupper() else f"--{exc.field}"
+        flag = exc.field if exc.field.startswith("-") or not exc.field.islower() else f"--{exc.field}"  # Q, dO: arrays
         click.echo(f"flashviz: error: {flag}: {exc.message}", err=True)
         return 2
     return 0
