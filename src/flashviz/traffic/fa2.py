@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from .tiles import sum_tiles, sum_width
+
+FLOAT_BYTES = 4
+
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
-    tr = -(-n // br)  # blocks of Q; each streams the K/V tiles it needs once
-    if not causal:
-        # Ragged N: the last tile is short, but rows past N are never loaded, so each pass over K (or V)
-        # moves exactly N*D elements whatever Bc is.
-        kv_rows = tr * n
-    else:
-        # Block i reads the tiles whose first column is <= its last row r_i = min(N, (i+1)Br) - 1:
-        # tiles 0 .. r_i // Bc, i.e. min(N, (r_i // Bc + 1) * Bc) rows of K (and of V).
-        kv_rows = sum(min(n, ((min(n, (i + 1) * br) - 1) // bc + 1) * bc) for i in range(tr))
+    # Each block of Q streams the K/V tiles it needs once. Not causal: all of them, and as rows past N are
+    # never loaded each pass over K (or V) moves exactly N*D elements whatever Bc is (Tr*N rows in all).
+    # Causal: block i reads the tiles whose first column is <= its last row r_i = min(N, (i+1)Br) - 1,
+    # tiles 0 .. r_i // Bc, i.e. min(N, (r_i // Bc + 1) * Bc) rows of K (and of V); summed in closed form.
+    kv_rows = sum_width(n, br, bc, causal)
     return {
         "Q": {"read": n * d, "written": 0},
         "K": {"read": kv_rows * d, "written": 0},
@@ -20,3 +20,15 @@ def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, d
         "O": {"read": 0, "written": n * d},
         "L": {"read": 0, "written": n},
     }
+
+
+def sram_bytes(n: int, d: int, br: int, bc: int) -> int:
+    """fa2_smem_bytes in the .cu: Qi, Oi (Br x D), Kj, Vj (Bc x D), Sij (Br x Bc), mi, li (Br)."""
+    return FLOAT_BYTES * (2 * br * d + 2 * bc * d + br * bc + 2 * br)
+
+
+def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
+    """Steps of the whole launch: per block i, load_q, (load_kv, scores, online_softmax) per tile it
+    streams, write_back."""
+    tr = -(-n // br)
+    return 2 * tr + 3 * sum_tiles(n, br, bc, causal)
