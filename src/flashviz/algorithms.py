@@ -34,8 +34,49 @@ class Algorithm:
     def traffic(self) -> Callable[..., dict[str, dict[str, int]]]:
         return importlib.import_module(f"flashviz.traffic.{self.module}").count
 
+    @property
+    def traffic_model(self) -> Any:
+        """The traffic module: count, and where defined sram_bytes and steps (closed forms, no engine run)."""
+        return importlib.import_module(f"flashviz.traffic.{self.module}")
+
 
 REGISTRY: dict[str, Algorithm] = {
+    "standard": Algorithm(
+        name="standard",
+        title="Standard attention (S and P in HBM)",
+        kernel_file="standard.cu",
+        kernel_name="standard_scores, standard_softmax, standard_pv",  # three launches, in this order
+        module="standard",
+        inputs=("Q", "K", "V"),
+        outputs=("O",),
+        tensors={
+            "Q": "input",
+            "K": "input",
+            "V": "input",
+            "S": "intermediate (N×N scores, written by kernel 1, read by kernel 2)",
+            "P": "intermediate (N×N softmax, written by kernel 2, read by kernel 3)",
+            "O": "output",
+        },
+        causal=True,
+    ),
+    "fa1": Algorithm(
+        name="fa1",
+        title="FlashAttention-1 forward",
+        kernel_file="fa1_forward.cu",
+        kernel_name="fa1",
+        module="fa1",
+        inputs=("Q", "K", "V"),
+        outputs=("O", "l", "m"),
+        tensors={
+            "Q": "input",
+            "K": "input",
+            "V": "input",
+            "O": "output (carried through HBM: read and written back every inner iteration)",
+            "l": "output (running row sum of exp(S - m), carried through HBM)",
+            "m": "output (running row max of S, carried through HBM)",
+        },
+        causal=True,
+    ),
     "fa2": Algorithm(
         name="fa2",
         title="FlashAttention-2 forward",

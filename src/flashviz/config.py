@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-ALGOS = ("fa2", "fa2-backward")
+ALGOS = ("standard", "fa1", "fa2", "fa2-backward")
 
 # Safety limits for running the engine (the traffic model in `count` has its own, far larger).
 # They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per input.
@@ -16,6 +16,9 @@ LIMITS = {
     "bc": (1, 256),
     "seed": (0, 2**32 - 1),
 }
+# The engine holds standard attention's S and P in HBM: N x N float32 each, with an int32 read and write counter
+# per element (4 x 4 x N^2 bytes: 256 MB at N=4096).
+ALGO_MAX_N = {"standard": 4096}
 COUNT_LIMITS = {"n": (1, 2**31 - 1), "d": (1, 4096), "br": (1, 4096), "bc": (1, 4096)}
 # The web API answers anyone who can reach it, so one request is bounded to about 1-2 s of engine time
 # and ~60 MB of JSON on one core. The engine costs ~60 us of Python per (block, tile) pair plus the math.
@@ -84,6 +87,12 @@ class Config:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value!r})")
             if not lo <= value <= hi:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value})")
+        if self.n > ALGO_MAX_N.get(self.algo, self.n):
+            raise ConfigError(
+                "n",
+                f"must be at most {ALGO_MAX_N[self.algo]} for {self.algo}, which keeps S and P (N×N) in HBM "
+                f"(got {self.n}); `flashviz compare` counts larger N without running the engine",
+            )
         if self.scale is not None:
             lo, hi = SCALE_RANGE
             if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale)) or not (

@@ -116,6 +116,156 @@ def write_back(i: int, first: int, end: int, d: int, L: np.ndarray) -> str:
     )
 
 
+# --- standard attention (engine/standard.py) ---
+
+
+def standard_load_q(i: int, first: int, end: int, br: int, d: int) -> str:
+    valid = end - first
+    pad = "" if valid == br else f" Only {valid} of its {br} rows exist; the other {br - valid} are zero padding."
+    return (
+        f"Kernel 1 of 3 (S = QKᵀ), block {i}: Qi = Q[{first}:{end}] is loaded once ({valid * d} elements) and "
+        f"stays while the tiles of K stream past.{pad}"
+    )
+
+
+def standard_load_k(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int, skipped: int = 0) -> str:
+    valid = end - first
+    pad = "" if valid == bc else f" The tile is ragged: only {valid} of {bc} rows exist, the rest are zero in SRAM."
+    skip = (
+        ""
+        if not skipped
+        else f" Causal: the {skipped} tile{'s' if skipped != 1 else ''} after the diagonal are never loaded by this "
+        "block."
+    )
+    return (
+        f"Tile {j + 1} of {tc}: Kj = K[{first}:{end}] arrives ({valid * d} elements). All {tr} blocks read this "
+        f"same tile, so K crosses HBM {tr} time{'s' if tr != 1 else ''}, just as in FA2.{pad}{skip}"
+    )
+
+
+def standard_scores(S: np.ndarray, valid_rows: int, valid_cols: int, scale: float, r0: int, c0: int,
+                    causal: bool = False) -> str:  # fmt: skip
+    live = S[:valid_rows, :valid_cols]
+    finite = live[live > -np.inf]
+    masked = live.size - finite.size
+    text = (
+        f"Sij = Qi·Kjᵀ × {num(scale)}: {finite.size} scores between {num(finite.min())} and {num(finite.max())}. "
+        f"Unlike FA2, they do not stay in SRAM: the tile is written to S[{r0}:{r0 + valid_rows}, "
+        f"{c0}:{c0 + valid_cols}] in HBM ({live.size} elements), for the next kernel to read back."
+    )
+    if causal and masked:
+        text += f" {masked} of them lie above the diagonal and are stored as −∞."
+    return text
+
+
+def standard_softmax_row(r: int, width: int, n: int, P: np.ndarray, m: float, l: float) -> str:
+    cols = f"all {width} columns"
+    if width < n:
+        cols = f"its first {width} columns (causal: the rest lie above the diagonal)"
+    return (
+        f"Kernel 2 of 3 (P = softmax(S)): row {r} of S comes back from HBM, {cols}, whole in SRAM, because its "
+        f"max and sum need all of it: max {num(m)}, sum of exp(S − max) {num(l)}. "
+        f"P[{r}] = exp(S[{r}] − max)/sum goes back out to HBM ({width} elements); its largest probability is "
+        f"{num(P.max())}."
+    )
+
+
+def standard_load_pv(j: int, tc: int, r0: int, r1: int, c0: int, c1: int, d: int) -> str:
+    rows, cols = r1 - r0, c1 - c0
+    return (
+        f"Kernel 3 of 3 (O = PV), tile {j + 1} of {tc}: Pij = P[{r0}:{r1}, {c0}:{c1}] comes back from HBM a second "
+        f"time ({rows * cols} elements) with Vj = V[{c0}:{c1}] ({cols * d} elements)."
+    )
+
+
+def standard_accumulate(j: int, tc: int, Oi: np.ndarray) -> str:
+    return (
+        f"Oi += Pij·Vj ({'first' if j == 0 else f'{j + 1} of {tc}'} tile{'s' if j else ''} added; Oi now "
+        f"{num(Oi.min())} … {num(Oi.max())}). P is already normalised, so nothing held is ever rescaled."
+    )
+
+
+def standard_write_o(i: int, first: int, end: int, d: int, width: int) -> str:
+    valid = end - first
+    return (
+        f"O[{first}:{end}] = Oi is written ({valid * d} elements). To get here these {valid} rows sent "
+        f"{valid * width} scores through HBM four times: S written and read, P written and read."
+    )
+
+
+# --- FlashAttention-1 forward (engine/fa1.py) ---
+
+
+def fa1_init(i: int, first: int, end: int, d: int) -> str:
+    valid = end - first
+    return (
+        f"Before any tile, block {i}'s carries are set up in HBM, not in SRAM: O[{first}:{end}] = 0, "
+        f"l = 0, m = −∞ ({valid * d} + {valid} + {valid} elements written). The blocks of Q take turns inside the "
+        f"loop over K/V, so nothing of theirs can stay in SRAM between turns."
+    )
+
+
+def fa1_load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, visits: int) -> str:
+    valid = end - first
+    pad = "" if valid == bc else f" The tile is ragged: only {valid} of {bc} rows exist, the rest are zero in SRAM."
+    return (
+        f"Outer loop, tile {j + 1} of {tc}: Kj, Vj = K[{first}:{end}], V[{first}:{end}] ({2 * valid * d} elements) "
+        f"are loaded once and stay while {visits} block{'s' if visits != 1 else ''} of Q pass by. K and V cross HBM "
+        f"once in all.{pad}"
+    )
+
+
+def fa1_load_qi(i: int, j: int, first: int, end: int, d: int, li: np.ndarray, mi: np.ndarray) -> str:
+    valid = end - first
+    moved = f"{2 * valid * d} + {2 * valid} elements"
+    if j == 0:
+        came = "Oi, li, mi are the zeros and −∞ just initialised"
+    else:
+        came = (
+            f"Oi, li ({num(li.min())} … {num(li.max())}) and mi ({num(mi.min())} … {num(mi.max())}) are what the "
+            "previous tile wrote back: the carries travel through HBM"
+        )
+    return f"Block {i}'s turn with tile {j}: Qi, Oi, li, mi = Q, O, l, m[{first}:{end}] are read ({moved}). {came}."
+
+
+def fa1_update(j: int, m_old: np.ndarray, m_new: np.ndarray, alpha: np.ndarray, l_old: np.ndarray,
+               l_new: np.ndarray, valid_rows: int) -> str:  # fmt: skip
+    m_old, m_new, alpha = m_old[:valid_rows], m_new[:valid_rows], alpha[:valid_rows]
+    l_new = l_new[:valid_rows]
+    div = (
+        f" Oi is divided by the new li ({num(l_new.min())} … {num(l_new.max())}) right away: FA1 keeps Oi "
+        "normalised, one division per visit, where FA2 divides once at the end."
+    )
+    if j == 0:
+        return (
+            f"The first tile: mi becomes the row maxima ({num(m_new.min())} … {num(m_new.max())}) and li the row "
+            f"sums of exp(Sij − mi); nothing held was stale (exp(−∞) = 0).{div}"
+        )
+    rise = m_new - m_old
+    rose = np.flatnonzero(rise > 0)
+    if rose.size == 0:
+        return f"No row's max rose on this tile: the old li and Oi keep factor 1 and this tile's terms are added.{div}"
+    r = int(rose[np.argmax(rise[rose])])
+    return (
+        f"Row {r}'s max rose from {num(m_old[r])} to {num(m_new[r])}, so its li and Oi were scaled by "
+        f"exp({num(m_old[r])} − {num(m_new[r])}) = {num(alpha[r])} before this tile was added.{div}"
+    )
+
+
+def fa1_write_back(i: int, j: int, tc: int, first: int, end: int, d: int) -> str:
+    valid = end - first
+    moved = f"{valid * d} + {valid} + {valid} elements"
+    if j < tc - 1:
+        return (
+            f"Oi, li, mi go back to O, l, m[{first}:{end}] in HBM ({moved}), only to be read again when tile {j + 1} "
+            f"visits block {i}. This round trip, every tile, is what FA2 removes."
+        )
+    return (
+        f"The last tile: O[{first}:{end}] is final ({moved} written). Over the run these rows' O, l and m were "
+        f"read {tc} times and written {tc + 1} times; FA2 writes O once and never reads it."
+    )
+
+
 # --- FlashAttention-2 backward (engine/fa2_backward.py) ---
 
 

@@ -40,6 +40,19 @@ def attention_backward(
     return {"O": O, "L": L, "dQ": scale * (dS @ K), "dK": scale * (dS.T @ Q), "dV": dV}
 
 
+def row_stats(Q: np.ndarray, K: np.ndarray, scale: float, causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The softmax's row statistics in float64: m = rowmax(S) and l = rowsum(exp(S - m)) (FA1 leaves both)."""
+    Q, K = (np.asarray(x, dtype=np.float64) for x in (Q, K))
+    S = Q @ K.T  # (N, N)
+    S *= scale
+    if causal:
+        S[np.triu_indices(S.shape[0], k=1)] = -np.inf
+    m = S.max(axis=1)  # (N,)
+    S -= m[:, None]
+    l = np.exp(S, out=S).sum(axis=1)  # (N,)
+    return m, l
+
+
 def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     """Max abs error, and max abs error relative to the reference's largest magnitude."""
     diff = np.abs(np.asarray(got, dtype=np.float64) - ref)
@@ -50,6 +63,8 @@ def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
 
 # float32 arithmetic on O(1) inputs lands far below this; both are max-norm relative errors.
 TOLERANCE = {"O": 1e-5, "L": 1e-6}
+# FA1's m is a max of float32 scores; l a float32 sum of up to N terms, each rescaled as the max rises.
+TOLERANCE.update({"m": 1e-6, "l": 1e-5})
 # Gradients carry more rounding than O: Pij = exp(Sij - Li) inherits Li's float32 rounding, a relative error of
 # about |Li| * 2^-24, and dSij = Pij (dPij - Di) subtracts two O(1) numbers. Standard-normal inputs land at
 # 1e-7 .. 1.1e-6 (N up to 2048, D up to 128), inputs x10 (|L| ~ 400) at <= 1.1e-5: 1e-4 leaves a 10x margin.
@@ -72,6 +87,12 @@ def check(outputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[st
 
 def expected(cfg, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The float64 reference of every output `cfg.algo` checks, keyed like the outputs."""
+    if cfg.algo in ("standard", "fa1"):
+        O, _ = attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)
+        if cfg.algo == "standard":
+            return {"O": O}
+        m, l = row_stats(inputs["Q"], inputs["K"], cfg.softmax_scale, cfg.causal)
+        return {"O": O, "l": l, "m": m}
     if cfg.algo == "fa2-backward":
         return attention_backward(inputs["Q"], inputs["K"], inputs["V"], inputs["dO"], cfg.softmax_scale, cfg.causal)
     O, L = attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)

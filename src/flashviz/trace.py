@@ -28,7 +28,7 @@ class Transfer:
 @dataclass
 class Step:
     index: int  # position in `steps`
-    block: int  # i
+    block: int | None  # i (None: a step of no block of Q, FA1's outer-loop load_kv)
     j: int | None  # tile index, None outside the loop over K/V tiles
     phase: int  # position within the block's program: all blocks are at the same phase together
     op: str  # load_q | load_kv | scores | online_softmax | write_back

@@ -10,6 +10,8 @@ from .config import Config
 from .inputs import random_inputs
 from .trace import Trace
 
+VECTORS = ("L", "D", "l", "m")  # 1-D tensors (length N), which HBM holds as N x 1
+
 
 def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
     """Trace one launch of `cfg` on `inputs` (fresh random inputs from cfg.seed when None)."""
@@ -23,7 +25,7 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     rec = algo.engine.execute(cfg, inputs)
     hbm = rec.hbm
     outputs = {
-        name: hbm.tensors[name][:, 0] if hbm.tensors[name].shape[1] == 1 and name in ("L", "D") else hbm.tensors[name]
+        name: hbm.tensors[name][:, 0] if hbm.tensors[name].shape[1] == 1 and name in VECTORS else hbm.tensors[name]
         for name in algo.outputs
     }
     refs = reference.expected(cfg, inputs)

@@ -29,7 +29,7 @@ class Recorder:
 
     def emit(
         self,
-        i: int,
+        i: int | None,
         j: int | None,
         op: str,
         phase: int,
@@ -42,12 +42,14 @@ class Recorder:
     ) -> None:
         """Count a step's transfers; keep the step itself when its block is recorded.
 
-        `indices` orders the loop indices in the code header (default i then j)."""
+        `indices` orders the loop indices in the code header (default i then j). A step of no block of Q
+        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded."""
         counts = self.phase_counts[phase]
         for t in transfers:
             counts[(t.tensor, t.kind)] += t.elements
         self.phase_ops.setdefault(phase, (op, j))
-        if i not in self.recorded:
+        keep = i in self.recorded if i is not None else bool(self.recorded)
+        if not keep:
             return
         region = kernels.regions(self.algo)[op]
         math, tex = self.labels[op]

@@ -1,0 +1,254 @@
+"""The FlashAttention(-1) forward executor: kernels/fa1_forward.cu's loops, in float32, on the memory model.
+
+One CUDA block per head runs everything: K/V tiles j on the outer loop, blocks of Q i on the inner loop,
+so the steps come in kernel order (j outer) and blocks of Q take turns. Steps with values are recorded
+for the chosen blocks of Q (and every outer-loop load_kv); counters are kept for all. A phase is simply a
+position in the one block's program.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import narrative
+from ..config import Config
+from ..traffic.tiles import tiles_of_block
+from .memory import SRAM
+from .recorder import Recorder
+
+ALGO = "fa1"
+
+# op -> (label, TeX)
+LABELS = {
+    "init": (
+        "O[i], l[i], m[i] = 0, 0, -inf",
+        r"O[i] \leftarrow 0;\; \ell[i] \leftarrow 0;\; m[i] \leftarrow -\infty",
+    ),
+    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
+    "load_qi": (
+        "Qi, Oi, li, mi = Q[i], O[i], l[i], m[i]",
+        r"Q_i, O_i, \ell_i, m_i \leftarrow Q[i], O[i], \ell[i], m[i]",
+    ),
+    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
+    "update": (
+        "mi, li, Oi = ...",
+        r"m_i, \ell_i, O_i \leftarrow \mathrm{update}(m_i, \ell_i, O_i, S_{ij}, V_j)",
+    ),
+    "write_back": ("O[i], l[i], m[i] = Oi, li, mi", r"O[i], \ell[i], m[i] \leftarrow O_i, \ell_i, m_i"),
+}
+SUBSTEPS = (
+    (
+        "tile max and sum",
+        "m_ij = Sij.max(-1); Pij = exp(Sij - m_ij); l_ij = Pij.sum(-1)",
+        r"\tilde m_{ij} = \mathrm{rowmax}(S_{ij}),\ \tilde P_{ij} = e^{S_{ij} - \tilde m_{ij}},\ "
+        r"\tilde \ell_{ij} = \mathrm{rowsum}(\tilde P_{ij})",
+    ),
+    (
+        "new max and sum",
+        "mi_new = max(mi, m_ij); li_new = exp(mi - mi_new)*li + exp(m_ij - mi_new)*l_ij",
+        r"m_i^{\text{new}} = \max(m_i, \tilde m_{ij}),\ \ell_i^{\text{new}} = e^{m_i - m_i^{\text{new}}}\ell_i"
+        r" + e^{\tilde m_{ij} - m_i^{\text{new}}}\tilde\ell_{ij}",
+    ),
+    (
+        "normalised output",
+        "Oi = (li*exp(mi - mi_new)*Oi + exp(m_ij - mi_new)*Pij @ Vj) / li_new",
+        r"O_i = \big(\ell_i e^{m_i - m_i^{\text{new}}} O_i + e^{\tilde m_{ij} - m_i^{\text{new}}}"
+        r" \tilde P_{ij} V_j\big) / \ell_i^{\text{new}}",
+    ),
+)
+
+
+def first_block(cfg: Config, j: int) -> int:
+    """The first block of Q the inner loop visits for tile j: 0, or under causal the block holding row j*Bc
+    (the blocks before it lie wholly above the diagonal)."""
+    return j * cfg.bc // cfg.br if cfg.causal else 0
+
+
+def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
+    """Run the launch (one block per head) on the memory model; return what was recorded."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
+    for name in ("Q", "K", "V"):
+        rec.hbm.put(name, inputs[name])
+    # O, l and m are poisoned so that an element the kernel never wrote shows up as NaN
+    rec.hbm.put("O", np.full((n, d), np.nan, dtype=np.float32))
+    rec.hbm.put("l", np.full(n, np.nan, dtype=np.float32))
+    rec.hbm.put("m", np.full(n, np.nan, dtype=np.float32))
+
+    sram = SRAM()
+    Qi = sram.alloc("Qi", (br, d))  # (Br, D)
+    Oi = sram.alloc("Oi", (br, d))  # (Br, D)
+    Kj = sram.alloc("Kj", (bc, d))  # (Bc, D)
+    Vj = sram.alloc("Vj", (bc, d))  # (Bc, D)
+    Sij = sram.alloc("Sij", (br, bc))  # (Br, Bc)
+    mi = sram.alloc("mi", (br,), fill=-np.inf)  # (Br,)
+    li = sram.alloc("li", (br,))  # (Br,)
+    rec.sram_footprint = sram.footprint()
+    phase = 0
+
+    for i in range(cfg.tr):
+        r0, r1 = i * br, min(n, (i + 1) * br)
+        nr = r1 - r0
+        # step: init -- O[i], l[i], m[i] = 0, 0, -inf in HBM
+        to = rec.hbm.write("O", slice(r0, r1), np.zeros((nr, d), np.float32))
+        tl = rec.hbm.write("l", slice(r0, r1), np.zeros(nr, np.float32))
+        tm = rec.hbm.write("m", slice(r0, r1), np.full(nr, -np.inf, np.float32))
+        keep = i in rec.recorded
+        rec.emit(
+            i,
+            None,
+            "init",
+            phase,
+            [to, tl, tm],
+            {},
+            narrative.fa1_init(i, r0, r1, d) if keep else "",
+            indices={"i": i},
+        )
+        phase += 1
+
+    for j in range(cfg.tc):
+        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        nc = c1 - c0
+        # step: load_kv -- Kj, Vj = K[j], V[j]; rows past N stay zero
+        k, tk = rec.hbm.read("K", slice(c0, c1))
+        v, tv = rec.hbm.read("V", slice(c0, c1))
+        Kj[:nc], Kj[nc:] = k, 0.0
+        Vj[:nc], Vj[nc:] = v, 0.0
+        i0 = first_block(cfg, j)
+        rec.emit(
+            None,
+            j,
+            "load_kv",
+            phase,
+            [tk, tv],
+            {"Kj": Kj, "Vj": Vj},
+            narrative.fa1_load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
+            indices={"j": j},
+        )
+        phase += 1
+
+        for i in range(i0, cfg.tr):
+            keep = i in rec.recorded
+            r0, r1 = i * br, min(n, (i + 1) * br)
+            nr = r1 - r0
+            at = {"j": j, "i": i}
+            # step: load_qi -- Qi, Oi, li, mi = Q[i], O[i], l[i], m[i]; rows past N: 0, 0, 0, -inf
+            q, tq = rec.hbm.read("Q", slice(r0, r1))
+            o, to = rec.hbm.read("O", slice(r0, r1))
+            l, tl = rec.hbm.read("l", slice(r0, r1))
+            m, tm = rec.hbm.read("m", slice(r0, r1))
+            Qi[:nr], Qi[nr:] = q, 0.0
+            Oi[:nr], Oi[nr:] = o, 0.0
+            li[:nr], li[nr:] = l[:, 0], 0.0
+            mi[:nr], mi[nr:] = m[:, 0], -np.inf
+            rec.emit(
+                i,
+                j,
+                "load_qi",
+                phase,
+                [tq, to, tl, tm],
+                {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
+                narrative.fa1_load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
+                carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
+                indices=at,
+            )
+            phase += 1
+
+            # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
+            np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+            Sij *= scale
+            Sij[:, nc:] = -np.inf
+            if cfg.causal and c1 - 1 > r0:  # the tile crosses the diagonal
+                cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
+                rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
+                Sij[cols > rows] = -np.inf
+            rec.emit(
+                i,
+                j,
+                "scores",
+                phase,
+                [],
+                {"Sij": Sij},
+                narrative.scores(j, Sij, nr, nc, float(scale), causal=cfg.causal) if keep else "",
+                indices=at,
+            )
+            phase += 1
+
+            # step: update -- tile max and sum, new max and sum, normalised output
+            m_old, l_old = mi.copy(), li.copy()  # (Br,)
+            m_ij = Sij.max(axis=1)  # (Br,)
+            m_sub = np.where(np.isneginf(m_ij), np.float32(0), m_ij)  # a row wholly masked (causal) adds nothing
+            Sij[:] = np.exp(Sij - m_sub[:, None])  # (Br, Bc) Sij now holds P~ij = exp(Sij - m_ij)
+            l_ij = Sij.sum(axis=1)  # (Br,)
+            m_new = np.maximum(mi, m_ij)  # (Br,)
+            alpha = np.exp(mi - m_new)  # (Br,) exp(m_old - m_new)
+            beta = np.exp(m_ij - m_new)  # (Br,) exp(m_ij - m_new)
+            l_new = alpha * li + beta * l_ij  # (Br,)
+            pv = Sij @ Vj  # (Br, D)
+            Oi[:] = ((li * alpha)[:, None] * Oi + beta[:, None] * pv) / l_new[:, None]
+            mi[:] = m_new
+            li[:] = l_new
+            if keep:
+                carries = {
+                    "m_old": m_old,
+                    "m_ij": m_ij,
+                    "mi": mi.copy(),
+                    "alpha": alpha,
+                    "beta": beta,
+                    "l_old": l_old,
+                    "l_ij": l_ij,
+                    "li": li.copy(),
+                }
+                substeps = [
+                    {"name": name, "math": math, "tex": tex, "values": values}
+                    for (name, math, tex), values in zip(
+                        SUBSTEPS,
+                        (
+                            {"m_ij": m_ij, "l_ij": l_ij},
+                            {
+                                "m_old": m_old,
+                                "m_new": mi.copy(),
+                                "alpha": alpha,
+                                "beta": beta,
+                                "l_old": l_old,
+                                "l_new": li.copy(),
+                            },
+                            {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
+                        ),
+                        strict=True,
+                    )
+                ]
+                rec.emit(
+                    i,
+                    j,
+                    "update",
+                    phase,
+                    [],
+                    {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
+                    narrative.fa1_update(j, m_old, mi, alpha, l_old, li, nr),
+                    carries=carries,
+                    substeps=substeps,
+                    indices=at,
+                )
+            else:
+                rec.emit(i, j, "update", phase, [], indices=at)
+            phase += 1
+
+            # step: write_back -- O[i], l[i], m[i] = Oi, li, mi; rows past N are not stored
+            to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+            tl = rec.hbm.write("l", slice(r0, r1), li[:nr])
+            tm = rec.hbm.write("m", slice(r0, r1), mi[:nr])
+            rec.emit(
+                i,
+                j,
+                "write_back",
+                phase,
+                [to, tl, tm],
+                {},
+                narrative.fa1_write_back(i, j, tiles_of_block(n, br, bc, i, cfg.causal), r0, r1, d) if keep else "",
+                carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
+                indices=at,
+            )
+            phase += 1
+    return rec

@@ -1,0 +1,211 @@
+"""The standard-attention executor: kernels/standard.cu's three kernels, in float32, on the memory model.
+
+Block i of each kernel owns rows i*Br .. of S, P and O, and only reads what block i of the kernel before
+it wrote (rows of S, then rows of P). So running block i through all three kernels before block i+1 gives
+the same numbers, and the same counts, as three launches one after another; the steps are listed block
+after block, like FA2's. Phases still follow the launches: every block finishes kernel 1 before any
+block starts kernel 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import narrative
+from ..config import Config
+from ..traffic.tiles import tiles_of_block
+from .memory import SRAM
+from .recorder import Recorder
+
+ALGO = "standard"
+
+# op -> (label, TeX)
+LABELS = {
+    "load_q": ("Qi = Q[i]", r"Q_i \leftarrow Q[i]"),
+    "load_k": ("Kj = K[j]", r"K_j \leftarrow K[j]"),
+    "scores": ("S[i][j] = Sij = Qi @ Kj.T", r"S[i][j] \leftarrow S_{ij} = \tau\, Q_i K_j^{\top}"),
+    "softmax_row": ("P[r] = softmax(S[r])", r"P[r] \leftarrow \mathrm{softmax}(S[r])"),
+    "load_pv": ("Pij, Vj = P[i][j], V[j]", r"P_{ij}, V_j \leftarrow P[i][j], V[j]"),
+    "accumulate": ("Oi += Pij @ Vj", r"O_i \leftarrow O_i + P_{ij} V_j"),
+    "write_o": ("O[i] = Oi", r"O[i] \leftarrow O_i"),
+}
+KERNELS = ("standard_scores", "standard_softmax", "standard_pv")
+
+
+def phase_of(cfg: Config, op: str, j: int | None = None, k: int = 0, tc: int = 0) -> int:
+    """Position of a step in the launch sequence. Kernel 1 takes 1 + 2*Tc phases (load_q, then load_k and
+    scores per tile), kernel 2 one per row of a block (k: the row within the block), kernel 3 2 per tile
+    then write_o (tc: the block's own tile count, which causal attention makes differ between blocks)."""
+    p1 = 1 + 2 * cfg.tc  # kernel 2 starts here
+    p2 = p1 + min(cfg.br, cfg.n)  # kernel 3 starts here
+    return {
+        "load_q": 0,
+        "load_k": 1 + 2 * (j or 0),
+        "scores": 2 + 2 * (j or 0),
+        "softmax_row": p1 + k,
+        "load_pv": p2 + 2 * (j or 0),
+        "accumulate": p2 + 2 * (j or 0) + 1,
+        "write_o": p2 + 2 * tc,
+    }[op]
+
+
+def footprint(srams: dict[str, SRAM]) -> dict[str, Any]:
+    """The largest kernel's shared memory, with every kernel's own footprint under `kernels`."""
+    prints = {name: s.footprint() for name, s in srams.items()}
+    largest = max(prints, key=lambda name: prints[name]["bytes"])
+    return {**prints[largest], "kernel": largest, "kernels": prints}
+
+
+def block(rec: Recorder, cfg: Config, i: int) -> None:
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    keep = i in rec.recorded
+    tc = tiles_of_block(n, br, bc, i, cfg.causal)
+    w = min(n, tc * bc)  # columns of S and P this block's rows use (N unless causal)
+    r0, r1 = i * br, min(n, (i + 1) * br)
+    nr = r1 - r0
+    rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
+
+    # kernel 1: standard_scores -- S = scale * Q K^T, tile by tile, each tile stored to HBM
+    k1 = SRAM()
+    Qi = k1.alloc("Qi", (br, d))  # (Br, D)
+    Kj = k1.alloc("Kj", (bc, d))  # (Bc, D)
+    Sij = k1.alloc("Sij", (br, bc))  # (Br, Bc)
+
+    # step: load_q -- Qi = Q[i]; rows past N stay zero
+    q, t = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    rec.emit(
+        i,
+        None,
+        "load_q",
+        phase_of(cfg, "load_q"),
+        [t],
+        {"Qi": Qi},
+        narrative.standard_load_q(i, r0, r1, br, d) if keep else "",
+    )
+
+    for j in range(tc):
+        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        nc = c1 - c0
+        # step: load_k -- Kj = K[j]; rows past N stay zero
+        k, tk = rec.hbm.read("K", slice(c0, c1))
+        Kj[:nc], Kj[nc:] = k, 0.0
+        rec.emit(
+            i,
+            j,
+            "load_k",
+            phase_of(cfg, "load_k", j),
+            [tk],
+            {"Kj": Kj},
+            narrative.standard_load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
+        )
+
+        # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
+        np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+        Sij *= scale
+        Sij[:, nc:] = -np.inf
+        if cfg.causal and c1 - 1 > r0:  # the tile crosses the diagonal
+            cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
+            Sij[cols > rows] = -np.inf
+        ts = rec.hbm.write("S", slice(r0, r1), Sij[:nr, :nc], cols=slice(c0, c1))
+        rec.emit(
+            i,
+            j,
+            "scores",
+            phase_of(cfg, "scores", j),
+            [ts],
+            {"Sij": Sij},
+            narrative.standard_scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
+        )
+
+    # kernel 2: standard_softmax -- one row of S at a time, whole in SRAM; P = softmax(S) stored to HBM
+    k2 = SRAM()
+    Sr = k2.alloc("Sr", (n,))  # (N,) one row of S, then of P
+    mr = k2.alloc("mr", (1,), fill=-np.inf)  # the row's max
+    lr = k2.alloc("lr", (1,))  # the row's sum of exp(S - max)
+    for k, r in enumerate(range(r0, r1)):
+        # step: softmax_row -- Sr = S[r]; mr, lr = max, sum exp(Sr - mr); P[r] = Sr = exp(Sr - mr) / lr
+        s, ts = rec.hbm.read("S", slice(r, r + 1), cols=slice(0, w))
+        Sr[:w] = s[0]
+        mr[0] = Sr[:w].max()
+        lr[0] = np.exp(Sr[:w] - mr[0]).sum()
+        Sr[:w] = np.exp(Sr[:w] - mr[0]) / lr[0]
+        tp = rec.hbm.write("P", slice(r, r + 1), Sr[:w], cols=slice(0, w))
+        rec.emit(
+            i,
+            None,
+            "softmax_row",
+            phase_of(cfg, "softmax_row", k=k),
+            [ts, tp],
+            {"Sr": Sr, "mr": mr, "lr": lr},
+            narrative.standard_softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
+            carries={"mr": mr.copy(), "lr": lr.copy()} if keep else None,
+            indices={"i": i, "r": r},
+        )
+
+    # kernel 3: standard_pv -- O = P V, tile by tile; Oi is stored once
+    k3 = SRAM()
+    Pij = k3.alloc("Pij", (br, bc))  # (Br, Bc)
+    Vj = k3.alloc("Vj", (bc, d))  # (Bc, D)
+    Oi = k3.alloc("Oi", (br, d))  # (Br, D)
+    if rec.sram_footprint is None:
+        rec.sram_footprint = footprint(dict(zip(KERNELS, (k1, k2, k3), strict=True)))
+    for j in range(tc):
+        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        nc = c1 - c0
+        # step: load_pv -- Pij, Vj = P[i][j], V[j]; rows and columns past N stay zero
+        p, tp = rec.hbm.read("P", slice(r0, r1), cols=slice(c0, c1))
+        Pij[:] = 0.0
+        Pij[:nr, :nc] = p
+        v, tv = rec.hbm.read("V", slice(c0, c1))
+        Vj[:nc], Vj[nc:] = v, 0.0
+        rec.emit(
+            i,
+            j,
+            "load_pv",
+            phase_of(cfg, "load_pv", j),
+            [tp, tv],
+            {"Pij": Pij, "Vj": Vj},
+            narrative.standard_load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
+        )
+
+        # step: accumulate -- Oi += Pij @ Vj (P is already normalised: nothing to rescale)
+        Oi += Pij @ Vj  # (Br, D)
+        rec.emit(
+            i,
+            j,
+            "accumulate",
+            phase_of(cfg, "accumulate", j),
+            [],
+            {"Oi": Oi},
+            narrative.standard_accumulate(j, tc, Oi[:nr]) if keep else "",
+        )
+
+    # step: write_o -- O[i] = Oi; rows past N are not stored
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    rec.emit(
+        i,
+        None,
+        "write_o",
+        phase_of(cfg, "write_o", tc=tc),
+        [to],
+        {},
+        narrative.standard_write_o(i, r0, r1, d, w) if keep else "",
+    )
+
+
+def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
+    """Run every block of the three kernels on the memory model; return what was recorded."""
+    rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
+    for name in ("Q", "K", "V"):
+        rec.hbm.put(name, inputs[name])
+    # S, P and O are poisoned so that an element no kernel wrote shows up as NaN
+    rec.hbm.put("S", np.full((cfg.n, cfg.n), np.nan, dtype=np.float32))
+    rec.hbm.put("P", np.full((cfg.n, cfg.n), np.nan, dtype=np.float32))
+    rec.hbm.put("O", np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))
+    for i in range(cfg.tr):
+        block(rec, cfg, i)
+    return rec
