@@ -301,6 +301,27 @@ def browser_available() -> bool:
     return True
 
 
+@cli.command()
+@size_options(COUNT_LIMITS)
+@click.option("--causal", is_flag=True, help="causal attention (an algorithm without a causal variant is left out)")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def compare(n, d, br, bc, causal, as_json) -> None:
+    """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block and
+    steps, from the closed-form models (no engine run)."""
+    from .compare import compare as compare_models
+    from .compare import render
+
+    doc = compare_models(n, d, br, bc, causal)
+    if as_json:
+        import json  # not orjson: at N near 2^31, standard attention's byte counts pass 2^64
+
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    Console().print(render(doc))
+
+
 def human_bytes(b: int) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if b < 1000 or unit == "TB":

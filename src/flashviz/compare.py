@@ -1,0 +1,120 @@
+"""Every algorithm side by side, from the closed-form models only (no engine run): HBM trips per tensor, bytes,
+shared memory per block, and the number of steps. What `flashviz compare` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .algorithms import REGISTRY, Algorithm
+from .engine.memory import FLOAT_BYTES, SMEM_OPTIN_BYTES
+
+BASELINE = "fa2"  # the algorithm the others' traffic is measured against
+
+
+def direction(algo: Algorithm) -> str:
+    """'backward' for a backward pass (a different computation: its numbers are not a rival to the forward's)."""
+    return "backward" if "backward" in algo.name or "backward" in algo.title.lower() else "forward"
+
+
+def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
+    """One algorithm's entry: its traffic per tensor and in total, SRAM per block, steps (None where its traffic
+    module has no closed form for them), or only `supported: False` when it has no causal variant."""
+    entry: dict[str, Any] = {"title": algo.title, "pass": direction(algo), "supported": not causal or algo.causal}
+    if not entry["supported"]:
+        return entry
+    module = algo.traffic_model
+    counts = module.count(n=n, d=d, br=br, bc=bc, causal=causal)
+    tensors = {
+        name: {**t, "read_bytes": t["read"] * FLOAT_BYTES, "written_bytes": t["written"] * FLOAT_BYTES}
+        for name, t in counts.items()
+    }
+    read = sum(t["read"] for t in counts.values())
+    written = sum(t["written"] for t in counts.values())
+    sram = module.sram_bytes(n, d, br, bc) if hasattr(module, "sram_bytes") else None
+    return {
+        **entry,
+        "tensors": tensors,
+        "total": {
+            "read": read,
+            "written": written,
+            "read_bytes": read * FLOAT_BYTES,
+            "written_bytes": written * FLOAT_BYTES,
+            "bytes": (read + written) * FLOAT_BYTES,
+        },
+        "sram_bytes": sram,
+        "sram_fits": None if sram is None else sram <= SMEM_OPTIN_BYTES,
+        "steps": module.steps(n, d, br, bc, causal=causal) if hasattr(module, "steps") else None,
+    }
+
+
+def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Any]:
+    """The comparison document (`flashviz compare --json`): every registered algorithm, in registry order."""
+    algos = {name: model(a, n, d, br, bc, causal) for name, a in REGISTRY.items()}
+    base = algos.get(BASELINE, {}).get("total", {}).get("bytes")
+    for entry in algos.values():
+        mine = entry.get("total", {}).get("bytes")
+        forward = entry["pass"] == "forward"
+        entry[f"traffic_vs_{BASELINE}"] = mine / base if forward and mine is not None and base else None
+    return {
+        "config": {"n": n, "d": d, "br": br, "bc": bc, "causal": causal, "tr": -(-n // br), "tc": -(-n // bc)},
+        "bytes_per_element": FLOAT_BYTES,
+        "sram_budget_bytes": SMEM_OPTIN_BYTES,
+        "algorithms": algos,
+    }
+
+
+def human_bytes(b: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if b < 1000 or unit == "TB":
+            return f"{b:,} B" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1000
+    raise AssertionError  # unreachable
+
+
+def kib(b: int) -> str:
+    return f"{b / 1024:,.1f} KiB"
+
+
+def render(doc: dict[str, Any]):
+    """The document as one rich Table: a row per (tensor, read/written), then totals, bytes, SRAM and steps."""
+    from rich.table import Table
+
+    c, algos = doc["config"], doc["algorithms"]
+    shown = {name: e for name, e in algos.items() if e["supported"]}
+    table = Table(
+        title=f"HBM trips per head, in elements: N={c['n']} D={c['d']} Br={c['br']} Bc={c['bc']} "
+        f"(Tr={c['tr']}, Tc={c['tc']}){', causal' if c['causal'] else ''}",
+        caption=" ".join(
+            [
+                "Closed-form models, each equal to its engine's per-element counters. SRAM: shared memory one",
+                "CUDA block declares (standard: the largest of its three kernels).",
+                *(f"{name}: no causal variant." for name, e in algos.items() if not e["supported"]),
+            ]
+        ),
+    )
+    table.add_column("")
+    for name, e in shown.items():
+        table.add_column(name if e["pass"] == "forward" else f"{name}\n(backward pass)", justify="right")
+    order: list[str] = []
+    for e in shown.values():
+        order += [t for t in e["tensors"] if t not in order]
+    for tensor in order:
+        for kind in ("read", "written"):
+            cells = [e["tensors"].get(tensor, {}).get(kind) for e in shown.values()]
+            if any(cells):
+                table.add_row(f"{tensor} {kind}", *("—" if x is None else f"{x:,}" for x in cells))
+    table.add_section()
+    vs = f"traffic_vs_{BASELINE}"
+    rows = {
+        "total read": lambda e: f"{e['total']['read']:,}",
+        "total written": lambda e: f"{e['total']['written']:,}",
+        "HBM traffic (fp32)": lambda e: human_bytes(e["total"]["bytes"]),
+        f"traffic ÷ {BASELINE}'s": lambda e: "—" if e[vs] is None else f"{e[vs]:.2f}×",
+        "SRAM per block": lambda e: "—"
+        if e["sram_bytes"] is None
+        else kib(e["sram_bytes"]) + ("" if e["sram_fits"] else " (over 227 KiB)"),
+        "steps": lambda e: "—" if e["steps"] is None else f"{e['steps']:,}",
+    }  # fmt: skip
+    for label, cell in rows.items():
+        table.add_row(label, *(cell(e) for e in shown.values()))
+    return table

@@ -1,0 +1,191 @@
+"""`flashviz compare` and the closed forms behind it: per-algorithm SRAM and step counts against the engine,
+the causal block sums against a loop, the table and its JSON, instant answers without the engine."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flashviz import kernels, traffic
+from flashviz.algorithms import REGISTRY
+from flashviz.cli import main
+from flashviz.compare import compare
+from flashviz.config import Config
+from flashviz.tracer import make_trace
+from flashviz.traffic import tiles
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@given(n=st.integers(1, 300), br=st.integers(1, 70), bc=st.integers(1, 70), causal=st.booleans())
+def test_block_sums_equal_a_loop_over_blocks(n, br, bc, causal):
+    tr = -(-n // br)
+    tc = [tiles.tiles_of_block(n, br, bc, i, causal) for i in range(tr)]
+    rows = [min(n, (i + 1) * br) - i * br for i in range(tr)]
+    width = [min(n, t * bc) for t in tc]
+    assert tiles.sum_tiles(n, br, bc, causal) == sum(tc)
+    assert tiles.sum_tiles(n, br, bc, causal, weighted=True) == sum(r * t for r, t in zip(rows, tc, strict=True))
+    assert tiles.sum_width(n, br, bc, causal) == sum(width)
+    assert tiles.sum_width(n, br, bc, causal, weighted=True) == sum(r * w for r, w in zip(rows, width, strict=True))
+
+
+def test_floor_sum_against_a_loop():
+    for n in range(1, 30):
+        for m in range(1, 12):
+            for a in range(0, 15):
+                for b in range(0, 15):
+                    assert tiles.floor_sum(n, m, a, b) == sum((a * k + b) // m for k in range(n))
+
+
+def with_closed_forms() -> list[str]:
+    return [
+        name
+        for name, a in REGISTRY.items()
+        if hasattr(a.traffic_model, "sram_bytes") and hasattr(a.traffic_model, "steps")
+    ]
+
+
+def test_every_forward_algorithm_has_closed_forms_for_sram_and_steps():
+    assert {"standard", "fa1", "fa2"} <= set(with_closed_forms())
+
+
+@pytest.mark.parametrize("algo", with_closed_forms())
+@given(
+    n=st.integers(1, 40),
+    d=st.integers(1, 6),
+    br=st.integers(1, 16),
+    bc=st.integers(1, 16),
+    causal=st.booleans(),
+)
+def test_sram_and_steps_equal_the_engines(algo, n, d, br, bc, causal):
+    """The trace's SRAM footprint per block, and its step count with every block recorded."""
+    if causal and not REGISTRY[algo].causal:
+        return
+    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal)
+    blocks = getattr(cfg, "blocks", cfg.tr)  # CUDA blocks of the main kernel (fa2-backward: one per K/V tile)
+    t = make_trace(cfg.replace(record=tuple(range(blocks))))
+    module = REGISTRY[algo].traffic_model
+    assert t.sram["bytes"] == module.sram_bytes(n, d, br, bc)
+    assert len(t.steps) == module.steps(n, d, br, bc, causal=causal)
+    assert t.hbm == module.count(n, d, br, bc, causal=causal)
+
+
+def test_fa2_sram_matches_the_kernels_macro():
+    source = (Path(kernels.__file__).parent / "fa2_forward.cu").read_text()
+    m = re.search(r"^#define fa2_smem_bytes\(Br, Bc, D\)\s+(\(.*\))\s*$", source, re.MULTILINE)
+    assert m
+    for br, bc, d in ((4, 4, 4), (64, 64, 64), (16, 32, 128), (3, 5, 7)):
+        assert eval(m[1], {}, {"Br": br, "Bc": bc, "D": d}) == REGISTRY["fa2"].traffic_model.sram_bytes(0, d, br, bc)
+
+
+def test_compare_document_holds_every_algorithm_from_its_model():
+    doc = compare(4096, 64, 64, 64)
+    assert list(doc["algorithms"]) == list(REGISTRY)
+    for name, e in doc["algorithms"].items():
+        counts = traffic.count(name, 4096, 64, 64, 64)
+        assert {k: {"read": v["read"], "written": v["written"]} for k, v in e["tensors"].items()} == counts
+        assert e["total"]["read"] == sum(t["read"] for t in counts.values())
+        assert e["total"]["bytes"] == 4 * (e["total"]["read"] + e["total"]["written"])
+        assert e["pass"] == ("backward" if "backward" in name else "forward")
+    fa2, fa1, std = (doc["algorithms"][k] for k in ("fa2", "fa1", "standard"))
+    assert fa2["traffic_vs_fa2"] == 1.0
+    assert std["total"]["bytes"] > fa1["total"]["bytes"] > fa2["total"]["bytes"], "the headline: FA2 moves least"
+    assert fa2["sram_bytes"] == 4 * (2 * 64 * 64 + 2 * 64 * 64 + 64 * 64 + 2 * 64) and fa2["sram_fits"]
+    assert fa2["steps"] == 64 * (2 + 3 * 64)
+
+
+def test_compare_table(capsys):
+    assert main(["compare", "--n", "4096", "--d", "64", "--br", "64", "--bc", "64"]) == 0
+    out = capsys.readouterr().out
+    for name in REGISTRY:
+        assert name in out
+    for label in ("S written", "l read", "total read", "HBM traffic (fp32)", "SRAM per block", "steps"):
+        assert label in out
+    assert "16,777,216" in out and "2.97×" in out and "80.5 KiB" in out
+    if any("backward" in name for name in REGISTRY):
+        assert "(backward pass)" in out
+
+
+def test_compare_json_and_causal(capsys):
+    assert main(["compare", "--n", "1000", "--d", "16", "--br", "32", "--bc", "48", "--causal", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["config"] == {"n": 1000, "d": 16, "br": 32, "bc": 48, "causal": True, "tr": 32, "tc": 21}
+    for name, e in doc["algorithms"].items():
+        assert e["supported"] == REGISTRY[name].causal
+        if e["supported"]:
+            assert e["tensors"]["Q"]["read"] == traffic.count(name, 1000, 16, 32, 48, causal=True)["Q"]["read"]
+    full = compare(1000, 16, 32, 48)["algorithms"]["standard"]["total"]["bytes"]
+    assert doc["algorithms"]["standard"]["total"]["bytes"] < full
+
+
+def test_compare_default_is_the_seed_example(capsys):
+    assert main(["compare", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["config"]["n"], doc["config"]["d"], doc["config"]["br"], doc["config"]["bc"]) == (8, 4, 4, 4)
+    assert doc["algorithms"]["standard"]["tensors"]["S"] == {
+        "read": 64,
+        "written": 64,
+        "read_bytes": 256,
+        "written_bytes": 256,
+    }
+
+
+@pytest.mark.parametrize("algo", ["standard", "fa1", "fa2"])
+def test_forward_models_are_closed_forms_even_for_2_31_rows(algo):
+    module = REGISTRY[algo].traffic_model
+    start = time.perf_counter()
+    for causal in (False, True):
+        module.count(2**31 - 1, 128, 1, 3, causal=causal)
+        module.steps(2**31 - 1, 128, 1, 3, causal=causal)
+    assert time.perf_counter() - start < 0.5, "no loop over the 2^31 blocks of Q"
+
+
+def test_compare_answers_instantly_without_the_engine():
+    code = (
+        "import sys, time; t = time.perf_counter(); from flashviz.cli import main; "
+        "rc = main(['compare', '--n', '2147483647', '--d', '128', '--br', '4096', '--bc', '4096', '--causal', "
+        "'--json']); "
+        "assert rc == 0; assert not any(m.startswith('flashviz.engine.') and m != 'flashviz.engine.memory' "
+        "for m in sys.modules), sorted(sys.modules); print(time.perf_counter() - t, file=sys.stderr)"
+    )
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert time.perf_counter() - start < 10
+    assert float(out.stderr.strip().splitlines()[-1]) < 2.0
+
+
+BAD = [
+    (["compare", "--n", "0"], "--n"),
+    (["compare", "--d", "x"], "--d"),
+    (["compare", "--br", "-1"], "--br"),
+    (["compare", "--bc", "5000"], "--bc"),
+    (["compare", "--causal", "yes"], "compare"),
+]
+
+
+@pytest.mark.parametrize("args,flag", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_is_one_line_and_exit_2(args, flag, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not README.is_file(), reason="no README beside this checkout")
+def test_readme_holds_the_headline_table():
+    text = README.read_text()
+    assert "## Why FA2 wins: trips across HBM" in text
+    section = text.split("## Why FA2 wins: trips across HBM", 1)[1]
+    assert "flashviz compare --n 4096 --d 64 --br 64 --bc 64" in section
+    doc = compare(4096, 64, 64, 64)
+    for name in ("standard", "fa1", "fa2"):
+        total = doc["algorithms"][name]["total"]
+        assert f"{total['read']:,}" in section and f"{total['written']:,}" in section, name
