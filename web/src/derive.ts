@@ -110,13 +110,26 @@ export function tileAt(trace: Trace, k: number): number | null {
   const s = trace.steps[k];
   if (!s) return null;
   if (s.j !== null) return s.j;
-  if (s.op === "write_back") return trace.config.tc - 1;
+  for (let q = k - 1; q >= 0; q--) {
+    const p = trace.steps[q]!;
+    if (p.block !== s.block) break;
+    if (p.j !== null) return p.j;
+  }
   return null;
 }
 
-/** Have O and L of this block been written to HBM by step k? (Only write_back stores them.) */
-export function outputsWritten(trace: Trace, k: number): boolean {
-  return trace.steps[k]?.op === "write_back";
+/**
+ * Which blocks have stored their rows of O and L by step k. Every block runs the same program at once,
+ * so block b has written once the launch reaches its write_back phase: known from its own steps when
+ * recorded, else taken as the watched block's (the same unless causal masking shortens some blocks).
+ */
+export function writtenBlocks(trace: Trace, k: number): (block: number) => boolean {
+  const s = trace.steps[k];
+  if (!s) return () => false;
+  const wb = new Map<number, number>();
+  for (const x of trace.steps) if (x.op === "write_back") wb.set(x.block, x.phase);
+  const own = wb.get(s.block) ?? Number.POSITIVE_INFINITY;
+  return (b) => (wb.get(b) ?? own) <= s.phase;
 }
 
 export function isMat(x: Vec | Mat | null | undefined): x is Mat {

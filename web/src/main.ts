@@ -19,6 +19,7 @@ import { CodeView } from "./render/code";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
 import { MemoryView } from "./render/memory";
+import type { MemoryLayout } from "./layout";
 import { NarrativeView } from "./render/narrative";
 import { showSram } from "./render/sram";
 import { Timeline } from "./render/timeline";
@@ -92,13 +93,14 @@ function render(flight = false): void {
     showSram(byId("sram-footprint"), t);
     fillBlockPicker(t);
   }
-  memory.show(st.step, flight ? flightDuration(st.speed) : 0);
-  code.show(s.lines, s.code, t.kernel.file);
-  narrative.show(t, s);
-  carries.show(t, idx, s);
-  counters.show(t, idx, s);
-  blocks.show(t, idx, s);
-  timeline.show(st.step);
+  part("memory", () => memory.show(st.step, flight ? flightDuration(st.speed) : 0));
+  part("code", () => code.show(s.lines, s.code, t.kernel.file));
+  part("narrative", () => narrative.show(t, s));
+  lazy("narrative-detail", () => narrative.showSubsteps(t, s));
+  lazy("carries", () => carries.show(t, idx, s));
+  part("counters", () => counters.show(t, idx, s));
+  part("blocks", () => blocks.show(t, idx, s));
+  part("timeline", () => timeline.show(st.step));
   counter.innerHTML = `step <b>${st.step}</b><span class="of"> / ${t.steps.length - 1}</span><span class="where">block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}</span>`;
   counter.dataset.step = String(st.step);
   counter.dataset.total = String(t.steps.length);
@@ -112,9 +114,49 @@ function render(flight = false): void {
   speedSel.value = String(st.speed);
   lastStep = st.step;
   lastTrace = t;
-  const url = toSearch(st.config, st.step, s.block, st.speed);
-  if (location.search !== url) history.replaceState(null, "", url);
+  syncUrl(toSearch(st.config, st.step, s.block, st.speed));
   performance.measure("flashviz:repaint", "flashviz:repaint:start");
+}
+
+// Cards far below the fold (the substeps and the carries: big tables at large Br) are brought up to
+// date only while they are on screen or about to be; scrolling to one draws it from the current state.
+const onScreen = new Set<string>();
+const stale = new Set<string>();
+function lazy(id: string, fn: () => void): void {
+  if (onScreen.has(id)) {
+    stale.delete(id);
+    part(id, fn);
+  } else stale.add(id);
+}
+const watcher = new IntersectionObserver(
+  (entries) => {
+    let wake = false;
+    for (const e of entries) {
+      if (e.isIntersecting) {
+        onScreen.add(e.target.id);
+        wake ||= stale.has(e.target.id);
+      } else onScreen.delete(e.target.id);
+    }
+    if (wake) render();
+  },
+  { rootMargin: "300px 0px" },
+);
+for (const id of ["narrative-detail", "carries"]) watcher.observe(byId(id));
+
+let urlTimer = 0;
+/** Keep the URL on the state without flooding history.replaceState (browsers throttle it). */
+function syncUrl(url: string): void {
+  clearTimeout(urlTimer);
+  urlTimer = window.setTimeout(() => {
+    if (location.search !== url) history.replaceState(null, "", url);
+  }, 120);
+}
+
+/** Run one view's update inside a measure (`flashviz:repaint:NAME`) so a profile can tell them apart. */
+function part(name: string, fn: () => void): void {
+  const t0 = performance.now();
+  fn();
+  performance.measure(`flashviz:repaint:${name}`, { start: t0, end: performance.now() });
 }
 
 function fillBlockPicker(t: Trace): void {
@@ -273,10 +315,13 @@ function setTheme(t: Theme, remember: boolean): void {
   applyTheme(t, remember);
   byId("theme").setAttribute("aria-label", t === "dark" ? "Switch to the light theme" : "Switch to the dark theme");
   memory.setPalette(readPalette());
-  if (app.trace) timeline.show(app.state.step);
+  timeline.retheme();
 }
 
-window.addEventListener("popstate", () => void openUrl(false));
+window.addEventListener("popstate", () => {
+  clearTimeout(urlTimer); // a pending replaceState belongs to the entry we just left
+  void openUrl(false);
+});
 
 async function openUrl(first: boolean): Promise<void> {
   const req = parseUrl(location.search);
@@ -296,6 +341,7 @@ declare global {
       goto(k: number): void;
       state(): ViewState;
       trace(): Trace | null;
+      layout(): MemoryLayout | null;
       ready: Promise<void>;
     };
   }
@@ -317,5 +363,6 @@ window.flashviz = {
   goto: (k) => dispatch({ type: "goto", step: k }),
   state: () => app.state,
   trace: () => app.trace,
+  layout: () => memory.currentLayout,
   ready,
 };

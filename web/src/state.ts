@@ -8,10 +8,11 @@ export interface ConfigParams {
   bc: number; // columns of K/V per tile (Bc)
   seed: number; // random inputs are drawn from this seed
   scale: number | null; // softmax scale; null means the server's default 1/sqrt(D)
+  causal: boolean; // mask keys after the query row (tiles wholly above the diagonal are skipped)
 }
 
 /** The seed's example: two blocks of Q, two tiles of K and V. */
-export const DEFAULT_CONFIG: ConfigParams = { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null };
+export const DEFAULT_CONFIG: ConfigParams = { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
 
 export const SPEEDS = [0.25, 0.5, 1, 2, 4] as const;
 
@@ -53,6 +54,8 @@ export function parseUrl(search: string): UrlRequest {
     const s = Number(rawScale);
     if (Number.isFinite(s) && s !== 0) config.scale = s;
   }
+  const causal = (q.get("causal") ?? "").toLowerCase();
+  config.causal = causal === "true" || causal === "1";
   const speedRaw = Number(q.get("speed"));
   const speed = (SPEEDS as readonly number[]).includes(speedRaw) ? speedRaw : null;
   return { config, step: parseNonNegInt(q.get("step")), block: parseNonNegInt(q.get("block")), speed };
@@ -63,6 +66,7 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
   const q = new URLSearchParams();
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
+  if (config.causal) q.set("causal", "true");
   q.set("step", String(step));
   q.set("block", String(block));
   if (speed !== 1) q.set("speed", String(speed));
@@ -74,12 +78,13 @@ export function apiQuery(config: ConfigParams, record: number | null = null): st
   const q = new URLSearchParams({ algo: "fa2" });
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
+  if (config.causal) q.set("causal", "true");
   if (record !== null) q.set("block", String(record));
   return q.toString();
 }
 
 export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
-  return a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale;
+  return a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale && a.causal === b.causal;
 }
 
 export function clampStep(step: number, total: number): number {

@@ -27,6 +27,7 @@ export interface TraceConfig {
   bc: number;
   scale: number;
   seed: number | null;
+  causal?: boolean; // absent in traces from before causal masking
   inputs: "random" | "file";
   tr: number;
   tc: number;

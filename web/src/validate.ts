@@ -21,9 +21,9 @@ export interface Validation {
 }
 
 /** Check what the user typed; every message names the accepted range. */
-export function validate(raw: Record<Field, string>, limits: Limits): Validation {
+export function validate(raw: Record<Field, string>, limits: Limits, causal = false): Validation {
   const errors: Partial<Record<Field, string>> = {};
-  const out: Partial<ConfigParams> = {};
+  const out: Partial<ConfigParams> = { causal };
   for (const f of ["n", "d", "br", "bc", "seed"] as const) {
     const [lo, hi] = limits[f];
     const text = raw[f].trim();

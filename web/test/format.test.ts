@@ -29,7 +29,7 @@ describe("format", () => {
 describe("validate", () => {
   const ok = { n: "8", d: "4", br: "4", bc: "4", seed: "0", scale: "" };
   it("accepts the seed's example", () => {
-    expect(validate(ok, FALLBACK_LIMITS)).toEqual({ config: { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null }, errors: {} });
+    expect(validate(ok, FALLBACK_LIMITS)).toEqual({ config: { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false }, errors: {} });
   });
   it("says what range is accepted, in the API's words", () => {
     const v = validate({ ...ok, n: "0" }, FALLBACK_LIMITS);

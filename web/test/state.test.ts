@@ -12,7 +12,7 @@ describe("URL round trip", () => {
   });
 
   it("reads back what it wrote", () => {
-    const c = { n: 1024, d: 64, br: 64, bc: 32, seed: 7, scale: 0.125 };
+    const c = { n: 1024, d: 64, br: 64, bc: 32, seed: 7, scale: 0.125, causal: true };
     const back = parseUrl(toSearch(c, 41, 3, 2));
     expect(back).toEqual({ config: c, step: 41, block: 3, speed: 2 });
   });
@@ -33,6 +33,8 @@ describe("URL round trip", () => {
     expect(toSearch({ ...DEFAULT_CONFIG, scale: null }, 0, 0)).not.toContain("scale");
     expect(apiQuery({ ...DEFAULT_CONFIG, scale: 0.5 })).toBe("algo=fa2&n=8&d=4&br=4&bc=4&seed=0&scale=0.5");
     expect(apiQuery(DEFAULT_CONFIG, 3)).toContain("block=3");
+    expect(apiQuery({ ...DEFAULT_CONFIG, causal: true })).toContain("causal=true");
+    expect(toSearch(DEFAULT_CONFIG, 0, 0)).not.toContain("causal");
   });
 });
 

@@ -64,6 +64,21 @@ export class BlocksView {
     });
   }
 
+  private raf = 0;
+
+  /** Keep the current row in view of its own scroll box (not the page), after this frame's layout. */
+  private scrollLater(row: HTMLElement): void {
+    cancelAnimationFrame(this.raf);
+    this.raf = requestAnimationFrame(() => {
+      const box = row.closest<HTMLElement>(".table-scroll");
+      if (!box || box.scrollHeight <= box.clientHeight + 2) return;
+      const top = row.offsetTop;
+      if (top < box.scrollTop + 30 || top > box.scrollTop + box.clientHeight - 40) {
+        box.scrollTop = Math.max(0, top - box.clientHeight / 2);
+      }
+    });
+  }
+
   show(t: Trace, idx: TraceIndex, s: Step): void {
     const phases = t.phases.length;
     const p = s.phase;
@@ -111,11 +126,7 @@ export class BlocksView {
       row.classList.toggle("current", on);
       if (on) {
         row.setAttribute("aria-current", "step");
-        const box = row.closest(".table-scroll");
-        if (box && box.scrollHeight > box.clientHeight + 2) {
-          const top = row.offsetTop - box.clientHeight / 2;
-          box.scrollTop = Math.max(0, top);
-        }
+        this.scrollLater(row);
       } else row.removeAttribute("aria-current");
     }
   }

@@ -4,7 +4,9 @@ import { cpp } from "@codemirror/lang-cpp";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
 import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemirror/view";
-import { tags } from "@lezer/highlight";
+import { parser as cppParser } from "@lezer/cpp";
+import { highlightTree, tags } from "@lezer/highlight";
+import { esc } from "../dom";
 
 const setActive = StateEffect.define<[number, number] | null>();
 
@@ -51,6 +53,7 @@ const baseTheme = EditorView.theme({
 });
 
 function readOnlyView(parent: HTMLElement, doc: string, label: string, extra: ReturnType<typeof lineNumbers>[] = []): EditorView {
+  // the highlight classes are also used by the step's snippet, outside any editor
   return new EditorView({
     parent,
     state: EditorState.create({
@@ -71,7 +74,8 @@ function readOnlyView(parent: HTMLElement, doc: string, label: string, extra: Re
 
 export class CodeView {
   private readonly kernel: EditorView;
-  private readonly concrete: EditorView;
+  private readonly concrete: HTMLElement;
+  private readonly snippets = new Map<string, string>();
   private readonly summary: HTMLElement;
   private readonly header: HTMLElement;
   private readonly fileLabel: HTMLElement;
@@ -80,7 +84,12 @@ export class CodeView {
 
   constructor(kernelHost: HTMLElement, concreteHost: HTMLElement, summary: HTMLElement, header: HTMLElement, fileLabel: HTMLElement) {
     this.kernel = readOnlyView(kernelHost, "", "The whole kernel file, read-only", [lineNumbers()]);
-    this.concrete = readOnlyView(concreteHost, "", "This step's code with i and j substituted, read-only");
+    // the step's own code: the same C++ grammar and colours as the editor, as a plain <pre> (cheap per step)
+    this.concrete = document.createElement("pre");
+    this.concrete.className = "snippet cm-editor-like";
+    this.concrete.tabIndex = 0;
+    this.concrete.setAttribute("aria-label", "This step's code with i and j substituted");
+    concreteHost.append(this.concrete);
     this.summary = summary;
     this.header = header;
     this.fileLabel = fileLabel;
@@ -104,22 +113,49 @@ export class CodeView {
     this.summary.textContent = `lines ${first}\u2013${last} of ${file}`;
     this.summary.dataset.first = String(first);
     this.summary.dataset.last = String(last);
-    if (this.concrete.state.doc.toString() !== code) {
-      this.concrete.dispatch({ changes: { from: 0, to: this.concrete.state.doc.length, insert: code } });
+    if (this.concrete.dataset.code !== code) {
+      this.concrete.dataset.code = code;
+      this.concrete.innerHTML = this.snippet(code);
     }
     this.header.textContent = code.split("\n", 1)[0] ?? "";
+  }
+
+  /** Syntax-highlighted HTML for a snippet, with the editor's highlight classes. */
+  private snippet(code: string): string {
+    let html = this.snippets.get(code);
+    if (html !== undefined) return html;
+    const tree = cppParser.parse(code);
+    let out = "";
+    let at = 0;
+    highlightTree(tree, highlight, (from, to, classes) => {
+      if (from > at) out += esc(code.slice(at, from));
+      out += `<span class="${classes}">${esc(code.slice(from, to))}</span>`;
+      at = to;
+    });
+    out += esc(code.slice(at));
+    html = out;
+    this.snippets.set(code, html);
+    return html;
   }
 
   /** Scroll the editor itself (never the page) so the lines sit in the middle, or at the top if long. */
   private scrollTo(first: number, last: number): void {
     const view = this.kernel;
-    const doc = view.state.doc;
-    const a = view.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, first))).from);
-    const b = view.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, last))).from);
-    const sd = view.scrollDOM;
-    const span = b.bottom - a.top;
-    const target = span + 48 > sd.clientHeight ? a.top - 24 : a.top - (sd.clientHeight - span) / 2;
-    sd.scrollTop = Math.max(0, target);
+    // in CodeMirror's measure cycle (the next frame): reading layout here would force it mid-repaint
+    view.requestMeasure({
+      key: "flashviz-scroll",
+      read: (v) => {
+        const doc = v.state.doc;
+        const a = v.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, first))).from);
+        const b = v.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, last))).from);
+        const height = v.scrollDOM.clientHeight;
+        const span = b.bottom - a.top;
+        return span + 48 > height ? a.top - 24 : a.top - (height - span) / 2;
+      },
+      write: (target, v) => {
+        v.scrollDOM.scrollTop = Math.max(0, target);
+      },
+    });
   }
 
   /** The active line numbers as rendered (for tests and the benchmark). */

@@ -8,6 +8,7 @@ export class ConfigForm {
   private limits: Limits;
   private readonly inputs = new Map<Field, HTMLInputElement>();
   private readonly hints = new Map<Field, HTMLElement>();
+  private readonly causal: HTMLInputElement;
 
   constructor(
     private readonly form: HTMLFormElement,
@@ -23,6 +24,7 @@ export class ConfigForm {
       this.hints.set(f, hint);
       input.addEventListener("input", () => this.check(false));
     }
+    this.causal = form.querySelector<HTMLInputElement>('[name="causal"]')!;
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const v = this.check(true);
@@ -55,7 +57,7 @@ export class ConfigForm {
 
   /** Validate what is typed; mark bad fields. `submit` also puts the first problem in the message. */
   check(submit: boolean): ConfigParams | null {
-    const v = validate(this.raw(), this.limits);
+    const v = validate(this.raw(), this.limits, this.causal.checked);
     for (const f of FIELDS) {
       const err = v.errors[f];
       const input = this.inputs.get(f)!;
@@ -76,6 +78,7 @@ export class ConfigForm {
   fill(c: ConfigParams): void {
     const raw = configToRaw(c);
     for (const f of FIELDS) this.inputs.get(f)!.value = raw[f];
+    this.causal.checked = c.causal;
     this.check(false);
   }
 

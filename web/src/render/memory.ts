@@ -2,11 +2,14 @@
 // Draws only: the layout comes from layout.ts, the numbers from the Trace. Two canvases: `base`
 // (grids, redrawn once per step) and `overlay` (flying tiles and the hovered cell, per animation frame).
 import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
-import { isMat, keyValid, outputsWritten, rowValid, sramAt, tileAt, type TraceIndex } from "../derive";
+import { isMat, keyValid, rowValid, sramAt, tileAt, writtenBlocks, type TraceIndex } from "../derive";
 import { cell, full, slice } from "../format";
 import { cellChars, cellRect, hitTest, layoutMemory, PAD, HEAD, TITLE, type GridBox, type GridName,
   type Hit, type MemoryLayout, type Rect } from "../layout";
 import type { BufferName, Mat, Num, Step, Trace, Transfer, Vec } from "../types";
+import { Backbuffer, type Ctx2D } from "./backbuffer";
+
+const LUT_STEPS = 255;
 
 const SUB: Record<string, string> = { Qi: "Q\u1d62", Kj: "K\u2c7c", Vj: "V\u2c7c", Sij: "S\u1d62\u2c7c", mi: "m\u1d62", li: "\u2113\u1d62", Oi: "O\u1d62" };
 
@@ -45,6 +48,7 @@ export class MemoryView {
   private raf = 0;
   private hover: Hit | null = null;
   private width = 0;
+  private readonly back = new Backbuffer();
 
   constructor(host: HTMLElement, palette: Palette) {
     this.palette = palette;
@@ -80,6 +84,8 @@ export class MemoryView {
     this.palette = p;
     this.images.clear();
     this.hatch = null;
+    this.lutCache = null;
+    this.hbmKey = "";
     this.drawBase();
     this.drawOverlay();
   }
@@ -115,6 +121,7 @@ export class MemoryView {
   // ---- layout and sizing ----
 
   private relayout(): void {
+    this.hbmKey = "";
     if (!this.trace) return;
     const { n, d, br, bc } = this.trace.config;
     const maxH = Math.max(300, Math.min(540, Math.round(window.innerHeight * 0.56)));
@@ -140,29 +147,55 @@ export class MemoryView {
   private image(key: string, values: Num[][], range: number): HTMLCanvasElement {
     const hit = this.images.get(key);
     if (hit) return hit;
+    const c = document.createElement("canvas");
+    this.paint(c, values, range);
+    this.images.set(key, c);
+    return c;
+  }
+
+  /** Fill a canvas with one pixel per cell, through a 512-step colour table (no per-cell allocation). */
+  private paint(c: HTMLCanvasElement, values: Num[][], range: number): void {
     const rows = values.length;
     const cols = values[0]?.length ?? 1;
-    const c = document.createElement("canvas");
-    c.width = Math.max(1, cols);
-    c.height = Math.max(1, rows);
+    if (c.width !== Math.max(1, cols) || c.height !== Math.max(1, rows)) {
+      c.width = Math.max(1, cols);
+      c.height = Math.max(1, rows);
+    }
     const g = c.getContext("2d")!;
     const img = g.createImageData(c.width, c.height);
-    const px = img.data;
+    const px = new Uint32Array(img.data.buffer);
+    const lut = this.lut();
+    const inf = lut[LUT_STEPS * 2 + 1]!;
+    const scale = range > 0 ? LUT_STEPS / range : 0;
     let o = 0;
     for (let r = 0; r < rows; r++) {
       const row = values[r]!;
       for (let q = 0; q < cols; q++) {
-        const [R, G, B] = rgbOf(row[q] ?? 0, range, this.palette);
-        px[o] = R;
-        px[o + 1] = G;
-        px[o + 2] = B;
-        px[o + 3] = 255;
-        o += 4;
+        const v = row[q];
+        if (v === null || v === undefined || Number.isNaN(v)) px[o++] = inf;
+        else {
+          const k = Math.min(LUT_STEPS, Math.round(Math.abs(v) * scale));
+          px[o++] = lut[v < 0 ? LUT_STEPS + 1 + k : k]!;
+        }
       }
     }
     g.putImageData(img, 0, 0);
-    this.images.set(key, c);
-    return c;
+  }
+
+  private lutCache: Uint32Array | null = null;
+
+  /** Packed RGBA (little-endian) for |x|/range = k/LUT_STEPS: positives, then negatives, then −∞. */
+  private lut(): Uint32Array {
+    if (this.lutCache) return this.lutCache;
+    const lut = new Uint32Array(2 * LUT_STEPS + 2);
+    const pack = ([r, g, b]: [number, number, number]) => ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+    for (let k = 0; k <= LUT_STEPS; k++) {
+      lut[k] = pack(rgbOf(k / LUT_STEPS, 1, this.palette));
+      lut[LUT_STEPS + 1 + k] = pack(rgbOf(-k / LUT_STEPS, 1, this.palette));
+    }
+    lut[2 * LUT_STEPS + 1] = pack(this.palette.negInf);
+    this.lutCache = lut;
+    return lut;
   }
 
   private hbmValues(name: GridName): Num[][] | null {
@@ -190,11 +223,11 @@ export class MemoryView {
     return this.ranges[name] ?? absMax(values);
   }
 
-  private pattern(ctx: CanvasRenderingContext2D): CanvasPattern | null {
+  private pattern(ctx: Ctx2D): CanvasPattern | null {
     if (this.hatch) return this.hatch;
-    const c = document.createElement("canvas");
+    const c = typeof OffscreenCanvas !== "undefined" ? new OffscreenCanvas(8, 8) : document.createElement("canvas");
     c.width = c.height = 8;
-    const g = c.getContext("2d")!;
+    const g = c.getContext("2d") as Ctx2D;
     g.strokeStyle = this.palette.hatch;
     g.lineWidth = 1.5;
     g.beginPath();
@@ -217,7 +250,7 @@ export class MemoryView {
     if (!t || !l || !this.idx) return;
     const s = t.steps[this.step];
     if (!s) return;
-    const ctx = this.ctx(this.base);
+    const ctx = this.back.begin(this.base, dpr());
     const p = this.palette;
     ctx.clearRect(0, 0, l.width, l.height);
 
@@ -225,19 +258,19 @@ export class MemoryView {
     this.panel(ctx, l.hbm, `HBM \u00b7 global memory \u00b7 N=${t.config.n}, D=${t.config.d}, fp32`);
     this.panel(ctx, l.sram, `SRAM of block i = ${s.block} \u00b7 rows ${t.blocks[s.block]?.rows[0]}\u2013${(t.blocks[s.block]?.rows[1] ?? 1) - 1} \u00b7 ${t.sram.bytes.toLocaleString("en-US")} bytes`);
 
-    const written = outputsWritten(t, this.step);
-    for (const name of ["Q", "K", "V", "O", "L"] as const) {
-      const b = l.grids[name];
-      const values = this.hbmValues(name)!;
-      const empty = (name === "O" || name === "L") && !written;
-      this.title(ctx, b, name, name === "L" ? "N" : "N\u00d7D", "");
-      if (empty) this.emptyGrid(ctx, b, "not written yet:\nwritten once,\nat write-back");
-      else this.grid(ctx, b, values, this.rangeOf(name, values), name);
-      this.padRows(ctx, b);
-      this.separators(ctx, b);
+    // HBM's grids change only when outputs get written: drawn once per state, then copied
+    const written = writtenBlocks(t, this.step);
+    const mask = t.blocks.map((b) => (written(b.i) ? "1" : "0")).join("");
+    if (this.hbmKey !== mask) {
+      this.hbmKey = mask;
+      const hctx = this.hbmLayer.begin(this.base, dpr());
+      hctx.clearRect(0, 0, l.width, l.height);
+      this.drawHbm(hctx, written, mask.includes("1"));
     }
-    this.blockLabels(ctx, l.grids.Q, "i", t.config.br, t.config.tr);
-    this.blockLabels(ctx, l.grids.K, "j", t.config.bc, t.config.tc);
+    ctx.save();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(this.hbmLayer.canvas, 0, 0);
+    ctx.restore();
 
     // the watched block's rows and the tile now in SRAM
     ctx.save();
@@ -299,11 +332,35 @@ export class MemoryView {
     // this step's transfers: highlighted in HBM, connected to their buffer
     for (const tr of s.transfers) this.transferMark(ctx, tr);
 
+    this.back.present(this.base);
     this.base.setAttribute("aria-label", describe(t, s));
   }
 
+  private readonly hbmLayer = new Backbuffer();
+  private hbmKey = "";
+
+  private drawHbm(ctx: Ctx2D, written: (block: number) => boolean, anyWritten: boolean): void {
+    const t = this.trace!;
+    const l = this.layout!;
+    for (const name of ["Q", "K", "V", "O", "L"] as const) {
+      const b = l.grids[name];
+      const values = this.hbmValues(name)!;
+      const output = name === "O" || name === "L";
+      this.title(ctx, b, name, name === "L" ? "N" : "N\u00d7D", "");
+      if (output && !anyWritten) this.emptyGrid(ctx, b, "not written yet:\nwritten once,\nat write-back");
+      else {
+        this.grid(ctx, b, values, this.rangeOf(name, values), name);
+        if (output) this.unwritten(ctx, b, written);
+      }
+      this.padRows(ctx, b);
+      this.separators(ctx, b);
+    }
+    this.blockLabels(ctx, l.grids.Q, "i", t.config.br, t.config.tr);
+    this.blockLabels(ctx, l.grids.K, "j", t.config.bc, t.config.tc);
+  }
+
   /** In SRAM's top row, between Kj and Vj: which tile is held, and what the loop is doing. */
-  private tileCaption(ctx: CanvasRenderingContext2D, s: Step): void {
+  private tileCaption(ctx: Ctx2D, s: Step): void {
     const l = this.layout!;
     const t = this.trace!;
     const kj = l.grids.Kj;
@@ -329,7 +386,7 @@ export class MemoryView {
     ctx.restore();
   }
 
-  private panel(ctx: CanvasRenderingContext2D, r: Rect, title: string): void {
+  private panel(ctx: Ctx2D, r: Rect, title: string): void {
     const p = this.palette;
     ctx.save();
     ctx.fillStyle = p.panel;
@@ -351,7 +408,7 @@ export class MemoryView {
   }
 
   /** A grid's title: name, then shape, then a note, each only if it fits before the next grid. */
-  private title(ctx: CanvasRenderingContext2D, b: GridBox, name: string, shape: string, note: string, hot = false): void {
+  private title(ctx: Ctx2D, b: GridBox, name: string, shape: string, note: string, hot = false): void {
     const p = this.palette;
     const room = this.titleRoom(b);
     ctx.save();
@@ -384,7 +441,7 @@ export class MemoryView {
     return right - b.x - 6;
   }
 
-  private emptyGrid(ctx: CanvasRenderingContext2D, b: GridBox, text = ""): void {
+  private emptyGrid(ctx: Ctx2D, b: GridBox, text = ""): void {
     ctx.save();
     ctx.fillStyle = this.palette.panel;
     ctx.fillRect(b.x, b.y, b.w, b.h);
@@ -405,11 +462,11 @@ export class MemoryView {
     ctx.restore();
   }
 
-  private grid(ctx: CanvasRenderingContext2D, b: GridBox, values: Num[][], range: number, name: GridName): void {
+  private grid(ctx: Ctx2D, b: GridBox, values: Num[][], range: number, name: GridName): void {
     const p = this.palette;
     if (!b.text) {
       const key = b.area === "hbm" ? `hbm:${name}` : `sram:${name}:${this.step}`;
-      const img = b.area === "hbm" ? this.image(key, values, range) : this.freshImage(values, range);
+      const img = b.area === "hbm" ? this.image(key, values, range) : this.freshImage(values, range, name);
       ctx.save();
       ctx.imageSmoothingEnabled = b.cw < 1 || b.ch < 1;
       ctx.drawImage(img, b.x, b.y, b.w, b.h);
@@ -449,16 +506,32 @@ export class MemoryView {
     ctx.restore();
   }
 
-  /** An uncached one-pixel-per-cell image (SRAM buffers change every step). */
-  private freshImage(values: Num[][], range: number): HTMLCanvasElement {
-    const key = "__fresh";
-    this.images.delete(key);
-    const img = this.image(key, values, range);
-    this.images.delete(key);
-    return img;
+  private scratch = new Map<string, HTMLCanvasElement>();
+
+  /** A one-pixel-per-cell image of an SRAM buffer, repainted into a canvas kept per buffer. */
+  private freshImage(values: Num[][], range: number, name = "flight"): HTMLCanvasElement {
+    let c = this.scratch.get(name);
+    if (!c) {
+      c = document.createElement("canvas");
+      this.scratch.set(name, c);
+    }
+    this.paint(c, values, range);
+    return c;
   }
 
-  private padRows(ctx: CanvasRenderingContext2D, b: GridBox): void {
+  /** Cover the rows of O or L whose block has not stored them yet. */
+  private unwritten(ctx: Ctx2D, b: GridBox, written: (block: number) => boolean): void {
+    ctx.save();
+    ctx.fillStyle = this.palette.panel;
+    for (const blk of this.trace!.blocks) {
+      if (written(blk.i)) continue;
+      const r = cellRect(b, blk.rows[0], blk.rows[1]);
+      ctx.fillRect(r.x, r.y, r.w, r.h);
+    }
+    ctx.restore();
+  }
+
+  private padRows(ctx: Ctx2D, b: GridBox): void {
     if (b.padRows <= 0) return;
     const y = b.y + b.h;
     const h = b.padRows * b.ch;
@@ -471,7 +544,7 @@ export class MemoryView {
     ctx.restore();
   }
 
-  private separators(ctx: CanvasRenderingContext2D, b: GridBox): void {
+  private separators(ctx: Ctx2D, b: GridBox): void {
     if (b.group <= 0 || b.group * b.ch < 3) return;
     ctx.save();
     ctx.strokeStyle = this.palette.ink;
@@ -487,7 +560,7 @@ export class MemoryView {
     ctx.restore();
   }
 
-  private blockLabels(ctx: CanvasRenderingContext2D, b: GridBox, letter: string, group: number, count: number): void {
+  private blockLabels(ctx: Ctx2D, b: GridBox, letter: string, group: number, count: number): void {
     const h = group * b.ch;
     if (h < 11) {
       // too many blocks to label each: label the first and say how many
@@ -513,7 +586,7 @@ export class MemoryView {
     ctx.restore();
   }
 
-  private sramPadding(ctx: CanvasRenderingContext2D, b: GridBox, s: Step, name: BufferName): void {
+  private sramPadding(ctx: Ctx2D, b: GridBox, s: Step, name: BufferName): void {
     const t = this.trace!;
     const pat = this.pattern(ctx);
     ctx.save();
@@ -530,7 +603,7 @@ export class MemoryView {
     ctx.restore();
   }
 
-  private veil(ctx: CanvasRenderingContext2D, r: Rect): void {
+  private veil(ctx: Ctx2D, r: Rect): void {
     const fill = ctx.fillStyle;
     ctx.globalAlpha = 0.55;
     ctx.fillStyle = this.palette.panel;
@@ -575,7 +648,7 @@ export class MemoryView {
     }
   }
 
-  private transferMark(ctx: CanvasRenderingContext2D, tr: Transfer): void {
+  private transferMark(ctx: Ctx2D, tr: Transfer): void {
     const l = this.layout!;
     const p = this.palette;
     const b = l.grids[tr.tensor];
@@ -758,7 +831,7 @@ export class MemoryView {
       const idx = g === "L" ? `L[${h.r}]` : `${g}[${h.r}, ${h.c}]`;
       const where = g === "K" || g === "V" ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc} of ${g}j`
         : `block i = ${Math.floor(h.r / br)}, row ${h.r % br} of ${g === "L" ? "the block" : g + "i"}`;
-      if ((g === "O" || g === "L") && !outputsWritten(t, this.step)) {
+      if ((g === "O" || g === "L") && !writtenBlocks(t, this.step)(Math.floor(h.r / br))) {
         return `<b>${idx}</b>: not written yet<br><span class="note">${where}; written once, at write-back</span>`;
       }
       const values = this.hbmValues(g)!;

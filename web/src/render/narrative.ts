@@ -34,10 +34,16 @@ export class NarrativeView {
     private readonly subs: HTMLElement, // section 5
   ) {}
 
+  /** The stage caption: the step's math and sentence. */
   show(t: Trace, s: Step): void {
+    void t;
     setTex(this.mathEl, s.tex, false);
     this.mathEl.setAttribute("aria-label", s.math);
     if (this.caption.textContent !== s.text) this.caption.textContent = s.text;
+  }
+
+  /** Section 5: the sub-operations of online_softmax with their values. */
+  showSubsteps(t: Trace, s: Step): void {
     const key = `${s.index}:${t.config.n}:${t.config.d}`;
     if (this.subs.dataset.key === key) return;
     this.subs.dataset.key = key;

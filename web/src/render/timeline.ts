@@ -1,6 +1,7 @@
 // The scrubbable timeline: one bar per step, coloured by op, grouped by block i and tile j.
 // An ARIA slider; drawing on a canvas keeps it cheap for thousands of steps.
 import type { Step, Trace } from "../types";
+import { Backbuffer } from "./backbuffer";
 
 export const OP_LABEL: Record<string, string> = {
   load_q: "Qi = Q[i]",
@@ -17,6 +18,7 @@ export class Timeline {
   private step = 0;
   private dragging = false;
   private width = 0;
+  private readonly back = new Backbuffer();
 
   constructor(host: HTMLElement, private readonly onSeek: (k: number) => void) {
     this.el = document.createElement("div");
@@ -66,6 +68,24 @@ export class Timeline {
     return s ? label(s) : "";
   }
 
+  private colours = new Map<string, string>();
+
+  /** A theme colour, read once per theme (getComputedStyle mid-repaint would force a style pass). */
+  private colour(name: string): string {
+    let c = this.colours.get(name);
+    if (c === undefined) {
+      c = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+      this.colours.set(name, c);
+    }
+    return c;
+  }
+
+  /** The theme changed: forget the colours and redraw. */
+  retheme(): void {
+    this.colours.clear();
+    this.draw();
+  }
+
   setTrace(t: Trace): void {
     this.trace = t;
     this.el.setAttribute("aria-valuemin", "0");
@@ -87,14 +107,14 @@ export class Timeline {
     if (!t || w <= 0) return;
     const h = 34;
     const ratio = Math.min(3, window.devicePixelRatio || 1);
-    this.canvas.width = Math.round(w * ratio);
-    this.canvas.height = Math.round(h * ratio);
-    this.canvas.style.width = `${w}px`;
-    this.canvas.style.height = `${h}px`;
-    const ctx = this.canvas.getContext("2d")!;
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    const cs = getComputedStyle(document.documentElement);
-    const col = (v: string) => cs.getPropertyValue(v).trim();
+    if (this.canvas.width !== Math.round(w * ratio) || this.canvas.height !== Math.round(h * ratio)) {
+      this.canvas.width = Math.round(w * ratio);
+      this.canvas.height = Math.round(h * ratio);
+      this.canvas.style.width = `${w}px`;
+      this.canvas.style.height = `${h}px`;
+    }
+    const ctx = this.back.begin(this.canvas, ratio);
+    const col = (v: string) => this.colour(v);
     const colours: Record<string, string> = {
       load_q: col("--read"),
       load_kv: col("--read"),
@@ -158,6 +178,7 @@ export class Timeline {
     ctx.lineTo(x + 5, top - 5);
     ctx.lineTo(x, top + 1);
     ctx.fill();
+    this.back.present(this.canvas);
   }
 }
 
