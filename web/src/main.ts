@@ -64,6 +64,21 @@ const loadingEl = byId("loading");
 const badge: BadgeTarget = { badge: byId("error-badge"), detail: byId("exactness-detail") };
 renderStatic(document);
 
+// "The idea" stays as the reader left it (open the first time)
+const idea = byId<HTMLDetailsElement>("idea");
+try {
+  if (localStorage.getItem("flashviz:idea") === "closed") idea.open = false;
+} catch {
+  // storage off: always open
+}
+idea.addEventListener("toggle", () => {
+  try {
+    localStorage.setItem("flashviz:idea", idea.open ? "open" : "closed");
+  } catch {
+    // ignore
+  }
+});
+
 // the transport bar sticks just under the top bar, whatever height the top bar wraps to
 const topbar = document.querySelector<HTMLElement>(".topbar")!;
 new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-h", `${topbar.offsetHeight}px`)).observe(topbar);

@@ -138,7 +138,8 @@ export class Timeline {
       const x0 = k * bw;
       const x1 = (e + 1) * bw;
       ctx.fillStyle = col("--ink-muted");
-      if (x1 - x0 > 40) ctx.fillText(`i=${s.block}`, x0 + 2, 1);
+      const several = t.config.recorded_blocks.length > 1;
+      if (several && x1 - x0 > 40) ctx.fillText(`i=${s.block}`, x0 + 2, 1);
       // tile groups
       let a = k;
       while (a <= e) {
@@ -147,7 +148,8 @@ export class Timeline {
         while (b + 1 <= e && t.steps[b + 1]!.j === j) b++;
         if (j !== null && (b - a + 1) * bw > 26) {
           ctx.fillStyle = col("--ink-muted");
-          ctx.fillText(`j=${j}`, a * bw + ((b - a + 1) * bw) / 2 - 8 + (a === k ? 16 : 0), 1);
+          const lx = a * bw + ((b - a + 1) * bw) / 2 - 8;
+          if (!(several && lx < x0 + 26)) ctx.fillText(`j=${j}`, lx, 1);
         }
         if (j !== null && a > k) {
           ctx.fillStyle = col("--grid-line");
