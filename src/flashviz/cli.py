@@ -64,6 +64,9 @@ def size_options(limits: dict[str, tuple[int, int]]):
 
 
 algo_option = click.option("--algo", type=click.Choice(ALGOS), default="fa2", show_default=True, help="algorithm")
+causal_option = click.option(
+    "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
+)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -78,6 +81,7 @@ def cli(ctx: click.Context) -> None:
 @cli.command()
 @algo_option
 @size_options(LIMITS)
+@causal_option
 @click.option(
     "--seed",
     type=Bounded(*LIMITS["seed"]),
@@ -108,9 +112,9 @@ def cli(ctx: click.Context) -> None:
     help="write the JSON here instead of stdout",
 )
 @click.option("--indent", is_flag=True, help="indent the JSON")
-def trace(algo, n, d, br, bc, seed, scale, inputs_path, block, output, indent) -> None:
+def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md)."""
-    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block)
+    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
     data = trace_.to_json(indent=indent)
     if output is None:
         sys.stdout.buffer.write(data + b"\n")
@@ -122,7 +126,7 @@ def trace(algo, n, d, br, bc, seed, scale, inputs_path, block, output, indent) -
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
 
 
-def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block):
+def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=False):
     from .algorithms import get
     from .inputs import NAMES, load_npz
     from .tracer import make_trace
@@ -133,19 +137,23 @@ def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block):
         optional = tuple(k for k in get(algo).inputs if k not in NAMES)
         inputs = load_npz(inputs_path, NAMES, optional)
         n, d = inputs["Q"].shape
-    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, record=None if block is None else (block,))
+    cfg = Config(
+        algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal,
+        record=None if block is None else (block,),
+    )
     return make_trace(cfg.validated(), inputs)
 
 
 @cli.command()
 @algo_option
 @size_options(COUNT_LIMITS)
+@causal_option
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-def count(algo, n, d, br, bc, as_json) -> None:
+def count(algo, n, d, br, bc, causal, as_json) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
     from . import traffic
 
-    model = traffic.count(algo, n, d, br, bc)
+    model = traffic.count(algo, n, d, br, bc, causal)
     totals = {
         "read": sum(t["read"] for t in model.values()),
         "written": sum(t["written"] for t in model.values()),
@@ -160,6 +168,7 @@ def count(algo, n, d, br, bc, as_json) -> None:
                 "d": d,
                 "br": br,
                 "bc": bc,
+                "causal": causal,
                 "tr": -(-n // br),
                 "tc": -(-n // bc),
             },
@@ -201,15 +210,16 @@ def count(algo, n, d, br, bc, as_json) -> None:
 @cli.command()
 @algo_option
 @size_options(LIMITS)
+@causal_option
 @click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True)
 @click.option("--block", type=int, default=None, help="the block to show (default: all when Tr <= 8)")
-def steps(algo, n, d, br, bc, seed, block) -> None:
+def steps(algo, n, d, br, bc, causal, seed, block) -> None:
     """Print a trace as a step table in the terminal."""
     from rich.console import Console
 
     from .views.table import render
 
-    Console().print(*render(build_trace(algo, n, d, br, bc, seed, None, None, block)))
+    Console().print(*render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal)))
 
 
 @cli.command()
