@@ -340,6 +340,11 @@ def human_bytes(b: int) -> str:
     raise AssertionError  # unreachable
 
 
+from .gpu.cli import group as gpu_group  # noqa: E402  (after the option helpers it reuses; imports no GPU library)
+
+cli.add_command(gpu_group())
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="flashviz", standalone_mode=False)

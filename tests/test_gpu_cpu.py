@@ -1,0 +1,282 @@
+"""The GPU layer's parts that need no GPU: NVRTC source and compilation, launch table, the traffic and
+32-byte-sector models, parsing of ncu and compute-sanitizer output recorded on the H200, and the CLI
+without CuPy or a device."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flashviz import kernels, traffic
+from flashviz.algorithms import get
+from flashviz.cli import main
+from flashviz.config import Config
+from flashviz.gpu import nvrtc, profile, sanitize
+from flashviz.gpu.specs import SPECS, spec
+
+FIXTURES = Path(__file__).parent / "fixtures"
+KERNEL_DIR = Path(kernels.__file__).parent
+
+
+# ---- NVRTC: the source is the kernel file, and it compiles ----
+
+
+def test_nvrtc_source_is_the_kernel_file_behind_a_line_directive():
+    text = (KERNEL_DIR / "fa2_forward.cu").read_text()
+    assert nvrtc.source("fa2") == '#line 1 "fa2_forward.cu"\n' + text
+    assert "--use_fast_math" not in nvrtc.OPTIONS  # expf/logf stay IEEE, as NumPy's in the engine
+
+
+@pytest.mark.skipif(nvrtc.find_libnvrtc() is None, reason="libnvrtc not found")
+def test_nvrtc_compiles_any_instantiation_by_name_expression():
+    exprs = ["fa2<4,4,4>", "fa2<17,3,5>", "fa2<64,64,64>", "fa2<256,16,128>"]
+    ptx, lowered = nvrtc.compile_ptx("fa2", exprs)
+    for expr in exprs:
+        br, bc, d = re.fullmatch(r"fa2<(\d+),(\d+),(\d+)>", expr).groups()
+        assert lowered[expr] == f"_Z3fa2ILi{br}ELi{bc}ELi{d}EEvPKfS1_S1_PfS2_ifi"
+        assert f".entry {lowered[expr]}" in ptx
+    assert ".local" not in ptx  # no array spilled to local memory
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_nvcc_sm90_build_has_no_spills(tmp_path):
+    out = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(KERNEL_DIR / "fa2_forward.cu"), "-o", str(tmp_path / "k.o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", out.stderr)
+    assert frames and all(f == ("0", "0", "0") for f in frames), out.stderr
+
+
+# ---- the launch table ----
+
+
+def test_every_spec_matches_the_registry():
+    for algo, s in SPECS.items():
+        a = get(algo)
+        assert list(s.outputs) == list(a.outputs)
+        assert s.name_expression(Config(n=10, d=4, br=4, bc=8)) == f"{a.kernel_name}<4,8,4>"
+
+
+@pytest.mark.parametrize(("n", "d", "br", "bc"), [(8, 4, 4, 4), (100, 16, 32, 16), (1000, 64, 64, 64), (33, 3, 16, 8)])
+def test_smem_macro_is_the_engines_sram(n, d, br, bc):
+    cfg = Config(n=n, d=d, br=br, bc=bc)
+    rec = get("fa2").engine.execute(cfg.replace(record=(0,)), {k: np.zeros((n, d), np.float32) for k in "QKV"})
+    assert spec("fa2").smem_bytes(cfg) == rec.sram_footprint["bytes"]
+
+
+def test_threads_cover_every_row_in_whole_warps():
+    s = spec("fa2")
+    assert s.threads(Config(br=4)) == 128
+    assert s.threads(Config(n=300, br=130)) == 160
+    assert s.threads(Config(br=4), threads=64) == 64
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        Config(n=8, d=4, br=4, bc=4),
+        Config(n=10, d=4, br=4, bc=4),
+        Config(n=100, d=16, br=32, bc=16),
+        Config(n=30, d=3, br=8, bc=16, causal=True),
+        Config(n=33, d=5, br=16, bc=4, causal=True),
+    ],
+)
+def test_spans_are_the_engines_transfers(cfg):
+    """The runs the sector model rounds are exactly the engine's HBM transfers, block by block."""
+    from flashviz.tracer import make_trace
+
+    trace = make_trace(cfg.replace(record=tuple(range(cfg.tr))))
+    engine: dict[str, Counter] = {}
+    for step in trace.steps:
+        for t in step.transfers:
+            width = t.cols[1] - t.cols[0]
+            engine.setdefault(t.tensor, Counter())[(t.rows[0] * width, (t.rows[1] - t.rows[0]) * width)] += 1
+    spans = spec("fa2").spans(cfg)
+    assert set(spans) == set(engine)
+    for name, (first, count) in spans.items():
+        assert Counter(zip(first.tolist(), count.tolist(), strict=True)) == engine[name], name
+
+
+# ---- the model and its 32-byte-sector rounding ----
+
+
+@pytest.mark.parametrize(
+    ("first", "count", "stride", "heads", "expected"),
+    [
+        ([0], [32], 0, 1, 128),  # one warp, 128 aligned bytes: 4 sectors
+        ([1], [32], 0, 1, 160),  # shifted by one float: 5 sectors
+        ([0, 4], [4, 4], 0, 1, 64),  # two 16-byte runs in one sector: counted once per warp access
+        ([0], [40], 0, 1, 128 + 32),  # a warp of 32, then 8 floats in one sector
+        ([0], [4], 4, 2, 64),  # head 1 starts 16 bytes in: still one sector each
+        ([0], [8], 4, 2, 32 + 64),  # ... but 8 floats from 16 bytes in straddle two
+    ],
+)
+def test_sector_bytes_by_hand(first, count, stride, heads, expected):
+    assert profile.sector_bytes(np.array(first), np.array(count), stride, heads) == expected
+
+
+def test_model_is_the_traffic_model_times_heads_in_bytes():
+    cfg = Config(n=1000, d=64, br=64, bc=64, causal=True)
+    m = profile.model(cfg, 6)
+    t = traffic.count("fa2", 1000, 64, 64, 64, causal=True)
+    for name, x in t.items():
+        assert m["tensors"][name]["read_bytes"] == 4 * 6 * x["read"]
+        assert m["tensors"][name]["written_bytes"] == 4 * 6 * x["written"]
+    assert m["load_bytes"] == 4 * 6 * sum(t[k]["read"] for k in "QKV")
+    assert m["unique_input_bytes"] == 3 * 6 * 1000 * 64 * 4
+
+
+def test_sector_model_is_the_model_when_every_run_is_sector_aligned():
+    m = profile.model(Config(n=4096, d=64, br=32, bc=32), 2)
+    assert (m["sector_load_bytes"], m["sector_store_bytes"]) == (m["load_bytes"], m["store_bytes"])
+    seed = profile.model(Config(), 1)  # L of a block is 16 bytes: each warp's store costs a whole sector
+    assert seed["sector_bytes"]["L"] == 64 and seed["tensors"]["L"]["written_bytes"] == 32
+
+
+# ---- Nsight Compute output recorded on the H200 ----
+
+NCU = {
+    "ncu_fa2_n8_d4_b4.txt": (Config(), 1, "exact", "sector-rounded"),
+    "ncu_fa2_n100_d16_br32_bc16_h3.txt": (Config(n=100, d=16, br=32, bc=16), 3, "exact", "sector-rounded"),
+    "ncu_fa2_n4096_d64_b32.txt": (Config(n=4096, d=64, br=32, bc=32), 1, "exact", "exact"),
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(NCU))
+def test_recorded_ncu_output_parses_and_meets_the_model(fixture):
+    cfg, heads, load, store = NCU[fixture]
+    (k,) = profile.parse_ncu_csv((FIXTURES / fixture).read_text())
+    assert k["name"].startswith(f"void fa2<{cfg.br}, {cfg.bc}, {cfg.d}>")
+    assert k["grid"] == f"({cfg.tr}, {heads}, 1)"
+    assert set(profile.METRICS.values()) <= set(k["metrics"])
+    assert set(profile.EXTRA_METRICS.values()) <= set(k["metrics"])  # all seven were measured on the H200
+    names = {**profile.METRICS, **profile.EXTRA_METRICS}
+    measured = {key: k["metrics"][metric] for key, metric in names.items()}
+    assert measured["time_ns"] > 0
+    c = profile.compare(profile.model(cfg, heads), measured)
+    assert (c["load"]["verdict"], c["store"]["verdict"]) == (load, store)
+    assert c["ok"]
+    caches = c["caches"]
+    assert caches["caught_bytes"] == measured["load_bytes"] - measured["dram_read_bytes"]
+    assert caches["l1_caught_bytes"] + caches["l2_caught_bytes"] == caches["caught_bytes"]
+    assert caches["l2_read_bytes_from_l1"] == 32 * measured["l2_read_sectors_from_l1"]
+    lines = profile.summary(profile.model(cfg, heads), c, measured)
+    assert any("exactly" in line for line in lines)
+
+
+def test_ncu_csv_units_and_thousands_separators():
+    text = "\n".join(
+        [
+            "==PROF== Connected to process 1",
+            '"ID","Process ID","Kernel Name","Block Size","Grid Size","Metric Name","Metric Unit","Metric Value"',
+            '"0","1","void fa2<4, 4, 4>(...)","(128, 1, 1)","(2, 1, 1)","dram__bytes_read.sum","Kbyte","10.75"',
+            '"0","1","void fa2<4, 4, 4>(...)","(128, 1, 1)","(2, 1, 1)","l1tex__t_bytes.sum","byte","1,234,567"',
+            '"0","1","void fa2<4, 4, 4>(...)","(128, 1, 1)","(2, 1, 1)","gpu__time_duration.sum","usecond","2.5"',
+            '"0","1","void fa2<4, 4, 4>(...)","(128, 1, 1)","(2, 1, 1)","odd.sum","","n/a"',
+        ]
+    )
+    (k,) = profile.parse_ncu_csv(text)
+    assert k["metrics"] == {
+        "dram__bytes_read.sum": 10750.0,
+        "l1tex__t_bytes.sum": 1234567.0,
+        "gpu__time_duration.sum": 2500.0,
+    }
+    assert profile.parse_ncu_csv("==ERROR== no kernels were profiled") == []
+
+
+def test_a_count_off_the_model_is_a_mismatch():
+    m = profile.model(Config(n=64, d=64, br=32, bc=32), 1)
+    measured = {"load_bytes": m["load_bytes"] + 32, "store_bytes": m["store_bytes"], "dram_read_bytes": 0.0}
+    measured["dram_write_bytes"] = 0.0
+    c = profile.compare(m, measured)
+    assert c["load"]["verdict"] == "mismatch" and not c["ok"]
+
+
+def test_ncu_leaves_the_clocks_alone():
+    cmd = profile.ncu_command(["python", "x.py"], list(profile.METRICS.values()))
+    assert cmd[cmd.index("--clock-control") + 1] == "none"
+    assert cmd[-2:] == ["python", "x.py"]
+
+
+# ---- compute-sanitizer output recorded on the H200 ----
+
+
+@pytest.mark.parametrize("tool", sanitize.TOOLS)
+def test_recorded_clean_sanitizer_runs(tool):
+    parsed = sanitize.parse((FIXTURES / f"sanitizer_{tool}_fa2_n10_h2.txt").read_text())
+    assert parsed["errors"] == 0
+    if tool == "racecheck":
+        assert parsed["hazards"] == {"displayed": 0, "errors": 0, "warnings": 0}
+
+
+def test_recorded_planted_bugs_are_reported():
+    race = sanitize.parse((FIXTURES / "sanitizer_racecheck_planted.txt").read_text())
+    assert race["errors"] >= 1 and race["hazards"]["displayed"] >= 1
+    oob = sanitize.parse((FIXTURES / "sanitizer_memcheck_planted.txt").read_text())
+    assert oob["errors"] >= 1
+    # the same write past a 64-float buffer taken from CuPy's memory pool lands inside the pool's larger
+    # allocation, and memcheck sees nothing: why sanitized runs allocate with plain cudaMalloc
+    hidden = sanitize.parse((FIXTURES / "sanitizer_memcheck_planted_in_pool.txt").read_text())
+    assert hidden["errors"] == 0
+
+
+def test_no_summary_is_not_clean():
+    assert sanitize.parse("========= COMPUTE-SANITIZER\nSegmentation fault")["errors"] is None
+
+
+# ---- the CLI without a GPU ----
+
+
+@pytest.mark.parametrize("command", ["run", "profile", "sanitize"])
+def test_without_cupy_one_line_names_the_extra(command, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    assert main(["gpu", command, "--n", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["flashviz: error: GPU: CuPy is not installed; pip install 'flashviz[gpu]'"]
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [(["--heads", "0"], "--heads"), (["--threads", "2000"], "--threads"), (["--n", "0"], "--n")],
+)
+def test_bad_flags_fail_before_any_gpu_work(args, flag, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    assert main(["gpu", "run", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0]
+
+
+@pytest.mark.parametrize("first", ["flashviz.cli", "flashviz.gpu.cli"])
+def test_the_gpu_group_imports_no_gpu_library(first):
+    code = (
+        f"import sys, importlib; importlib.import_module({first!r}); import flashviz.cli as c; "
+        "assert 'gpu' in c.cli.commands; "
+        "print(sorted(m for m in ('cupy', 'torch', 'triton') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_profiled_launch_is_the_same_launch():
+    """The child that ncu and compute-sanitizer run parses back to the same settings."""
+    from flashviz.gpu.cli import group
+
+    cfg = Config(n=100, d=16, br=32, bc=16, seed=9, scale=0.25, causal=True)
+    args = profile.launcher(cfg, heads=3, batch=2, threads=64)
+    assert args[1:5] == ["-m", "flashviz", "gpu", "run"]
+    ctx = group().commands["run"].make_context("run", args[5:])
+    p = ctx.params
+    assert (p["n"], p["d"], p["br"], p["bc"], p["seed"], p["scale"], p["causal"]) == (100, 16, 32, 16, 9, 0.25, True)
+    assert (p["heads"], p["batch"], p["threads"], p["check"], p["quiet"]) == (3, 2, 64, False, True)
