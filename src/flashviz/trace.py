@@ -31,6 +31,7 @@ class Step:
     block: int | None  # i (None: a step of no block of Q, FA1's outer-loop load_kv)
     j: int | None  # tile index, None outside the loop over K/V tiles
     phase: int  # position within the block's program: all blocks are at the same phase together
+    indices: dict[str, int]  # the loop indices of the code header, outer first (e.g. {"j": 1, "i": 0} for fa1)
     op: str  # load_q | load_kv | scores | online_softmax | write_back
     math: str  # the seed's label, e.g. "Sij = Qi @ Kj.T"
     tex: str  # the same in TeX, for typesetting

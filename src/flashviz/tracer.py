@@ -58,20 +58,26 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         sram=rec.sram_footprint,
         tensors={
             name: {
-                "shape": [int(s) for s in hbm.tensors[name].shape]
-                if hbm.tensors[name].shape[1] != 1
-                else [int(hbm.tensors[name].shape[0])],
+                "shape": [int(hbm.tensors[name].shape[0])]
+                if name in VECTORS
+                else [int(s) for s in hbm.tensors[name].shape],
                 "dtype": "float32",
                 "role": algo.tensors[name],
             }
             for name in hbm.tensors
         },
-        blocks=algo.engine.trace_blocks(cfg, recorded)
-        if hasattr(algo.engine, "trace_blocks")
-        else [
-            {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded}
-            for i in range(cfg.tr)
+        blocks=[  # "block" is blockIdx.x of the main kernel; steps name it in their "block" field
+            {"block": k, **b, "phases": rec.block_phases.get(k, 0)} for k, b in enumerate(blocks(cfg, algo, recorded))
         ],
         phases=rec.phases(tuple(hbm.tensors)),
         steps=rec.steps,
     )
+
+
+def blocks(cfg: Config, algo, recorded: set[int]) -> list[dict]:
+    """The CUDA blocks of the launch: the engine's own list where it has one, else one per block of Q."""
+    if hasattr(algo.engine, "trace_blocks"):
+        return algo.engine.trace_blocks(cfg, recorded)
+    return [
+        {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded} for i in range(cfg.tr)
+    ]

@@ -25,6 +25,7 @@ class Recorder:
         self.steps: list[Step] = []
         self.phase_counts: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
         self.phase_ops: dict[int, tuple[str, int | None]] = {}
+        self.block_phases: dict[int, int] = {}  # CUDA block -> phases in its program (causal makes them differ)
         self.sram_footprint: dict[str, Any] | None = None
 
     def emit(
@@ -48,11 +49,14 @@ class Recorder:
         for t in transfers:
             counts[(t.tensor, t.kind)] += t.elements
         self.phase_ops.setdefault(phase, (op, j))
+        if i is not None:
+            self.block_phases[i] = max(self.block_phases.get(i, 0), phase + 1)
         keep = i in self.recorded if i is not None else bool(self.recorded)
         if not keep:
             return
         region = kernels.regions(self.algo)[op]
         math, tex = self.labels[op]
+        indices = indices or {"i": i, "j": j}
         self.steps.append(
             Step(
                 index=len(self.steps),
@@ -62,7 +66,8 @@ class Recorder:
                 op=op,
                 math=math,
                 tex=tex,
-                code=kernels.step_code(self.algo, op, **(indices or {"i": i, "j": j})),
+                indices={k: v for k, v in indices.items() if v is not None},
+                code=kernels.step_code(self.algo, op, **indices),
                 lines=(region.first, region.last),
                 transfers=transfers,
                 sram={k: v.copy() for k, v in (sram or {}).items()},
