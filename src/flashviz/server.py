@@ -93,11 +93,24 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
 
     @app.get("/api/limits")
     def get_limits() -> dict[str, Any]:
+        from .compare_api import api_algos
+
         return {
             **{name: list(API_LIMITS[name]) for name in ("n", "d", "br", "bc", "seed")},
             "scale": list(SCALE_RANGE),
             "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
+            "algos": api_algos(),
         }
+
+    @app.get("/api/compare")
+    async def get_compare(request: Request) -> Response:
+        from .compare_api import parse
+
+        try:
+            params = parse(request.query_params)
+        except ConfigError as exc:
+            return config_error(exc)
+        return await traces.compare(params)
 
     @app.get("/api/profile")
     def get_profile() -> Response:
@@ -191,6 +204,18 @@ class TraceService:
                 self.waiting -= 1
         return Response(content=body, media_type="application/json")
 
+    async def compare(self, params: dict[str, Any]) -> Response:
+        """GET /api/compare: the closed forms, the sweep and the phase curves (engine runs, so gated and cached)."""
+        key = ("compare", *sorted(params.items()))
+        body = self.cached(key)
+        if body is None:
+            async with self.gate:
+                body = self.cached(key)
+                if body is None:
+                    body = await run_in_threadpool(compare_json, params)
+                    self.keep(key, body)
+        return Response(content=body, media_type="application/json")
+
     def cached(self, cfg: Config) -> bytes | None:
         with self.lock:
             body = self.cache.get(cfg)
@@ -203,6 +228,14 @@ class TraceService:
             self.cache[cfg] = body
             while len(self.cache) > CACHE_ENTRIES or sum(map(len, self.cache.values())) > CACHE_BYTES:
                 self.cache.popitem(last=False)
+
+
+def compare_json(params: dict[str, Any]) -> bytes:
+    import orjson
+
+    from .compare_api import compare_document
+
+    return orjson.dumps(compare_document(**params))
 
 
 def compute_json(cfg: Config) -> bytes:

@@ -1,0 +1,133 @@
+"""What the viewer's comparison view asks for (`GET /api/compare`): every algorithm at one config from the
+closed-form models (`flashviz.compare`, the same numbers `flashviz compare` prints), the bytes causal masking
+saves, a sweep of N for the traffic chart, and launch-wide counters per phase so the page can advance every
+algorithm's counters together.
+
+Only the phase curves run an engine (no values recorded: counters only, ~0.1 s at N=1024); they are left out
+(with the reason) when the config is past the API's work bounds, where the closed forms still answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .algorithms import REGISTRY
+from .compare import compare
+from .config import ALGOS, API_LIMITS, COUNT_LIMITS, Config, ConfigError
+from .engine.memory import FLOAT_BYTES
+
+PARAMS = ("n", "d", "br", "bc", "causal")
+SWEEP_ALGOS = ("standard", "fa1", "fa2")  # the forward passes the chart draws
+SWEEP_EXPONENTS = range(6, 17)  # N = 64 .. 65536
+MAX_CURVE_POINTS = 240  # phases per algorithm sent for the animation (evenly sampled, the last one kept)
+
+
+def sweep(d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
+    """Total HBM bytes of each forward algorithm for N = 2^6 .. 2^16 at this D, Br, Bc (closed forms)."""
+    ns = [2**k for k in SWEEP_EXPONENTS]
+    out: dict[str, list[int]] = {}
+    for name in SWEEP_ALGOS:
+        count = REGISTRY[name].traffic
+        out[name] = [
+            FLOAT_BYTES * sum(t["read"] + t["written"] for t in count(n=n, d=d, br=br, bc=bc, causal=causal).values())
+            for n in ns
+        ]
+    return {"n": ns, "bytes": out}
+
+
+def phase_curve(cfg: Config) -> dict[str, Any]:
+    """Launch-wide cumulative counters per phase of one algorithm, sampled to at most MAX_CURVE_POINTS phases:
+    `phase` (the phase indices kept), `read` and `written` (elements, all tensors), `tensors` {name: [[read,
+    written], ...]} at the same phases."""
+    from .tracer import make_trace
+
+    trace = make_trace(cfg)
+    phases = trace.phases
+    total = len(phases)
+    if total <= MAX_CURVE_POINTS:
+        keep = list(range(total))
+    else:
+        keep = sorted({round(k * (total - 1) / (MAX_CURVE_POINTS - 1)) for k in range(MAX_CURVE_POINTS)})
+    names = list(trace.tensors)
+    rows = [phases[p]["hbm"] for p in keep]
+    return {
+        "phases": total,
+        "phase": keep,
+        "op": [phases[p]["op"] for p in keep],
+        "read": [sum(h[t]["read"] for t in names) for h in rows],
+        "written": [sum(h[t]["written"] for t in names) for h in rows],
+        "tensors": {t: [[h[t]["read"], h[t]["written"]] for h in rows] for t in names},
+    }
+
+
+def curves(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
+    """Per algorithm its phase curve, or {"skipped": reason} when the engine may not run this config here."""
+    out: dict[str, Any] = {}
+    for name in ALGOS:
+        cfg = Config(algo=name, n=n, d=d, br=br, bc=bc, causal=causal, record=())
+        try:
+            cfg.api_validated()
+        except ConfigError as exc:
+            out[name] = {"skipped": f"{exc.field}: {exc.message}"}
+            continue
+        out[name] = phase_curve(cfg)
+    return out
+
+
+def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves: bool = True) -> dict[str, Any]:
+    """`flashviz compare --json` for this config, plus per algorithm `noncausal_bytes` and `saved_bytes` (what
+    causal masking saves; 0 without it), the `sweep` for the chart and, with `with_curves`, the phase curves."""
+    doc = compare(n, d, br, bc, causal)
+    plain = compare(n, d, br, bc, False)["algorithms"] if causal else doc["algorithms"]
+    for name, entry in doc["algorithms"].items():
+        base = plain[name].get("total", {}).get("bytes")
+        mine = entry.get("total", {}).get("bytes")
+        entry["noncausal_bytes"] = base
+        entry["saved_bytes"] = None if base is None or mine is None else base - mine
+    doc["sweep"] = sweep(d, br, bc, causal)
+    doc["curves"] = curves(n, d, br, bc, causal) if with_curves else None
+    return doc
+
+
+def parse(params) -> dict[str, Any]:
+    """Validated n, d, br, bc, causal from query parameters; a ConfigError names the bad one. N, D, Br, Bc
+    take the closed forms' limits (far larger than the engine's): nothing here runs past the API's bounds."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ConfigError(unknown[0], f"unknown parameter; accepted: {', '.join(PARAMS)}")
+    out: dict[str, Any] = {"n": 8, "d": 4, "br": 4, "bc": 4, "causal": False}
+    for name in ("n", "d", "br", "bc"):
+        if name not in params or params[name] == "":
+            continue
+        lo, hi = COUNT_LIMITS[name]
+        text = params[name].strip()
+        if not text.lstrip("+-").isdigit() or len(text) > 12:
+            raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {params[name][:40]!r})")
+        value = int(text)
+        if not lo <= value <= hi:
+            raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value})")
+        out[name] = value
+    raw = params.get("causal", "")
+    if raw:
+        if raw.lower() not in ("true", "1", "false", "0"):
+            raise ConfigError("causal", f"must be true or false (got {raw[:40]!r})")
+        out["causal"] = raw.lower() in ("true", "1")
+    return out
+
+
+def api_algos() -> list[dict[str, Any]]:
+    """The algorithms for the viewer's picker, in registry order: name, title, causal support, N limit."""
+    from .compare import direction
+    from .config import ALGO_MAX_N
+
+    return [
+        {
+            "name": a.name,
+            "title": a.title,
+            "causal": a.causal,
+            "pass": direction(a),
+            "max_n": min(ALGO_MAX_N.get(a.name, API_LIMITS["n"][1]), API_LIMITS["n"][1]),
+            "kernel_file": a.kernel_file,
+        }
+        for a in REGISTRY.values()
+    ]

@@ -1,0 +1,111 @@
+"""GET /api/compare (the viewer's comparison view) and the algorithm list in GET /api/limits."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from flashviz import server
+from flashviz.algorithms import REGISTRY
+from flashviz.compare import compare
+from flashviz.config import Config
+from flashviz.tracer import make_trace
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(server.create_app())
+
+
+def test_limits_list_every_algorithm(client):
+    algos = client.get("/api/limits").json()["algos"]
+    assert [a["name"] for a in algos] == list(REGISTRY)
+    for a in algos:
+        assert a["title"] == REGISTRY[a["name"]].title
+        assert a["causal"] is REGISTRY[a["name"]].causal
+        assert a["pass"] in ("forward", "backward")
+    assert {a["name"]: a["max_n"] for a in algos}["standard"] == 4096
+
+
+def test_compare_is_flashviz_compare_plus_what_the_page_needs(client):
+    r = client.get("/api/compare", params={"n": 64, "d": 16, "br": 16, "bc": 16})
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    want = compare(64, 16, 16, 16, False)
+    for name, entry in want["algorithms"].items():
+        got = doc["algorithms"][name]
+        assert got["tensors"] == entry["tensors"]
+        assert got["total"] == entry["total"]
+        assert got["sram_bytes"] == entry["sram_bytes"]
+        assert got["steps"] == entry["steps"]
+        assert got["saved_bytes"] == 0
+        assert got["noncausal_bytes"] == entry["total"]["bytes"]
+    assert doc["config"] == want["config"]
+
+
+def test_compare_curves_end_at_the_engines_totals(client):
+    doc = client.get("/api/compare", params={"n": 10, "d": 4, "br": 4, "bc": 3, "causal": "true"}).json()
+    for name in REGISTRY:
+        curve = doc["curves"][name]
+        trace = make_trace(Config(algo=name, n=10, d=4, br=4, bc=3, causal=True, record=()))
+        assert curve["phases"] == len(trace.phases)
+        assert curve["phase"][-1] == len(trace.phases) - 1
+        assert curve["read"][-1] == sum(t["read"] for t in trace.hbm.values())
+        assert curve["written"][-1] == sum(t["written"] for t in trace.hbm.values())
+        assert set(curve["tensors"]) == set(trace.tensors)
+        # cumulative: never goes down
+        assert all(a <= b for a, b in zip(curve["read"], curve["read"][1:]))
+        # and the curve's last point is the model's total, in elements
+        total = doc["algorithms"][name]["total"]
+        assert curve["read"][-1] == total["read"] and curve["written"][-1] == total["written"]
+
+
+def test_compare_states_what_causal_saves(client):
+    doc = client.get("/api/compare", params={"n": 256, "d": 64, "br": 64, "bc": 64, "causal": "1"}).json()
+    plain = compare(256, 64, 64, 64, False)["algorithms"]
+    for name, entry in doc["algorithms"].items():
+        assert entry["noncausal_bytes"] == plain[name]["total"]["bytes"]
+        assert entry["saved_bytes"] == plain[name]["total"]["bytes"] - entry["total"]["bytes"]
+        assert entry["saved_bytes"] > 0
+
+
+def test_compare_sweep_is_the_closed_forms_over_n(client):
+    doc = client.get("/api/compare", params={"n": 1024, "d": 64, "br": 64, "bc": 64}).json()
+    sweep = doc["sweep"]
+    assert sweep["n"] == [2**k for k in range(6, 17)]
+    assert set(sweep["bytes"]) == {"standard", "fa1", "fa2"}
+    for name, series in sweep["bytes"].items():
+        for n, b in zip(sweep["n"], series):
+            assert b == compare(n, 64, 64, 64, False)["algorithms"][name]["total"]["bytes"]
+    # the headline: standard's N² terms overtake, FA2 moves least at every N
+    assert all(
+        f2 < f1 < st for f2, f1, st in zip(sweep["bytes"]["fa2"], sweep["bytes"]["fa1"], sweep["bytes"]["standard"])
+    )
+
+
+def test_compare_past_the_engines_bounds_still_answers_from_the_closed_forms(client):
+    doc = client.get("/api/compare", params={"n": 65536, "d": 64, "br": 64, "bc": 64}).json()
+    assert doc["algorithms"]["fa2"]["total"]["bytes"] > 0
+    for name in REGISTRY:
+        assert "n:" in doc["curves"][name]["skipped"]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("n=0", "n"),
+        ("n=abc", "n"),
+        ("d=-1", "d"),
+        ("br=99999", "br"),
+        ("bc=1.5", "bc"),
+        ("causal=maybe", "causal"),
+        ("algo=fa2", "algo"),
+        ("seed=1", "seed"),
+    ],
+)
+def test_compare_bad_params_422_naming_the_field(client, query, field):
+    r = client.get(f"/api/compare?{query}")
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["field"] == field
+    assert body["detail"].startswith(f"{field}:")
