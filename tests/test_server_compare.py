@@ -54,7 +54,7 @@ def test_compare_curves_end_at_the_engines_totals(client):
         assert curve["written"][-1] == sum(t["written"] for t in trace.hbm.values())
         assert set(curve["tensors"]) == set(trace.tensors)
         # cumulative: never goes down
-        assert all(a <= b for a, b in zip(curve["read"], curve["read"][1:]))
+        assert all(a <= b for a, b in zip(curve["read"], curve["read"][1:], strict=False))
         # and the curve's last point is the model's total, in elements
         total = doc["algorithms"][name]["total"]
         assert curve["read"][-1] == total["read"] and curve["written"][-1] == total["written"]
@@ -75,12 +75,11 @@ def test_compare_sweep_is_the_closed_forms_over_n(client):
     assert sweep["n"] == [2**k for k in range(6, 17)]
     assert set(sweep["bytes"]) == {"standard", "fa1", "fa2"}
     for name, series in sweep["bytes"].items():
-        for n, b in zip(sweep["n"], series):
+        for n, b in zip(sweep["n"], series, strict=True):
             assert b == compare(n, 64, 64, 64, False)["algorithms"][name]["total"]["bytes"]
     # the headline: standard's N² terms overtake, FA2 moves least at every N
-    assert all(
-        f2 < f1 < st for f2, f1, st in zip(sweep["bytes"]["fa2"], sweep["bytes"]["fa1"], sweep["bytes"]["standard"])
-    )
+    by = sweep["bytes"]
+    assert all(f2 < f1 < st for f2, f1, st in zip(by["fa2"], by["fa1"], by["standard"], strict=True))
 
 
 def test_compare_past_the_engines_bounds_still_answers_from_the_closed_forms(client):
