@@ -2,7 +2,7 @@
 # Everything flashviz's GPU claims rest on, in one run on the GPU machine; logs and JSON under $OUT/r,
 # packed into $OUT/evidence.tar.gz after every stage (so a run cut short still brings back what it did).
 #
-#   bash bench/gpu_evidence.sh [stage ...]     stages: env tests run profile sanitize planted bench anchors
+#   bash bench/gpu_evidence.sh [stage ...]     stages: env tests run profile sanitize planted others bench anchors
 #
 # Needs: python3 with numpy, click, rich, orjson, cupy; ncu and compute-sanitizer on PATH.
 # anchors runs .gpucarry/bench_anchors.py (a copy of shared/tools/bench_anchors.py) when present.
@@ -35,10 +35,18 @@ for s in $stages; do
         stage env 120 "nvidia-smi; nvidia-smi -q | grep -iE 'clocks|MHz|Persistence|Compute Mode|MIG' | head -40; \
             uname -a; $PY -V; $PY -c 'import numpy, cupy, click, rich, orjson; print(numpy.__version__, cupy.__version__)'; \
             nvcc --version | tail -2; ncu --version | tail -1; compute-sanitizer --version | tail -1; \
-            ncu --query-metrics --chip gh100 | grep -E '^(lts__t_sectors_srcunit_tex |l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit|gpu__time_duration )'"
+            ncu --query-metrics --chip gh100 | grep -E '^(lts__t_sectors_srcunit_tex |l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit|gpu__time_duration |l1tex__t_bytes_pipe_lsu_mem_global_op_(red|atom) )'"
         ;;
     tests)
         stage tests_gpu 420 "$PY -m pytest -m gpu -v -rP -p no:cacheprovider tests/test_gpu.py"
+        ;;
+    others)  # every other algorithm that has landed: run, profile, sanitize
+        for a in standard fa1 fa2-backward; do
+            stage "run_$a" 300 "$FV run --algo $a --n 1000 --d 64 --br 32 --bc 64 --heads 2 --causal -o $R/run_${a}_n1000_causal.json \
+                && $FV run --algo $a --n 100 --d 16 --br 32 --bc 16 --heads 3 -o $R/run_${a}_n100.json"
+            stage "profile_$a" 240 "$FV profile --algo $a --n 1024 --d 64 --br 32 --bc 32 --heads 2 -o $R/profile_${a}_n1024.json"
+            stage "sanitize_$a" 300 "$FV sanitize --algo $a --n 100 --d 16 --br 32 --bc 16 --heads 2 --causal -o $R/sanitize_${a}_n100_causal.json"
+        done
         ;;
     run)
         stage run_seed 120 "$FV run --json -o $R/run_seed.json && $FV run"

@@ -32,7 +32,7 @@ def assert_agrees(report: dict) -> None:
     for head in report["check"]["heads"]:
         for name, e in head["engine"].items():
             assert e["nan"] == 0, (head["head"], name, "unwritten or NaN elements")
-            assert e["max_rel"] <= 1e-5, (head["head"], name, e)
+            assert e["max_rel"] <= (1e-4 if name.startswith("d") else 1e-5), (head["head"], name, e)
         assert head["float64"]["ok"], (head["head"], head["float64"])
     assert report["ok"]
 
@@ -52,7 +52,7 @@ def assert_agrees(report: dict) -> None:
 def test_gpu_agrees_with_engine(n, d, br, bc, heads, batch):
     report = gpu_run.run(Config(n=n, d=d, br=br, bc=bc, seed=n), heads=heads, batch=batch)
     assert report["launch"]["grid"] == [-(-n // br), heads * batch, 1]
-    assert report["launch"]["local_bytes"] == 0
+    assert report["launch"]["local_bytes"] == 0  # no spills
     assert_agrees(report)
 
 
@@ -68,6 +68,23 @@ def test_gpu_agrees_on_random_configs(case, rng):
     cfg = Config(n=n, d=d, br=br, bc=bc, seed=seed, causal=causal)
     print(cfg, heads, batch)
     assert_agrees(gpu_run.run(cfg, heads=heads, batch=batch))
+
+
+@pytest.mark.parametrize("algo", ["standard", "fa1", "fa2-backward"])
+@pytest.mark.parametrize(
+    ("n", "d", "br", "bc", "heads", "causal"),
+    [
+        (8, 4, 4, 4, 1, False),  # the seed's example
+        (10, 4, 4, 4, 2, True),  # ragged, causal
+        (100, 16, 32, 16, 3, False),  # ragged, Br != Bc
+        (257, 64, 32, 64, 2, True),  # ragged, causal; fa2_bwd takes 98 KB of shared memory
+    ],
+)
+def test_every_other_algorithm_agrees_with_its_engine(algo, n, d, br, bc, heads, causal):
+    """Every kernel file that has landed, launch after launch (standard: three; fa2-backward: the forward,
+    the preprocessing kernel and the main one), against its own executor and float64."""
+    report = gpu_run.run(Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=n, causal=causal), heads=heads)
+    assert_agrees(report)
 
 
 @pytest.mark.parametrize("n", [10, 100, 257])
@@ -123,10 +140,22 @@ def test_profile_global_bytes_match_the_model(n, d, br, bc, heads):
     from flashviz.gpu.profile import profile
 
     doc = profile(Config(n=n, d=d, br=br, bc=bc), heads=heads)
-    (k,) = doc["kernels"]
-    assert k["comparison"]["load"]["verdict"] in ("exact", "sector-rounded")
-    assert k["comparison"]["store"]["verdict"] in ("exact", "sector-rounded")
-    assert k["measured"]["dram_read_bytes"] < k["measured"]["load_bytes"]
+    assert len(doc["kernels"]) == 1 and doc["kernels"][0]["counted"]
+    assert doc["comparison"]["load"]["verdict"] in ("exact", "sector-rounded")
+    assert doc["comparison"]["store"]["verdict"] in ("exact", "sector-rounded")
+    assert doc["measured"]["dram_read_bytes"] < doc["measured"]["load_bytes"]
+
+
+@pytest.mark.skipif(shutil.which("ncu") is None, reason="Nsight Compute (ncu) is not installed")
+@pytest.mark.parametrize("algo", ["standard", "fa1", "fa2-backward"])
+def test_profile_of_every_other_algorithm_matches_its_model(algo):
+    """Sector-aligned sizes, so the plain model must hold exactly; fa2-backward's dQ atomics count as
+    one read and one write each, as its model counts them."""
+    from flashviz.gpu.profile import profile
+
+    doc = profile(Config(algo=algo, n=256, d=64, br=32, bc=32), heads=2)
+    assert doc["comparison"]["load"]["verdict"] == "exact", doc["summary"]
+    assert doc["comparison"]["store"]["verdict"] == "exact", doc["summary"]
 
 
 @pytest.mark.skipif(shutil.which("compute-sanitizer") is None, reason="compute-sanitizer is not installed")

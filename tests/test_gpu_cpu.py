@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from flashviz import kernels, traffic
-from flashviz.algorithms import get
+from flashviz.algorithms import REGISTRY, get
 from flashviz.cli import main
 from flashviz.config import Config
 from flashviz.gpu import nvrtc, profile, sanitize
@@ -61,25 +61,60 @@ def test_nvcc_sm90_build_has_no_spills(tmp_path):
 # ---- the launch table ----
 
 
-def test_every_spec_matches_the_registry():
+def test_every_algorithm_has_a_spec_covering_its_tensors():
+    assert set(SPECS) == set(REGISTRY)
     for algo, s in SPECS.items():
         a = get(algo)
-        assert list(s.outputs) == list(a.outputs)
-        assert s.name_expression(Config(n=10, d=4, br=4, bc=8)) == f"{a.kernel_name}<4,8,4>"
+        assert set(a.inputs) | set(a.outputs) <= set(s.shapes), algo
+        used = {name for k in s.kernels for name in k.tensors}
+        assert used == set(s.shapes), algo  # every tensor is an argument of some launch, and no other
+
+
+_SIGNATURE = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.S)
+
+
+@pytest.mark.parametrize("algo", sorted(SPECS))
+def test_every_launch_matches_its_kernels_signature(algo):
+    """Pointer and scalar arguments in the order and of the types the __global__ function declares."""
+    s = spec(algo)
+    cfg = Config(algo=algo, n=10, d=4, br=4, bc=4)
+    for k in s.kernels:
+        source = kernels.source(s.file_algo(k))
+        params = {name: [p.strip() for p in args.split(",")] for name, args in _SIGNATURE.findall(source)}
+        declared = [re.sub(r"\s*\w+$", "", p).replace(" ", "") for p in params[k.template]]
+        given = ["float*" if "const" not in d else "constfloat*" for d in declared[: len(k.tensors)]]
+        assert declared[: len(k.tensors)] == given and all("*" in d for d in given), (k.template, declared)
+        assert declared[len(k.tensors) :] == [t for t, _ in k.scalars(cfg)], (k.template, declared)
+        assert s.smem_bytes(k, cfg) > 0
+
+
+@pytest.mark.skipif(nvrtc.find_libnvrtc() is None, reason="libnvrtc not found")
+@pytest.mark.parametrize("algo", sorted(SPECS))
+def test_every_launch_compiles_with_nvrtc(algo):
+    s = spec(algo)
+    cfg = Config(algo=algo, n=100, d=16, br=32, bc=16)
+    by_file: dict[str, list[str]] = {}
+    for k in s.kernels:
+        by_file.setdefault(s.file_algo(k), []).append(k.name_expression(cfg))
+    for file_algo, exprs in by_file.items():
+        ptx, lowered = nvrtc.compile_ptx(file_algo, exprs)
+        assert all(f".entry {lowered[e]}" in ptx for e in exprs)
 
 
 @pytest.mark.parametrize(("n", "d", "br", "bc"), [(8, 4, 4, 4), (100, 16, 32, 16), (1000, 64, 64, 64), (33, 3, 16, 8)])
 def test_smem_macro_is_the_engines_sram(n, d, br, bc):
     cfg = Config(n=n, d=d, br=br, bc=bc)
     rec = get("fa2").engine.execute(cfg.replace(record=(0,)), {k: np.zeros((n, d), np.float32) for k in "QKV"})
-    assert spec("fa2").smem_bytes(cfg) == rec.sram_footprint["bytes"]
+    s = spec("fa2")
+    assert s.smem_bytes(s.kernels[0], cfg) == rec.sram_footprint["bytes"]
 
 
 def test_threads_cover_every_row_in_whole_warps():
-    s = spec("fa2")
-    assert s.threads(Config(br=4)) == 128
-    assert s.threads(Config(n=300, br=130)) == 160
-    assert s.threads(Config(br=4), threads=64) == 64
+    (k,) = spec("fa2").kernels
+    assert k.threads(Config(br=4)) == 128
+    assert k.threads(Config(n=300, br=130)) == 160
+    assert k.threads(Config(br=4), threads=64) == 64
+    assert k.name_expression(Config(n=10, d=4, br=4, bc=8)) == "fa2<4,8,4>"
 
 
 @pytest.mark.parametrize(
@@ -146,32 +181,53 @@ def test_sector_model_is_the_model_when_every_run_is_sector_aligned():
 
 # ---- Nsight Compute output recorded on the H200 ----
 
-NCU = {
-    "ncu_fa2_n8_d4_b4.txt": (Config(), 1, "exact", "sector-rounded"),
-    "ncu_fa2_n100_d16_br32_bc16_h3.txt": (Config(n=100, d=16, br=32, bc=16), 3, "exact", "sector-rounded"),
-    "ncu_fa2_n4096_d64_b32.txt": (Config(n=4096, d=64, br=32, bc=32), 1, "exact", "exact"),
+NCU = {  # fixture -> (config, heads, kernels profiled, of which counted, load verdict, store verdict)
+    "ncu_fa2_n8_d4_b4.txt": (Config(), 1, ["fa2"], 1, "exact", "sector-rounded"),
+    "ncu_fa2_n100_d16_br32_bc16_h3.txt": (Config(n=100, d=16, br=32, bc=16), 3, ["fa2"], 1, "exact", "sector-rounded"),
+    "ncu_fa2_n4096_d64_b32.txt": (Config(n=4096, d=64, br=32, bc=32), 1, ["fa2"], 1, "exact", "exact"),
+    "ncu_standard_n1024_d64_b32_h2.txt": (
+        Config(algo="standard", n=1024, d=64, br=32, bc=32),
+        2,
+        ["standard_scores", "standard_softmax", "standard_pv"],
+        3,
+        "exact",
+        "exact",
+    ),
+    "ncu_fa2-backward_n1024_d64_b32_h2.txt": (  # the forward runs first and is not counted; dQ takes atomics
+        Config(algo="fa2-backward", n=1024, d=64, br=32, bc=32),
+        2,
+        ["fa2", "fa2_bwd_preprocess", "fa2_bwd"],
+        2,
+        "exact",
+        "exact",
+    ),
 }
 
 
 @pytest.mark.parametrize("fixture", sorted(NCU))
 def test_recorded_ncu_output_parses_and_meets_the_model(fixture):
-    cfg, heads, load, store = NCU[fixture]
-    (k,) = profile.parse_ncu_csv((FIXTURES / fixture).read_text())
-    assert k["name"].startswith(f"void fa2<{cfg.br}, {cfg.bc}, {cfg.d}>")
-    assert k["grid"] == f"({cfg.tr}, {heads}, 1)"
-    assert set(profile.METRICS.values()) <= set(k["metrics"])
-    assert set(profile.EXTRA_METRICS.values()) <= set(k["metrics"])  # all seven were measured on the H200
-    names = {**profile.METRICS, **profile.EXTRA_METRICS}
-    measured = {key: k["metrics"][metric] for key, metric in names.items()}
+    cfg, heads, templates, n_counted, load, store = NCU[fixture]
+    kernels = profile.parse_ncu_csv((FIXTURES / fixture).read_text())
+    assert [profile.template_of(k["name"]) for k in kernels] == templates
+    for k in kernels:
+        assert set(profile.METRICS.values()) <= set(k["metrics"])
+    if cfg.algo == "fa2":
+        assert kernels[0]["name"].startswith(f"void fa2<{cfg.br}, {cfg.bc}, {cfg.d}>")
+        assert kernels[0]["grid"] == f"({cfg.tr}, {heads}, 1)"
+    listed, measured = profile.tally(cfg.algo, kernels)
+    assert sum(k["counted"] for k in listed) == n_counted
+    assert {"l2_read_sectors_from_l1", "time_ns", "reduction_bytes", "atomic_bytes"} <= set(measured)
     assert measured["time_ns"] > 0
-    c = profile.compare(profile.model(cfg, heads), measured)
+    m = profile.model(cfg, heads)
+    c = profile.compare(m, measured)
     assert (c["load"]["verdict"], c["store"]["verdict"]) == (load, store)
     assert c["ok"]
+    assert (c["atomic_bytes"] > 0) == (cfg.algo == "fa2-backward")
     caches = c["caches"]
     assert caches["caught_bytes"] == measured["load_bytes"] - measured["dram_read_bytes"]
     assert caches["l1_caught_bytes"] + caches["l2_caught_bytes"] == caches["caught_bytes"]
     assert caches["l2_read_bytes_from_l1"] == 32 * measured["l2_read_sectors_from_l1"]
-    lines = profile.summary(profile.model(cfg, heads), c, measured)
+    lines = profile.summary(m, c, measured, cfg.algo)
     assert any("exactly" in line for line in lines)
 
 

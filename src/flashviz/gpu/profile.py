@@ -2,8 +2,8 @@
 
 `ncu --clock-control none` (the clocks stay as the card has them) and its default
 `--cache-control all` (L1 and L2 are flushed before the profiled kernel, so DRAM reads start cold).
-The launch is `python -m flashviz gpu run ... --no-check` in a child process, one launch, filtered
-to the kernel by name.
+The launch is `python -m flashviz gpu run ... --no-check` in a child process: one run of the
+algorithm's kernels, filtered by name; the model is held against the sum over the kernels it counts.
 
 What is compared (document: docs/profile-schema.md):
 - global loads (`l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum`, every load instruction's bytes as
@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,8 @@ METRICS = {
 }
 # asked for too when the GPU has them; without them the L1/L2 split is left out
 EXTRA_METRICS = {
+    "reduction_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum",  # atomicAdd whose result is unused
+    "atomic_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum",
     "l2_read_sectors_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
     "l1_load_hit_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
     "time_ns": "gpu__time_duration.sum",
@@ -175,7 +178,8 @@ def sector_bytes(first: np.ndarray, count: np.ndarray, head_stride: int, heads: 
 
 
 def model(cfg: Config, heads: int) -> dict[str, Any]:
-    """The traffic model for a launch of `heads` heads, in elements and bytes, plus the sector-rounded bytes."""
+    """The traffic model for a launch of `heads` heads, in elements and bytes, plus the sector-rounded bytes
+    (where the spec lists the runs its loops move; else the sector model is the model)."""
     s = spec(cfg.algo)
     algo = s.algorithm
     per_head = traffic.count(cfg.algo, cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
@@ -188,20 +192,20 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
         }
         for name, t in per_head.items()
     }
-    spans = s.spans(cfg)
-    strides = {name: int(np.prod(s.outputs[name](cfg))) for name in algo.outputs}
-    strides.update({name: cfg.n * cfg.d for name in algo.inputs})
-    sectors = {name: sector_bytes(*spans[name], strides[name], heads) for name in spans}
-    return {
-        "tensors": tensors,
-        "load_bytes": sum(t["read_bytes"] for t in tensors.values()),
-        "store_bytes": sum(t["written_bytes"] for t in tensors.values()),
-        "sector_load_bytes": sum(sectors[name] for name in algo.inputs),
-        "sector_store_bytes": sum(sectors[name] for name in algo.outputs),
-        "sector_bytes": sectors,
-        "unique_input_bytes": heads * cfg.n * cfg.d * BYTES * len(algo.inputs),
-        "unique_output_bytes": sum(heads * strides[name] * BYTES for name in algo.outputs),
-    }
+    load = sum(t["read_bytes"] for t in tensors.values())
+    store = sum(t["written_bytes"] for t in tensors.values())
+    out = {"tensors": tensors, "load_bytes": load, "store_bytes": store}
+    if s.spans is not None:
+        spans = s.spans(cfg)
+        sectors = {name: sector_bytes(*spans[name], int(np.prod(s.shapes[name](cfg))), heads) for name in spans}
+        out["sector_bytes"] = sectors
+        out["sector_load_bytes"] = sum(sectors[name] for name in algo.inputs)
+        out["sector_store_bytes"] = sum(sectors[name] for name in algo.outputs)
+    else:
+        out["sector_load_bytes"], out["sector_store_bytes"] = load, store
+    out["unique_input_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.inputs)
+    out["unique_output_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.outputs)
+    return out
 
 
 def _verdict(measured: float, exact: int, sector: int) -> dict[str, Any]:
@@ -221,9 +225,13 @@ def _verdict(measured: float, exact: int, sector: int) -> dict[str, Any]:
 
 
 def compare(m: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
-    """Model vs one kernel's counters: loads and stores with verdicts, and what the caches caught."""
-    load = _verdict(measured["load_bytes"], m["load_bytes"], m["sector_load_bytes"])
-    store = _verdict(measured["store_bytes"], m["store_bytes"], m["sector_store_bytes"])
+    """Model vs the counters: loads and stores with verdicts, and what the caches caught.
+
+    An atomic add to global memory (fa2-backward's dQ) is one read and one write of its element in the
+    model; the GPU counts it apart from loads and stores, so its bytes are added to both."""
+    atomics = measured.get("reduction_bytes", 0.0) + measured.get("atomic_bytes", 0.0)
+    load = _verdict(measured["load_bytes"] + atomics, m["load_bytes"], m["sector_load_bytes"])
+    store = _verdict(measured["store_bytes"] + atomics, m["store_bytes"], m["sector_store_bytes"])
     dram_read = measured["dram_read_bytes"]
     caught = measured["load_bytes"] - dram_read
     caches: dict[str, Any] = {
@@ -237,16 +245,29 @@ def compare(m: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
         caches["l2_read_bytes_from_l1"] = l2_read
         caches["l1_caught_bytes"] = measured["load_bytes"] - l2_read
         caches["l2_caught_bytes"] = l2_read - dram_read
-    return {"load": load, "store": store, "caches": caches, "ok": "mismatch" not in (load["verdict"], store["verdict"])}
+    return {
+        "load": load,
+        "store": store,
+        "atomic_bytes": atomics,
+        "caches": caches,
+        "ok": "mismatch" not in (load["verdict"], store["verdict"]),
+    }
 
 
 def _mb(b: float) -> str:
     return f"{b / 1e6:.3f} MB" if b >= 1e5 else f"{b:,.0f} B"
 
 
-def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float]) -> list[str]:
+def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float], algo: str = "fa2") -> list[str]:
     """Sentences a reader (or the viewer) can show as they are."""
+    s = spec(algo)
+    inputs, outputs = _names(s.algorithm.inputs), _names(s.algorithm.outputs)
     lines = []
+    if c.get("atomic_bytes"):
+        lines.append(
+            f"Atomic adds moved {_mb(c['atomic_bytes'])}; the model counts each as one read and one write of its "
+            "element, so they are added to the loads and to the stores below."
+        )
     for what, key in (("Global loads", "load"), ("Global stores", "store")):
         v = c[key]
         if v["verdict"] == "exact":
@@ -266,9 +287,10 @@ def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float]) ->
     if k["caught_bytes"] > 0:
         lines.append(
             f"DRAM reads {_mb(measured['dram_read_bytes'])} against {_mb(measured['load_bytes'])} of global loads: "
-            f"the caches served {_mb(k['caught_bytes'])} ({100 * k['caught_fraction']:.1f}%), mostly the re-reads "
-            f"of K and V by every block of Q; DRAM saw {k['dram_read_over_unique_inputs']:.2f}x the "
-            f"{_mb(m['unique_input_bytes'])} of Q, K and V (caches flushed before the kernel)."
+            f"the caches served {_mb(k['caught_bytes'])} ({100 * k['caught_fraction']:.1f}%)"
+            + (f", {s.reuse}" if s.reuse else "")
+            + f"; DRAM saw {k['dram_read_over_unique_inputs']:.2f}x the {_mb(m['unique_input_bytes'])} of {inputs} "
+            "(caches flushed before each kernel)."
         )
     else:
         lines.append(
@@ -283,10 +305,36 @@ def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float]) ->
             f"{_mb(k['l2_caught_bytes'])} of what it was asked for and DRAM the rest."
         )
     lines.append(
-        f"DRAM writes {_mb(measured['dram_write_bytes'])} for {_mb(m['unique_output_bytes'])} of O and L: "
+        f"DRAM writes {_mb(measured['dram_write_bytes'])} for {_mb(m['unique_output_bytes'])} of {outputs}: "
         "L2 is write-back, so outputs that still sit in L2 when the kernel ends are not yet in DRAM."
     )
     return lines
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def tally(algo: str, kernels: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Each parsed kernel under our metric names, marked counted or not, and the counted kernels' sum."""
+    s = spec(algo)
+    names = {**METRICS, **EXTRA_METRICS}
+    listed, total = [], {}
+    for k in kernels:
+        measured = {key: k["metrics"][metric] for key, metric in names.items() if metric in k["metrics"]}
+        counted = s.counts(template_of(k["name"]))
+        if counted:
+            for key, value in measured.items():
+                total[key] = total.get(key, 0.0) + value
+        listed.append({**{f: k[f] for f in ("id", "name", "grid", "block", "metrics")}, "counted": counted})
+        listed[-1]["measured"] = measured
+    return listed, total
+
+
+def template_of(kernel_name: str) -> str:
+    """`void fa2<32, 32, 64>(const float *, ...)` -> `fa2`."""
+    m = re.match(r"\s*(?:void\s+)?([A-Za-z_]\w*)", kernel_name)
+    return m[1] if m else kernel_name
 
 
 def ncu_version(ncu: str) -> str:
@@ -334,45 +382,34 @@ def profile(
     if path is None:
         raise ConfigError("--ncu", f"{ncu} not found (Nsight Compute; it comes with the CUDA toolkit)")
     device = device_info()
-    launch = prepare(cfg, heads * batch, threads).describe()  # compiles here once; the child reuses CuPy's cache
-    name = spec(cfg.algo).algorithm.kernel_name
+    prepared = prepare(cfg, heads * batch, threads)  # compiles here once; the child reuses CuPy's cache
+    s = spec(cfg.algo)
+    templates = sorted({k.template for k in s.kernels})
     program = launcher(cfg, heads, batch, threads, inputs_path)
-    kernels, log, cmd, unmeasured = run_ncu(program, path, name)
+    kernels, log, cmd, unmeasured = run_ncu(program, path, "(" + "|".join(templates) + ")")
     m = model(cfg, heads * batch)
-    names = {**METRICS, **EXTRA_METRICS}
-    measured_kernels = []
-    for k in kernels:
-        measured = {key: k["metrics"][metric] for key, metric in names.items() if metric in k["metrics"]}
-        c = compare(m, measured)
-        measured_kernels.append(
-            {
-                "id": k["id"],
-                "name": k["name"],
-                "grid": k["grid"],
-                "block": k["block"],
-                "metrics": k["metrics"],
-                "measured": measured,
-                "comparison": c,
-                "summary": summary(m, c, measured),
-            }
-        )
+    listed, total = tally(cfg.algo, kernels)
+    c = compare(m, total)
     return {
         "schema": "flashviz.profile/1",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "config": {**config_dict(cfg), "heads": heads, "batch": batch, "inputs": inputs_path or "random"},
-        "launch": launch,
+        "launch": prepared.describe(),
         "device": device,
         "tool": {
             "ncu": ncu_version(path),
             "command": cmd,
             "unmeasured": unmeasured,
             "clock_control": "none",
-            "cache_control": "all: L1 and L2 flushed before the kernel",
-            "metrics": names,
+            "cache_control": "all: L1 and L2 flushed before each kernel",
+            "metrics": {**METRICS, **EXTRA_METRICS},
         },
         "bytes_per_element": BYTES,
         "model": m,
-        "kernels": measured_kernels,
-        "ok": bool(measured_kernels) and all(k["comparison"]["ok"] for k in measured_kernels),
+        "kernels": listed,
+        "measured": total,
+        "comparison": c,
+        "summary": summary(m, c, total, cfg.algo),
+        "ok": c["ok"],
         "ncu_output": log[-20000:],
     }
