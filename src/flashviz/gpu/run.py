@@ -1,4 +1,4 @@
-"""Launch a kernel on the GPU on the engine's inputs, B x H heads in one launch, and check it.
+"""Launch an algorithm's kernels on the GPU on the engine's inputs, B x H heads at once, and check them.
 
 The GPU output is held against the engine's (same float32 algorithm in the same loop order, so the
 two differ by summation order and the last bit of expf only: max |gpu - engine| / max |engine| <= 1e-5)
@@ -178,10 +178,8 @@ def _from_device(arr, kind: str):
     return arr
 
 
-def launch(
-    cfg: Config, inputs: dict[str, Any], threads: int | None = None, sync: bool = True
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run the kernel once on every head of `inputs` and return (outputs, launch facts).
+def launch(cfg: Config, inputs: dict[str, Any], threads: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the algorithm's kernels once on every head of `inputs` and return (outputs, launch facts).
 
     inputs: each of the algorithm's inputs (Q, K, V) as float32 (..., N, D), the leading dimensions
     (e.g. B, H) being the heads; NumPy arrays, CuPy arrays or CUDA torch tensors (through DLPack).
