@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 
 from .config import ALGOS, COUNT_LIMITS, LIMITS, Config, ConfigError
-
-FLOAT_BYTES = 4
+from .units import FLOAT_BYTES, human_bytes
 
 
 class Bounded(click.ParamType):
@@ -138,7 +137,14 @@ def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=Fals
         inputs = load_npz(inputs_path, NAMES, optional)
         n, d = inputs["Q"].shape
     cfg = Config(
-        algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal,
+        algo=algo,
+        n=n,
+        d=d,
+        br=br,
+        bc=bc,
+        seed=seed,
+        scale=scale,
+        causal=causal,
         record=None if block is None else (block,),
     )
     return make_trace(cfg.validated(), inputs)
@@ -330,14 +336,6 @@ def compare(n, d, br, bc, causal, as_json) -> None:
     from rich.console import Console
 
     Console().print(render(doc))
-
-
-def human_bytes(b: int) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if b < 1000 or unit == "TB":
-            return f"{b:,} B" if unit == "B" else f"{b:.2f} {unit}"
-        b /= 1000
-    raise AssertionError  # unreachable
 
 
 from .gpu.cli import group as gpu_group  # noqa: E402  (after the option helpers it reuses; imports no GPU library)

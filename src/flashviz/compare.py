@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from .algorithms import REGISTRY, Algorithm
-from .engine.memory import FLOAT_BYTES, SMEM_OPTIN_BYTES
+from .engine.memory import SMEM_OPTIN_BYTES
+from .units import FLOAT_BYTES, human_bytes, kib
 
 BASELINE = "fa2"  # the algorithm the others' traffic is measured against
 
@@ -63,18 +64,6 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
     }
 
 
-def human_bytes(b: int) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if b < 1000 or unit == "TB":
-            return f"{b:,} B" if unit == "B" else f"{b:.1f} {unit}"
-        b /= 1000
-    raise AssertionError  # unreachable
-
-
-def kib(b: int) -> str:
-    return f"{b / 1024:,.1f} KiB"
-
-
 def render(doc: dict[str, Any]):
     """The document as one rich Table: a row per (tensor, read/written), then totals, bytes, SRAM and steps."""
     from rich.table import Table
@@ -108,7 +97,7 @@ def render(doc: dict[str, Any]):
     rows = {
         "total read": lambda e: f"{e['total']['read']:,}",
         "total written": lambda e: f"{e['total']['written']:,}",
-        "HBM traffic (fp32)": lambda e: human_bytes(e["total"]["bytes"]),
+        "HBM traffic (fp32)": lambda e: human_bytes(e["total"]["bytes"], digits=1),
         f"traffic ÷ {BASELINE}'s": lambda e: "—" if e[vs] is None else f"{e[vs]:.2f}×",
         "SRAM per block": lambda e: "—"
         if e["sram_bytes"] is None

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace import Transfer
+from ..units import FLOAT_BYTES
 
-FLOAT_BYTES = 4  # the kernels are fp32
 # Shared memory per block on Hopper (H100/H200): 48 KB without opting in, 227 KB with
 # cudaFuncAttributeMaxDynamicSharedMemorySize.
 SMEM_STATIC_BYTES = 48 * 1024

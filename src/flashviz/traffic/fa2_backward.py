@@ -13,7 +13,7 @@ blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows
 
 from __future__ import annotations
 
-FLOAT_BYTES = 4
+from ..units import FLOAT_BYTES
 
 
 def first_block(j: int, br: int, bc: int, causal: bool) -> int:
