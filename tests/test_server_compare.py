@@ -25,6 +25,10 @@ def test_limits_list_every_algorithm(client):
         assert a["causal"] is REGISTRY[a["name"]].causal
         assert a["pass"] in ("forward", "backward")
     assert {a["name"]: a["max_n"] for a in algos}["standard"] == 4096
+    # the page asks for /api/profile only when there is one
+    assert client.get("/api/limits").json()["profile"] is False
+    with_profile = TestClient(server.create_app(profile={"schema": "flashviz.profile/1"}))
+    assert with_profile.get("/api/limits").json()["profile"] is True
 
 
 def test_compare_is_flashviz_compare_plus_what_the_page_needs(client):

@@ -100,6 +100,7 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
             "scale": list(SCALE_RANGE),
             "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
             "algos": api_algos(),
+            "profile": profile is not None,  # whether GET /api/profile has one (the page asks only then: no 404)
         }
 
     @app.get("/api/compare")

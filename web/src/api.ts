@@ -53,3 +53,56 @@ export async function fetchLimits(signal?: AbortSignal): Promise<Limits | null> 
     return null;
   }
 }
+
+/** GET /api/compare: every algorithm at one config (closed forms), a sweep of N, and per-phase counter curves. */
+export interface CompareEntry {
+  title: string;
+  pass: "forward" | "backward";
+  supported: boolean;
+  tensors?: Record<string, { read: number; written: number; read_bytes: number; written_bytes: number }>;
+  total?: { read: number; written: number; read_bytes: number; written_bytes: number; bytes: number };
+  sram_bytes?: number | null;
+  sram_fits?: boolean | null;
+  steps?: number | null;
+  traffic_vs_fa2?: number | null;
+  noncausal_bytes: number | null;
+  saved_bytes: number | null;
+}
+
+export interface PhaseCurve {
+  phases: number;
+  phase: number[];
+  op: (string | null)[];
+  read: number[];
+  written: number[];
+  tensors: Record<string, [number, number][]>;
+}
+
+export interface CompareDoc {
+  config: { n: number; d: number; br: number; bc: number; causal: boolean; tr: number; tc: number };
+  bytes_per_element: number;
+  sram_budget_bytes: number;
+  algorithms: Record<string, CompareEntry>;
+  sweep: { n: number[]; bytes: Record<string, number[]> };
+  curves: Record<string, PhaseCurve | { skipped: string }> | null;
+}
+
+export async function fetchCompare(c: ConfigParams, signal?: AbortSignal): Promise<CompareDoc> {
+  const q = new URLSearchParams({ n: String(c.n), d: String(c.d), br: String(c.br), bc: String(c.bc) });
+  if (c.causal) q.set("causal", "true");
+  const res = await fetch(`api/compare?${q}`, { signal, headers: { Accept: "application/json" } });
+  if (!res.ok) throw await errorOf(res);
+  return (await res.json()) as CompareDoc;
+}
+
+/** GET /api/profile: the GPU profile the server was started with, or null (404: none given). */
+export async function fetchProfile(signal?: AbortSignal): Promise<unknown | null> {
+  try {
+    const res = await fetch("api/profile", { signal, headers: { Accept: "application/json" } });
+    if (res.status === 404) return null;
+    if (!res.ok) return null;
+    return (await res.json()) as unknown;
+  } catch {
+    return null;
+  }
+}

@@ -1,17 +1,13 @@
-// The memory picture's layout: a pure function from shapes (N, D, Br, Bc) and the space on screen
-// to boxes. HBM holds Q, K, V, O (N x D) and L (N); the SRAM of the watched block holds
-// Kj, Vj (Bc x D) above Qi, Sij, mi, li, Oi (Br rows each), so that row r of the block lines up
-// across Qi, Sij, mi, li and Oi, Kj sits over Qi and Vj over Oi (both D wide).
-import type { BufferName, TensorName } from "./types";
+// The memory picture's layout: a pure function from the algorithm and its shapes (N, D, Br, Bc) and the space
+// on screen to boxes. HBM holds the algorithm's tensors (Q, K, V, O, L for FA2; S and P, N×N, for standard;
+// l and m for FA1; dO, D, dQ, dK, dV for the backward), all N rows tall and aligned. The SRAM of the watched
+// block holds its buffers in rows (algos.ts): for FA2 Kj, Vj (Bc x D) above Qi, Sij, mi, li, Oi (Br rows each),
+// so that row r of the block lines up across Qi, Sij, mi, li and Oi, Kj sits over Qi and Vj over Oi.
+import { algoSpec, type AlgoSpec, type Axis, type BufferSpec, type Shape } from "./algos";
 
-export interface Shape {
-  n: number;
-  d: number;
-  br: number;
-  bc: number;
-}
+export type { Shape } from "./algos";
 
-export type GridName = TensorName | BufferName;
+export type GridName = string;
 
 export interface GridBox {
   name: GridName;
@@ -27,6 +23,9 @@ export interface GridBox {
   text: boolean; // cells are big enough to print their numbers
   padRows: number; // HBM only: rows past N that the last block/tile covers (drawn hatched)
   group: number; // rows per block (Br) or tile (Bc) for the separators, 0 for none
+  axis: Axis; // what its rows follow: rows of a block of Q (q), keys of a tile (kv), or neither
+  colAxis: Axis; // kv: its columns are keys (Sij, S, P)
+  kernel?: string; // the kernel whose shared memory holds it (standard, backward)
 }
 
 export interface Rect {
@@ -42,6 +41,8 @@ export interface MemoryLayout {
   hbm: Rect; // panel bounds
   sram: Rect;
   grids: Record<GridName, GridBox>;
+  hbmOrder: GridName[];
+  sramOrder: GridName[];
   hbmText: boolean;
   sramText: boolean;
 }
@@ -59,6 +60,7 @@ export const TEXT_MIN_W = 30; // narrowest cell that still prints "−1.39"
 export const TEXT_H = 20;
 export const TEXT_MIN_H = 15;
 export const MAX_CELL = 40; // colour cells never larger than this
+const ND_MIN_W = 24; // an N x D tensor next to N x N ones is at least this wide, room permitting
 
 const ceilDiv = (a: number, b: number) => Math.floor((a + b - 1) / b);
 
@@ -68,27 +70,110 @@ export function padding(s: Shape): { q: number; kv: number } {
 }
 
 interface Panel {
-  cw: number;
+  cw: number; // N x D and buffer cells
   ch: number;
   text: boolean;
+  cwn?: number; // HBM's N x N tensors (S, P), when not text
 }
 
-// fixed horizontal overhead of each panel besides its cells
-const HBM_FIXED = LABEL_W + 4 * GAP + LABEL_W; // labels left of Q and K, gaps between 5 grids
-const SRAM_FIXED = 4 * GAP; // 5 grids in row B
+const isVec = (cols: number) => cols === 1;
 
-function hbmWidth(s: Shape, cw: number, vec: number): number {
-  return HBM_FIXED + 4 * s.d * cw + vec;
+/** How many label columns HBM needs: one left of the first tensor of each row axis (i= for Q, j= for K). */
+function hbmLabels(spec: AlgoSpec): Set<string> {
+  const out = new Set<string>();
+  const seen = new Set<Axis>();
+  for (const t of spec.tensors) {
+    if (!seen.has(t.axis)) {
+      seen.add(t.axis);
+      out.add(t.name);
+    }
+  }
+  return out;
 }
-function sramWidth(s: Shape, cw: number, vec: number): number {
-  return SRAM_FIXED + (2 * s.d + s.bc) * cw + 2 * vec;
+
+function hbmWidth(spec: AlgoSpec, p: Panel, vec: number): number {
+  const labels = hbmLabels(spec);
+  let w = (spec.tensors.length - 1) * GAP;
+  for (const t of spec.tensors) {
+    if (labels.has(t.name)) w += LABEL_W;
+    w += isVec(t.cols) ? vec : t.colAxis === "kv" ? t.cols * (p.cwn ?? p.cw) : t.cols * p.cw;
+  }
+  return w;
 }
-function hbmHeight(s: Shape, ch: number): number {
-  const pad = padding(s);
-  return HEAD + TITLE + (s.n + Math.max(pad.q, pad.kv)) * ch;
+
+interface Placed {
+  boxes: GridBox[];
+  w: number;
+  h: number;
 }
-function sramHeight(s: Shape, ch: number): number {
-  return HEAD + 2 * TITLE + GAP + (s.bc + s.br) * ch;
+
+/** SRAM's rows, placed from (x0, y0): measures as it goes (the width and height are what the panel needs). */
+function placeSram(spec: AlgoSpec, p: Panel, x0: number, y0: number): Placed {
+  const vec = Math.max(p.cw, VEC_MIN);
+  const boxes: GridBox[] = [];
+  const wide = (b: BufferSpec) => b.rows === 1 && b.cols > 1; // Sr: one row of N, sized to the panel below
+  const widthOf = (b: BufferSpec, cw: number) => (isVec(b.cols) ? vec : b.cols * cw);
+  // the widest ordinary row sets the panel's width; a buffer of one long row is squeezed into it
+  let panelW = 0;
+  for (const row of spec.sram) {
+    const ordinary = row.filter((b) => !wide(b) && !spec.align[b.name]);
+    if (!ordinary.length) continue;
+    panelW = Math.max(panelW, ordinary.reduce((acc, b) => acc + widthOf(b, p.cw), 0) + (ordinary.length - 1) * GAP);
+  }
+  // x of every buffer: rows without aligned buffers first, left to right; then the rows whose buffers sit over
+  // another (Kj over Qi), each aligned one at its target's x and the rest of the row after them
+  const wideCw = (b: BufferSpec) => (wide(b) ? Math.min(p.cw, Math.max(0.05, (panelW - 2 * (vec + GAP)) / b.cols)) : p.cw);
+  const xs = new Map<string, number>();
+  const hasAligned = (row: BufferSpec[]) => row.some((b) => spec.align[b.name] !== undefined);
+  for (const row of spec.sram.filter((r) => !hasAligned(r))) {
+    let x = x0;
+    for (const b of row) {
+      xs.set(b.name, x);
+      x += widthOf(b, wideCw(b)) + GAP;
+    }
+  }
+  for (const row of spec.sram.filter(hasAligned)) {
+    let cursor = x0;
+    for (const b of row) {
+      const target = spec.align[b.name];
+      if (target === undefined) continue;
+      const x = xs.get(target) ?? x0;
+      xs.set(b.name, x);
+      cursor = Math.max(cursor, x + widthOf(b, p.cw) + GAP);
+    }
+    for (const b of row) {
+      if (spec.align[b.name] !== undefined) continue;
+      xs.set(b.name, cursor);
+      cursor += widthOf(b, wideCw(b)) + GAP;
+    }
+  }
+  let y = y0;
+  let right = x0 + panelW;
+  spec.sram.forEach((row, k) => {
+    y += TITLE;
+    let x = x0;
+    let tallest = 0;
+    for (const b of row) {
+      const cw = wideCw(b);
+      const bx = xs.get(b.name) ?? x;
+      const cellW = isVec(b.cols) ? vec : cw;
+      const box: GridBox = {
+        name: b.name, area: "sram", x: bx, y, w: b.cols * cellW, h: b.rows * p.ch, rows: b.rows, cols: b.cols, cw: cellW,
+        ch: p.ch, text: p.text && cellW >= TEXT_MIN_W, padRows: 0, group: 0, axis: b.rowAxis, colAxis: b.colAxis,
+        ...(b.kernel ? { kernel: b.kernel } : {}),
+      };
+      boxes.push(box);
+      x = Math.max(x, bx + box.w + GAP);
+      right = Math.max(right, bx + box.w);
+      tallest = Math.max(tallest, box.h);
+    }
+    y += tallest + (k < spec.sram.length - 1 ? GAP : 0);
+  });
+  return { boxes, w: right - x0, h: y - y0 };
+}
+
+function sramRowsOf(spec: AlgoSpec): number {
+  return spec.sram.reduce((acc, row) => acc + Math.max(...row.map((b) => b.rows)), 0);
 }
 
 /** Largest text cell width in [TEXT_MIN_W, TEXT_W] for which `fits(cw)`, or 0. */
@@ -103,10 +188,26 @@ function textHeight(rows: number, avail: number): number {
   return ch >= TEXT_MIN_H ? ch : 0;
 }
 
-function colourPanel(cols: number, rows: number, widthForCells: number, heightForCells: number): Panel {
-  const cw = Math.max(0.25, Math.min(MAX_CELL, widthForCells / cols));
+/** Colour cells for `cols` columns plus `vecs` vector columns (never thinner than VEC_MIN) in the width. */
+function colourPanel(cols: number, rows: number, widthForCells: number, heightForCells: number, vecs = 0): Panel {
+  const even = widthForCells / (cols + vecs); // vectors as wide as a cell, when cells are wider than VEC_MIN
+  const cw = Math.max(0.25, Math.min(MAX_CELL, even >= VEC_MIN ? even : (widthForCells - vecs * VEC_MIN) / cols));
   const ch = Math.max(0.1, Math.min(cw, MAX_CELL, heightForCells / rows));
   return { cw, ch, text: false };
+}
+
+/** HBM in colour: N x D tensors share `cw`; N x N ones (standard's S and P) get their own, narrower cells. */
+function hbmColour(spec: AlgoSpec, widthForCells: number, heightForCells: number, rows: number): Panel {
+  const dCols = spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").reduce((a, t) => a + t.cols, 0);
+  const nCols = spec.tensors.filter((t) => t.colAxis === "kv").reduce((a, t) => a + t.cols, 0);
+  const vecs = spec.tensors.filter((t) => isVec(t.cols)).length;
+  if (!nCols) return colourPanel(dCols, rows, widthForCells, heightForCells, vecs);
+  widthForCells -= vecs * VEC_MIN;
+  const ch = Math.max(0.1, Math.min(MAX_CELL, heightForCells / rows));
+  const perD = dCols / Math.max(1, spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").length);
+  const cw = Math.max(0.25, Math.min(MAX_CELL, Math.max(ch, ND_MIN_W / perD), (0.45 * widthForCells) / dCols));
+  const cwn = Math.max(0.01, Math.min(ch, cw, (widthForCells - cw * dCols) / nCols));
+  return { cw, ch, text: false, cwn };
 }
 
 /**
@@ -114,17 +215,23 @@ function colourPanel(cols: number, rows: number, widthForCells: number, heightFo
  * Text mode (numbers in cells) when the cells can be at least TEXT_MIN_W x TEXT_MIN_H; otherwise
  * a colour scale, HBM and SRAM each at their own scale (SRAM is the zoomed-in block).
  */
-export function layoutMemory(s: Shape, width: number, maxHeight = 440): MemoryLayout {
+export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHeight = 440): MemoryLayout {
+  const spec = algoSpec(s.algo ?? "fa2", s);
   const avail = Math.max(200, width - 2 * PAD - PANEL_GAP);
   const pad = padding(s);
-  const hbmRows = s.n + Math.max(pad.q, pad.kv);
-  const sramRows = s.bc + s.br;
+  const hbmRows = s.n + Math.max(...spec.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
+  const sramRows = sramRowsOf(spec);
+  const nRows = spec.sram.length;
   const hbmCellsH = maxHeight - 2 * PAD - HEAD - TITLE;
-  const sramCellsH = maxHeight - 2 * PAD - HEAD - 2 * TITLE - GAP;
+  const sramCellsH = maxHeight - 2 * PAD - HEAD - nRows * TITLE - (nRows - 1) * GAP;
+  const sramW = (p: Panel) => placeSram(spec, p, 0, 0).w;
+  const hbmVec = (p: Panel) => Math.max(p.cw, VEC_MIN);
+  const hbmTextW = (cw: number) => hbmWidth(spec, { cw, ch: 0, text: true }, cw);
+  const sramTextW = (cw: number) => sramW({ cw, ch: TEXT_MIN_H, text: true });
 
   let hbm: Panel;
   let sram: Panel;
-  const bothText = textWidth((cw) => hbmWidth(s, cw, cw) + sramWidth(s, cw, cw) <= avail);
+  const bothText = textWidth((cw) => hbmTextW(cw) + sramTextW(cw) <= avail);
   const hbmTH = textHeight(hbmRows, hbmCellsH);
   const sramTH = textHeight(sramRows, sramCellsH);
   if (bothText && hbmTH && sramTH) {
@@ -132,65 +239,73 @@ export function layoutMemory(s: Shape, width: number, maxHeight = 440): MemoryLa
     sram = { cw: bothText, ch: sramTH, text: true };
   } else {
     // SRAM (the block we are inside) gets text if it fits in 60% of the width; HBM takes the rest
-    const sramText = textWidth((cw) => sramWidth(s, cw, cw) <= 0.6 * avail);
+    const sramText = textWidth((cw) => sramTextW(cw) <= 0.6 * avail);
     if (sramText && sramTH) {
       sram = { cw: sramText, ch: sramTH, text: true };
     } else {
-      const share = 0.58 * avail;
-      sram = colourPanel(2 * s.d + s.bc, sramRows, share - SRAM_FIXED - 2 * VEC_MIN, sramCellsH);
+      // HBM's N x N tensors (standard's S and P) need more of the width
+      const share = (spec.tensors.some((t) => t.colAxis === "kv") ? 0.42 : 0.58) * avail;
+      // the widest SRAM row: its cells, its vectors and its gaps
+      let cols = 0;
+      let vecs = 0;
+      let gaps = 0;
+      for (const row of spec.sram) {
+        const ord = row.filter((b) => !(b.rows === 1 && b.cols > 1));
+        const c = ord.filter((b) => !isVec(b.cols)).reduce((a, b) => a + b.cols, 0);
+        const v = ord.filter((b) => isVec(b.cols)).length;
+        if (c + v > cols + vecs) {
+          cols = c;
+          vecs = v;
+          gaps = Math.max(0, ord.length - 1) * GAP;
+        }
+      }
+      sram = colourPanel(cols, sramRows, share - gaps, sramCellsH, vecs);
     }
-    const sramW = sramWidth(s, sram.cw, Math.max(sram.cw, VEC_MIN));
-    const rest = avail - sramW;
-    hbm = colourPanel(4 * s.d, hbmRows, rest - HBM_FIXED - VEC_MIN, hbmCellsH);
+    const rest = avail - sramW(sram);
+    const labels = hbmLabels(spec).size * LABEL_W;
+    hbm = hbmColour(spec, rest - labels - (spec.tensors.length - 1) * GAP, hbmCellsH, hbmRows);
   }
 
-  const grids = {} as Record<GridName, GridBox>;
-  const box = (
-    name: GridName, area: "hbm" | "sram", x: number, y: number, rows: number, cols: number, p: Panel,
-    vec: number, padRows = 0, group = 0,
-  ): GridBox => {
-    const cw = cols === 1 ? vec : p.cw;
-    const b: GridBox = { name, area, x, y, w: cols * cw, h: rows * p.ch, rows, cols, cw, ch: p.ch, text: p.text,
-      padRows, group };
-    grids[name] = b;
-    return b;
-  };
-
-  // HBM: Q | K | V | O | L, N rows each, aligned
-  const hv = Math.max(hbm.cw, VEC_MIN);
+  const grids: Record<GridName, GridBox> = {};
+  const hbmOrder: GridName[] = [];
+  // HBM: every tensor N rows tall, aligned
+  const hv = hbmVec(hbm);
   const hy = PAD + HEAD + TITLE;
-  let x = PAD + LABEL_W;
-  x += box("Q", "hbm", x, hy, s.n, s.d, hbm, hv, pad.q, s.br).w + GAP + LABEL_W;
-  x += box("K", "hbm", x, hy, s.n, s.d, hbm, hv, pad.kv, s.bc).w + GAP;
-  x += box("V", "hbm", x, hy, s.n, s.d, hbm, hv, pad.kv, s.bc).w + GAP;
-  x += box("O", "hbm", x, hy, s.n, s.d, hbm, hv, pad.q, s.br).w + GAP;
-  x += box("L", "hbm", x, hy, s.n, 1, hbm, hv, pad.q, s.br).w;
-  const hbmRect: Rect = { x: PAD, y: PAD, w: x - PAD, h: hbmHeight(s, hbm.ch) };
+  const labels = hbmLabels(spec);
+  let x = PAD;
+  spec.tensors.forEach((t, k) => {
+    if (labels.has(t.name)) x += LABEL_W;
+    const cw = isVec(t.cols) ? hv : t.colAxis === "kv" ? (hbm.cwn ?? hbm.cw) : hbm.cw;
+    const group = t.axis === "kv" ? s.bc : s.br;
+    const box: GridBox = {
+      name: t.name, area: "hbm", x, y: hy, w: t.cols * cw, h: t.rows * hbm.ch, rows: t.rows, cols: t.cols, cw, ch: hbm.ch,
+      text: hbm.text, padRows: t.axis === "kv" ? pad.kv : pad.q, group, axis: t.axis, colAxis: t.colAxis,
+    };
+    grids[t.name] = box;
+    hbmOrder.push(t.name);
+    x += box.w + (k < spec.tensors.length - 1 ? GAP : 0);
+  });
+  const hbmRect: Rect = { x: PAD, y: PAD, w: x - PAD, h: HEAD + TITLE + hbmRows * hbm.ch };
 
-  // SRAM: row A = Kj (over Qi), Vj (over Oi); row B = Qi | Sij | mi | li | Oi
-  const sv = Math.max(sram.cw, VEC_MIN);
+  // SRAM
   const sx = x + PANEL_GAP;
-  const ay = PAD + HEAD + TITLE;
-  const by = ay + s.bc * sram.ch + GAP + TITLE;
-  let bx = sx;
-  const qi = box("Qi", "sram", bx, by, s.br, s.d, sram, sv);
-  bx += qi.w + GAP;
-  bx += box("Sij", "sram", bx, by, s.br, s.bc, sram, sv).w + GAP;
-  bx += box("mi", "sram", bx, by, s.br, 1, sram, sv).w + GAP;
-  bx += box("li", "sram", bx, by, s.br, 1, sram, sv).w + GAP;
-  const oi = box("Oi", "sram", bx, by, s.br, s.d, sram, sv);
-  bx += oi.w;
-  box("Kj", "sram", qi.x, ay, s.bc, s.d, sram, sv);
-  box("Vj", "sram", oi.x, ay, s.bc, s.d, sram, sv);
-  const sramRect: Rect = { x: sx, y: PAD, w: bx - sx, h: sramHeight(s, sram.ch) };
+  const placed = placeSram(spec, sram, sx, PAD + HEAD);
+  const sramOrder: GridName[] = [];
+  for (const b of placed.boxes) {
+    grids[b.name] = b;
+    sramOrder.push(b.name);
+  }
+  const sramRect: Rect = { x: sx, y: PAD, w: placed.w, h: HEAD + placed.h };
 
   const height = Math.ceil(Math.max(hbmRect.y + hbmRect.h, sramRect.y + sramRect.h) + PAD);
   return {
-    width: Math.ceil(bx + PAD),
+    width: Math.ceil(sx + placed.w + PAD),
     height,
     hbm: hbmRect,
     sram: sramRect,
     grids,
+    hbmOrder,
+    sramOrder,
     hbmText: hbm.text,
     sramText: sram.text,
   };

@@ -1,7 +1,8 @@
 // The app: one state object, one render function that draws every view from it, and the wiring
 // (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
 import "./styles.css";
-import { ApiError, fetchLimits, fetchTrace } from "./api";
+import { blockLetter, tagline } from "./algos";
+import { ApiError, fetchCompare, fetchLimits, fetchProfile, fetchTrace, type CompareDoc } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId } from "./dom";
 import { BadgeTarget, renderStatic } from "./statics";
@@ -13,14 +14,16 @@ import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 import { showBadge } from "./render/badge";
-import { BlocksView } from "./render/blocks";
+import { BlocksView, TileMap } from "./render/blocks";
 import { CarriesView } from "./render/carries";
 import { CodeView } from "./render/code";
+import { CompareView } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
 import { MemoryView } from "./render/memory";
 import type { MemoryLayout } from "./layout";
 import { NarrativeView } from "./render/narrative";
+import { ProfileView, type Profile } from "./render/profile";
 import { showSram } from "./render/sram";
 import { Timeline } from "./render/timeline";
 
@@ -33,6 +36,8 @@ interface App {
   theme: Theme;
   loading: AbortController | null;
   timer: number;
+  compare: CompareDoc | null;
+  comparing: AbortController | null;
 }
 
 const app: App = {
@@ -43,6 +48,8 @@ const app: App = {
   theme: initialTheme(),
   loading: null,
   timer: 0,
+  compare: null,
+  comparing: null,
 };
 applyTheme(app.theme);
 
@@ -51,15 +58,23 @@ const memory = new MemoryView(byId("memory-host"), readPalette());
 const code = new CodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
-const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"));
+const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"),
+  byId("why"), byId("causal-saving"));
+const tileMap = new TileMap(byId<HTMLCanvasElement>("tile-map"), byId("tile-map-caption"));
 const blocks = new BlocksView(byId("block-chips"), byId("blocks-summary"), byId<HTMLTableSectionElement>("ops-body"),
-  (b) => pickBlock(b), (k) => dispatch({ type: "goto", step: k }));
+  (b) => pickBlock(b), (k) => dispatch({ type: "goto", step: k }), tileMap);
+const compare = new CompareView(byId("compare-table"), byId("compare-race"), byId("compare-chart"), byId("compare-note"),
+  byId<HTMLButtonElement>("compare-play"));
+const profile = new ProfileView(byId("profile"), byId("profile-drop"), byId<HTMLInputElement>("profile-file"), byId("profile-message"),
+  (p) => openProfileConfig(p));
 const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
 const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
 const counter = byId("step-counter");
 const playBtn = byId<HTMLButtonElement>("btn-play");
 const speedSel = byId<HTMLSelectElement>("speed");
 const blockSel = byId<HTMLSelectElement>("block-picker");
+const blockLabel = byId("block-label");
+const tag = byId("tagline");
 const loadingEl = byId("loading");
 const badge: BadgeTarget = { badge: byId("error-badge"), detail: byId("exactness-detail") };
 renderStatic(document);
@@ -107,6 +122,10 @@ function render(flight = false): void {
     showBadge(badge.badge, badge.detail, t);
     showSram(byId("sram-footprint"), t);
     fillBlockPicker(t);
+    tag.textContent = tagline(t.config.algo);
+    document.title = `flashviz \u00b7 ${tagline(t.config.algo)}`;
+    counters.showSaving(t, app.compare);
+    profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo });
   }
   part("memory", () => memory.show(st.step, flight ? flightDuration(st.speed) : 0));
   part("code", () => code.show(s.lines, s.code, t.kernel.file));
@@ -116,20 +135,28 @@ function render(flight = false): void {
   part("counters", () => counters.show(t, idx, s));
   part("blocks", () => blocks.show(t, idx, s));
   part("timeline", () => timeline.show(st.step));
-  counter.innerHTML = `step <b>${st.step}</b><span class="of"> / ${t.steps.length - 1}</span><span class="where">block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}</span>`;
+  part("compare", () => compare.follow((s.phase + 1) / Math.max(1, t.phases.length)));
+  const where = s.indices
+    ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(" \u00b7 ")
+    : `block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}`;
+  const html = `step <b>${st.step}</b><span class="of"> / ${t.steps.length - 1}</span><span class="where">${where}</span>`;
+  if (counter.innerHTML !== html) counter.innerHTML = html;
   counter.dataset.step = String(st.step);
   counter.dataset.total = String(t.steps.length);
-  counter.dataset.block = String(s.block);
+  counter.dataset.block = s.block === null ? "" : String(s.block);
   counter.dataset.j = s.j === null ? "" : String(s.j);
   counter.dataset.op = s.op;
-  playBtn.innerHTML = st.playing ? PAUSE_ICON : PLAY_ICON;
-  playBtn.setAttribute("aria-label", st.playing ? "Pause (space)" : "Play (space)");
-  playBtn.setAttribute("aria-pressed", String(st.playing));
-  blockSel.value = String(s.block);
-  speedSel.value = String(st.speed);
+  const playing = String(st.playing);
+  if (playBtn.getAttribute("aria-pressed") !== playing) {
+    playBtn.innerHTML = st.playing ? PAUSE_ICON : PLAY_ICON;
+    playBtn.setAttribute("aria-label", st.playing ? "Pause (space)" : "Play (space)");
+    playBtn.setAttribute("aria-pressed", playing);
+  }
+  if (s.block !== null && blockSel.value !== String(s.block)) blockSel.value = String(s.block);
+  if (speedSel.value !== String(st.speed)) speedSel.value = String(st.speed);
   lastStep = st.step;
   lastTrace = t;
-  syncUrl(toSearch(st.config, st.step, s.block, st.speed));
+  syncUrl(toSearch(st.config, st.step, s.block ?? 0, st.speed));
   performance.measure("flashviz:repaint", "flashviz:repaint:start");
 }
 
@@ -176,11 +203,15 @@ function part(name: string, fn: () => void): void {
 
 function fillBlockPicker(t: Trace): void {
   blockSel.replaceChildren();
+  const letter = blockLetter(t.config.algo);
+  blockLabel.textContent = t.config.algo === "fa1" ? "block of Q, i" : `block ${letter}`;
   const many = t.blocks.length > 512;
-  for (const b of many ? t.blocks.filter((b) => b.recorded || b.i % Math.ceil(t.blocks.length / 256) === 0) : t.blocks) {
-    const label = `${b.i} \u00b7 rows ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`;
-    blockSel.append(new Option(label, String(b.i)));
-  }
+  t.blocks.forEach((b, k) => {
+    const id = b.block ?? k;
+    if (many && !b.recorded && id % Math.ceil(t.blocks.length / 256) !== 0) return;
+    const label = `${id} \u00b7 ${letter === "j" ? "keys" : "rows"} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`;
+    blockSel.append(new Option(label, String(id)));
+  });
 }
 
 // ---- transitions ----
@@ -206,13 +237,52 @@ function schedule(): void {
 function pickBlock(b: number): void {
   const t = app.trace;
   if (!t) return;
-  const k = stepInBlock(t.steps, app.state.step, b);
+  const k = t.config.algo === "fa1" ? fa1Visit(t, app.state.step, b) : stepInBlock(t.steps, app.state.step, b);
   if (k >= 0) {
     dispatch({ type: "goto", step: k });
     return;
   }
   const phase = t.steps[app.state.step]?.phase ?? 0;
   void loadConfig(app.state.config, { block: b, phase });
+}
+
+/** FA1 has one CUDA block: "another block" is another block of Q, visited in the same tile j (same op). */
+function fa1Visit(t: Trace, from: number, i: number): number {
+  const s = t.steps[from];
+  const j = app.idx?.tile[from] ?? null;
+  const same = t.steps.findIndex((x) => x.block === i && x.op === s?.op && (app.idx?.tile[x.index] ?? null) === j);
+  if (same >= 0) return same;
+  const visit = t.steps.findIndex((x) => x.block === i && (app.idx?.tile[x.index] ?? null) === j);
+  return visit >= 0 ? visit : t.steps.findIndex((x) => x.block === i);
+}
+
+/** The comparison of every algorithm at this config (cheap: closed forms, and counters-only engine runs). */
+async function loadCompare(c: ConfigParams): Promise<void> {
+  app.comparing?.abort();
+  const ctl = new AbortController();
+  app.comparing = ctl;
+  try {
+    const doc = await fetchCompare(c, ctl.signal);
+    if (ctl.signal.aborted) return;
+    app.compare = doc;
+    compare.setDoc(doc);
+    if (app.trace) counters.showSaving(app.trace, doc);
+    if (app.trace) {
+      const s = app.trace.steps[app.state.step];
+      if (s) compare.follow((s.phase + 1) / Math.max(1, app.trace.phases.length));
+    }
+  } catch (e) {
+    if (ctl.signal.aborted || (e instanceof DOMException && e.name === "AbortError")) return;
+    byId("compare-note").textContent = `The comparison is unavailable: ${(e as Error).message}`;
+  }
+}
+
+function openProfileConfig(p: Profile): void {
+  const c = p.config;
+  const next: ConfigParams = { ...app.state.config, algo: c.algo, n: c.n, d: c.d, br: c.br, bc: c.bc, causal: !!c.causal,
+    seed: typeof c.seed === "number" ? c.seed : app.state.config.seed };
+  form.fill(next);
+  void loadConfig(next, { push: true });
 }
 
 // ---- loading ----
@@ -238,6 +308,8 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     }
     if (ctl.signal.aborted) return;
     setTrace(t, c);
+    const cmp = app.compare?.config;
+    if (!cmp || cmp.n !== c.n || cmp.d !== c.d || cmp.br !== c.br || cmp.bc !== c.bc || cmp.causal !== c.causal) void loadCompare(c);
     const step =
       to.phase !== undefined && to.phase !== null && block !== null
         ? findPhase(t, block, to.phase)
@@ -249,6 +321,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       form.setMessage("", "");
     }
     if (to.push) history.pushState(null, "", toSearch(c, step, t.steps[step]?.block ?? 0, app.state.speed));
+    form.fill(c);
     render();
     schedule();
   } catch (e) {
@@ -277,6 +350,7 @@ async function loadFallback(err: ApiError): Promise<void> {
   try {
     const t = await fetchTrace(DEFAULT_CONFIG);
     setTrace(t, DEFAULT_CONFIG);
+    void loadCompare(DEFAULT_CONFIG);
     app.state = { ...app.state, config: DEFAULT_CONFIG, step: 0 };
     render();
     form.serverError(`${err.detail} \u2014 showing the seed's example instead`, err.field);
@@ -331,6 +405,8 @@ function setTheme(t: Theme, remember: boolean): void {
   byId("theme").setAttribute("aria-label", t === "dark" ? "Switch to the light theme" : "Switch to the dark theme");
   memory.setPalette(readPalette());
   timeline.retheme();
+  tileMap.retheme();
+  if (app.trace) render();
 }
 
 window.addEventListener("popstate", () => {
@@ -365,7 +441,13 @@ declare global {
 setTheme(app.theme, false);
 const ready = (async () => {
   const limits = fetchLimits();
+  // the server says whether it holds a profile; only then is there one to fetch (no 404 in the console)
+  const prof = limits.then((l) => (l?.profile ? fetchProfile() : null));
   await openUrl(true);
+  void prof.then((doc) => {
+    if (doc === null) profile.none();
+    else if (profile.set(doc, "flashviz serve --profile") && app.trace) profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
+  });
   const l = await limits;
   if (l) {
     app.limits = l;

@@ -1,7 +1,9 @@
 // The one state object every frame is drawn from, its URL round trip, and the pure transitions
 // (stepping, clamping, keys). Nothing here touches the DOM.
+import { isAlgo } from "./algos";
 
 export interface ConfigParams {
+  algo: string; // fa2, fa1, standard, fa2-backward
   n: number; // sequence length N
   d: number; // head dimension D
   br: number; // rows of Q per block (Br)
@@ -12,7 +14,7 @@ export interface ConfigParams {
 }
 
 /** The seed's example: two blocks of Q, two tiles of K and V. */
-export const DEFAULT_CONFIG: ConfigParams = { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
+export const DEFAULT_CONFIG: ConfigParams = { algo: "fa2", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
 
 export const SPEEDS = [0.25, 0.5, 1, 2, 4] as const;
 
@@ -45,6 +47,8 @@ function parseNonNegInt(raw: string | null): number | null {
 export function parseUrl(search: string): UrlRequest {
   const q = new URLSearchParams(search);
   const config: ConfigParams = { ...DEFAULT_CONFIG };
+  const algo = (q.get("algo") ?? "").trim();
+  if (isAlgo(algo)) config.algo = algo;
   for (const f of INT_FIELDS) {
     const v = parseNonNegInt(q.get(f));
     if (v !== null) config[f] = v;
@@ -61,9 +65,11 @@ export function parseUrl(search: string): UrlRequest {
   return { config, step: parseNonNegInt(q.get("step")), block: parseNonNegInt(q.get("block")), speed };
 }
 
-/** The query string for a state: config first (in the form's order), then step and block. */
+/** The query string for a state: config first (in the form's order; algo only when not the default fa2),
+ *  then step and block. */
 export function toSearch(config: ConfigParams, step: number, block: number, speed = 1): string {
   const q = new URLSearchParams();
+  if (config.algo !== DEFAULT_CONFIG.algo) q.set("algo", config.algo);
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
@@ -75,7 +81,7 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
 
 /** The query string for GET /api/trace. `record` asks the server to record one block's values. */
 export function apiQuery(config: ConfigParams, record: number | null = null): string {
-  const q = new URLSearchParams({ algo: "fa2" });
+  const q = new URLSearchParams({ algo: config.algo });
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
@@ -84,7 +90,7 @@ export function apiQuery(config: ConfigParams, record: number | null = null): st
 }
 
 export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
-  return a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale && a.causal === b.causal;
+  return a.algo === b.algo && a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale && a.causal === b.causal;
 }
 
 export function clampStep(step: number, total: number): number {
@@ -94,7 +100,7 @@ export function clampStep(step: number, total: number): number {
 
 /** The minimal view of a step list the transitions need: each step's block and phase. */
 export interface StepIndex {
-  block: number;
+  block: number | null;
   phase: number;
 }
 

@@ -1,17 +1,22 @@
-// The Trace (schema `flashviz.trace/1`, docs/trace-schema.md) as the viewer reads it.
-// `null` inside a numeric array means −∞ (JSON has no infinities).
+// The Trace (schema `flashviz.trace/1`, docs/trace-schema.md) as the viewer reads it, for every algorithm
+// (fa2, fa1, standard, fa2-backward). `null` inside a numeric array means −∞ (JSON has no infinities).
 
 export type Num = number | null;
 export type Vec = Num[];
 export type Mat = Num[][];
 
+/** The seed's FA2 tensors and buffers (other algorithms name theirs in `trace.tensors` and the steps' `sram`). */
 export const TENSORS = ["Q", "K", "V", "O", "L"] as const;
-export type TensorName = (typeof TENSORS)[number];
-
 export const BUFFERS = ["Qi", "Kj", "Vj", "Sij", "mi", "li", "Oi"] as const;
-export type BufferName = (typeof BUFFERS)[number];
 
-export type Op = "load_q" | "load_kv" | "scores" | "online_softmax" | "write_back";
+/** An HBM tensor's name (`Q`, `S`, `dO`, `l`, ...): a key of `trace.tensors`. */
+export type TensorName = string;
+/** An SRAM buffer's name (`Qi`, `Sr`, `dKj`, ...): a key of a step's `sram`. */
+export type BufferName = string;
+
+/** load_q, load_kv, scores, online_softmax, write_back (fa2); init, load_qi, update (fa1); load_k,
+ *  softmax_row, load_pv, accumulate, write_o (standard); load_do_o, write_d, probs, dv, ds, dk, dq (backward). */
+export type Op = string;
 
 export interface Counter {
   read: number;
@@ -59,24 +64,27 @@ export interface Substep {
 
 export interface Step {
   index: number;
-  block: number;
+  /** blockIdx.x of the step's kernel; null for fa1's outer-loop K/V loads (the one block, no block of Q) */
+  block: number | null;
   j: number | null;
   phase: number;
+  /** loop indices of the code header, outer loop first (absent in traces from before them) */
+  indices?: Record<string, number>;
   op: Op;
   math: string;
   tex: string;
   code: string;
   lines: [number, number];
   transfers: Transfer[];
-  sram: Partial<Record<BufferName, Vec | Mat>>;
-  carries: Record<string, Vec> | null;
+  sram: Record<BufferName, Vec | Mat>;
+  carries: Record<string, Vec | Mat> | null;
   substeps: Substep[] | null;
   text: string;
 }
 
 export interface Phase {
   phase: number;
-  op: Op;
+  op: Op | null;
   j: number | null;
   hbm: Counters;
 }
@@ -88,23 +96,29 @@ export interface SramFootprint {
   budget_bytes: number;
   fits: boolean;
   needs_opt_in: boolean;
+  kernel?: string; // standard: the largest of its kernels
+  kernels?: Record<string, Omit<SramFootprint, "kernels" | "kernel">>;
 }
 
 export interface BlockInfo {
-  i: number;
+  block?: number; // blockIdx.x (matches step.block); older traces: the index in `blocks`
+  i?: number; // forward passes: the block of Q
+  j?: number; // fa2-backward: the tile of K/V
   rows: [number, number];
   recorded: boolean;
+  phases?: number; // phases of this block's program (causal makes blocks differ)
+  first_i?: number; // fa2-backward: the first block of Q it visits
 }
 
 export interface Trace {
   schema: string;
   config: TraceConfig;
   kernel: { file: string; name: string; source: string };
-  inputs: { Q: Mat; K: Mat; V: Mat };
-  outputs: { O: Mat; L: Vec };
-  reference: { O: ErrorCheck; L: ErrorCheck; ok: boolean; metric: string; dtype?: string };
+  inputs: Record<TensorName, Mat>;
+  outputs: Record<TensorName, Mat | Vec>;
+  reference: { ok: boolean; metric: string; dtype?: string } & Record<string, ErrorCheck | boolean | string | undefined>;
   hbm: Counters;
-  model: Counters & { matches: boolean };
+  model: Counters & { matches?: boolean };
   sram: SramFootprint;
   tensors: Record<TensorName, { shape: number[]; dtype: string; role: string }>;
   blocks: BlockInfo[];
@@ -112,5 +126,15 @@ export interface Trace {
   steps: Step[];
 }
 
-/** GET /api/limits: inclusive integer ranges per field. */
-export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]>;
+/** One entry of GET /api/limits' `algos`. */
+export interface AlgoInfo {
+  name: string;
+  title: string;
+  causal: boolean;
+  pass: "forward" | "backward";
+  max_n: number;
+  kernel_file?: string;
+}
+
+/** GET /api/limits: inclusive integer ranges per field, and the algorithms. */
+export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]> & { algos?: AlgoInfo[]; profile?: boolean };

@@ -21,9 +21,9 @@ export interface Validation {
 }
 
 /** Check what the user typed; every message names the accepted range. */
-export function validate(raw: Record<Field, string>, limits: Limits, causal = false): Validation {
+export function validate(raw: Record<Field, string>, limits: Limits, causal = false, algo = "fa2"): Validation {
   const errors: Partial<Record<Field, string>> = {};
-  const out: Partial<ConfigParams> = { causal };
+  const out: Partial<ConfigParams> = { causal, algo };
   for (const f of ["n", "d", "br", "bc", "seed"] as const) {
     const [lo, hi] = limits[f];
     const text = raw[f].trim();
@@ -32,6 +32,8 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
       errors[f] = `must be an integer in ${lo}..${hi}` + (text === "" ? "" : ` (got ${text})`);
     } else if (v < lo || v > hi) {
       errors[f] = `must be an integer in ${lo}..${hi} (got ${v})`;
+    } else if (f === "n" && v > maxN(limits, algo)) {
+      errors[f] = `must be at most ${maxN(limits, algo)} for ${algo}, which keeps S and P (N×N) in HBM (got ${v})`;
     } else {
       out[f] = v;
     }
@@ -50,6 +52,12 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
   }
   const ok = Object.keys(errors).length === 0;
   return { config: ok ? (out as ConfigParams) : null, errors };
+}
+
+/** The largest N the server traces for this algorithm (standard holds S and P, N x N). */
+export function maxN(limits: Limits, algo: string): number {
+  const a = limits.algos?.find((x) => x.name === algo);
+  return a ? a.max_n : limits.n[1];
 }
 
 export function configToRaw(c: ConfigParams): Record<Field, string> {

@@ -29,7 +29,12 @@ describe("format", () => {
 describe("validate", () => {
   const ok = { n: "8", d: "4", br: "4", bc: "4", seed: "0", scale: "" };
   it("accepts the seed's example", () => {
-    expect(validate(ok, FALLBACK_LIMITS)).toEqual({ config: { n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false }, errors: {} });
+    expect(validate(ok, FALLBACK_LIMITS)).toEqual({ config: { algo: "fa2", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false }, errors: {} });
+  });
+  it("holds standard to its own N limit (S and P are N x N)", () => {
+    const limits = { ...FALLBACK_LIMITS, n: [1, 8192] as [number, number], algos: [{ name: "standard", title: "", causal: true, pass: "forward" as const, max_n: 4096 }] };
+    expect(validate({ ...ok, n: "5000" }, limits, false, "standard").errors.n).toContain("at most 4096 for standard");
+    expect(validate({ ...ok, n: "5000" }, limits, false, "fa2").errors.n).toBeUndefined();
   });
   it("says what range is accepted, in the API's words", () => {
     const v = validate({ ...ok, n: "0" }, FALLBACK_LIMITS);

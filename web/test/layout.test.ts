@@ -95,3 +95,46 @@ describe("cellRect and hitTest", () => {
     expect(hitTest(l, 1, 1)).toBeNull();
   });
 });
+
+describe("layoutMemory for every algorithm", () => {
+  const algos = ["fa2", "fa1", "standard", "fa2-backward"] as const;
+  const shapes: [number, number, number, number][] = [
+    [8, 4, 4, 4],
+    [10, 4, 4, 3],
+    [1024, 64, 64, 64],
+    [4096, 64, 32, 32],
+    [17, 3, 5, 7],
+  ];
+  for (const algo of algos) {
+    it.each(shapes)(`${algo}: N=%i D=%i Br=%i Bc=%i fits and never overlaps`, (n, d, br, bc) => {
+      const l = layoutMemory({ algo, n, d, br, bc }, 1220, 440);
+      checkSane(l, 1220);
+      expect(l.height).toBeLessThanOrEqual(440 + 60);
+    });
+  }
+
+  it("holds each algorithm's own HBM tensors and SRAM buffers", () => {
+    const names = (algo: string) => Object.keys(layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, 1220, 440).grids);
+    expect(names("standard")).toEqual(expect.arrayContaining(["Q", "K", "V", "S", "P", "O", "Qi", "Kj", "Sij", "Sr", "mr", "lr", "Pij", "Vj", "Oi"]));
+    expect(names("fa1")).toEqual(expect.arrayContaining(["O", "l", "m", "mi", "li"]));
+    expect(names("fa1")).not.toContain("L");
+    expect(names("fa2-backward")).toEqual(expect.arrayContaining(["dO", "D", "dQ", "dK", "dV", "dKj", "dVj", "dOi", "Pij", "dSij", "Li", "Di"]));
+  });
+
+  it("makes S and P N x N and lines every HBM tensor up on N rows", () => {
+    const l = layoutMemory({ algo: "standard", n: 64, d: 16, br: 16, bc: 16 }, 1220, 440);
+    expect([l.grids.S!.rows, l.grids.S!.cols]).toEqual([64, 64]);
+    expect(l.grids.S!.colAxis).toBe("kv");
+    for (const t of l.hbmOrder) expect(l.grids[t]!.y).toBe(l.grids.Q!.y);
+    // the one row of S (Sr) fits the SRAM panel
+    expect(l.grids.Sr!.x + l.grids.Sr!.w).toBeLessThanOrEqual(l.sram.x + l.sram.w + 1);
+  });
+
+  it("puts the backward's K/V-side buffers over its Q-side ones", () => {
+    const l = layoutMemory({ algo: "fa2-backward", n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
+    expect(l.grids.Kj!.x).toBe(l.grids.Qi!.x);
+    expect(l.grids.Kj!.y).toBeLessThan(l.grids.Qi!.y);
+    expect(l.grids.dK!.axis).toBe("kv");
+    expect(l.grids.dQ!.axis).toBe("q");
+  });
+});

@@ -12,7 +12,7 @@ describe("URL round trip", () => {
   });
 
   it("reads back what it wrote", () => {
-    const c = { n: 1024, d: 64, br: 64, bc: 32, seed: 7, scale: 0.125, causal: true };
+    const c = { algo: "fa1", n: 1024, d: 64, br: 64, bc: 32, seed: 7, scale: 0.125, causal: true };
     const back = parseUrl(toSearch(c, 41, 3, 2));
     expect(back).toEqual({ config: c, step: 41, block: 3, speed: 2 });
   });

@@ -1,5 +1,8 @@
 // The carries: mi, li and each row of Oi as the block holds them, with the rescale factor
-// alpha = exp(m_old − m_new) on each online_softmax step (all values from the Trace).
+// alpha = exp(m_old − m_new) on each online_softmax (FA2) or update (FA1) step. For standard attention and
+// the backward pass: the values the step carries (a row's max and sum; Li, Di, dQ's share), per row.
+// All values from the Trace.
+import { iOf } from "../algos";
 import { esc } from "../dom";
 import { isMat, rowValid, sramAt, sramBefore, type TraceIndex } from "../derive";
 import { num } from "../format";
@@ -7,10 +10,10 @@ import type { Mat, Num, Step, Trace, Vec } from "../types";
 
 const MAX_COLS = 6;
 
-function vec(v: Vec | Mat | null): Vec | null {
+function vec(v: Vec | Mat | null | undefined): Vec | null {
   return v && !isMat(v) ? (v as Vec) : null;
 }
-function mat(v: Vec | Mat | null): Mat | null {
+function mat(v: Vec | Mat | null | undefined): Mat | null {
   return v && isMat(v) ? v : null;
 }
 
@@ -20,6 +23,11 @@ function rowText(row: Num[] | undefined): string {
   return row.length > MAX_COLS ? `${shown}  \u2026` : shown;
 }
 
+const LABEL: Record<string, string> = {
+  mr: "m\u1d63 (row max)", lr: "\u2113\u1d63 (row sum)", Li: "L\u1d62", Di: "D\u1d62 = rowsum(dO\u2218O)", Sij: "S\u1d62\u2c7c row",
+  dPij: "dP\u1d62\u2c7c row", dQi_add: "this block's share of dQ row", dQi: "dQ row after the add",
+};
+
 export class CarriesView {
   constructor(
     private readonly table: HTMLElement,
@@ -27,23 +35,61 @@ export class CarriesView {
   ) {}
 
   show(t: Trace, idx: TraceIndex, s: Step): void {
+    const algo = t.config.algo;
+    if (algo === "fa2" || algo === "fa1") this.online(t, idx, s);
+    else this.generic(t, s);
+  }
+
+  /** Standard and the backward: whatever the step carries, one row per row of the block (or the one row r). */
+  private generic(t: Trace, s: Step): void {
+    const c = s.carries;
+    const i = iOf(t.config.algo, s);
+    if (!c || !Object.keys(c).length) {
+      this.table.innerHTML = `<tbody><tr><td class="muted">This step carries no values between steps.</td></tr></tbody>`;
+      this.note.innerHTML = t.config.algo === "standard"
+        ? "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (<code>softmax_row</code> steps)."
+        : "The backward's per-row values: L<sub>i</sub> and D<sub>i</sub> on <code>load_q</code>, the scores on <code>probs</code>, dP on <code>ds</code>, dQ's share on <code>dq</code>.";
+      return;
+    }
+    const keys = Object.keys(c);
+    const rows = Math.max(...keys.map((k) => (c[k] as unknown[]).length));
+    const r0 = s.indices?.r ?? (i === null ? 0 : i * t.config.br);
+    let html = `<thead><tr><th scope="col">row</th>${keys.map((k) => `<th scope="col">${esc(LABEL[k] ?? k)}</th>`).join("")}</tr></thead><tbody>`;
+    for (let r = 0; r < rows; r++) {
+      const pad = s.indices?.r === undefined && !rowValid(t, i, r);
+      html += `<tr${pad ? ' class="pad" title="row past N: padding"' : ""}><th scope="row">${r0 + r}</th>`;
+      for (const k of keys) {
+        const v = (c[k] as (Num | Num[])[])[r];
+        html += Array.isArray(v) ? `<td class="mono">${esc(rowText(v))}</td>` : `<td>${esc(num(v ?? null))}</td>`;
+      }
+      html += "</tr>";
+    }
+    this.table.innerHTML = html + "</tbody>";
+    this.note.innerHTML = t.config.algo === "standard"
+      ? `Row ${s.indices?.r ?? r0} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the whole row at once (the row was written to HBM first, and is read back whole).`
+      : "Per row of the block: what this step carries, from the Trace.";
+  }
+
+  /** FA2 and FA1: the online softmax's carries. */
+  private online(t: Trace, idx: TraceIndex, s: Step): void {
     const k = s.index;
     const c = s.carries;
     const mi = vec(sramAt(t, idx, k, "mi"));
     const li = vec(sramAt(t, idx, k, "li"));
     const oi = mat(sramAt(t, idx, k, "Oi"));
-    const soft = s.op === "online_softmax" && c;
-    const back = s.op === "write_back" && c;
-    const mOld = soft ? c.m_old : vec(sramBefore(t, idx, k, "mi"));
-    const lOld = soft ? c.l_old : vec(sramBefore(t, idx, k, "li"));
+    const soft = (s.op === "online_softmax" || s.op === "update") && c;
+    const back = s.op === "write_back" && c && t.config.algo === "fa2";
+    const mOld = soft ? vec(c.m_old) : vec(sramBefore(t, idx, k, "mi"));
+    const lOld = soft ? vec(c.l_old) : vec(sramBefore(t, idx, k, "li"));
     const oOld = mat(sramBefore(t, idx, k, "Oi"));
-    const alpha = soft ? c.alpha : null;
-    const cols = ["row", "m\u1d62", "\u03b1 = e^(m_old \u2212 m_new)", "\u2113\u1d62", back ? "L = m\u1d62 + log \u2113\u1d62" : null, back ? "O row = O\u1d62 / \u2113\u1d62" : "O\u1d62 row (unnormalised)"].filter(Boolean) as string[];
+    const alpha = soft ? vec(c.alpha) : null;
+    const i = iOf(t.config.algo, s);
+    const cols = ["row", "m\u1d62", "\u03b1 = e^(m_old \u2212 m_new)", "\u2113\u1d62", back ? "L = m\u1d62 + log \u2113\u1d62" : null, back ? "O row = O\u1d62 / \u2113\u1d62" : t.config.algo === "fa1" ? "O\u1d62 row (normalised each visit)" : "O\u1d62 row (unnormalised)"].filter(Boolean) as string[];
     let html = `<thead><tr>${cols.map((x) => `<th scope="col">${esc(x)}</th>`).join("")}</tr></thead><tbody>`;
     for (let r = 0; r < t.config.br; r++) {
-      const pad = !rowValid(t, s.block, r);
+      const pad = !rowValid(t, i, r);
       const changedM = soft && mOld?.[r] !== mi?.[r];
-      const changedL = (soft || s.op === "load_q") && lOld?.[r] !== li?.[r];
+      const changedL = (soft || s.op === "load_q" || s.op === "load_qi") && lOld?.[r] !== li?.[r];
       const a = alpha?.[r];
       const rescaled = typeof a === "number" && a < 1 && (lOld?.[r] ?? 0) !== 0;
       const cell = (now: Num | undefined, before: Num | undefined, changed: boolean | null | undefined) =>
@@ -51,11 +97,11 @@ export class CarriesView {
           ? `<td class="changed"><span class="old">${esc(num(before ?? null))}</span> \u2192 ${esc(num(now ?? null))}</td>`
           : `<td>${esc(num(now ?? null))}</td>`;
       html += `<tr${pad ? ' class="pad" title="row past N: padding, never stored"' : ""}>`;
-      html += `<th scope="row">${s.block * t.config.br + r}</th>`;
+      html += `<th scope="row">${i === null ? r : i * t.config.br + r}</th>`;
       html += cell(mi?.[r], mOld?.[r], changedM);
       html += a === undefined || a === null ? `<td class="muted">\u2014</td>` : `<td class="${rescaled ? "rescaled" : ""}">${esc(num(a))}</td>`;
       html += cell(li?.[r], lOld?.[r], changedL);
-      if (back) html += `<td>${esc(num(c.L?.[r] ?? null))}</td>`;
+      if (back) html += `<td>${esc(num(vec(c.L)?.[r] ?? null))}</td>`;
       const changedO = s.sram.Oi !== undefined && oOld;
       html += changedO
         ? `<td class="mono changed"><span class="old">${esc(rowText(oOld[r]))}</span><br>\u2192 ${esc(rowText(oi?.[r]))}</td>`
@@ -67,18 +113,28 @@ export class CarriesView {
   }
 
   private explain(t: Trace, s: Step): string {
+    const fa1 = t.config.algo === "fa1";
     switch (s.op) {
       case "load_q":
         return "The carries start empty: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0. They stay in SRAM for the whole loop.";
+      case "init":
+        return "FA1 starts by writing O = 0, \u2113 = 0, m = \u2212\u221e to HBM: the carries live there between visits.";
+      case "load_qi":
+        return "The carries come back from HBM: O\u1d62, \u2113\u1d62, m\u1d62 as the last visit (tile j \u2212 1) left them. This is the trip FA2 removes.";
       case "load_kv":
       case "scores":
         return `The carries wait: this step ${s.op === "load_kv" ? "brings in tile j" : "computes S\u1d62\u2c7c"} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were.`;
       case "online_softmax":
-        return s.j === 0
+      case "update":
+        return s.j === 0 || (fa1 && s.carries && vec(s.carries.m_old)?.every((x) => x === null))
           ? "First tile: m_old = \u2212\u221e, so \u03b1 = e^(\u2212\u221e) = 0 wipes the empty carries and the tile's values move in."
-          : "Everything held is stale: where the max grew (\u03b1 < 1, highlighted), \u2113\u1d62 and O\u1d62 are rescaled by \u03b1 before this tile is added.";
+          : `Everything held is stale: where the max grew (\u03b1 < 1, highlighted), \u2113\u1d62 and O\u1d62 are rescaled by \u03b1 before this tile is added${fa1 ? ", and O\u1d62 is divided by the new \u2113\u1d62 (FA1 normalises on every visit)" : ""}.`;
       case "write_back":
-        return `The only division: O = O\u1d62 / \u2113\u1d62, once. m\u1d62 and \u2113\u1d62 leave together as L = m\u1d62 + log \u2113\u1d62 (${t.config.br} values per block).`;
+        return fa1
+          ? "The carries go back to HBM: O\u1d62, \u2113\u1d62, m\u1d62 written, to be read again by the next tile's visit."
+          : `The only division: O = O\u1d62 / \u2113\u1d62, once. m\u1d62 and \u2113\u1d62 leave together as L = m\u1d62 + log \u2113\u1d62 (${t.config.br} values per block).`;
+      default:
+        return "";
     }
   }
 }

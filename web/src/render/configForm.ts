@@ -1,5 +1,6 @@
 // The config form: N, D, Br, Bc, seed, scale, validated in place against /api/limits. A server 4xx
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
+import { FALLBACK_ALGOS } from "../algos";
 import type { ConfigParams } from "../state";
 import type { Limits } from "../types";
 import { configToRaw, FIELDS, validate, type Field } from "../validate";
@@ -9,6 +10,7 @@ export class ConfigForm {
   private readonly inputs = new Map<Field, HTMLInputElement>();
   private readonly hints = new Map<Field, HTMLElement>();
   private readonly causal: HTMLInputElement;
+  private readonly algo: HTMLSelectElement;
 
   constructor(
     private readonly form: HTMLFormElement,
@@ -25,6 +27,12 @@ export class ConfigForm {
       input.addEventListener("input", () => this.check(false));
     }
     this.causal = form.querySelector<HTMLInputElement>('[name="causal"]')!;
+    this.algo = form.querySelector<HTMLSelectElement>('[name="algo"]')!;
+    // picking an algorithm runs it at once (with the numbers typed, if they are good)
+    this.algo.addEventListener("change", () => {
+      const v = this.check(true);
+      if (v) this.onApply(v);
+    });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const v = this.check(true);
@@ -40,6 +48,16 @@ export class ConfigForm {
   }
 
   private applyLimits(): void {
+    const algos = this.limits.algos?.length ? this.limits.algos : FALLBACK_ALGOS;
+    const current = this.algo.value || "fa2";
+    if (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name)) {
+      this.algo.replaceChildren(...algos.map((a) => {
+        const o = new Option(a.name, a.name, false, a.name === current);
+        o.title = a.title;
+        return o;
+      }));
+    }
+    this.algo.value = current;
     for (const f of ["n", "d", "br", "bc", "seed"] as const) {
       const input = this.inputs.get(f)!;
       const [lo, hi] = this.limits[f];
@@ -57,7 +75,7 @@ export class ConfigForm {
 
   /** Validate what is typed; mark bad fields. `submit` also puts the first problem in the message. */
   check(submit: boolean): ConfigParams | null {
-    const v = validate(this.raw(), this.limits, this.causal.checked);
+    const v = validate(this.raw(), this.limits, this.causal.checked, this.algo.value || "fa2");
     for (const f of FIELDS) {
       const err = v.errors[f];
       const input = this.inputs.get(f)!;
@@ -79,6 +97,7 @@ export class ConfigForm {
     const raw = configToRaw(c);
     for (const f of FIELDS) this.inputs.get(f)!.value = raw[f];
     this.causal.checked = c.causal;
+    this.algo.value = c.algo;
     this.check(false);
   }
 

@@ -1,17 +1,30 @@
-// The memory picture: HBM (Q K V O L) and the watched block's SRAM (Qi Kj Vj Sij mi li Oi) on a canvas.
-// Draws only: the layout comes from layout.ts, the numbers from the Trace. Two canvases: `base`
-// (grids, redrawn once per step) and `overlay` (flying tiles and the hovered cell, per animation frame).
+// The memory picture: HBM (the algorithm's tensors) and the watched block's SRAM (its buffers) on a canvas.
+// Draws only: the layout comes from layout.ts, the numbers from the Trace (through derive.ts and hbm.ts).
+// Two canvases: `base` (grids, redrawn once per step; HBM's grids cached as a layer that changes only when a
+// write lands) and `overlay` (flying tiles and the hovered cell, per animation frame).
+import { algoSpec, blockLetter, endpoint, iOf } from "../algos";
 import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
-import { isMat, keyValid, rowValid, sramAt, tileAt, writtenBlocks, type TraceIndex } from "../derive";
+import {
+  blockId, blockStatus, firstBlock, isMat, keyValid, kvWidth, lastPhase, pairKind, rowValid, sramAt, type TraceIndex,
+} from "../derive";
 import { cell, full, slice } from "../format";
+import { HbmHistory, type WriteEvent } from "../hbm";
 import { cellChars, cellRect, hitTest, layoutMemory, PAD, HEAD, TITLE, type GridBox, type GridName,
   type Hit, type MemoryLayout, type Rect } from "../layout";
-import type { BufferName, Mat, Num, Step, Trace, Transfer, Vec } from "../types";
+import type { Num, Step, Trace, Transfer, Vec, Mat } from "../types";
 import { Backbuffer, type Ctx2D } from "./backbuffer";
 
 const LUT_STEPS = 255;
+const IMAGE_CAP = 1024; // an HBM tensor's image is at most this many pixels a side (S and P at N = 4096)
 
-const SUB: Record<string, string> = { Qi: "Q\u1d62", Kj: "K\u2c7c", Vj: "V\u2c7c", Sij: "S\u1d62\u2c7c", mi: "m\u1d62", li: "\u2113\u1d62", Oi: "O\u1d62" };
+const SUB: Record<string, string> = {
+  Qi: "Q\u1d62", Kj: "K\u2c7c", Vj: "V\u2c7c", Sij: "S\u1d62\u2c7c", mi: "m\u1d62", li: "\u2113\u1d62", Oi: "O\u1d62",
+  Pij: "P\u1d62\u2c7c", Sr: "S\u1d63", mr: "m\u1d63", lr: "\u2113\u1d63", dKj: "dK\u2c7c", dVj: "dV\u2c7c", dOi: "dO\u1d62",
+  dSij: "dS\u1d62\u2c7c", Li: "L\u1d62", Di: "D\u1d62",
+};
+
+/** Buffers that are a copy of an HBM tensor's tile share its colour scale. */
+const COPY_OF: Record<string, string> = { Qi: "Q", Kj: "K", Vj: "V", dOi: "dO", Li: "L" };
 
 interface Flight {
   from: Rect;
@@ -21,12 +34,35 @@ interface Flight {
   colour: string;
 }
 
+interface Composite {
+  canvas: HTMLCanvasElement;
+  img: ImageData;
+  px: Uint32Array;
+  count: number; // events painted
+  sx: number; // pixels per cell
+  sy: number;
+}
+
 function dpr(): number {
   return Math.min(3, window.devicePixelRatio || 1);
 }
 
-function asRows(v: Vec | Mat): Num[][] {
-  return isMat(v) ? v : (v as Vec).map((x) => [x]);
+function asRows(v: Vec | Mat, oneRow = false): Num[][] {
+  if (isMat(v)) return v;
+  return oneRow ? [v as Vec] : (v as Vec).map((x) => [x]);
+}
+
+/** Does this buffer belong to the kernel running at op (standard's three kernels, the backward's two)? */
+function live(algo: string, box: GridBox, op: string): boolean {
+  if (algo === "standard" && box.kernel) {
+    const k = op === "softmax_row" ? "standard_softmax" : ["load_pv", "accumulate", "write_o"].includes(op) ? "standard_pv" : "standard_scores";
+    return box.kernel === k;
+  }
+  if (algo === "fa2-backward") {
+    const pre = op === "load_do_o" || op === "write_d";
+    return pre ? ["dOi", "Oi", "Di"].includes(box.name) : box.name !== "Oi";
+  }
+  return true;
 }
 
 export class MemoryView {
@@ -36,11 +72,13 @@ export class MemoryView {
   private readonly tip: HTMLDivElement;
   private trace: Trace | null = null;
   private idx: TraceIndex | null = null;
+  private history: HbmHistory | null = null;
   private step = 0;
   private layout: MemoryLayout | null = null;
   private palette: Palette;
   private images = new Map<string, HTMLCanvasElement>();
-  private ranges: Partial<Record<GridName, number>> = {};
+  private composites = new Map<string, Composite>();
+  private ranges = new Map<string, number>();
   private hatch: CanvasPattern | null = null;
   private flights: Flight[] = [];
   private flightStart = 0;
@@ -49,6 +87,8 @@ export class MemoryView {
   private hover: Hit | null = null;
   private width = 0;
   private readonly back = new Backbuffer();
+  private readonly hbmLayer = new Backbuffer();
+  private hbmKey = "";
 
   constructor(host: HTMLElement, palette: Palette) {
     this.palette = palette;
@@ -83,6 +123,7 @@ export class MemoryView {
   setPalette(p: Palette): void {
     this.palette = p;
     this.images.clear();
+    this.composites.clear();
     this.hatch = null;
     this.lutCache = null;
     this.hbmKey = "";
@@ -93,16 +134,28 @@ export class MemoryView {
   setTrace(trace: Trace, idx: TraceIndex): void {
     this.trace = trace;
     this.idx = idx;
+    this.history = new HbmHistory(trace, idx);
     this.images.clear();
+    this.composites.clear();
     this.stopFlights();
-    const r = this.ranges;
-    r.Q = r.Qi = absMax(trace.inputs.Q);
-    r.K = r.Kj = absMax(trace.inputs.K);
-    r.V = r.Vj = absMax(trace.inputs.V);
-    r.O = absMax(trace.outputs.O);
-    r.L = absMax(trace.outputs.L);
+    this.ranges = this.colourRanges(trace);
     this.width = Math.floor(this.root.clientWidth) || this.width || 1000;
     this.relayout();
+  }
+
+  /** One colour scale per tensor and per buffer for the whole trace (a tile looks the same in HBM and SRAM). */
+  private colourRanges(t: Trace): Map<string, number> {
+    const r = new Map<string, number>();
+    for (const [name, v] of [...Object.entries(t.inputs), ...Object.entries(t.outputs)]) r.set(name, absMax(v as Mat));
+    const snap = new Map<string, number>();
+    for (const s of t.steps) {
+      for (const [b, v] of Object.entries(s.sram)) snap.set(b, Math.max(snap.get(b) ?? 0, absMax(v as Mat)));
+    }
+    for (const [b, m] of snap) r.set(b, COPY_OF[b] && r.has(COPY_OF[b]!) ? r.get(COPY_OF[b]!)! : m);
+    if (!r.has("S")) r.set("S", snap.get("Sij") ?? 1);
+    if (!r.has("P")) r.set("P", snap.get("Sr") ?? 1);
+    if (!r.has("D")) r.set("D", snap.get("Di") ?? 1);
+    return r;
   }
 
   /** Show step k; `flight` > 0 flies this step's transfers between HBM and SRAM for that many ms. */
@@ -123,9 +176,9 @@ export class MemoryView {
   private relayout(): void {
     this.hbmKey = "";
     if (!this.trace) return;
-    const { n, d, br, bc } = this.trace.config;
+    const { n, d, br, bc, algo } = this.trace.config;
     const maxH = Math.max(300, Math.min(540, Math.round(window.innerHeight * 0.56)));
-    this.layout = layoutMemory({ n, d, br, bc }, Math.max(320, this.width), maxH);
+    this.layout = layoutMemory({ algo, n, d, br, bc }, Math.max(320, this.width), maxH);
     const ratio = dpr();
     for (const c of [this.base, this.overlay]) {
       c.width = Math.round(this.layout.width * ratio);
@@ -164,63 +217,104 @@ export class MemoryView {
     const g = c.getContext("2d")!;
     const img = g.createImageData(c.width, c.height);
     const px = new Uint32Array(img.data.buffer);
-    const lut = this.lut();
-    const inf = lut[LUT_STEPS * 2 + 1]!;
     const scale = range > 0 ? LUT_STEPS / range : 0;
     let o = 0;
     for (let r = 0; r < rows; r++) {
       const row = values[r]!;
-      for (let q = 0; q < cols; q++) {
-        const v = row[q];
-        if (v === null || v === undefined || Number.isNaN(v)) px[o++] = inf;
-        else {
-          const k = Math.min(LUT_STEPS, Math.round(Math.abs(v) * scale));
-          px[o++] = lut[v < 0 ? LUT_STEPS + 1 + k : k]!;
-        }
-      }
+      for (let q = 0; q < cols; q++) px[o++] = this.colour(row[q], scale);
     }
     g.putImageData(img, 0, 0);
   }
 
+  /** Packed colour of a value: the scale, −∞ (null), or "written, value not in the trace" (undefined). */
+  private colour(v: Num | undefined, scale: number): number {
+    const lut = this.lut();
+    if (v === undefined) return lut[LUT_STEPS * 2 + 2]!;
+    if (v === null || Number.isNaN(v)) return lut[LUT_STEPS * 2 + 1]!;
+    const k = Math.min(LUT_STEPS, Math.round(Math.abs(v) * scale));
+    return lut[v < 0 ? LUT_STEPS + 1 + k : k]!;
+  }
+
   private lutCache: Uint32Array | null = null;
 
-  /** Packed RGBA (little-endian) for |x|/range = k/LUT_STEPS: positives, then negatives, then −∞. */
+  /** Packed RGBA (little-endian) for |x|/range = k/LUT_STEPS: positives, then negatives, then −∞, then unknown. */
   private lut(): Uint32Array {
     if (this.lutCache) return this.lutCache;
-    const lut = new Uint32Array(2 * LUT_STEPS + 2);
-    const pack = ([r, g, b]: [number, number, number]) => ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+    const lut = new Uint32Array(2 * LUT_STEPS + 3);
+    const pack = ([r, g, b]: [number, number, number], a = 255) => ((a << 24) | (b << 16) | (g << 8) | r) >>> 0;
     for (let k = 0; k <= LUT_STEPS; k++) {
       lut[k] = pack(rgbOf(k / LUT_STEPS, 1, this.palette));
       lut[LUT_STEPS + 1 + k] = pack(rgbOf(-k / LUT_STEPS, 1, this.palette));
     }
     lut[2 * LUT_STEPS + 1] = pack(this.palette.negInf);
+    lut[2 * LUT_STEPS + 2] = pack(this.palette.neutral, 110);
     this.lutCache = lut;
     return lut;
   }
 
-  private hbmValues(name: GridName): Num[][] | null {
-    const t = this.trace!;
-    switch (name) {
-      case "Q":
-      case "K":
-      case "V":
-        return t.inputs[name];
-      case "O":
-        return t.outputs.O;
-      case "L":
-        return asRows(t.outputs.L);
-      default:
-        return null;
+  /** A written tensor's image once the launch is past `phase`: its events painted in order (incrementally). */
+  private composite(name: string, phase: number): HTMLCanvasElement {
+    const h = this.history!;
+    const b = this.layout!.grids[name]!;
+    let c = this.composites.get(name);
+    if (!c) {
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.min(IMAGE_CAP, b.cols);
+      canvas.height = Math.min(IMAGE_CAP, b.rows);
+      const g = canvas.getContext("2d")!;
+      const img = g.createImageData(canvas.width, canvas.height);
+      c = { canvas, img, px: new Uint32Array(img.data.buffer), count: 0, sx: canvas.width / b.cols, sy: canvas.height / b.rows };
+      this.composites.set(name, c);
     }
+    const target = h.applied(name, phase);
+    if (target === c.count) return c.canvas;
+    if (target < c.count) {
+      c.px.fill(0);
+      c.count = 0;
+    }
+    const list = h.events.get(name) ?? [];
+    const scale = (this.ranges.get(name) ?? 0) > 0 ? LUT_STEPS / this.ranges.get(name)! : 0;
+    const W = c.canvas.width;
+    let y0 = Infinity, y1 = 0, x0 = Infinity, x1 = 0;
+    for (let k = c.count; k < target; k++) {
+      const e = list[k]!;
+      const py0 = Math.floor(e.r0 * c.sy);
+      const py1 = Math.min(c.canvas.height, Math.ceil(e.r1 * c.sy));
+      const px0 = Math.floor(e.c0 * c.sx);
+      const px1 = Math.min(W, Math.ceil(e.c1 * c.sx));
+      for (let py = py0; py < py1; py++) {
+        const r = Math.min(b.rows - 1, Math.floor((py + 0.5) / c.sy));
+        if (r < e.r0 || r >= e.r1) continue;
+        for (let px = px0; px < px1; px++) {
+          const col = Math.min(b.cols - 1, Math.floor((px + 0.5) / c.sx));
+          if (col < e.c0 || col >= e.c1) continue;
+          c.px[py * W + px] = this.colour(h.valueOf(e, r, col), scale);
+        }
+      }
+      y0 = Math.min(y0, py0); y1 = Math.max(y1, py1); x0 = Math.min(x0, px0); x1 = Math.max(x1, px1);
+    }
+    c.count = target;
+    const g = c.canvas.getContext("2d")!;
+    if (y1 > y0 && x1 > x0 && target > 0) g.putImageData(c.img, 0, 0, x0, y0, x1 - x0, y1 - y0);
+    else g.putImageData(c.img, 0, 0);
+    return c.canvas;
   }
 
-  private sramValues(name: BufferName, k = this.step): Num[][] | null {
+  /** An input's values (never written by the launch). */
+  private hbmValues(name: GridName): Num[][] | null {
+    const t = this.trace!;
+    const v = t.inputs[name] ?? t.outputs[name];
+    return v ? asRows(v) : null;
+  }
+
+  private sramValues(name: string, k = this.step): Num[][] | null {
     const v = sramAt(this.trace!, this.idx!, k, name);
-    return v === null ? null : asRows(v);
+    const b = this.layout?.grids[name];
+    return v === null ? null : asRows(v, b !== undefined && b.rows === 1 && b.cols > 1);
   }
 
   private rangeOf(name: GridName, values: Num[][]): number {
-    return this.ranges[name] ?? absMax(values);
+    return this.ranges.get(name) ?? absMax(values);
   }
 
   private pattern(ctx: Ctx2D): CanvasPattern | null {
@@ -244,10 +338,14 @@ export class MemoryView {
 
   // ---- the base layer ----
 
+  private get phase(): number {
+    return this.trace!.steps[this.step]?.phase ?? 0;
+  }
+
   private drawBase(): void {
     const t = this.trace;
     const l = this.layout;
-    if (!t || !l || !this.idx) return;
+    if (!t || !l || !this.idx || !this.history) return;
     const s = t.steps[this.step];
     if (!s) return;
     const ctx = this.back.begin(this.base, dpr());
@@ -256,68 +354,39 @@ export class MemoryView {
 
     // panels
     this.panel(ctx, l.hbm, `HBM \u00b7 global memory \u00b7 N=${t.config.n}, D=${t.config.d}, fp32`);
-    this.panel(ctx, l.sram, `SRAM of block i = ${s.block} \u00b7 rows ${t.blocks[s.block]?.rows[0]}\u2013${(t.blocks[s.block]?.rows[1] ?? 1) - 1} \u00b7 ${t.sram.bytes.toLocaleString("en-US")} bytes`);
+    this.panel(ctx, l.sram, this.sramTitle(s));
 
-    // HBM's grids change only when outputs get written: drawn once per state, then copied
-    const written = writtenBlocks(t, this.step);
-    const mask = t.blocks.map((b) => (written(b.i) ? "1" : "0")).join("");
-    if (this.hbmKey !== mask) {
-      this.hbmKey = mask;
+    // HBM's grids change only when a write lands: drawn once per state, then copied
+    const key = `${this.history.key(s.phase)}|${l.width}`;
+    if (this.hbmKey !== key) {
+      this.hbmKey = key;
       const hctx = this.hbmLayer.begin(this.base, dpr());
       hctx.clearRect(0, 0, l.width, l.height);
-      this.drawHbm(hctx, written, mask.includes("1"));
+      this.drawHbm(hctx);
     }
     ctx.save();
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(this.hbmLayer.canvas, 0, 0);
     ctx.restore();
 
-    // the watched block's rows and the tile now in SRAM
-    ctx.save();
-    ctx.strokeStyle = p.watch;
-    ctx.lineWidth = 1.5;
-    ctx.setLineDash([4, 3]);
-    for (const name of ["Q", "O", "L"] as const) {
-      const b = l.grids[name];
-      const r = cellRect(b, s.block * t.config.br, s.block * t.config.br + t.config.br);
-      ctx.strokeRect(r.x - 1.5, r.y - 1.5, r.w + 3, Math.min(r.h, b.h + b.padRows * b.ch - r.y + b.y) + 3);
-    }
-    const j = tileAt(t, this.step);
-    if (j !== null && s.op !== "load_q") {
-      for (const name of ["K", "V"] as const) {
-        const b = l.grids[name];
-        const r = cellRect(b, j * t.config.bc, j * t.config.bc + t.config.bc);
-        ctx.strokeRect(r.x - 1.5, r.y - 1.5, r.w + 3, r.h + 3);
-      }
-    }
-    ctx.restore();
-
-    // lockstep: every other block moves its own rows in the same phase
-    if (s.op === "load_q" || s.op === "write_back") {
-      ctx.save();
-      ctx.strokeStyle = s.op === "load_q" ? p.read : p.write;
-      ctx.globalAlpha = 0.55;
-      ctx.setLineDash([2, 3]);
-      for (const blk of t.blocks) {
-        if (blk.i === s.block || blk.rows[1] <= blk.rows[0]) continue;
-        for (const name of s.op === "load_q" ? (["Q"] as const) : (["O", "L"] as const)) {
-          const r = cellRect(l.grids[name], blk.rows[0], blk.rows[1]);
-          ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, Math.max(1, r.h - 1));
-        }
-      }
-      ctx.restore();
-    }
+    this.causalVeils(ctx, s);
+    this.watched(ctx, s);
+    this.lockstep(ctx, s);
 
     // SRAM buffers
-    for (const name of ["Kj", "Vj", "Qi", "Sij", "mi", "li", "Oi"] as const) {
-      const b = l.grids[name];
+    const algo = t.config.algo;
+    for (const name of l.sramOrder) {
+      const b = l.grids[name]!;
       const values = this.sramValues(name);
       const changed = s.sram[name] !== undefined;
-      const note = this.sramNote(s, name);
-      this.title(ctx, b, SUB[name] ?? name, "", note, changed);
+      const on = live(algo, b, s.op);
+      this.title(ctx, b, SUB[name] ?? name, "", on ? this.sramNote(s, name) : "(other kernel)", changed);
+      ctx.save();
+      if (!on) ctx.globalAlpha = 0.35;
       if (!values) this.emptyGrid(ctx, b, "empty");
       else this.grid(ctx, b, values, this.rangeOf(name, values), name);
-      this.sramPadding(ctx, b, s, name);
+      this.sramPadding(ctx, b, s);
+      ctx.restore();
       if (changed) {
         ctx.save();
         ctx.strokeStyle = p.changed;
@@ -330,58 +399,216 @@ export class MemoryView {
     this.tileCaption(ctx, s);
 
     // this step's transfers: highlighted in HBM, connected to their buffer
-    for (const tr of s.transfers) this.transferMark(ctx, tr);
+    for (const tr of s.transfers) this.transferMark(ctx, tr, s);
 
     this.back.present(this.base);
     this.base.setAttribute("aria-label", describe(t, s));
   }
 
-  private readonly hbmLayer = new Backbuffer();
-  private hbmKey = "";
+  private sramTitle(s: Step): string {
+    const t = this.trace!;
+    const bytes = `${t.sram.bytes.toLocaleString("en-US")} bytes`;
+    switch (t.config.algo) {
+      case "fa1": {
+        const i = iOf("fa1", s);
+        return `SRAM of the one block per head \u00b7 ${i === null ? "outer loop over j" : `now on block i = ${i}`} \u00b7 ${bytes}`;
+      }
+      case "fa2-backward": {
+        const pre = !(s.indices && "j" in s.indices);
+        const rows = pre ? [s.block! * t.config.br, Math.min(t.config.n, (s.block! + 1) * t.config.br)] : t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 0];
+        return pre
+          ? `SRAM of fa2_bwd_preprocess block i = ${s.block} \u00b7 rows ${rows[0]}\u2013${rows[1]! - 1}`
+          : `SRAM of fa2_bwd block j = ${s.block} \u00b7 K/V rows ${rows[0]}\u2013${rows[1]! - 1} \u00b7 ${bytes}`;
+      }
+      default: {
+        const rows = t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 1];
+        const kernel = t.config.algo === "standard" ? ` \u00b7 three kernels, ${t.sram.bytes.toLocaleString("en-US")} bytes at most` : ` \u00b7 ${bytes}`;
+        return `SRAM of block i = ${s.block} \u00b7 rows ${rows[0]}\u2013${rows[1] - 1}${kernel}`;
+      }
+    }
+  }
 
-  private drawHbm(ctx: Ctx2D, written: (block: number) => boolean, anyWritten: boolean): void {
+  private drawHbm(ctx: Ctx2D): void {
     const t = this.trace!;
     const l = this.layout!;
-    for (const name of ["Q", "K", "V", "O", "L"] as const) {
-      const b = l.grids[name];
-      const values = this.hbmValues(name)!;
-      const output = name === "O" || name === "L";
-      this.title(ctx, b, name, name === "L" ? "N" : "N\u00d7D", "");
-      if (output && !anyWritten) this.emptyGrid(ctx, b, "not written yet:\nwritten once,\nat write-back");
-      else {
-        this.grid(ctx, b, values, this.rangeOf(name, values), name);
-        if (output) this.unwritten(ctx, b, written);
+    const h = this.history!;
+    const phase = this.phase;
+    let firstQ = true;
+    let firstKV = true;
+    for (const name of l.hbmOrder) {
+      const b = l.grids[name]!;
+      const shape = b.cols === 1 ? "N" : b.colAxis === "kv" ? "N\u00d7N" : "N\u00d7D";
+      this.title(ctx, b, name, shape, "");
+      if (h.written(name)) {
+        const count = h.applied(name, phase);
+        if (count === 0) {
+          const once = (t.config.algo === "fa2" || t.config.algo === "standard") && (name === "O" || name === "L");
+          this.emptyGrid(ctx, b, once ? "not written yet:\nwritten once,\nat write-back" : "not written yet");
+        } else if (b.text) this.textCells(ctx, b, (r, c) => h.valueAt(name, r, c, count), this.ranges.get(name) ?? 1);
+        else {
+          ctx.save();
+          ctx.imageSmoothingEnabled = b.cw < 1 || b.ch < 1;
+          ctx.fillStyle = this.palette.panel;
+          ctx.fillRect(b.x, b.y, b.w, b.h);
+          ctx.drawImage(this.composite(name, phase), b.x, b.y, b.w, b.h);
+          ctx.restore();
+        }
+      } else {
+        const values = this.hbmValues(name);
+        if (values) this.grid(ctx, b, values, this.rangeOf(name, values), name);
+        else this.emptyGrid(ctx, b, "");
       }
       this.padRows(ctx, b);
       this.separators(ctx, b);
+      if (b.axis === "q" && firstQ) {
+        firstQ = false;
+        this.blockLabels(ctx, b, "i", t.config.br, t.config.tr);
+      }
+      if (b.axis === "kv" && firstKV) {
+        firstKV = false;
+        this.blockLabels(ctx, b, "j", t.config.bc, t.config.tc);
+      }
     }
-    this.blockLabels(ctx, l.grids.Q, "i", t.config.br, t.config.tr);
-    this.blockLabels(ctx, l.grids.K, "j", t.config.bc, t.config.tc);
   }
 
-  /** In SRAM's top row, between Kj and Vj: which tile is held, and what the loop is doing. */
+  /** Causal: what the watched block never touches is veiled, with the reason. */
+  private causalVeils(ctx: Ctx2D, s: Step): void {
+    const t = this.trace!;
+    if (!t.config.causal) return;
+    const l = this.layout!;
+    const { br, n } = t.config;
+    const algo = t.config.algo;
+    const veil = (r: Rect, label: string) => {
+      if (r.w <= 0 || r.h <= 0) return;
+      ctx.save();
+      ctx.fillStyle = this.palette.panel;
+      ctx.globalAlpha = 0.72;
+      ctx.fillRect(r.x, r.y, r.w, r.h);
+      ctx.globalAlpha = 0.5;
+      ctx.fillStyle = this.pattern(ctx) ?? this.palette.hatch;
+      ctx.fillRect(r.x, r.y, r.w, r.h);
+      ctx.globalAlpha = 1;
+      if (label && r.h >= 14 && r.w >= 40) {
+        ctx.fillStyle = this.palette.inkMuted;
+        ctx.font = "10px system-ui, sans-serif";
+        ctx.textAlign = "center";
+        ctx.textBaseline = "middle";
+        ctx.fillText(label, r.x + r.w / 2, r.y + Math.min(r.h / 2, 14), r.w - 4);
+      }
+      ctx.restore();
+    };
+    if (algo === "fa2" || algo === "standard") {
+      const i = s.block ?? 0;
+      const w = kvWidth(t, i);
+      if (w >= n) return;
+      for (const name of l.hbmOrder) {
+        const b = l.grids[name]!;
+        if (b.axis === "kv") veil(cellRect(b, w, n), "skipped");
+        if (b.colAxis === "kv") veil(cellRect(b, i * br, Math.min(n, (i + 1) * br), w, n), "");
+      }
+    } else {
+      const main = algo === "fa1" || (s.indices !== undefined && "j" in s.indices);
+      const j = algo === "fa1" ? this.idx!.tile[this.step] ?? null : s.block;
+      if (!main || j === null) return;
+      const info = t.blocks.find((b, k) => (b.block ?? k) === j);
+      const f = algo === "fa2-backward" ? (info?.first_i ?? firstBlock(t, j)) : firstBlock(t, j);
+      if (f <= 0) return;
+      for (const name of l.hbmOrder) {
+        const b = l.grids[name]!;
+        if (b.axis !== "q" || (algo === "fa2-backward" && name === "O")) continue;
+        veil(cellRect(b, 0, Math.min(n, f * br)), "skipped");
+      }
+    }
+  }
+
+  /** The watched block's rows and the tile now in SRAM, dashed. */
+  private watched(ctx: Ctx2D, s: Step): void {
+    const t = this.trace!;
+    const l = this.layout!;
+    const { br, bc, n } = t.config;
+    const i = t.config.algo === "fa2-backward" && !(s.indices && "j" in s.indices) ? s.block : iOf(t.config.algo, s);
+    const j = this.idx!.tile[this.step] ?? null;
+    ctx.save();
+    ctx.strokeStyle = this.palette.watch;
+    ctx.lineWidth = 1.5;
+    ctx.setLineDash([4, 3]);
+    for (const name of l.hbmOrder) {
+      const b = l.grids[name]!;
+      const k = b.axis === "q" ? i : j;
+      if (k === null || k === undefined) continue;
+      const g = b.axis === "q" ? br : bc;
+      const r = cellRect(b, k * g, Math.min(k * g + g, n + b.padRows));
+      ctx.strokeRect(r.x - 1.5, r.y - 1.5, r.w + 3, r.h + 3);
+    }
+    ctx.restore();
+  }
+
+  /** Lockstep: every other block moves its own rows in the same phase (dashed, fainter). */
+  private lockstep(ctx: Ctx2D, s: Step): void {
+    const t = this.trace!;
+    const algo = t.config.algo;
+    if (algo === "fa1" || s.block === null) return;
+    const l = this.layout!;
+    const pre = algo === "fa2-backward" && !(s.indices && "j" in s.indices);
+    const axis = algo === "fa2-backward" && !pre ? "kv" : "q";
+    const g = axis === "kv" ? t.config.bc : t.config.br;
+    const own0 = s.block * g;
+    const myLast = s.phase === lastPhase(t, s.block);
+    const ids = pre ? Array.from({ length: t.config.tr }, (_, k) => k) : t.blocks.map((_, k) => blockId(t, k));
+    ctx.save();
+    ctx.globalAlpha = 0.55;
+    ctx.setLineDash([2, 3]);
+    for (const tr of s.transfers) {
+      const b = l.grids[tr.tensor];
+      if (!b || b.axis !== axis || tr.rows[0] < own0 || tr.rows[1] > own0 + g) continue;
+      ctx.strokeStyle = tr.kind === "read" ? this.palette.read : this.palette.write;
+      for (const o of ids) {
+        if (o === s.block) continue;
+        if (!pre) {
+          const st = blockStatus(t, o, s.phase);
+          if (myLast ? st !== "last" : st !== "same") continue;
+        }
+        const r0 = tr.rows[0] - own0 + o * g;
+        const r1 = Math.min(t.config.n, tr.rows[1] - own0 + o * g);
+        if (r1 <= r0) continue;
+        const r = cellRect(b, r0, r1, tr.cols[0], tr.cols[1]);
+        ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, Math.max(1, r.h - 1));
+      }
+    }
+    ctx.restore();
+  }
+
+  /** In SRAM's top row, right of its buffers: which tile is held, and what the loop is doing. */
   private tileCaption(ctx: Ctx2D, s: Step): void {
     const l = this.layout!;
     const t = this.trace!;
-    const kj = l.grids.Kj;
-    const vj = l.grids.Vj;
-    const x0 = kj.x + kj.w + 14;
-    const room = vj.x - 14 - x0;
+    const row = algoSpec(t.config.algo, t.config).sram[0]!;
+    const first = l.grids[row[0]!.name]!;
+    const last = l.grids[row[row.length - 1]!.name]!;
+    // room between the first two boxes of the top row (fa2: between Kj and Vj), else after the last
+    const second = row[1] ? l.grids[row[1].name]! : null;
+    let x0 = first.x + first.w + 14;
+    let room = (second ? second.x : l.sram.x + l.sram.w) - 14 - x0;
+    if (room < 90) {
+      x0 = last.x + last.w + 14;
+      room = l.sram.x + l.sram.w + PAD / 2 - 8 - x0;
+    }
     if (room < 90) return;
-    const j = tileAt(t, this.step);
+    const j = this.idx!.tile[this.step] ?? null;
     const { bc, n, tc } = t.config;
-    const lines =
-      s.op === "load_q"
-        ? ["no tile yet:", "the loop over j starts next"]
-        : s.op === "write_back"
-          ? ["loop over j done:", `all ${tc} tiles seen`]
-          : [`tile j = ${j} of Tc = ${tc}`, `K[${j! * bc}:${Math.min(n, (j! + 1) * bc)}], V[\u2026] held`];
+    const before = j === null;
+    const after = s.op === "write_back" && t.config.algo === "fa2";
+    const lines = before
+      ? ["no tile yet:", t.config.algo === "fa2-backward" ? "this kernel has no loop over j" : "the loop over j starts next"]
+      : after
+        ? ["loop over j done:", `all tiles this block needs seen`]
+        : [`tile j = ${j} of Tc = ${tc}`, `K[${j * bc}:${Math.min(n, (j + 1) * bc)}], V[\u2026] held`];
     ctx.save();
     ctx.fillStyle = this.palette.inkMuted;
     ctx.font = "12px system-ui, sans-serif";
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
-    const cy = kj.y + kj.h / 2;
+    const cy = first.y + Math.min(first.h, 60) / 2;
     lines.forEach((line, k) => ctx.fillText(line, x0 + room / 2, cy + (k - (lines.length - 1) / 2) * 16, room));
     ctx.restore();
   }
@@ -463,32 +690,44 @@ export class MemoryView {
   }
 
   private grid(ctx: Ctx2D, b: GridBox, values: Num[][], range: number, name: GridName): void {
-    const p = this.palette;
     if (!b.text) {
-      const key = b.area === "hbm" ? `hbm:${name}` : `sram:${name}:${this.step}`;
-      const img = b.area === "hbm" ? this.image(key, values, range) : this.freshImage(values, range, name);
+      const img = b.area === "hbm" ? this.image(`hbm:${name}`, values, range) : this.freshImage(values, range, name);
       ctx.save();
       ctx.imageSmoothingEnabled = b.cw < 1 || b.ch < 1;
       ctx.drawImage(img, b.x, b.y, b.w, b.h);
       ctx.restore();
       return;
     }
+    // null is −∞ (masked or past N) and must show as such; only a missing cell counts as 0
+    this.textCells(ctx, b, (r, c) => {
+      const v = values[r]?.[c];
+      return v === undefined ? 0 : v;
+    }, range);
+  }
+
+  /** Cells with their numbers (small sizes): a value, −∞ (null), unknown (undefined) or not written yet. */
+  private textCells(ctx: Ctx2D, b: GridBox, at: (r: number, c: number) => Num | undefined | "unwritten", range: number): void {
+    const p = this.palette;
     const chars = cellChars(b.cw);
     ctx.save();
     ctx.font = `${b.cw >= 36 ? 10 : 9.5}px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace`;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     for (let r = 0; r < b.rows; r++) {
-      const row = values[r];
       for (let c = 0; c < b.cols; c++) {
-        const v = row?.[c] ?? 0;
-        const rgb = rgbOf(v, range, p);
+        const v = at(r, c);
         const x = b.x + c * b.cw;
         const y = b.y + r * b.ch;
+        if (v === "unwritten") {
+          ctx.fillStyle = p.panel;
+          ctx.fillRect(x, y, b.cw, b.ch);
+          continue;
+        }
+        const rgb = v === undefined ? p.neutral : rgbOf(v, range, p);
         ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
         ctx.fillRect(x, y, b.cw, b.ch);
         ctx.fillStyle = luminance(rgb) < 0.5 ? "#fff" : "#111";
-        ctx.fillText(cell(v, chars), x + b.cw / 2, y + b.ch / 2 + 0.5);
+        ctx.fillText(v === undefined ? "?" : cell(v, chars), x + b.cw / 2, y + b.ch / 2 + 0.5);
       }
     }
     ctx.strokeStyle = p.grid;
@@ -519,18 +758,6 @@ export class MemoryView {
     return c;
   }
 
-  /** Cover the rows of O or L whose block has not stored them yet. */
-  private unwritten(ctx: Ctx2D, b: GridBox, written: (block: number) => boolean): void {
-    ctx.save();
-    ctx.fillStyle = this.palette.panel;
-    for (const blk of this.trace!.blocks) {
-      if (written(blk.i)) continue;
-      const r = cellRect(b, blk.rows[0], blk.rows[1]);
-      ctx.fillRect(r.x, r.y, r.w, r.h);
-    }
-    ctx.restore();
-  }
-
   private padRows(ctx: Ctx2D, b: GridBox): void {
     if (b.padRows <= 0) return;
     const y = b.y + b.h;
@@ -556,102 +783,104 @@ export class MemoryView {
       ctx.moveTo(b.x - 3, y);
       ctx.lineTo(b.x + b.w + 3, y);
     }
+    if (b.colAxis === "kv" && this.trace!.config.bc * b.cw >= 3) {
+      for (let c = this.trace!.config.bc; c < b.cols; c += this.trace!.config.bc) {
+        const x = Math.round(b.x + c * b.cw) + 0.5;
+        ctx.moveTo(x, b.y);
+        ctx.lineTo(x, b.y + b.h);
+      }
+    }
     ctx.stroke();
     ctx.restore();
   }
 
   private blockLabels(ctx: Ctx2D, b: GridBox, letter: string, group: number, count: number): void {
     const h = group * b.ch;
-    if (h < 11) {
-      // too many blocks to label each: label the first and say how many
-      ctx.save();
-      ctx.fillStyle = this.palette.inkMuted;
-      ctx.font = "10px system-ui, sans-serif";
-      ctx.textAlign = "right";
-      ctx.textBaseline = "top";
-      ctx.fillText(`${letter}=0`, b.x - 5, b.y);
-      ctx.fillText(`\u2026${count - 1}`, b.x - 5, b.y + b.h - 10);
-      ctx.restore();
-      return;
-    }
     ctx.save();
     ctx.fillStyle = this.palette.inkMuted;
     ctx.font = "10px system-ui, sans-serif";
     ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    for (let k = 0; k < count; k++) {
-      const y = b.y + (k + 0.5) * h;
-      ctx.fillText(`${letter}=${k}`, b.x - 5, y);
+    if (h < 11) {
+      // too many blocks to label each: label the first and say how many
+      ctx.textBaseline = "top";
+      ctx.fillText(`${letter}=0`, b.x - 5, b.y);
+      ctx.fillText(`\u2026${count - 1}`, b.x - 5, b.y + b.h - 10);
+    } else {
+      ctx.textBaseline = "middle";
+      for (let k = 0; k < count; k++) ctx.fillText(`${letter}=${k}`, b.x - 5, b.y + (k + 0.5) * h);
     }
     ctx.restore();
   }
 
-  private sramPadding(ctx: Ctx2D, b: GridBox, s: Step, name: BufferName): void {
+  private sramPadding(ctx: Ctx2D, b: GridBox, s: Step): void {
     const t = this.trace!;
-    const pat = this.pattern(ctx);
     ctx.save();
-    ctx.fillStyle = pat ?? this.palette.hatch;
-    const j = tileAt(t, this.step);
-    if (name === "Kj" || name === "Vj") {
+    ctx.fillStyle = this.pattern(ctx) ?? this.palette.hatch;
+    const j = this.idx!.tile[this.step] ?? null;
+    const i = t.config.algo === "fa2-backward" && !(s.indices && "j" in s.indices) ? s.block : iOf(t.config.algo, s);
+    if (b.axis === "kv") {
       for (let r = 0; r < b.rows; r++) if (!keyValid(t, j, r)) this.veil(ctx, cellRect(b, r, r + 1));
-    } else {
-      for (let r = 0; r < b.rows; r++) if (!rowValid(t, s.block, r)) this.veil(ctx, cellRect(b, r, r + 1));
-      if (name === "Sij" && j !== null) {
-        for (let c = 0; c < b.cols; c++) if (!keyValid(t, j, c)) this.veil(ctx, cellRect(b, 0, b.rows, c, c + 1));
-      }
+    } else if (b.axis === "q") {
+      for (let r = 0; r < b.rows; r++) if (!rowValid(t, i, r)) this.veil(ctx, cellRect(b, r, r + 1));
+    }
+    if (b.colAxis === "kv" && j !== null) {
+      for (let c = 0; c < b.cols; c++) if (!keyValid(t, j, c)) this.veil(ctx, cellRect(b, 0, b.rows, c, c + 1));
     }
     ctx.restore();
   }
 
   private veil(ctx: Ctx2D, r: Rect): void {
     const fill = ctx.fillStyle;
-    ctx.globalAlpha = 0.55;
+    const alpha = ctx.globalAlpha;
+    ctx.globalAlpha = 0.55 * alpha;
     ctx.fillStyle = this.palette.panel;
     ctx.fillRect(r.x, r.y, r.w, r.h);
-    ctx.globalAlpha = 1;
+    ctx.globalAlpha = alpha;
     ctx.fillStyle = fill;
     ctx.fillRect(r.x, r.y, r.w, r.h);
   }
 
-  private sramNote(s: Step, name: BufferName): string {
-    const rows = (tr: Transfer) => slice(tr.tensor, tr.rows);
-    const find = (tensor: string) => s.transfers.find((tr) => tr.tensor === tensor);
-    if (name === "Qi" && find("Q")) return `\u2190 ${rows(find("Q")!)}`;
-    if (name === "Kj" && find("K")) return `\u2190 ${rows(find("K")!)}`;
-    if (name === "Vj" && find("V")) return `\u2190 ${rows(find("V")!)}`;
-    if (name === "Oi" && find("O")) return `\u2192 ${rows(find("O")!)} (\u00f7 \u2113\u1d62)`;
-    if (name === "Sij" && s.op === "online_softmax") return "holds P = exp(S \u2212 m\u1d62)";
-    if (name === "Sij" && s.op === "scores") return "= \u03c4 Q\u1d62K\u2c7c\u1d40";
-    if (name === "Oi" && s.op === "online_softmax") return "rescaled + PV";
-    if ((name === "mi" || name === "li") && s.op === "write_back") return name === "li" ? "\u2192 L" : "";
-    return "";
-  }
-
-  /** The buffer a transfer fills or empties, and the rows of it involved. */
-  private endpoint(tr: Transfer): Rect | null {
-    const l = this.layout!;
-    const n = tr.rows[1] - tr.rows[0];
-    switch (tr.tensor) {
-      case "Q":
-        return cellRect(l.grids.Qi, 0, n);
-      case "K":
-        return cellRect(l.grids.Kj, 0, n);
-      case "V":
-        return cellRect(l.grids.Vj, 0, n);
-      case "O":
-        return cellRect(l.grids.Oi, 0, n);
-      case "L": {
-        const m = cellRect(l.grids.mi, 0, n);
-        const li = cellRect(l.grids.li, 0, n);
-        return { x: m.x, y: m.y, w: li.x + li.w - m.x, h: m.h };
-      }
+  private sramNote(s: Step, name: string): string {
+    const t = this.trace!;
+    const algo = t.config.algo;
+    for (const tr of s.transfers) {
+      if (!endpoint(algo, tr.tensor, tr.kind, s.op).includes(name)) continue;
+      if (tr.kind === "read") return `\u2190 ${slice(tr.tensor, tr.rows)}`;
+      return `\u2192 ${slice(tr.tensor, tr.rows)}${algo === "fa2" && tr.tensor === "O" ? " (\u00f7 \u2113\u1d62)" : ""}`;
     }
+    const j = this.idx!.tile[this.step] ?? null;
+    const i = iOf(algo, s);
+    const masked = t.config.causal && i !== null && j !== null && pairKind(t, i, j) === "masked";
+    if (name === "Sij" && s.op === "online_softmax") return "holds P = exp(S \u2212 m\u1d62)";
+    if (name === "Sij" && s.op === "update") return "holds P\u0303 = exp(S \u2212 m\u0303)";
+    if (name === "Sij" && s.op === "scores") return masked ? "masked: key > query \u2192 \u2212\u221e" : "= \u03c4 Q\u1d62K\u2c7c\u1d40";
+    if (name === "Pij" && s.op === "probs" && masked) return "0 where key > query";
+    if (name === "Oi" && s.op === "online_softmax") return "rescaled + PV";
+    if ((name === "mi" || name === "li") && s.op === "write_back" && algo === "fa2") return name === "li" ? "\u2192 L" : "";
+    return s.sram[name] !== undefined ? "updated" : "";
   }
 
-  private transferMark(ctx: Ctx2D, tr: Transfer): void {
+  /** The buffer rectangle a transfer fills or empties, or null. */
+  private endpointRect(tr: Transfer, op: string): Rect | null {
+    const l = this.layout!;
+    const names = endpoint(this.trace!.config.algo, tr.tensor, tr.kind, op).filter((n) => l.grids[n]);
+    if (!names.length) return null;
+    const rows = tr.rows[1] - tr.rows[0];
+    const cols = tr.cols[1] - tr.cols[0];
+    let out: Rect | null = null;
+    for (const n of names) {
+      const b = l.grids[n]!;
+      const r = b.rows === 1 ? cellRect(b, 0, 1, 0, Math.min(b.cols, cols)) : cellRect(b, 0, Math.min(b.rows, rows), 0, Math.min(b.cols, cols));
+      out = out ? { x: Math.min(out.x, r.x), y: Math.min(out.y, r.y), w: Math.max(out.x + out.w, r.x + r.w) - Math.min(out.x, r.x), h: Math.max(out.h, r.h) } : r;
+    }
+    return out;
+  }
+
+  private transferMark(ctx: Ctx2D, tr: Transfer, s: Step): void {
     const l = this.layout!;
     const p = this.palette;
     const b = l.grids[tr.tensor];
+    if (!b) return;
     const r = cellRect(b, tr.rows[0], tr.rows[1], tr.cols[0], tr.cols[1]);
     const colour = tr.kind === "read" ? p.read : p.write;
     ctx.save();
@@ -663,7 +892,7 @@ export class MemoryView {
     ctx.lineWidth = 2.5;
     ctx.strokeRect(r.x - 1, r.y - 1, r.w + 2, r.h + 2);
     // a connector arcing over the panels from the HBM tile to its SRAM buffer
-    const e = this.endpoint(tr);
+    const e = this.endpointRect(tr, s.op);
     if (e) {
       const a = { x: r.x + r.w / 2, y: r.y - 2 };
       const z = { x: e.x + e.w / 2, y: e.y - TITLE + 2 };
@@ -677,11 +906,11 @@ export class MemoryView {
       ctx.stroke();
       ctx.setLineDash([]);
       // arrowhead at the destination end
-      const [hx, hy, dir] = tr.kind === "read" ? [z.x, z.y, 1] : [a.x, a.y, 1];
+      const [hx, hy] = tr.kind === "read" ? [z.x, z.y] : [a.x, a.y];
       ctx.beginPath();
       ctx.moveTo(hx, hy);
-      ctx.lineTo(hx - 4, hy - 7 * dir);
-      ctx.lineTo(hx + 4, hy - 7 * dir);
+      ctx.lineTo(hx - 4, hy - 7);
+      ctx.lineTo(hx + 4, hy - 7);
       ctx.closePath();
       ctx.fillStyle = colour;
       ctx.fill();
@@ -699,29 +928,36 @@ export class MemoryView {
     if (!s.transfers.length || matchMedia("(prefers-reduced-motion: reduce)").matches) return;
     this.flights = [];
     for (const tr of s.transfers) {
-      const hbm = cellRect(l.grids[tr.tensor], tr.rows[0], tr.rows[1], tr.cols[0], tr.cols[1]);
-      const sram = this.endpoint(tr)!;
+      const b = l.grids[tr.tensor];
+      const sram = this.endpointRect(tr, s.op);
+      if (!b || !sram) continue;
+      const hbm = cellRect(b, tr.rows[0], tr.rows[1], tr.cols[0], tr.cols[1]);
       let image: HTMLCanvasElement | null = null;
       let crop: Rect | null = null;
       if (tr.kind === "read") {
-        const values = this.hbmValues(tr.tensor)!;
-        image = this.image(`hbm:${tr.tensor}`, values, this.rangeOf(tr.tensor, values));
-        crop = { x: tr.cols[0], y: tr.rows[0], w: tr.cols[1] - tr.cols[0], h: tr.rows[1] - tr.rows[0] };
-      } else if (tr.tensor === "O") {
-        const values = this.sramValues("Oi");
-        if (values) {
-          image = this.freshImage(values, this.rangeOf("O", values));
-          crop = { x: 0, y: 0, w: tr.cols[1] - tr.cols[0], h: tr.rows[1] - tr.rows[0] };
+        if (this.history!.written(tr.tensor)) {
+          image = this.composite(tr.tensor, s.phase);
+          const c = this.composites.get(tr.tensor)!;
+          crop = { x: tr.cols[0] * c.sx, y: tr.rows[0] * c.sy, w: Math.max(1, (tr.cols[1] - tr.cols[0]) * c.sx), h: Math.max(1, (tr.rows[1] - tr.rows[0]) * c.sy) };
+        } else {
+          const values = this.hbmValues(tr.tensor);
+          if (values) {
+            image = this.image(`hbm:${tr.tensor}`, values, this.rangeOf(tr.tensor, values));
+            crop = { x: tr.cols[0], y: tr.rows[0], w: tr.cols[1] - tr.cols[0], h: tr.rows[1] - tr.rows[0] };
+          }
+        }
+      } else {
+        const src = endpoint(t.config.algo, tr.tensor, "write", s.op)[0];
+        const values = src ? this.sramValues(src) : null;
+        if (values && src) {
+          image = this.freshImage(values, this.rangeOf(src, values));
+          crop = { x: 0, y: 0, w: Math.min(image.width, tr.cols[1] - tr.cols[0]), h: Math.min(image.height, tr.rows[1] - tr.rows[0]) };
         }
       }
-      this.flights.push({
-        from: tr.kind === "read" ? hbm : sram,
-        to: tr.kind === "read" ? sram : hbm,
-        image,
-        crop,
-        colour: tr.kind === "read" ? p.read : p.write,
-      });
+      this.flights.push({ from: tr.kind === "read" ? hbm : sram, to: tr.kind === "read" ? sram : hbm, image, crop,
+        colour: tr.kind === "read" ? p.read : p.write });
     }
+    if (!this.flights.length) return;
     this.flightStart = performance.now();
     this.flightDur = ms;
     const tick = () => {
@@ -744,11 +980,15 @@ export class MemoryView {
     return this.flights.length > 0;
   }
 
+  private overlayDirty = true;
+
   private drawOverlay(): void {
     const l = this.layout;
     if (!l) return;
+    if (!this.flights.length && !this.hover && !this.overlayDirty) return; // nothing on it, nothing to clear
     const ctx = this.ctx(this.overlay);
     ctx.clearRect(0, 0, l.width, l.height);
+    this.overlayDirty = this.flights.length > 0 || this.hover !== null;
     if (this.flights.length) {
       const u = Math.min(1, (performance.now() - this.flightStart) / Math.max(1, this.flightDur));
       const e = u < 0.5 ? 2 * u * u : 1 - Math.pow(-2 * u + 2, 2) / 2; // ease in-out
@@ -780,7 +1020,7 @@ export class MemoryView {
       }
     }
     if (this.hover) {
-      const b = l.grids[this.hover.grid];
+      const b = l.grids[this.hover.grid]!;
       const r = cellRect(b, this.hover.r, this.hover.r + 1, this.hover.c, this.hover.c + 1);
       ctx.save();
       ctx.strokeStyle = this.palette.ink;
@@ -822,40 +1062,51 @@ export class MemoryView {
   describeCell(h: Hit): string {
     const t = this.trace!;
     const s = t.steps[this.step]!;
+    const l = this.layout!;
     const { br, bc, n } = t.config;
     const esc = (x: string) => x.replace(/&/g, "&amp;").replace(/</g, "&lt;");
     const line = (a: string, v: string, note = "") =>
       `<b>${esc(a)}</b> = <span class="v">${esc(v)}</span>${note ? `<br><span class="note">${esc(note)}</span>` : ""}`;
     const g = h.grid;
-    if (g === "Q" || g === "K" || g === "V" || g === "O" || g === "L") {
-      const idx = g === "L" ? `L[${h.r}]` : `${g}[${h.r}, ${h.c}]`;
-      const where = g === "K" || g === "V" ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc} of ${g}j`
-        : `block i = ${Math.floor(h.r / br)}, row ${h.r % br} of ${g === "L" ? "the block" : g + "i"}`;
-      if ((g === "O" || g === "L") && !writtenBlocks(t, this.step)(Math.floor(h.r / br))) {
-        return `<b>${idx}</b>: not written yet<br><span class="note">${where}; written once, at write-back</span>`;
+    const b = l.grids[g]!;
+    const vec = b.cols === 1;
+    if (b.area === "hbm") {
+      const idx = vec ? `${g}[${h.r}]` : `${g}[${h.r}, ${h.c}]`;
+      let where = b.axis === "kv" ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc}` : `block i = ${Math.floor(h.r / br)}, row ${h.r % br}`;
+      if (b.colAxis === "kv") where += `; key ${h.c} (tile j = ${Math.floor(h.c / bc)})`;
+      const hist = this.history!;
+      if (hist.written(g)) {
+        const v = hist.valueAt(g, h.r, h.c, hist.applied(g, s.phase));
+        if (v === "unwritten") {
+          const skipped = t.config.causal && b.colAxis === "kv" && h.c >= kvWidth(t, Math.floor(h.r / br));
+          return `<b>${esc(idx)}</b>: ${skipped ? "never written (causal: a tile this row's block skips)" : "not written yet"}<br><span class="note">${esc(where)}</span>`;
+        }
+        if (v === undefined) return `<b>${esc(idx)}</b>: written; its value is not in this trace<br><span class="note">${esc(where)} (block not recorded)</span>`;
+        const masked = v === null && b.colAxis === "kv" ? " (masked: key > query)" : "";
+        return line(idx, full(v) + masked, where);
       }
-      const values = this.hbmValues(g)!;
-      return line(idx, full(values[h.r]?.[h.c] ?? null), where);
+      const values = this.hbmValues(g);
+      return line(idx, full(values?.[h.r]?.[h.c] ?? null), where);
     }
-    const values = this.sramValues(g as BufferName);
-    const vec = g === "mi" || g === "li";
-    const idx = vec ? `${g}[${h.r}]` : `${g}[${h.r}, ${h.c}]`;
-    if (!values) return `<b>${idx}</b>: not loaded yet`;
+    const values = this.sramValues(g);
+    const idx = vec ? `${g}[${h.r}]` : b.rows === 1 ? `${g}[${h.c}]` : `${g}[${h.r}, ${h.c}]`;
+    if (!values) return `<b>${esc(idx)}</b>: not loaded yet`;
     const v = values[h.r]?.[vec ? 0 : h.c] ?? null;
-    const j = tileAt(t, this.step);
-    const qrow = s.block * br + h.r;
+    const j = this.idx!.tile[this.step] ?? null;
+    const i = t.config.algo === "fa2-backward" && !(s.indices && "j" in s.indices) ? s.block : iOf(t.config.algo, s);
     let note = "";
-    if ((g === "Kj" || g === "Vj") && j !== null) {
+    if (b.axis === "kv" && j !== null) {
       const key = j * bc + h.r;
       note = key < n ? `key row ${key} (tile j = ${j})` : `row ${key} \u2265 N = ${n}: padding, zero`;
-    } else {
-      note = qrow < n ? `query row ${qrow} (block i = ${s.block})` : `row ${qrow} \u2265 N = ${n}: padding, never stored`;
-      if (g === "Sij" && j !== null) {
+    } else if (b.axis === "q" && i !== null) {
+      const qrow = i * br + h.r;
+      note = qrow < n ? `query row ${qrow} (block i = ${i})` : `row ${qrow} \u2265 N = ${n}: padding, never stored`;
+      if (b.colAxis === "kv" && j !== null) {
         const key = j * bc + h.c;
-        note += key < n ? `, key ${key}` : `; key ${key} \u2265 N: scores \u2212\u221e, weighs 0`;
+        note += key >= n ? `; key ${key} \u2265 N: scores \u2212\u221e, weighs 0` : t.config.causal && key > qrow ? `, key ${key} > query: masked` : `, key ${key}`;
       }
-      if (g === "mi") note = `running max of ${note}`;
-      if (g === "li") note = `running denominator of ${note}`;
+    } else if (g === "Sr" && s.indices?.r !== undefined) {
+      note = `row r = ${s.indices.r} of S, then of P; column ${h.c}`;
     }
     return line(idx, full(v), note);
   }
@@ -863,13 +1114,15 @@ export class MemoryView {
 
 /** The canvas's text alternative: what moved this step. */
 export function describe(t: Trace, s: Step): string {
-  const moves = s.transfers.map((tr) =>
-    tr.kind === "read"
-      ? `${slice(tr.tensor, tr.rows)} read from HBM into ${tr.tensor}${tr.tensor === "Q" ? "i" : "j"}`
-      : `${slice(tr.tensor, tr.rows)} written from SRAM to HBM`,
-  );
+  const algo = t.config.algo;
+  const moves = s.transfers.map((tr) => {
+    const buf = endpoint(algo, tr.tensor, tr.kind, s.op).join(", ") || "SRAM";
+    return tr.kind === "read" ? `${slice(tr.tensor, tr.rows)} read from HBM into ${buf}` : `${slice(tr.tensor, tr.rows)} written from ${buf} to HBM`;
+  });
   const changed = Object.keys(s.sram).join(", ");
-  return `Memory picture, block ${s.block}, step ${s.index}: ${moves.length ? moves.join("; ") : "no trip across HBM"}. SRAM buffers changed: ${changed || "none"}. N=${t.config.n}, D=${t.config.d}, Br=${t.config.br}, Bc=${t.config.bc}.`;
+  const who = s.block === null ? "the block's outer loop" : `block ${blockLetter(algo)} = ${s.block}`;
+  return `Memory picture, ${who}, step ${s.index}: ${moves.length ? moves.join("; ") : "no trip across HBM"}. SRAM buffers changed: ${changed || "none"}. N=${t.config.n}, D=${t.config.d}, Br=${t.config.br}, Bc=${t.config.bc}.`;
 }
 
+export type { WriteEvent };
 export { cssOf };

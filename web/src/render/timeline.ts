@@ -1,15 +1,8 @@
 // The scrubbable timeline: one bar per step, coloured by op, grouped by block i and tile j.
 // An ARIA slider; drawing on a canvas keeps it cheap for thousands of steps.
+import { opKind, unitOf } from "../algos";
 import type { Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";
-
-export const OP_LABEL: Record<string, string> = {
-  load_q: "Qi = Q[i]",
-  load_kv: "Kj, Vj = K[j], V[j]",
-  scores: "Sij = Qi @ Kj.T",
-  online_softmax: "mi, li, Oi = \u2026",
-  write_back: "O[i], L[i] = \u2026",
-};
 
 export class Timeline {
   readonly el: HTMLDivElement;
@@ -116,12 +109,12 @@ export class Timeline {
     const ctx = this.back.begin(this.canvas, ratio);
     const col = (v: string) => this.colour(v);
     const colours: Record<string, string> = {
-      load_q: col("--read"),
-      load_kv: col("--read"),
-      scores: col("--op-compute"),
-      online_softmax: col("--op-softmax"),
-      write_back: col("--write"),
+      read: col("--read"),
+      write: col("--write"),
+      compute: col("--op-compute"),
+      softmax: col("--op-softmax"),
     };
+    const algo = t.config.algo;
     ctx.clearRect(0, 0, w, h);
     const n = t.steps.length;
     const bw = w / n;
@@ -134,12 +127,13 @@ export class Timeline {
     while (k < n) {
       const s = t.steps[k]!;
       let e = k;
-      while (e + 1 < n && t.steps[e + 1]!.block === s.block) e++;
+      while (e + 1 < n && unitOf(algo, t.steps[e + 1]!) === unitOf(algo, s)) e++;
       const x0 = k * bw;
       const x1 = (e + 1) * bw;
       ctx.fillStyle = col("--ink-muted");
-      const several = t.config.recorded_blocks.length > 1;
-      if (several && x1 - x0 > 40) ctx.fillText(`i=${s.block}`, x0 + 2, 1);
+      const several = t.config.recorded_blocks.length > 1 && algo !== "fa1";
+      const letter = algo === "fa2-backward" && s.indices && "j" in s.indices ? "j" : "i";
+      if (several && x1 - x0 > 40 && s.block !== null) ctx.fillText(`${letter}=${s.block}`, x0 + 2, 1);
       // tile groups
       let a = k;
       while (a <= e) {
@@ -167,7 +161,7 @@ export class Timeline {
     for (let q = 0; q < n; q++) {
       const s = t.steps[q]!;
       ctx.globalAlpha = q <= this.step ? 1 : 0.35;
-      ctx.fillStyle = colours[s.op] ?? col("--ink-muted");
+      ctx.fillStyle = colours[opKind(s)] ?? col("--ink-muted");
       ctx.fillRect(q * bw + gap / 2, top, Math.max(1, bw - gap), barH);
     }
     ctx.globalAlpha = 1;
@@ -185,5 +179,6 @@ export class Timeline {
 }
 
 export function label(s: Step): string {
-  return `block ${s.block}${s.j === null ? "" : `, tile ${s.j}`}: ${s.math}`;
+  const where = s.indices ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(", ") : `block ${s.block}${s.j === null ? "" : `, tile ${s.j}`}`;
+  return `${where}: ${s.math}`;
 }

@@ -1,0 +1,216 @@
+// The comparison view: the same config under every algorithm (GET /api/compare), their HBM counters
+// advancing together, and a log–log chart of total HBM traffic against N for standard, FA1 and FA2 from the
+// closed-form models, with the current config marked. Draws only: every number comes from the server.
+import type { CompareDoc, PhaseCurve } from "../api";
+import { esc } from "../dom";
+import { bytes, int } from "../format";
+
+export const CHART_ALGOS = ["standard", "fa1", "fa2"] as const;
+const LABEL: Record<string, string> = { standard: "standard", fa1: "FA1", fa2: "FA2", "fa2-backward": "FA2 backward" };
+
+/** The cumulative elements an algorithm has moved at progress u in [0, 1] of its launch (nearest sampled phase). */
+export function curveAt(c: PhaseCurve, u: number): { phase: number; read: number; written: number; op: string | null } {
+  const target = Math.round(Math.min(1, Math.max(0, u)) * (c.phases - 1));
+  // the last sampled phase at or before the target
+  let lo = 0;
+  let hi = c.phase.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (c.phase[mid]! <= target) lo = mid;
+    else hi = mid - 1;
+  }
+  return { phase: c.phase[lo]!, read: c.read[lo]!, written: c.written[lo]!, op: c.op[lo] ?? null };
+}
+
+/** Log–log axes: a value's position in [0, 1] between lo and hi. */
+export function logPos(v: number, lo: number, hi: number): number {
+  return (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo));
+}
+
+/** The chart's domain: the sweep's N (and the current N), bytes rounded out to whole decades. */
+export function chartDomain(doc: CompareDoc): { nLo: number; nHi: number; bLo: number; bHi: number } {
+  const ns = [...doc.sweep.n, doc.config.n];
+  const bs: number[] = [];
+  for (const a of CHART_ALGOS) {
+    bs.push(...(doc.sweep.bytes[a] ?? []));
+    const t = doc.algorithms[a]?.total?.bytes;
+    if (t) bs.push(t);
+  }
+  const pos = bs.filter((b) => b > 0);
+  return {
+    nLo: Math.min(...ns),
+    nHi: Math.max(...ns),
+    bLo: 10 ** Math.floor(Math.log10(Math.min(...pos))),
+    bHi: 10 ** Math.ceil(Math.log10(Math.max(...pos))),
+  };
+}
+
+function nLabel(n: number): string {
+  return n >= 1024 && n % 1024 === 0 ? `${n / 1024}k` : String(n);
+}
+
+/** The chart as SVG markup (CSS classes carry the colours, so it follows the theme). */
+export function chartSvg(doc: CompareDoc, width = 560, height = 300): string {
+  const { nLo, nHi, bLo, bHi } = chartDomain(doc);
+  const m = { l: 62, r: 14, t: 12, b: 36 };
+  const W = width - m.l - m.r;
+  const H = height - m.t - m.b;
+  const X = (n: number) => m.l + logPos(n, nLo, nHi) * W;
+  const Y = (b: number) => m.t + (1 - logPos(b, bLo, bHi)) * H;
+  let svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" class="chart" role="img" data-testid="traffic-chart" aria-label="Total HBM traffic against N, log-log, for standard attention, FlashAttention-1 and FlashAttention-2 at D=${doc.config.d}, Br=${doc.config.br}, Bc=${doc.config.bc}${doc.config.causal ? ", causal" : ""}; the current N=${doc.config.n} marked">`;
+  // grid and axes
+  for (let e = Math.log10(bLo); e <= Math.log10(bHi) + 1e-9; e++) {
+    const y = Y(10 ** e);
+    svg += `<line class="grid" x1="${m.l}" x2="${m.l + W}" y1="${y}" y2="${y}"/><text class="tick" x="${m.l - 6}" y="${y + 3.5}" text-anchor="end">${esc(bytes(10 ** e).replace(/\.0+ /, " "))}</text>`;
+  }
+  for (let n = 2 ** Math.ceil(Math.log2(nLo)); n <= nHi; n *= 4) {
+    const x = X(n);
+    svg += `<line class="grid" x1="${x}" x2="${x}" y1="${m.t}" y2="${m.t + H}"/><text class="tick" x="${x}" y="${m.t + H + 14}" text-anchor="middle">${nLabel(n)}</text>`;
+  }
+  svg += `<text class="axis" x="${m.l + W / 2}" y="${height - 4}" text-anchor="middle">sequence length N (log)</text>`;
+  svg += `<text class="axis" transform="translate(12 ${m.t + H / 2}) rotate(-90)" text-anchor="middle">HBM traffic, bytes (log)</text>`;
+  // the current N
+  const cx = X(doc.config.n);
+  svg += `<line class="now" x1="${cx}" x2="${cx}" y1="${m.t}" y2="${m.t + H}" data-testid="chart-now" data-n="${doc.config.n}"/>`;
+  // one line per algorithm, and its point at the current config
+  for (const a of CHART_ALGOS) {
+    const ys = doc.sweep.bytes[a];
+    if (!ys) continue;
+    const pts = doc.sweep.n.map((n, k) => `${X(n).toFixed(1)},${Y(ys[k]!).toFixed(1)}`).join(" ");
+    svg += `<polyline class="series s-${a}" points="${pts}" data-algo="${a}"/>`;
+    const last = doc.sweep.n.length - 1;
+    svg += `<text class="label s-${a}" x="${X(doc.sweep.n[last]!) - 4}" y="${Y(ys[last]!) - 6}" text-anchor="end">${LABEL[a]}</text>`;
+    const here = doc.algorithms[a]?.total?.bytes;
+    if (here) svg += `<circle class="dot s-${a}" cx="${cx}" cy="${Y(here)}" r="4.5"><title>${LABEL[a]} at N=${doc.config.n}: ${bytes(here)}</title></circle>`;
+  }
+  svg += `<text class="now-label" x="${Math.min(cx + 5, m.l + W - 70)}" y="${m.t + 11}">N = ${int(doc.config.n)}</text>`;
+  return svg + "</svg>";
+}
+
+export class CompareView {
+  private doc: CompareDoc | null = null;
+  private bars = new Map<string, { bar: HTMLElement; text: HTMLElement; op: HTMLElement }>();
+  private u = 0;
+  private own = 0; // rAF of its own playback
+  private playing = false;
+  private ownStart = 0;
+  private followU = 0;
+
+  constructor(
+    private readonly table: HTMLElement,
+    private readonly race: HTMLElement,
+    private readonly chart: HTMLElement,
+    private readonly note: HTMLElement,
+    private readonly playBtn: HTMLButtonElement,
+  ) {
+    this.playBtn.addEventListener("click", () => (this.playing ? this.stop() : this.play()));
+  }
+
+  setDoc(doc: CompareDoc): void {
+    this.doc = doc;
+    this.renderTable();
+    this.renderRace();
+    this.chart.innerHTML = chartSvg(doc);
+    this.progress(this.followU);
+  }
+
+  /** Follow the main view: u = how far the watched launch has got (its phase over its phases). */
+  follow(u: number): void {
+    this.followU = u;
+    if (!this.playing) this.progress(u);
+  }
+
+  private play(): void {
+    this.playing = true;
+    this.playBtn.textContent = "Pause";
+    this.playBtn.setAttribute("aria-pressed", "true");
+    this.ownStart = performance.now() - this.u * 6000;
+    if (this.u >= 1) this.ownStart = performance.now();
+    const tick = () => {
+      const u = Math.min(1, (performance.now() - this.ownStart) / 6000);
+      this.progress(u);
+      if (u < 1 && this.playing) this.own = requestAnimationFrame(tick);
+      else this.stop();
+    };
+    this.own = requestAnimationFrame(tick);
+  }
+
+  private stop(): void {
+    cancelAnimationFrame(this.own);
+    this.playing = false;
+    this.playBtn.textContent = "Run all together";
+    this.playBtn.setAttribute("aria-pressed", "false");
+  }
+
+  private renderTable(): void {
+    const d = this.doc!;
+    const names = Object.keys(d.algorithms).filter((a) => d.algorithms[a]!.supported);
+    const head = names.map((a) => `<th scope="col" class="num">${esc(LABEL[a] ?? a)}${d.algorithms[a]!.pass === "backward" ? "<br><span class=muted>(backward pass)</span>" : ""}</th>`).join("");
+    const row = (label: string, cell: (a: string) => string, testid = "") =>
+      `<tr${testid ? ` data-testid="${testid}"` : ""}><th scope="row">${label}</th>${names.map((a) => `<td class="num" data-algo="${a}">${cell(a)}</td>`).join("")}</tr>`;
+    const e = (a: string) => d.algorithms[a]!;
+    let html = `<thead><tr><th scope="col"></th>${head}</tr></thead><tbody>`;
+    html += row("HBM read", (a) => bytes(e(a).total?.read_bytes ?? 0));
+    html += row("HBM written", (a) => bytes(e(a).total?.written_bytes ?? 0));
+    html += row("<b>HBM traffic</b>", (a) => `<b>${bytes(e(a).total?.bytes ?? 0)}</b>`, "compare-total");
+    html += row("traffic \u00f7 FA2's", (a) => (e(a).traffic_vs_fa2 === null || e(a).traffic_vs_fa2 === undefined ? "\u2014" : `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7`));
+    html += row("SRAM per block", (a) => (e(a).sram_bytes ? bytes(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"));
+    html += row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014"));
+    if (d.config.causal) html += row("causal saves", (a) => (e(a).saved_bytes ? bytes(e(a).saved_bytes!) : "\u2014"), "compare-saved");
+    // the tensors, each algorithm's own
+    const tensors: string[] = [];
+    for (const a of names) for (const t of Object.keys(e(a).tensors ?? {})) if (!tensors.includes(t)) tensors.push(t);
+    html += `</tbody><tbody class="tensors">`;
+    for (const t of tensors) {
+      html += row(`<span class="tensor">${esc(t)}</span> <span class="muted">read / written</span>`, (a) => {
+        const x = e(a).tensors?.[t];
+        return x ? `${bytes(x.read_bytes)} / ${bytes(x.written_bytes)}` : "\u2014";
+      });
+    }
+    this.table.innerHTML = html + "</tbody>";
+    const c = d.config;
+    this.note.innerHTML = `N = ${int(c.n)}, D = ${c.d}, B<sub>r</sub> = ${c.br}, B<sub>c</sub> = ${c.bc} (T<sub>r</sub> = ${c.tr}, T<sub>c</sub> = ${c.tc})${c.causal ? ", causal" : ""}; fp32, one head. Closed-form models, each equal to its engine's per-element counters (the same numbers as <code>flashviz compare</code>).`;
+  }
+
+  private renderRace(): void {
+    const d = this.doc!;
+    this.bars.clear();
+    const names = Object.keys(d.algorithms).filter((a) => d.algorithms[a]!.supported);
+    this.race.innerHTML = names
+      .map((a) => {
+        const curve = d.curves?.[a];
+        const skipped = curve && "skipped" in curve ? curve.skipped : null;
+        return `<div class="race-row" data-testid="race-${a}" data-algo="${a}"><span class="race-name">${esc(LABEL[a] ?? a)}</span>
+          <span class="race-track"><span class="race-bar s-${a}"></span></span>
+          <span class="race-text num"></span><span class="race-op muted small">${skipped ? esc(`counters not animated: ${skipped}`) : ""}</span></div>`;
+      })
+      .join("");
+    for (const el of this.race.querySelectorAll<HTMLElement>(".race-row")) {
+      this.bars.set(el.dataset.algo!, { bar: el.querySelector(".race-bar")!, text: el.querySelector(".race-text")!, op: el.querySelector(".race-op")! });
+    }
+  }
+
+  /** Every algorithm's counters at the same fraction u of its launch. */
+  private progress(u: number): void {
+    this.u = u;
+    const d = this.doc;
+    if (!d) return;
+    const max = Math.max(...Object.values(d.algorithms).map((e) => e.total?.bytes ?? 0), 1);
+    const per = d.bytes_per_element;
+    for (const [a, el] of this.bars) {
+      const curve = d.curves?.[a];
+      const total = d.algorithms[a]?.total?.bytes ?? 0;
+      let moved = total * u;
+      let phase = "";
+      if (curve && !("skipped" in curve)) {
+        const at = curveAt(curve, u);
+        moved = (at.read + at.written) * per;
+        phase = `phase ${int(at.phase + 1)} of ${int(curve.phases)}${at.op ? ` \u00b7 ${at.op}` : ""}`;
+      }
+      el.bar.style.transform = `scaleX(${moved / max})`;
+      el.text.textContent = `${bytes(Math.round(moved))} of ${bytes(total)}`;
+      el.text.dataset.bytes = String(Math.round(moved));
+      if (phase) el.op.textContent = phase;
+    }
+  }
+}
