@@ -313,7 +313,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     const step =
       to.phase !== undefined && to.phase !== null && block !== null
         ? findPhase(t, block, to.phase)
-        : landingStep(t.steps, to.step ?? null, block);
+        : landing(t, to.step ?? null, block);
     app.state = { ...app.state, config: c, step, playing: false };
     if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
       form.setMessage(`Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}.`, "info");
@@ -338,6 +338,16 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       loadingEl.hidden = true;
     }
   }
+}
+
+/** Where a URL lands: its step, else the block's first step (the backward: its fa2_bwd block j, not the
+ *  preprocessing kernel's block of the same number), else step 0. */
+function landing(t: Trace, step: number | null, block: number | null): number {
+  if (step === null && block !== null && t.config.algo === "fa2-backward") {
+    const k = t.steps.findIndex((s) => s.block === block && s.indices !== undefined && "j" in s.indices);
+    if (k >= 0) return k;
+  }
+  return landingStep(t.steps, step, block);
 }
 
 /** The step of `block` at `phase` (all blocks run the same program), else its first step. */
@@ -419,7 +429,7 @@ async function openUrl(first: boolean): Promise<void> {
   if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
   form.fill(req.config);
   if (!first && app.trace && sameConfig(req.config, app.state.config)) {
-    dispatch({ type: "goto", step: landingStep(app.trace.steps, req.step, req.block) });
+    dispatch({ type: "goto", step: landing(app.trace, req.step, req.block) });
     return;
   }
   await loadConfig(req.config, { block: req.block, step: req.step });

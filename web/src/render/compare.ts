@@ -45,6 +45,14 @@ export function chartDomain(doc: CompareDoc): { nLo: number; nHi: number; bLo: n
   };
 }
 
+/** A power of ten of bytes in decimal units: 1 kB, 10 kB, 100 kB, 1 MB, ... */
+export function decadeLabel(b: number): string {
+  const units = ["B", "kB", "MB", "GB", "TB", "PB"];
+  const e = Math.round(Math.log10(b));
+  const u = Math.min(units.length - 1, Math.floor(e / 3));
+  return `${10 ** (e - 3 * u)} ${units[u]}`;
+}
+
 function nLabel(n: number): string {
   return n >= 1024 && n % 1024 === 0 ? `${n / 1024}k` : String(n);
 }
@@ -52,7 +60,7 @@ function nLabel(n: number): string {
 /** The chart as SVG markup (CSS classes carry the colours, so it follows the theme). */
 export function chartSvg(doc: CompareDoc, width = 560, height = 300): string {
   const { nLo, nHi, bLo, bHi } = chartDomain(doc);
-  const m = { l: 62, r: 14, t: 12, b: 36 };
+  const m = { l: 58, r: 66, t: 12, b: 36 };
   const W = width - m.l - m.r;
   const H = height - m.t - m.b;
   const X = (n: number) => m.l + logPos(n, nLo, nHi) * W;
@@ -61,7 +69,7 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): string {
   // grid and axes
   for (let e = Math.log10(bLo); e <= Math.log10(bHi) + 1e-9; e++) {
     const y = Y(10 ** e);
-    svg += `<line class="grid" x1="${m.l}" x2="${m.l + W}" y1="${y}" y2="${y}"/><text class="tick" x="${m.l - 6}" y="${y + 3.5}" text-anchor="end">${esc(bytes(10 ** e).replace(/\.0+ /, " "))}</text>`;
+    svg += `<line class="grid" x1="${m.l}" x2="${m.l + W}" y1="${y}" y2="${y}"/><text class="tick" x="${m.l - 6}" y="${y + 3.5}" text-anchor="end">${decadeLabel(10 ** e)}</text>`;
   }
   for (let n = 2 ** Math.ceil(Math.log2(nLo)); n <= nHi; n *= 4) {
     const x = X(n);
@@ -72,14 +80,18 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): string {
   // the current N
   const cx = X(doc.config.n);
   svg += `<line class="now" x1="${cx}" x2="${cx}" y1="${m.t}" y2="${m.t + H}" data-testid="chart-now" data-n="${doc.config.n}"/>`;
-  // one line per algorithm, and its point at the current config
+  // one line per algorithm, and its point at the current config; labels at the right end, kept apart
+  const last = doc.sweep.n.length - 1;
+  const ends = CHART_ALGOS.filter((a) => doc.sweep.bytes[a]).map((a) => ({ a, y: Y(doc.sweep.bytes[a]![last]!) }));
+  ends.sort((p, q) => p.y - q.y);
+  for (let k = 1; k < ends.length; k++) ends[k]!.y = Math.max(ends[k]!.y, ends[k - 1]!.y + 13);
   for (const a of CHART_ALGOS) {
     const ys = doc.sweep.bytes[a];
     if (!ys) continue;
     const pts = doc.sweep.n.map((n, k) => `${X(n).toFixed(1)},${Y(ys[k]!).toFixed(1)}`).join(" ");
     svg += `<polyline class="series s-${a}" points="${pts}" data-algo="${a}"/>`;
-    const last = doc.sweep.n.length - 1;
-    svg += `<text class="label s-${a}" x="${X(doc.sweep.n[last]!) - 4}" y="${Y(ys[last]!) - 6}" text-anchor="end">${LABEL[a]}</text>`;
+    const ly = ends.find((e) => e.a === a)!.y;
+    svg += `<text class="label s-${a}" x="${X(doc.sweep.n[last]!) + 4}" y="${ly + 4}" text-anchor="start">${LABEL[a]}</text>`;
     const here = doc.algorithms[a]?.total?.bytes;
     if (here) svg += `<circle class="dot s-${a}" cx="${cx}" cy="${Y(here)}" r="4.5"><title>${LABEL[a]} at N=${doc.config.n}: ${bytes(here)}</title></circle>`;
   }
@@ -160,9 +172,9 @@ export class CompareView {
     // the tensors, each algorithm's own
     const tensors: string[] = [];
     for (const a of names) for (const t of Object.keys(e(a).tensors ?? {})) if (!tensors.includes(t)) tensors.push(t);
-    html += `</tbody><tbody class="tensors">`;
+    html += `</tbody><tbody class="tensors"><tr><th scope="rowgroup" colspan="${names.length + 1}">per tensor: read / written</th></tr>`;
     for (const t of tensors) {
-      html += row(`<span class="tensor">${esc(t)}</span> <span class="muted">read / written</span>`, (a) => {
+      html += row(`<span class="tensor">${esc(t)}</span>`, (a) => {
         const x = e(a).tensors?.[t];
         return x ? `${bytes(x.read_bytes)} / ${bytes(x.written_bytes)}` : "\u2014";
       });

@@ -13,18 +13,22 @@ export interface ProfileComparison {
   verdict: string;
 }
 
+export interface ProfileCompare {
+  load: ProfileComparison;
+  store: ProfileComparison;
+  atomic_bytes?: number;
+  caches?: Record<string, number>;
+  ok?: boolean;
+}
+
 export interface ProfileKernel {
   id?: number;
   name: string;
   grid?: string;
   block?: string;
+  counted?: boolean;
   measured: Record<string, number>;
-  comparison: {
-    load: ProfileComparison;
-    store: ProfileComparison;
-    caches?: Record<string, number>;
-    ok?: boolean;
-  };
+  comparison?: ProfileCompare; // profiles from before several kernels: per kernel
   summary?: string[];
 }
 
@@ -43,7 +47,19 @@ export interface Profile {
     unique_output_bytes?: number;
   };
   kernels: ProfileKernel[];
+  measured?: Record<string, number>; // the counted kernels, summed
+  comparison?: ProfileCompare; // the model against `measured`
+  summary?: string[];
   ok?: boolean;
+}
+
+/** The whole launch's measurements and comparison (older profiles: the one kernel's). */
+export function launchOf(p: Profile): { measured: Record<string, number>; comparison: ProfileCompare; summary: string[] } | null {
+  const k = p.kernels[0];
+  const comparison = p.comparison ?? k?.comparison;
+  const measured = p.measured ?? k?.measured;
+  if (!comparison || !measured) return null;
+  return { measured, comparison, summary: p.summary ?? k?.summary ?? [] };
 }
 
 /** Is this a profile the panel can show? Returns the reason when not. */
@@ -54,16 +70,18 @@ export function checkProfile(x: unknown): string | null {
   if (!p.config || typeof p.config.n !== "number") return "the profile has no config";
   if (!p.model || typeof p.model.load_bytes !== "number") return "the profile has no model bytes";
   if (!Array.isArray(p.kernels) || !p.kernels.length) return "the profile has no kernels";
-  for (const k of p.kernels) if (!k?.comparison?.load || !k.measured) return "a kernel has no measurements";
+  for (const k of p.kernels) if (!k?.measured) return "a kernel has no measurements";
+  const l = launchOf(p as Profile);
+  if (!l?.comparison.load || !l.comparison.store) return "the profile has no comparison with the model";
   return null;
 }
 
 /** The L2 effect in numbers: what the caches served (global loads − DRAM reads). */
-export function cacheEffect(k: ProfileKernel): { loads: number; dram: number; caught: number; fraction: number } {
-  const loads = k.measured.load_bytes ?? 0;
-  const dram = k.measured.dram_read_bytes ?? 0;
-  const caught = k.comparison.caches?.caught_bytes ?? loads - dram;
-  return { loads, dram, caught, fraction: k.comparison.caches?.caught_fraction ?? (loads > 0 ? caught / loads : 0) };
+export function cacheEffect(measured: Record<string, number>, c: ProfileCompare): { loads: number; dram: number; caught: number; fraction: number } {
+  const loads = measured.load_bytes ?? 0;
+  const dram = measured.dram_read_bytes ?? 0;
+  const caught = c.caches?.caught_bytes ?? loads - dram;
+  return { loads, dram, caught, fraction: c.caches?.caught_fraction ?? (loads > 0 ? caught / loads : 0) };
 }
 
 const VERDICT: Record<string, string> = {
@@ -75,6 +93,7 @@ const VERDICT: Record<string, string> = {
 export class ProfileView {
   private profile: Profile | null = null;
   private source = "";
+  private shown: { algo: string; n: number; d: number; br: number; bc: number; causal: boolean } | null = null;
 
   constructor(
     private readonly host: HTMLElement,
@@ -143,6 +162,7 @@ export class ProfileView {
 
   /** The page now shows config c: say whether the profile measured the same launch. */
   match(c: { algo: string; n: number; d: number; br: number; bc: number; causal: boolean }): void {
+    this.shown = c;
     const el = this.host.querySelector<HTMLElement>("[data-testid=profile-match]");
     const p = this.profile;
     if (!el || !p) return;
@@ -168,7 +188,7 @@ export class ProfileView {
     const heads = Number(c.heads ?? 1) * Number(c.batch ?? 1);
     this.drop.hidden = true;
     this.host.dataset.state = "loaded";
-    const kernels = p.kernels.map((k, n) => this.kernel(p, k, n)).join("");
+    const kernels = this.launch(p) + this.kernelTable(p);
     const tensors = Object.entries(p.model.tensors)
       .map(([t, x]) => `<tr><th scope="row"><span class="tensor">${esc(t)}</span></th><td class="num">${bytes(x.read_bytes)}</td><td class="num">${bytes(x.written_bytes)}</td></tr>`)
       .join("");
@@ -180,32 +200,51 @@ export class ProfileView {
       <details class="small"><summary>The model's bytes per tensor (all heads)</summary>
         <table class="final"><thead><tr><th scope="col">tensor</th><th scope="col" class="num">read</th><th scope="col" class="num">written</th></tr></thead><tbody>${tensors}</tbody></table>
       </details>`;
+    if (this.shown) this.match(this.shown);
   }
 
-  private kernel(p: Profile, k: ProfileKernel, n: number): string {
-    const m = k.measured;
-    const load = k.comparison.load;
-    const store = k.comparison.store;
-    const cache = cacheEffect(k);
+  /** Every kernel the profile ran: what each moved (the forward's, for the backward, is not counted). */
+  private kernelTable(p: Profile): string {
+    if (p.kernels.length < 2) return "";
+    const rows = p.kernels
+      .map((k) => {
+        const m = k.measured;
+        const short = k.name.replace(/^void\s+/, "").replace(/\(.*$/, "");
+        return `<tr${k.counted === false ? ' class="muted"' : ""}><th scope="row"><code>${esc(short)}</code>${k.counted === false ? " (not counted)" : ""}</th>
+          <td class="num">${bytes(m.load_bytes ?? 0)}</td><td class="num">${bytes(m.store_bytes ?? 0)}</td><td class="num">${bytes(m.dram_read_bytes ?? 0)}</td>
+          <td class="num">${m.time_ns ? `${(m.time_ns / 1e3).toFixed(1)} \u00b5s` : ""}</td></tr>`;
+      })
+      .join("");
+    return `<h4>Per kernel</h4><div class="table-wrap"><table class="final" data-testid="profile-kernels"><thead><tr><th scope="col">kernel</th><th scope="col" class="num">loads</th><th scope="col" class="num">stores</th><th scope="col" class="num">DRAM reads</th><th scope="col" class="num">time</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  }
+
+  /** The whole launch against the model: loads, stores, DRAM, and what the caches served. */
+  private launch(p: Profile): string {
+    const l = launchOf(p)!;
+    const m = l.measured;
+    const load = l.comparison.load;
+    const store = l.comparison.store;
+    const cache = cacheEffect(m, l.comparison);
     const verdict = (x: ProfileComparison) => `<span class="${x.verdict === "mismatch" ? "bad" : "ok"}">${esc(VERDICT[x.verdict] ?? x.verdict)}</span>`;
-    const ratio = (x: ProfileComparison) => (x.measured_over_model !== undefined ? `${x.measured_over_model.toFixed(3)}\u00d7` : "");
+    const ratio = (x: ProfileComparison) => (x.measured_over_model !== undefined && x.measured_over_model !== 1 ? `${x.measured_over_model.toFixed(3)}\u00d7` : "");
     const uniq = p.model.unique_input_bytes;
+    const reread = p.config.algo === "fa2" ? " \u2014 mostly K and V, which every block of Q re-reads" : "";
     const words =
       cache.caught >= 0
-        ? `Of the <b>${bytes(cache.loads)}</b> the kernel loaded, DRAM supplied only <b>${bytes(cache.dram)}</b>: the caches (L1 and L2) served <b>${bytes(cache.caught)}</b>, ${(100 * cache.fraction).toFixed(1)}% of the loads \u2014 mostly K and V, which every block of Q re-reads.${uniq ? ` DRAM read ${(cache.dram / uniq).toFixed(2)}\u00d7 the ${bytes(uniq)} of distinct inputs.` : ""}`
-        : `DRAM read more (${bytes(cache.dram)}) than the kernel loaded (${bytes(cache.loads)}): at this size the kernel's code and constants come from DRAM too after the cache flush, so no cache effect can be read off it.`;
-    return `<article class="gpu-kernel" data-testid="profile-kernel-${n}">
-      <h4><code>${esc(k.name)}</code></h4>
-      <table class="final profile"><thead><tr><th scope="col"></th><th scope="col" class="num">measured</th><th scope="col" class="num">model</th><th scope="col"></th></tr></thead><tbody>
-        <tr data-testid="profile-load"><th scope="row">global loads</th><td class="num">${bytes(load.measured)}</td><td class="num">${bytes(load.model)}${load.sector_model !== undefined && load.sector_model !== load.model ? `<br><span class="muted">sectors ${bytes(load.sector_model)}</span>` : ""}</td><td>${verdict(load)} ${ratio(load)}</td></tr>
-        <tr data-testid="profile-store"><th scope="row">global stores</th><td class="num">${bytes(store.measured)}</td><td class="num">${bytes(store.model)}${store.sector_model !== undefined && store.sector_model !== store.model ? `<br><span class="muted">sectors ${bytes(store.sector_model)}</span>` : ""}</td><td>${verdict(store)} ${ratio(store)}</td></tr>
+        ? `Of the <b>${bytes(cache.loads)}</b> the kernels loaded, DRAM supplied only <b>${bytes(cache.dram)}</b>: the caches (L1 and L2) served <b>${bytes(cache.caught)}</b>, ${(100 * cache.fraction).toFixed(1)}% of the loads${reread}.${uniq ? ` DRAM read ${(cache.dram / uniq).toFixed(2)}\u00d7 the ${bytes(uniq)} of distinct inputs.` : ""}`
+        : `DRAM read more (${bytes(cache.dram)}) than the kernels loaded (${bytes(cache.loads)}): at this size the kernel's code and parameters come from DRAM too after the cache flush, so no cache effect can be read off it.`;
+    const sector = (x: ProfileComparison) => (x.sector_model !== undefined && x.sector_model !== x.model ? `<br><span class="muted">in 32-byte sectors ${bytes(x.sector_model)}</span>` : "");
+    return `<article class="gpu-kernel" data-testid="profile-launch">
+      <table class="final profile"><thead><tr><th scope="col">whole launch</th><th scope="col" class="num">measured</th><th scope="col" class="num">model</th><th scope="col"></th></tr></thead><tbody>
+        <tr data-testid="profile-load" data-measured="${load.measured}" data-model="${load.model}"><th scope="row">global loads</th><td class="num">${bytes(load.measured)}</td><td class="num">${bytes(load.model)}${sector(load)}</td><td>${verdict(load)} ${ratio(load)}</td></tr>
+        <tr data-testid="profile-store" data-measured="${store.measured}" data-model="${store.model}"><th scope="row">global stores</th><td class="num">${bytes(store.measured)}</td><td class="num">${bytes(store.model)}${sector(store)}</td><td>${verdict(store)} ${ratio(store)}</td></tr>
         <tr data-testid="profile-dram-read"><th scope="row">DRAM reads</th><td class="num">${bytes(m.dram_read_bytes ?? 0)}</td><td class="num muted">${uniq ? `${bytes(uniq)} distinct inputs` : ""}</td><td></td></tr>
         <tr data-testid="profile-dram-write"><th scope="row">DRAM writes</th><td class="num">${bytes(m.dram_write_bytes ?? 0)}</td><td class="num muted">${p.model.unique_output_bytes ? `${bytes(p.model.unique_output_bytes)} of outputs` : ""}</td><td></td></tr>
-        <tr data-testid="profile-l2" data-caught="${cache.caught}"><th scope="row">caches served<br><span class="muted small">loads \u2212 DRAM reads</span></th><td class="num"><b>${bytes(Math.abs(cache.caught))}</b>${cache.caught < 0 ? " (negative)" : ""}</td><td class="num">${(100 * cache.fraction).toFixed(1)}% of loads</td><td></td></tr>
+        <tr data-testid="profile-l2" data-caught="${cache.caught}"><th scope="row">caches served<br><span class="muted small">loads \u2212 DRAM reads</span></th><td class="num"><b>${cache.caught < 0 ? "\u2212" : ""}${bytes(Math.abs(cache.caught))}</b></td><td class="num">${(100 * cache.fraction).toFixed(1)}% of loads</td><td></td></tr>
       </tbody></table>
       <p class="small" data-testid="profile-l2-words">${words}</p>
-      ${k.summary?.length ? `<ul class="small muted summary">${k.summary.map((x) => `<li>${esc(x)}</li>`).join("")}</ul>` : ""}
-      ${m.time_ns ? `<p class="small muted">kernel time ${(m.time_ns / 1e6).toFixed(3)} ms (ncu, clocks as they were)</p>` : ""}
+      ${l.summary.length ? `<ul class="small muted summary" data-testid="profile-summary">${l.summary.map((x) => `<li>${esc(x)}</li>`).join("")}</ul>` : ""}
+      ${m.time_ns ? `<p class="small muted">time in the kernels ${(m.time_ns / 1e6).toFixed(3)} ms (ncu, clocks as they were)</p>` : ""}
     </article>`;
   }
 }
