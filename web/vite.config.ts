@@ -1,5 +1,22 @@
 /// <reference types="vitest/config" />
+import katex from "katex";
 import { defineConfig, type Plugin } from "vite";
+
+// The page's fixed math (elements with data-tex in index.html) is typeset at build time, so the browser
+// does not spend its first few hundred milliseconds running KaTeX on it (src/statics.ts handles any left).
+function staticTex(): Plugin {
+  const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  return {
+    name: "flashviz-static-tex",
+    transformIndexHtml(html) {
+      return html.replace(
+        /<(span|div) class="tex"( data-display)? data-tex="([^"]*)"><\/\1>/g,
+        (_m, tag: string, display: string | undefined, tex: string) =>
+          `<${tag} class="tex"${display ?? ""}>${katex.renderToString(unescape(tex), { displayMode: !!display, throwOnError: true, output: "htmlAndMathml", strict: "ignore" })}</${tag}>`,
+      );
+    },
+  };
+}
 
 // KaTeX's stylesheet offers each font as woff2, woff and ttf; every browser that runs this page
 // takes woff2, so the other two are dropped from the bundle (about 1 MB less in the wheel).
@@ -16,7 +33,7 @@ function katexWoff2Only(): Plugin {
 
 export default defineConfig({
   base: "./", // assets load under any mount point
-  plugins: [katexWoff2Only()],
+  plugins: [katexWoff2Only(), staticTex()],
   build: {
     outDir: "../src/flashviz/viewer/static",
     emptyOutDir: true,

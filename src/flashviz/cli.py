@@ -246,7 +246,7 @@ def serve(host, port, no_browser, profile_path) -> None:
 
     import uvicorn
 
-    from .server import LOOPBACK_NAMES, create_app
+    from .server import LOOPBACK_NAMES, WarmOnFirstRequest, create_app
 
     profile = load_profile(profile_path) if profile_path is not None else None
     sock = listen(host, port)
@@ -259,7 +259,8 @@ def serve(host, port, no_browser, profile_path) -> None:
     if not no_browser and browser_available():
         # The socket already listens, so the browser's first request waits in its backlog.
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+    warm = WarmOnFirstRequest(app, app.state.traces.warm)  # the first trace is ready when the page asks
+    config = uvicorn.Config(warm, log_level="warning", access_log=False, lifespan="off", server_header=False)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])  # uvicorn stops on Ctrl-C, then raises the signal again

@@ -82,6 +82,7 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
     DNS rebinding)."""
     app = FastAPI(title="flashviz", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
     traces = TraceService()
+    app.state.traces = traces  # `flashviz serve` warms it (TraceService.warm) while the browser starts
 
     @app.get("/api/trace")
     async def get_trace(request: Request) -> Response:
@@ -217,6 +218,13 @@ class TraceService:
                     self.keep(key, body)
         return Response(content=body, media_type="application/json")
 
+    def warm(self) -> None:
+        """Import the engine and compute the seed's trace into the cache: the page's first request finds it
+        ready (`flashviz serve` runs this in a thread while the browser loads the page)."""
+        cfg = Config().api_validated()
+        if self.cached(cfg) is None:
+            self.keep(cfg, compute_json(cfg))
+
     def cached(self, cfg: Config) -> bytes | None:
         with self.lock:
             body = self.cache.get(cfg)
@@ -243,6 +251,23 @@ def compute_json(cfg: Config) -> bytes:
     from .tracer import make_trace
 
     return make_trace(cfg).to_json()
+
+
+class WarmOnFirstRequest:
+    """Starts `warm` in a thread when the first request arrives (the browser asking for the page): the engine
+    is imported and the seed's trace computed while the browser loads and runs the page's script, rather than
+    while the server itself is still starting (one GIL: that slowed the page's first bytes)."""
+
+    def __init__(self, app, warm) -> None:
+        self.app = app
+        self.warm = warm
+        self.started = False
+
+    async def __call__(self, scope, receive, send) -> None:
+        if not self.started and scope["type"] == "http":
+            self.started = True
+            threading.Thread(target=self.warm, name="flashviz-warm", daemon=True).start()
+        await self.app(scope, receive, send)
 
 
 class SecurityHeaders:

@@ -76,11 +76,11 @@ def test_picker_loads_each_algorithm_with_its_own_tensors(page, server_url, log,
         row = page.locator(f"[data-testid=counter-{t}]")
         got = (int(row.get_attribute("data-read")), int(row.get_attribute("data-written")))
         assert got == (c["read"], c["written"]), t
-    assert "match" in page.locator("[data-testid=final-accounting]").inner_text()
+    assert "match" in page.locator("[data-testid=final-accounting]").text_content()
     # the ops table: one row per step of the watched block's program, its labels the steps' own
     last = trace["steps"][-1]
     ops = page.locator("[data-testid=ops-table] tbody tr")
-    assert ops.locator("code").first.inner_text() != ""
+    assert ops.locator("code").first.text_content() != ""
     assert page.locator("[data-testid=ops-table] tr.current").get_attribute("data-step") == str(last["index"])
     assert page.locator("[data-testid=code-header]").inner_text() == last["code"].split("\n", 1)[0]
     assert page.locator("[data-testid=error-badge]").get_attribute("data-ok") == "true"
@@ -181,7 +181,7 @@ def test_causal_skips_tiles_masks_the_diagonal_and_states_the_bytes_saved(page, 
     assert "not written" not in tooltip_at(page, "O", 0.5, 0.5)
     assert "not written yet" in tooltip_at(page, "O", 8.5, 0.5)
     # the tile map: 6 of 9 pairs run, 3 skipped, 3 masked
-    caption = page.locator("[data-testid=tile-map-caption]").inner_text()
+    caption = page.locator("[data-testid=tile-map-caption]").text_content()
     assert "6 of 9" in caption and "3 wholly above" in caption and "3 crossing" in caption
     # block 0 never reads the tiles after its diagonal: they are veiled in HBM
     open_viewer(page, server_url, f"{query}&block=0")
@@ -190,7 +190,7 @@ def test_causal_skips_tiles_masks_the_diagonal_and_states_the_bytes_saved(page, 
     saving = page.locator("[data-testid=causal-saving]")
     expect(saving).to_be_visible()
     assert saving.get_attribute("data-saved") == str(doc["algorithms"]["fa2"]["saved_bytes"])
-    assert "saves" in saving.inner_text()
+    assert "saves" in saving.text_content()
     assert_clean(log)
 
 

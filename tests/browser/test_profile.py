@@ -70,20 +70,20 @@ def test_profile_from_the_server_beside_the_counters(page, profiled_url, log):
     page.locator("#gpu").scroll_into_view_if_needed()
     expect(panel.locator("[data-testid=profile-launch]")).to_have_count(1)
     assert page.locator("[data-testid=profile-drop]").is_hidden()
-    head = panel.locator("[data-testid=profile-head]").inner_text()
+    head = panel.locator("[data-testid=profile-head]").text_content()
     assert "NVIDIA H200" in head and "N=4,096" in head
     # measured global bytes against the model's, and the verdict
     cmp = profile["comparison"]
     load = panel.locator("[data-testid=profile-load]")
     assert int(load.get_attribute("data-measured")) == cmp["load"]["measured"]
     assert int(load.get_attribute("data-model")) == cmp["load"]["model"]
-    assert "exact" in load.inner_text()
-    assert "exact" in panel.locator("[data-testid=profile-store]").inner_text()
+    assert "exact" in load.text_content()
+    assert "exact" in panel.locator("[data-testid=profile-store]").text_content()
     # the L2 effect, in numbers and in words: global loads - DRAM reads
     m = profile["measured"]
     l2 = panel.locator("[data-testid=profile-l2]")
     assert float(l2.get_attribute("data-caught")) == m["load_bytes"] - m["dram_read_bytes"]
-    words = panel.locator("[data-testid=profile-l2-words]").inner_text()
+    words = panel.locator("[data-testid=profile-l2-words]").text_content()
     assert "caches" in words and "98.8%" in words and "K and V" in words
     assert panel.locator("[data-testid=profile-summary] li").count() == len(profile["summary"])
     # the page shows the seed's example, not the profiled launch: it says so
@@ -107,9 +107,9 @@ def test_profile_of_the_same_launch_says_so_and_a_dropped_file_replaces_nothing_
     panel = page.locator("[data-testid=profile]")
     expect(panel.locator("[data-testid=profile-launch]")).to_have_count(1)
     expect(panel.locator("[data-testid=profile-match]")).to_have_attribute("data-same", "true")
-    assert "sector" in panel.locator("[data-testid=profile-store]").inner_text()
+    assert "sector" in panel.locator("[data-testid=profile-store]").text_content()
     # at N=8 DRAM reads exceed the loads: no cache effect can be read off it, and the panel says so
-    assert "no cache effect" in panel.locator("[data-testid=profile-l2-words]").inner_text()
+    assert "no cache effect" in panel.locator("[data-testid=profile-l2-words]").text_content()
     assert_clean(log)
 
 

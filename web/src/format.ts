@@ -39,8 +39,12 @@ function tidy(s: string): string {
   return s.replace(/^-/, MINUS).replace(/e\+?(-?)(\d+)$/, (_m, sign: string, d: string) => `e${sign ? MINUS : ""}${d}`);
 }
 
+/** Thousands separated by commas (as en-US writes them, without Intl: its first use costs ~15 ms at start-up). */
 export function int(n: number): string {
-  return n.toLocaleString("en-US");
+  if (!Number.isFinite(n)) return String(n);
+  const [whole, frac] = String(Math.abs(n)).split(".");
+  const grouped = whole!.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return (n < 0 ? "-" : "") + grouped + (frac ? `.${frac}` : "");
 }
 
 /** Bytes in the units a CUDA programmer uses for shared memory (KB = 1024 bytes). */

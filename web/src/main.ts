@@ -6,6 +6,7 @@ import { ApiError, fetchCompare, fetchLimits, fetchProfile, fetchTrace, type Com
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId } from "./dom";
 import { BadgeTarget, renderStatic } from "./statics";
+import { loadTex } from "./render/tex";
 import {
   DEFAULT_CONFIG, flightDuration, INITIAL_STATE, keyAction, landingStep, parseUrl, reduce, sameConfig, SPEEDS,
   stepInBlock, stepInterval, toSearch, type Action, type ConfigParams, type ViewState,
@@ -16,7 +17,7 @@ import { FALLBACK_LIMITS } from "./validate";
 import { showBadge } from "./render/badge";
 import { BlocksView, TileMap } from "./render/blocks";
 import { CarriesView } from "./render/carries";
-import { CodeView } from "./render/code";
+import { LazyCodeView } from "./render/codeLazy";
 import { CompareView } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
@@ -26,6 +27,13 @@ import { NarrativeView } from "./render/narrative";
 import { ProfileView, type Profile } from "./render/profile";
 import { showSram } from "./render/sram";
 import { Timeline } from "./render/timeline";
+
+// The trace is asked for before anything else is built: the server computes it while the page sets up.
+const early = (() => {
+  const req = parseUrl(location.search);
+  return { config: req.config, trace: fetchTrace(req.config).catch(() => null) as Promise<Trace | null> | null };
+})();
+const earlyLimits = fetchLimits();
 
 // ---- the state ----
 interface App {
@@ -54,8 +62,10 @@ const app: App = {
 applyTheme(app.theme);
 
 // ---- the views ----
-const memory = new MemoryView(byId("memory-host"), readPalette());
-const code = new CodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
+// the palette is read once the page is built (setTheme below): reading CSS now would force a style pass
+// over a page that is about to change again
+const memory = new MemoryView(byId("memory-host"), null);
+const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
 const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"),
@@ -70,6 +80,21 @@ const profile = new ProfileView(byId("profile"), byId("profile-drop"), byId<HTML
 const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
 const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
 const counter = byId("step-counter");
+const counterParts = (() => {
+  const step = document.createTextNode("");
+  const of = document.createTextNode("");
+  const where = document.createTextNode("");
+  const b = document.createElement("b");
+  b.append(step);
+  const ofEl = document.createElement("span");
+  ofEl.className = "of";
+  ofEl.append(of);
+  const whereEl = document.createElement("span");
+  whereEl.className = "where";
+  whereEl.append(where);
+  counter.replaceChildren("step ", b, ofEl, whereEl);
+  return { step, of, where };
+})();
 const playBtn = byId<HTMLButtonElement>("btn-play");
 const speedSel = byId<HTMLSelectElement>("speed");
 const blockSel = byId<HTMLSelectElement>("block-picker");
@@ -128,7 +153,8 @@ function render(flight = false): void {
     profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo });
   }
   part("memory", () => memory.show(st.step, flight ? flightDuration(st.speed) : 0));
-  part("code", () => code.show(s.lines, s.code, t.kernel.file));
+  part("code", () => code.showMeta(s.lines, s.code, t.kernel.file));
+  lazy("code", () => code.show(s.lines, s.code, t.kernel.file));
   part("narrative", () => narrative.show(t, s));
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
@@ -139,8 +165,11 @@ function render(flight = false): void {
   const where = s.indices
     ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(" \u00b7 ")
     : `block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}`;
-  const html = `step <b>${st.step}</b><span class="of"> / ${t.steps.length - 1}</span><span class="where">${where}</span>`;
-  if (counter.innerHTML !== html) counter.innerHTML = html;
+  // text nodes only: no elements made or dropped per step
+  if (counterParts.step.data !== String(st.step)) counterParts.step.data = String(st.step);
+  const of = ` / ${t.steps.length - 1}`;
+  if (counterParts.of.data !== of) counterParts.of.data = of;
+  if (counterParts.where.data !== where) counterParts.where.data = where;
   counter.dataset.step = String(st.step);
   counter.dataset.total = String(t.steps.length);
   counter.dataset.block = s.block === null ? "" : String(s.block);
@@ -184,6 +213,21 @@ const watcher = new IntersectionObserver(
   { rootMargin: "300px 0px" },
 );
 for (const id of ["narrative-detail", "carries"]) watcher.observe(byId(id));
+// the editor's highlight is cheap to bring up to date when scrolled to, but not on every step off screen
+const codeWatch = new IntersectionObserver(
+  (entries) => {
+    let wake = false;
+    for (const e of entries) {
+      if (e.isIntersecting) {
+        onScreen.add(e.target.id);
+        wake ||= stale.has(e.target.id);
+      } else onScreen.delete(e.target.id);
+    }
+    if (wake) render();
+  },
+  { rootMargin: "0px" },
+);
+codeWatch.observe(byId("code"));
 
 let urlTimer = 0;
 /** Keep the URL on the state without flooding history.replaceState (browsers throttle it). */
@@ -301,7 +345,9 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
   const slow = window.setTimeout(() => (loadingEl.hidden = false), 150);
   const block = to.block ?? null;
   try {
-    let t = await fetchTrace(c, null, ctl.signal);
+    const pre = early.trace && sameConfig(c, early.config) ? await early.trace : null;
+    early.trace = null; // used once: later loads of this config ask again (it may be another block)
+    let t = pre ?? (await fetchTrace(c, null, ctl.signal));
     // the block asked for is not recorded by default (large launches record block 0 only): ask for it
     if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
       t = await fetchTrace(c, block, ctl.signal);
@@ -309,7 +355,10 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     if (ctl.signal.aborted) return;
     setTrace(t, c);
     const cmp = app.compare?.config;
-    if (!cmp || cmp.n !== c.n || cmp.d !== c.d || cmp.br !== c.br || cmp.bc !== c.bc || cmp.causal !== c.causal) void loadCompare(c);
+    if (!cmp || cmp.n !== c.n || cmp.d !== c.d || cmp.br !== c.br || cmp.bc !== c.bc || cmp.causal !== c.causal) {
+      // not before the first step is on screen: it runs engines on the server, which the first trace needs
+      void interactive.then(() => loadCompare(c));
+    }
     const step =
       to.phase !== undefined && to.phase !== null && block !== null
         ? findPhase(t, block, to.phase)
@@ -449,11 +498,20 @@ declare global {
 }
 
 setTheme(app.theme, false);
+let markInteractive = () => {};
+const interactive = new Promise<void>((resolve) => (markInteractive = resolve));
+
 const ready = (async () => {
-  const limits = fetchLimits();
+  const limits = earlyLimits;
   // the server says whether it holds a profile; only then is there one to fetch (no 404 in the console)
   const prof = limits.then((l) => (l?.profile ? fetchProfile() : null));
   await openUrl(true);
+  // the first step is on screen once the frame after its render has painted: "interactive" (bench/viewer_bench.py)
+  await new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  performance.mark("flashviz:interactive");
+  markInteractive();
+  await Promise.all([loadTex(), code.load()]);
+  if (app.trace) render();
   void prof.then((doc) => {
     if (doc === null) profile.none();
     else if (profile.set(doc, "flashviz serve --profile") && app.trace) profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });

@@ -101,13 +101,21 @@ export class BlocksView {
       const tr = (e.target as HTMLElement).closest<HTMLElement>("tr[data-step]");
       if (tr) this.onStep(Number(tr.dataset.step));
     });
+    this.seen.observe(this.table);
   }
 
   private raf = 0;
+  private tableVisible = false;
+  private readonly seen = new IntersectionObserver((entries) => {
+    for (const e of entries) this.tableVisible = e.isIntersecting;
+    if (this.tableVisible && this.current) this.scrollLater(this.current);
+  });
 
-  /** Keep the current row in view of its own scroll box (not the page), after this frame's layout. */
+  /** Keep the current row in view of its own scroll box (not the page), after this frame's layout; only
+   *  while the table is on screen (reading a row's position off screen would force that card's layout). */
   private scrollLater(row: HTMLElement): void {
     cancelAnimationFrame(this.raf);
+    if (!this.tableVisible) return;
     this.raf = requestAnimationFrame(() => {
       const box = row.closest<HTMLElement>(".table-scroll");
       if (!box || box.scrollHeight <= box.clientHeight + 2) return;

@@ -103,6 +103,20 @@ export class CodeView {
     this.kernel.dispatch({ changes: { from: 0, to: this.kernel.state.doc.length, insert: source } });
   }
 
+  /** The cheap part, every step: which lines, and the step's code header. */
+  showMeta(lines: [number, number], code: string, file: string): void {
+    const [first, last] = lines;
+    const text = `lines ${first}\u2013${last} of ${file}`;
+    if (this.summary.textContent !== text) {
+      this.summary.textContent = text;
+      this.summary.dataset.first = String(first);
+      this.summary.dataset.last = String(last);
+    }
+    const head = code.split("\n", 1)[0] ?? "";
+    if (this.header.textContent !== head) this.header.textContent = head;
+  }
+
+  /** The editor's highlighted lines and the step's code (only while the code is on screen: see main.ts). */
   show(lines: [number, number], code: string, file: string): void {
     const [first, last] = lines;
     if (!this.range || this.range[0] !== first || this.range[1] !== last) {
@@ -110,14 +124,11 @@ export class CodeView {
       this.kernel.dispatch({ effects: setActive.of([first, last]) });
       this.scrollTo(first, last);
     }
-    this.summary.textContent = `lines ${first}\u2013${last} of ${file}`;
-    this.summary.dataset.first = String(first);
-    this.summary.dataset.last = String(last);
+    this.showMeta(lines, code, file);
     if (this.concrete.dataset.code !== code) {
       this.concrete.dataset.code = code;
       this.concrete.innerHTML = this.snippet(code);
     }
-    this.header.textContent = code.split("\n", 1)[0] ?? "";
   }
 
   /** Syntax-highlighted HTML for a snippet, with the editor's highlight classes. */

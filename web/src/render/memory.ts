@@ -7,7 +7,7 @@ import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
 import {
   blockId, blockStatus, firstBlock, isMat, keyValid, kvWidth, lastPhase, pairKind, rowValid, sramAt, type TraceIndex,
 } from "../derive";
-import { cell, full, slice } from "../format";
+import { cell, full, int, slice } from "../format";
 import { HbmHistory, type WriteEvent } from "../hbm";
 import { cellChars, cellRect, hitTest, layoutMemory, PAD, HEAD, TITLE, type GridBox, type GridName,
   type Hit, type MemoryLayout, type Rect } from "../layout";
@@ -67,7 +67,8 @@ function live(algo: string, box: GridBox, op: string): boolean {
 
 export class MemoryView {
   readonly root: HTMLDivElement;
-  private readonly base: HTMLCanvasElement;
+  private readonly under: HTMLCanvasElement; // the panels and HBM's grids: redrawn only when a write lands
+  private readonly base: HTMLCanvasElement; // the step: SRAM, the marks on HBM (transparent elsewhere)
   private readonly overlay: HTMLCanvasElement;
   private readonly tip: HTMLDivElement;
   private trace: Trace | null = null;
@@ -75,7 +76,7 @@ export class MemoryView {
   private history: HbmHistory | null = null;
   private step = 0;
   private layout: MemoryLayout | null = null;
-  private palette: Palette;
+  private palette: Palette = {} as Palette; // set by setPalette before anything is drawn
   private images = new Map<string, HTMLCanvasElement>();
   private composites = new Map<string, Composite>();
   private ranges = new Map<string, number>();
@@ -90,10 +91,13 @@ export class MemoryView {
   private readonly hbmLayer = new Backbuffer();
   private hbmKey = "";
 
-  constructor(host: HTMLElement, palette: Palette) {
-    this.palette = palette;
+  constructor(host: HTMLElement, palette: Palette | null) {
+    if (palette) this.palette = palette;
     this.root = document.createElement("div");
     this.root.className = "memory-canvas";
+    this.under = document.createElement("canvas");
+    this.under.className = "under";
+    this.under.setAttribute("aria-hidden", "true");
     this.base = document.createElement("canvas");
     this.base.setAttribute("role", "img");
     this.base.dataset.testid = "memory-canvas";
@@ -105,7 +109,7 @@ export class MemoryView {
     this.tip.setAttribute("role", "tooltip");
     this.tip.dataset.testid = "cell-tooltip";
     this.tip.hidden = true;
-    this.root.append(this.base, this.overlay, this.tip);
+    this.root.append(this.under, this.base, this.overlay, this.tip);
     host.append(this.root);
     this.overlay.addEventListener("mousemove", (e) => this.onMove(e));
     this.overlay.addEventListener("mouseleave", () => this.setHover(null, 0, 0));
@@ -122,8 +126,10 @@ export class MemoryView {
 
   setPalette(p: Palette): void {
     this.palette = p;
+    this.painted = true;
     this.images.clear();
     this.composites.clear();
+    this.sramImages.clear();
     this.hatch = null;
     this.lutCache = null;
     this.hbmKey = "";
@@ -137,6 +143,7 @@ export class MemoryView {
     this.history = new HbmHistory(trace, idx);
     this.images.clear();
     this.composites.clear();
+    this.sramImages.clear();
     this.stopFlights();
     this.ranges = this.colourRanges(trace);
     this.width = Math.floor(this.root.clientWidth) || this.width || 1000;
@@ -180,7 +187,7 @@ export class MemoryView {
     const maxH = Math.max(300, Math.min(540, Math.round(window.innerHeight * 0.56)));
     this.layout = layoutMemory({ algo, n, d, br, bc }, Math.max(320, this.width), maxH);
     const ratio = dpr();
-    for (const c of [this.base, this.overlay]) {
+    for (const c of [this.under, this.base, this.overlay]) {
       c.width = Math.round(this.layout.width * ratio);
       c.height = Math.round(this.layout.height * ratio);
       c.style.width = `${this.layout.width}px`;
@@ -342,32 +349,32 @@ export class MemoryView {
     return this.trace!.steps[this.step]?.phase ?? 0;
   }
 
+  private painted = false;
+
   private drawBase(): void {
+    if (!this.painted) return;
     const t = this.trace;
     const l = this.layout;
     if (!t || !l || !this.idx || !this.history) return;
     const s = t.steps[this.step];
     if (!s) return;
-    const ctx = this.back.begin(this.base, dpr());
     const p = this.palette;
-    ctx.clearRect(0, 0, l.width, l.height);
 
-    // panels
-    this.panel(ctx, l.hbm, `HBM \u00b7 global memory \u00b7 N=${t.config.n}, D=${t.config.d}, fp32`);
-    this.panel(ctx, l.sram, this.sramTitle(s));
-
-    // HBM's grids change only when a write lands: drawn once per state, then copied
-    const key = `${this.history.key(s.phase)}|${l.width}`;
+    // the layer under: both panels and HBM's grids, which change only when a write lands (or the block does)
+    const sramTitle = this.sramTitle(s);
+    const key = `${this.history.key(s.phase)}|${l.width}|${sramTitle}`;
     if (this.hbmKey !== key) {
       this.hbmKey = key;
-      const hctx = this.hbmLayer.begin(this.base, dpr());
+      const hctx = this.hbmLayer.begin(this.under, dpr());
       hctx.clearRect(0, 0, l.width, l.height);
+      this.panel(hctx, l.hbm, `HBM \u00b7 global memory \u00b7 N=${t.config.n}, D=${t.config.d}, fp32`);
+      this.panel(hctx, l.sram, sramTitle);
       this.drawHbm(hctx);
+      this.hbmLayer.present(this.under);
     }
-    ctx.save();
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.drawImage(this.hbmLayer.canvas, 0, 0);
-    ctx.restore();
+
+    const ctx = this.back.begin(this.base, dpr());
+    ctx.clearRect(0, 0, l.width, l.height);
 
     this.causalVeils(ctx, s);
     this.watched(ctx, s);
@@ -407,7 +414,7 @@ export class MemoryView {
 
   private sramTitle(s: Step): string {
     const t = this.trace!;
-    const bytes = `${t.sram.bytes.toLocaleString("en-US")} bytes`;
+    const bytes = `${int(t.sram.bytes)} bytes`;
     switch (t.config.algo) {
       case "fa1": {
         const i = iOf("fa1", s);
@@ -422,7 +429,7 @@ export class MemoryView {
       }
       default: {
         const rows = t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 1];
-        const kernel = t.config.algo === "standard" ? ` \u00b7 three kernels, ${t.sram.bytes.toLocaleString("en-US")} bytes at most` : ` \u00b7 ${bytes}`;
+        const kernel = t.config.algo === "standard" ? ` \u00b7 three kernels, ${int(t.sram.bytes)} bytes at most` : ` \u00b7 ${bytes}`;
         return `SRAM of block i = ${s.block} \u00b7 rows ${rows[0]}\u2013${rows[1] - 1}${kernel}`;
       }
     }
@@ -691,7 +698,7 @@ export class MemoryView {
 
   private grid(ctx: Ctx2D, b: GridBox, values: Num[][], range: number, name: GridName): void {
     if (!b.text) {
-      const img = b.area === "hbm" ? this.image(`hbm:${name}`, values, range) : this.freshImage(values, range, name);
+      const img = b.area === "hbm" ? this.image(`hbm:${name}`, values, range) : this.sramImage(name, values, range);
       ctx.save();
       ctx.imageSmoothingEnabled = b.cw < 1 || b.ch < 1;
       ctx.drawImage(img, b.x, b.y, b.w, b.h);
@@ -710,7 +717,7 @@ export class MemoryView {
     const p = this.palette;
     const chars = cellChars(b.cw);
     ctx.save();
-    ctx.font = `${b.cw >= 36 ? 10 : 9.5}px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace`;
+    ctx.font = `${b.cw >= 36 ? 10 : 9.5}px ui-monospace, monospace`;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     for (let r = 0; r < b.rows; r++) {
@@ -743,6 +750,23 @@ export class MemoryView {
     }
     ctx.stroke();
     ctx.restore();
+  }
+
+  private sramImages = new Map<string, HTMLCanvasElement>();
+
+  /** An SRAM buffer's image, kept per snapshot (the step that wrote it): a buffer a step left alone costs
+   *  nothing to draw again. A few dozen kept; the oldest dropped. */
+  private sramImage(name: string, values: Num[][], range: number): HTMLCanvasElement {
+    const bi = this.idx!.buffers.indexOf(name);
+    const src = bi < 0 ? -1 : (this.idx!.source[this.step]?.[bi] ?? -1);
+    const key = `${name}:${src}`;
+    const hit = this.sramImages.get(key);
+    if (hit) return hit;
+    const c = document.createElement("canvas");
+    this.paint(c, values, range);
+    this.sramImages.set(key, c);
+    if (this.sramImages.size > 48) this.sramImages.delete(this.sramImages.keys().next().value!);
+    return c;
   }
 
   private scratch = new Map<string, HTMLCanvasElement>();
@@ -983,6 +1007,7 @@ export class MemoryView {
   private overlayDirty = true;
 
   private drawOverlay(): void {
+    if (!this.painted) return;
     const l = this.layout;
     if (!l) return;
     if (!this.flights.length && !this.hover && !this.overlayDirty) return; // nothing on it, nothing to clear

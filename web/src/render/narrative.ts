@@ -5,7 +5,7 @@ import { esc } from "../dom";
 import { rowValid } from "../derive";
 import { num } from "../format";
 import type { Mat, Step, Trace, Vec } from "../types";
-import { setTex, texHtml } from "./tex";
+import { setTexCached, texHtml, texLoaded } from "./tex";
 
 const MAX_ROWS = 8;
 const MAX_COLS = 4;
@@ -55,14 +55,14 @@ export class NarrativeView {
   /** The stage caption: the step's math and sentence. */
   show(t: Trace, s: Step): void {
     void t;
-    setTex(this.mathEl, s.tex, false);
-    this.mathEl.setAttribute("aria-label", s.math);
+    setTexCached(this.mathEl, s.tex, false, s.math);
+    if (this.mathEl.getAttribute("aria-label") !== s.math) this.mathEl.setAttribute("aria-label", s.math);
     if (this.caption.textContent !== s.text) this.caption.textContent = s.text;
   }
 
   /** Section 5: the sub-operations of online_softmax with their values. */
   showSubsteps(t: Trace, s: Step): void {
-    const key = `${s.index}:${t.config.n}:${t.config.d}`;
+    const key = `${s.index}:${t.config.algo}:${t.config.n}:${t.config.d}:${texLoaded()}`;
     if (this.subs.dataset.key === key) return;
     this.subs.dataset.key = key;
     if (!s.substeps) {
