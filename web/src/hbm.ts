@@ -89,20 +89,39 @@ export class HbmHistory {
 
   /** The value event e put in cell (r, c): undefined when the trace does not hold it (an unrecorded block). */
   valueOf(e: WriteEvent, r: number, c: number): Num | undefined {
+    return this.sampler(e)(r, c);
+  }
+
+  /** Where event e's values come from, resolved once: a function of the cell (absolute row and column). */
+  sampler(e: WriteEvent): (r: number, c: number) => Num | undefined {
     const t = this.trace;
     const algo = t.config.algo;
+    const none = () => undefined;
     const multi = MULTI_WRITE[algo]?.includes(e.tensor) ?? false;
     const s: Step | undefined = e.step === null ? undefined : t.steps[e.step];
-    if (e.op === "init" || (e.op === "write_d" && e.tensor === "dQ")) return e.tensor === "m" ? null : 0;
-    if (s && e.op === "write_d") return this.vec(s.carries?.Di, r - e.r0);
-    if (!multi && (t.outputs[e.tensor] || t.inputs[e.tensor])) return this.finalValue(e.tensor, r, c);
-    if (!s) return multi && e.final ? this.finalValue(e.tensor, r, c) : undefined;
-    if (e.tensor === "dQ") return this.cell(s.carries?.dQi, r - e.r0, c);
-    if (e.tensor === "P") return this.vec(s.sram.Sr ?? sramAt(t, this.idx, s.index, "Sr"), c);
+    const final = (r: number, c: number) => this.finalValue(e.tensor, r, c);
+    if (e.op === "init" || (e.op === "write_d" && e.tensor === "dQ")) {
+      const v = e.tensor === "m" ? null : 0;
+      return () => v;
+    }
+    if (s && e.op === "write_d") {
+      const di = s.carries?.Di;
+      return (r) => this.vec(di, r - e.r0);
+    }
+    if (!multi && (t.outputs[e.tensor] || t.inputs[e.tensor])) return final;
+    if (!s) return multi && e.final ? final : none;
+    if (e.tensor === "dQ") {
+      const dq = s.carries?.dQi;
+      return (r, c) => this.cell(dq, r - e.r0, c);
+    }
+    if (e.tensor === "P") {
+      const sr = s.sram.Sr ?? sramAt(t, this.idx, s.index, "Sr");
+      return (_r, c) => this.vec(sr, c);
+    }
     const buf = endpoint(algo, e.tensor, "write", s.op)[0];
     const v = buf ? sramAt(t, this.idx, s.index, buf) : null;
-    if (!v) return undefined;
-    return isMat(v) ? this.cell(v, r - e.r0, c - e.c0) : this.vec(v, r - e.r0);
+    if (!v) return none;
+    return isMat(v) ? (r, c) => this.cell(v, r - e.r0, c - e.c0) : (r) => this.vec(v, r - e.r0);
   }
 
   private vec(v: unknown, k: number): Num | undefined {

@@ -182,6 +182,7 @@ export class MemoryView {
 
   private relayout(): void {
     this.hbmKey = "";
+    this.composites.clear(); // sized to the grids on screen
     if (!this.trace) return;
     const { n, d, br, bc, algo } = this.trace.config;
     const maxH = Math.max(300, Math.min(540, Math.round(window.innerHeight * 0.56)));
@@ -266,8 +267,9 @@ export class MemoryView {
     let c = this.composites.get(name);
     if (!c) {
       const canvas = document.createElement("canvas");
-      canvas.width = Math.min(IMAGE_CAP, b.cols);
-      canvas.height = Math.min(IMAGE_CAP, b.rows);
+      // never more pixels than the grid shows on screen (nor than it has cells)
+      canvas.width = Math.max(1, Math.min(IMAGE_CAP, b.cols, Math.ceil(b.w * dpr())));
+      canvas.height = Math.max(1, Math.min(IMAGE_CAP, b.rows, Math.ceil(b.h * dpr())));
       const g = canvas.getContext("2d")!;
       const img = g.createImageData(canvas.width, canvas.height);
       c = { canvas, img, px: new Uint32Array(img.data.buffer), count: 0, sx: canvas.width / b.cols, sy: canvas.height / b.rows };
@@ -285,6 +287,7 @@ export class MemoryView {
     let y0 = Infinity, y1 = 0, x0 = Infinity, x1 = 0;
     for (let k = c.count; k < target; k++) {
       const e = list[k]!;
+      const at = h.sampler(e);
       const py0 = Math.floor(e.r0 * c.sy);
       const py1 = Math.min(c.canvas.height, Math.ceil(e.r1 * c.sy));
       const px0 = Math.floor(e.c0 * c.sx);
@@ -295,7 +298,7 @@ export class MemoryView {
         for (let px = px0; px < px1; px++) {
           const col = Math.min(b.cols - 1, Math.floor((px + 0.5) / c.sx));
           if (col < e.c0 || col >= e.c1) continue;
-          c.px[py * W + px] = this.colour(h.valueOf(e, r, col), scale);
+          c.px[py * W + px] = this.colour(at(r, col), scale);
         }
       }
       y0 = Math.min(y0, py0); y1 = Math.max(y1, py1); x0 = Math.min(x0, px0); x1 = Math.max(x1, px1);
