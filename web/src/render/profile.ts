@@ -3,7 +3,15 @@
 // (`flashviz serve --profile FILE.json`) or a file dropped on the page. Shows what the JSON says; computes
 // only differences and ratios of its own numbers.
 import { esc } from "../dom";
-import { bytes, int } from "../format";
+import { int } from "../format";
+
+/** Bytes in decimal units (1 MB = 10^6 B), as ncu and the profile's own sentences write them. */
+export function bytes(b: number): string {
+  const a = Math.abs(b);
+  if (a < 1000) return `${Math.round(b)} B`;
+  const [d, u] = a < 1e6 ? [1e3, "kB"] : a < 1e9 ? [1e6, "MB"] : [1e9, "GB"];
+  return `${(b / d).toFixed(3).replace(/\.?0+$/, "")} ${u}`;
+}
 
 export interface ProfileComparison {
   measured: number;
