@@ -14,7 +14,7 @@ from typing import Any
 from .algorithms import REGISTRY
 from .compare import compare
 from .config import ALGOS, API_LIMITS, COUNT_LIMITS, Config, ConfigError
-from .engine.memory import FLOAT_BYTES
+from .units import FLOAT_BYTES
 
 PARAMS = ("n", "d", "br", "bc", "causal")
 SWEEP_ALGOS = ("standard", "fa1", "fa2")  # the forward passes the chart draws
