@@ -199,35 +199,26 @@ function lazy(id: string, fn: () => void): void {
     part(id, fn);
   } else stale.add(id);
 }
-const watcher = new IntersectionObserver(
-  (entries) => {
-    let wake = false;
-    for (const e of entries) {
-      if (e.isIntersecting) {
-        onScreen.add(e.target.id);
-        wake ||= stale.has(e.target.id);
-      } else onScreen.delete(e.target.id);
-    }
-    if (wake) render();
-  },
-  { rootMargin: "300px 0px" },
-);
-for (const id of ["narrative-detail", "carries"]) watcher.observe(byId(id));
+/** Track which of `ids` are on screen; repaint when one that went stale off screen comes back. */
+function watchOnScreen(ids: string[], rootMargin: string): void {
+  const observer = new IntersectionObserver(
+    (entries) => {
+      let wake = false;
+      for (const e of entries) {
+        if (e.isIntersecting) {
+          onScreen.add(e.target.id);
+          wake ||= stale.has(e.target.id);
+        } else onScreen.delete(e.target.id);
+      }
+      if (wake) render();
+    },
+    { rootMargin },
+  );
+  for (const id of ids) observer.observe(byId(id));
+}
+watchOnScreen(["narrative-detail", "carries"], "300px 0px");
 // the editor's highlight is cheap to bring up to date when scrolled to, but not on every step off screen
-const codeWatch = new IntersectionObserver(
-  (entries) => {
-    let wake = false;
-    for (const e of entries) {
-      if (e.isIntersecting) {
-        onScreen.add(e.target.id);
-        wake ||= stale.has(e.target.id);
-      } else onScreen.delete(e.target.id);
-    }
-    if (wake) render();
-  },
-  { rootMargin: "0px" },
-);
-codeWatch.observe(byId("code"));
+watchOnScreen(["code"], "0px");
 
 let urlTimer = 0;
 /** Keep the URL on the state without flooding history.replaceState (browsers throttle it). */

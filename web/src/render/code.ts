@@ -7,6 +7,7 @@ import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemi
 import { parser as cppParser } from "@lezer/cpp";
 import { highlightTree, tags } from "@lezer/highlight";
 import { esc } from "../dom";
+import { showCodeMeta } from "./codeMeta";
 
 const setActive = StateEffect.define<[number, number] | null>();
 
@@ -105,15 +106,7 @@ export class CodeView {
 
   /** The cheap part, every step: which lines, and the step's code header. */
   showMeta(lines: [number, number], code: string, file: string): void {
-    const [first, last] = lines;
-    const text = `lines ${first}\u2013${last} of ${file}`;
-    if (this.summary.textContent !== text) {
-      this.summary.textContent = text;
-      this.summary.dataset.first = String(first);
-      this.summary.dataset.last = String(last);
-    }
-    const head = code.split("\n", 1)[0] ?? "";
-    if (this.header.textContent !== head) this.header.textContent = head;
+    showCodeMeta(this.summary, this.header, lines, code, file);
   }
 
   /** The editor's highlighted lines and the step's code (only while the code is on screen: see main.ts). */

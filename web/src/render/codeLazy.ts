@@ -2,6 +2,7 @@
 // bundle, and the code sits below the memory picture. Until they arrive the step's lines and header still
 // show (plain DOM); then the real editor takes the latest source and step.
 import type { CodeView } from "./code";
+import { showCodeMeta } from "./codeMeta";
 
 export class LazyCodeView {
   private view: CodeView | null = null;
@@ -35,15 +36,7 @@ export class LazyCodeView {
 
   /** The cheap part, every step: which lines, and the step's code header. */
   showMeta(lines: [number, number], code: string, file: string): void {
-    const [first, last] = lines;
-    const text = `lines ${first}\u2013${last} of ${file}`;
-    if (this.summary.textContent !== text) {
-      this.summary.textContent = text;
-      this.summary.dataset.first = String(first);
-      this.summary.dataset.last = String(last);
-    }
-    const head = code.split("\n", 1)[0] ?? "";
-    if (this.header.textContent !== head) this.header.textContent = head;
+    showCodeMeta(this.summary, this.header, lines, code, file);
   }
 
   /** The editor's highlighted lines and the step's code. */
