@@ -14,7 +14,8 @@ from .. import narrative
 from ..config import Config
 from ..traffic.tiles import tiles_of_block
 from .memory import SRAM
-from .recorder import Recorder
+from .recorder import Recorder, visible_parts
+from .scores import score_tile
 
 ALGO = "fa1"
 
@@ -156,13 +157,7 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
             phase += 1
 
             # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
-            np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
-            Sij *= scale
-            Sij[:, nc:] = -np.inf
-            if cfg.causal and c1 - 1 > r0:  # the tile crosses the diagonal
-                cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
-                rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
-                Sij[cols > rows] = -np.inf
+            score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal)  # (Br, Bc)
             rec.emit(
                 i,
                 j,
@@ -200,25 +195,21 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                     "l_ij": l_ij,
                     "li": li.copy(),
                 }
-                substeps = [
-                    {"name": name, "math": math, "tex": tex, "values": values}
-                    for (name, math, tex), values in zip(
-                        SUBSTEPS,
-                        (
-                            {"m_ij": m_ij, "l_ij": l_ij},
-                            {
-                                "m_old": m_old,
-                                "m_new": mi.copy(),
-                                "alpha": alpha,
-                                "beta": beta,
-                                "l_old": l_old,
-                                "l_new": li.copy(),
-                            },
-                            {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
-                        ),
-                        strict=True,
-                    )
-                ]
+                substeps = visible_parts(
+                    SUBSTEPS,
+                    (
+                        {"m_ij": m_ij, "l_ij": l_ij},
+                        {
+                            "m_old": m_old,
+                            "m_new": mi.copy(),
+                            "alpha": alpha,
+                            "beta": beta,
+                            "l_old": l_old,
+                            "l_new": li.copy(),
+                        },
+                        {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
+                    ),
+                )
                 rec.emit(
                     i,
                     j,

@@ -12,7 +12,8 @@ import numpy as np
 from .. import narrative
 from ..config import Config
 from .memory import SRAM
-from .recorder import Recorder
+from .recorder import Recorder, visible_parts
+from .scores import score_tile
 
 ALGO = "fa2"
 
@@ -86,7 +87,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     rec.sram_footprint = sram.footprint()
     r0, r1 = i * br, min(n, (i + 1) * br)
     nr = r1 - r0
-    rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
 
     # step: load_q -- Qi = Q[i]; Oi = 0; mi = -inf; li = 0
     q, t = rec.hbm.read("Q", slice(r0, r1))
@@ -121,12 +121,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
-        np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
-        Sij *= scale
-        Sij[:, nc:] = -np.inf
-        if cfg.causal and c1 - 1 > r0:  # the tile crosses the diagonal
-            cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
-            Sij[cols > rows] = -np.inf
+        score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal)  # (Br, Bc)
         rec.emit(
             i,
             j,
@@ -161,18 +156,14 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             "rowsum": lsum,
             "li": li.copy(),
         }
-        substeps = [
-            {"name": name, "math": math, "tex": tex, "values": values}
-            for (name, math, tex), values in zip(
-                SUBSTEPS,
-                (
-                    {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                    {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                    {"alpha": alpha, "PV": pv},  # Oi before and after: the neighbouring sram snapshots
-                ),
-                strict=True,
-            )
-        ]
+        substeps = visible_parts(
+            SUBSTEPS,
+            (
+                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+                {"alpha": alpha, "PV": pv},  # Oi before and after: the neighbouring sram snapshots
+            ),
+        )
         rec.emit(
             i,
             j,

@@ -87,3 +87,10 @@ class Recorder:
             op, j = self.phase_ops.get(p, (None, None))
             out.append({"phase": p, "op": op, "j": j, "hbm": {k: dict(v) for k, v in running.items()}})
         return out
+
+
+def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The visible parts of one step: each (name, seed-style label, TeX) of `spec` with its values."""
+    return [
+        {"name": name, "math": math, "tex": tex, "values": v} for (name, math, tex), v in zip(spec, values, strict=True)
+    ]

@@ -18,6 +18,7 @@ from ..config import Config
 from ..traffic.tiles import tiles_of_block
 from .memory import SRAM
 from .recorder import Recorder
+from .scores import score_tile
 
 ALGO = "standard"
 
@@ -66,7 +67,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     w = min(n, tc * bc)  # columns of S and P this block's rows use (N unless causal)
     r0, r1 = i * br, min(n, (i + 1) * br)
     nr = r1 - r0
-    rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
 
     # kernel 1: standard_scores -- S = scale * Q K^T, tile by tile, each tile stored to HBM
     k1 = SRAM()
@@ -104,12 +104,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
-        np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
-        Sij *= scale
-        Sij[:, nc:] = -np.inf
-        if cfg.causal and c1 - 1 > r0:  # the tile crosses the diagonal
-            cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
-            Sij[cols > rows] = -np.inf
+        score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal)  # (Br, Bc)
         ts = rec.hbm.write("S", slice(r0, r1), Sij[:nr, :nc], cols=slice(c0, c1))
         rec.emit(
             i,

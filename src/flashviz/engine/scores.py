@@ -1,0 +1,19 @@
+"""The score tile every forward kernel computes the same way: Sij = scale * Qi @ Kj.T, masked to -inf."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def score_tile(
+    Sij: np.ndarray, Qi: np.ndarray, Kj: np.ndarray, scale: np.float32, r0: int, c0: int, c1: int, causal: bool
+) -> None:
+    """Fill Sij (Br, Bc) in place, in float32 as the kernel does. Key columns past N (c1: the end of the tile's
+    real columns) score -inf, and under causal so do key columns after the query row (row r0 + r)."""
+    np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+    Sij *= scale
+    Sij[:, c1 - c0 :] = -np.inf
+    if causal and c1 - 1 > r0:  # the tile crosses the diagonal
+        cols = np.arange(c0, c0 + Sij.shape[1])[None, :]  # (1, Bc) key column of each SRAM column
+        rows = np.arange(r0, r0 + Sij.shape[0])[:, None]  # (Br, 1) query row of each SRAM row
+        Sij[cols > rows] = -np.inf
