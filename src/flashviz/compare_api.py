@@ -39,16 +39,19 @@ def phase_curve(cfg: Config) -> dict[str, Any]:
     """Launch-wide cumulative counters per phase of one algorithm, sampled to at most MAX_CURVE_POINTS phases:
     `phase` (the phase indices kept), `read` and `written` (elements, all tensors), `tensors` {name: [[read,
     written], ...]} at the same phases."""
-    from .tracer import make_trace
+    from .algorithms import get
+    from .inputs import random_inputs
 
-    trace = make_trace(cfg)
-    phases = trace.phases
+    # counters only: the engine on this config's inputs, without the float64 check or the Trace around it
+    algo = get(cfg.algo)
+    rec = algo.engine.execute(cfg.validated(), random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs))
+    names = list(rec.hbm.tensors)
+    phases = rec.phases(tuple(names))
     total = len(phases)
     if total <= MAX_CURVE_POINTS:
         keep = list(range(total))
     else:
         keep = sorted({round(k * (total - 1) / (MAX_CURVE_POINTS - 1)) for k in range(MAX_CURVE_POINTS)})
-    names = list(trace.tensors)
     rows = [phases[p]["hbm"] for p in keep]
     return {
         "phases": total,
