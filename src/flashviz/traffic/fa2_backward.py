@@ -14,6 +14,7 @@ blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows
 from __future__ import annotations
 
 from ..units import FLOAT_BYTES
+from .tiles import floor_sum
 
 
 def first_block(j: int, br: int, bc: int, causal: bool) -> int:
@@ -21,12 +22,15 @@ def first_block(j: int, br: int, bc: int, causal: bool) -> int:
     return j * bc // br if causal else 0
 
 
+def skipped_blocks(n: int, br: int, bc: int, causal: bool = False) -> int:
+    """Blocks of Q the main kernel's blocks skip, summed over blocks j: sum_j i0(j) = sum_j j·Bc // Br,
+    in O(log) rather than a loop over Tc (N may be 2^31 with Bc = 1)."""
+    return floor_sum(-(-n // bc), br, bc, 0) if causal else 0
+
+
 def q_rows_streamed(n: int, br: int, bc: int, causal: bool = False) -> int:
     """Rows of Q (and of dO, L, D, dQ) that the main kernel's blocks stream, summed over blocks j."""
-    tc = -(-n // bc)
-    if not causal:
-        return tc * n
-    return sum(n - first_block(j, br, bc, causal) * br for j in range(tc))
+    return -(-n // bc) * n - br * skipped_blocks(n, br, bc, causal)
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
@@ -56,5 +60,5 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
     (load_do_o, write_d); per main block load_kv, six per visited block i (load_q, probs, dv, ds, dk,
     dq) and write_back."""
     tr, tc = -(-n // br), -(-n // bc)
-    visits = sum(tr - first_block(j, br, bc, causal) for j in range(tc))
+    visits = tc * tr - skipped_blocks(n, br, bc, causal)
     return 2 * tr + 2 * tc + 6 * visits
