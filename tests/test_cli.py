@@ -101,6 +101,7 @@ BAD = [
     (["trace", "--n", "100000"], "--n"),
     (["trace", "--d", "257"], "--d"),
     (["trace", "--bc", "0"], "--bc"),
+    (["trace", "--n", "16384", "--br", "1", "--bc", "1"], "--br"),  # 268M (block, tile) pairs: hours of engine
     (["trace", "--seed", "-1"], "--seed"),
     (["trace", "--scale", "nan"], "--scale"),
     (["trace", "--scale", "inf"], "--scale"),

@@ -22,6 +22,8 @@ ALGO_MAX_N = {"standard": 4096}
 COUNT_LIMITS = {"n": (1, 2**31 - 1), "d": (1, 4096), "br": (1, 4096), "bc": (1, 4096)}
 # The web API answers anyone who can reach it, so one request is bounded to about 1-2 s of engine time
 # and ~60 MB of JSON on one core. The engine costs ~60 us of Python per (block, tile) pair plus the math.
+# The engine spends ~60 us of Python per (block, tile) pair: this many pairs is about 15-30 s on one core.
+MAX_TILES = 2**18  # Tr*Tc (N=16384 at Br=Bc=32)
 API_LIMITS = {**LIMITS, "n": (1, 4096)}
 API_MAX_WORK = 2**30  # N*N*D multiply-adds in all the Sij = Qi @ Kj.T (N=4096, D=64)
 API_MAX_TILES = 2**14  # Tr*Tc (block, tile) pairs (N=4096 at Br=Bc=32)
@@ -76,7 +78,7 @@ class Config:
             return self.record
         return tuple(range(self.blocks)) if self.blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
 
-    def validated(self, limits: dict[str, tuple[int, int]] = LIMITS) -> Config:
+    def validated(self, limits: dict[str, tuple[int, int]] = LIMITS, max_tiles: int | None = MAX_TILES) -> Config:
         if self.algo not in ALGOS:
             raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {self.algo!r})")
         if not isinstance(self.causal, bool):
@@ -93,6 +95,12 @@ class Config:
                 f"must be at most {ALGO_MAX_N[self.algo]} for {self.algo}, which keeps S and P (N×N) in HBM "
                 f"(got {self.n}); `flashviz compare` counts larger N without running the engine",
             )
+        if max_tiles is not None and self.tr * self.tc > max_tiles:
+            raise ConfigError(
+                "br" if self.br <= self.bc else "bc",
+                f"Tr*Tc (block, tile) pairs must be at most {max_tiles:,} (got {self.tr}*{self.tc} for N={self.n}); "
+                "raise br or bc",
+            )
         if self.scale is not None:
             lo, hi = SCALE_RANGE
             if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale)) or not (
@@ -108,7 +116,7 @@ class Config:
 
     def api_validated(self) -> Config:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
-        self.validated(API_LIMITS)
+        self.validated(API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
         # fa2-backward runs the forward, then six steps and five tile products per (block, tile) pair: ~3x the time
         cost = 3 if self.algo == "fa2-backward" else 1
         if self.n * self.n * self.d > API_MAX_WORK // cost:
