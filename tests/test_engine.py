@@ -11,10 +11,7 @@ from flashviz import reference
 from flashviz.config import Config
 from flashviz.engine import fa2
 from flashviz.tracer import make_trace
-
-
-def qkv(rng, n, d, scale=1.0):
-    return {k: (rng.standard_normal((n, d)) * scale).astype(np.float32) for k in "QKV"}
+from helpers import qkv
 
 
 def run_engine(cfg, x):

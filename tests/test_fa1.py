@@ -18,16 +18,9 @@ from flashviz.config import Config
 from flashviz.engine import fa1
 from flashviz.tracer import make_trace
 from flashviz.traffic import fa1 as model
+from helpers import every_block, qkv, region_lines
 
 KERNEL = Path(kernels.__file__).parent / "fa1_forward.cu"
-
-
-def qkv(rng, n, d, scale=1.0):
-    return {k: (rng.standard_normal((n, d)) * scale).astype(np.float32) for k in "QKV"}
-
-
-def every_block(cfg: Config) -> Config:
-    return cfg.replace(record=tuple(range(cfg.tr)))
 
 
 def outputs(cfg, x):
@@ -148,15 +141,6 @@ def test_update_carries_follow_fa1s_formula(rng):
     assert all(v.dtype == np.float32 for v in s.carries.values())
 
 
-def region_body(source: str, op: str) -> list[str]:
-    lines = source.splitlines()
-    start = next(k for k, line in enumerate(lines) if line.strip() == f"// step: {op}")
-    end = next(k for k in range(start, len(lines)) if lines[k].strip() == "// end step")
-    body = lines[start + 1 : end]
-    indent = min(len(line) - len(line.lstrip()) for line in body if line.strip())
-    return [line[indent:] for line in body]
-
-
 def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(every_block(Config(algo="fa1", n=10, d=4, br=4, bc=3, causal=True)))
     source = KERNEL.read_text()
@@ -170,7 +154,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
             assert header == f"// j = {step.j}" and step.block is None
         else:
             assert header == f"// j = {step.j}, i = {step.block}"  # the outer index first
-        expected = region_body(source, step.op)
+        expected = region_lines(source, step.op)
         for name, value in (("i", step.block), ("j", step.j)):
             if value is not None:
                 expected = [re.sub(rf"\b{name}\b", str(value), line) for line in expected]

@@ -12,19 +12,10 @@ import pytest
 from flashviz import kernels
 from flashviz.config import Config
 from flashviz.tracer import make_trace
+from helpers import region_lines
 
 KERNEL_DIR = Path(kernels.__file__).parent
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "fa2-kernel-visualization.txt"
-
-
-def region_lines(source: str, op: str) -> list[str]:
-    """Cut a region by hand, independently of flashviz.kernels."""
-    lines = source.splitlines()
-    start = lines.index(next(line for line in lines if line.strip() == f"// step: {op}"))
-    end = next(k for k in range(start, len(lines)) if lines[k].strip() == "// end step")
-    body = lines[start + 1 : end]
-    indent = min(len(line) - len(line.lstrip()) for line in body if line.strip())
-    return [line[indent:] for line in body]
 
 
 def test_every_step_code_is_its_region_with_indices_substituted():

@@ -18,16 +18,9 @@ from flashviz.config import Config, ConfigError
 from flashviz.engine import standard
 from flashviz.tracer import make_trace
 from flashviz.traffic import standard as model
+from helpers import every_block, qkv, region_lines
 
 KERNEL = Path(kernels.__file__).parent / "standard.cu"
-
-
-def qkv(rng, n, d, scale=1.0):
-    return {k: (rng.standard_normal((n, d)) * scale).astype(np.float32) for k in "QKV"}
-
-
-def every_block(cfg: Config) -> Config:
-    return cfg.replace(record=tuple(range(cfg.tr)))
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -131,15 +124,6 @@ def test_phases_follow_the_three_launches():
     assert after_k1["S"] == {"read": 0, "written": 100} and after_k1["P"]["written"] == 0
 
 
-def region_body(source: str, op: str) -> list[str]:
-    lines = source.splitlines()
-    start = next(k for k, line in enumerate(lines) if line.strip() == f"// step: {op}")
-    end = next(k for k in range(start, len(lines)) if lines[k].strip() == "// end step")
-    body = lines[start + 1 : end]
-    indent = min(len(line) - len(line.lstrip()) for line in body if line.strip())
-    return [line[indent:] for line in body]
-
-
 def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(every_block(Config(algo="standard", n=10, d=4, br=4, bc=4, causal=True)))
     source = KERNEL.read_text()
@@ -155,7 +139,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
             assert header == f"// i = {step.block}"
         else:
             assert header == f"// i = {step.block}, j = {step.j}"
-        expected = region_body(source, step.op)
+        expected = region_lines(source, step.op)
         for name, value in indices.items():
             expected = [re.sub(rf"\b{name}\b", value, line) for line in expected]
         assert body == expected
