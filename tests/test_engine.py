@@ -135,3 +135,18 @@ def test_causal_block_reads_only_tiles_up_to_its_last_row():
         tiles = [s.j for s in t.steps if s.block == b["i"] and s.op == "load_kv"]
         assert tiles == [j for j in range(cfg.tc) if j * cfg.bc <= last_row]
     assert t.model["matches"] and t.reference["ok"]
+
+
+def test_self_check_judges_small_logits_by_their_absolute_rounding():
+    """One row, one key: L is a single float32 score. Its rounding (~1e-7 absolute) must not fail the check
+    however small the score is; a real error in L must."""
+    x = {
+        "Q": np.array([[0.2, -0.1]], np.float32),
+        "K": np.array([[0.3, 0.5]], np.float32),
+        "V": np.array([[1.0, 2.0]], np.float32),
+    }
+    t = make_trace(Config(n=1, d=2, br=1, bc=1), x)
+    assert abs(t.outputs["L"][0]) < 0.01 and t.reference["ok"]
+    ref = reference.expected(Config(n=1, d=2, br=1, bc=1), x)
+    bad = reference.check({"O": t.outputs["O"], "L": t.outputs["L"] + 1e-3}, ref)
+    assert not bad["ok"] and not bad["L"]["ok"]
