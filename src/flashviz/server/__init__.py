@@ -83,8 +83,7 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
     )
     app.allowed_hosts = allowed_hosts
     gate = Gate()
-    app.state.gate = gate
-    app.state.traces = gate  # `flashviz serve` warms it (warm_trace) while the browser starts
+    app.state.gate = gate  # `flashviz serve` warms its cache (warm_trace) while the browser starts
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(ConfigError, config_error)
     app.add_exception_handler(Exception, internal_error)
