@@ -179,13 +179,11 @@ def block_range(params) -> str:
     """0..Tr-1 for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4`."""
     try:
         fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
-        cfg = Config(algo=params.get("algo", "fa2"), **fields)
-        per = f"Bc={cfg.bc}" if cfg.algo == "fa2-backward" else f"Br={cfg.br}"
-        if cfg.algo in ALGOS and cfg.n >= 1 and min(cfg.br, cfg.bc) >= 1:
-            return f"0..{cfg.blocks - 1} for N={cfg.n}, {per}"
-    except (ValueError, TypeError):
-        pass
-    return "0..Tr-1"
+        cfg = Config(algo=params.get("algo", "fa2"), **fields).validated(API_LIMITS, max_tiles=None)
+    except ValueError:  # a ConfigError too: the others are wrong as well, and their errors say so
+        return "0..Tr-1"
+    per = f"Bc={cfg.bc}" if cfg.algo == "fa2-backward" else f"Br={cfg.br}"
+    return f"0..{cfg.blocks - 1} for N={cfg.n}, {per}"
 
 
 def api_error(field: str, message: str, status: int = 422) -> JSONResponse:
