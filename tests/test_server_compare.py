@@ -112,3 +112,29 @@ def test_compare_bad_params_422_naming_the_field(client, query, field):
     body = r.json()
     assert body["field"] == field
     assert body["detail"].startswith(f"{field}:")
+
+
+@pytest.mark.parametrize("value", ["%C2%B2", "%2B-5", "--5", "%E2%91%A0", "%D9%A5", "%1F5", "5%1F", "1_0", "5.0"])
+def test_compare_takes_only_ascii_integers(client, value):
+    """Item 7: `isdigit()` accepted ², +-5, --5 and ①, which `int()` then refused: a 500."""
+    for name in ("n", "d", "br", "bc"):
+        r = client.get(f"/api/compare?{name}={value}")
+        assert r.status_code == 422, (name, value, r.text)
+        body = r.json()
+        assert body["field"] == name and body["detail"].startswith(f"{name}: must be an integer in 1..")
+        assert "\n" not in body["detail"]
+
+
+def test_compare_counts_past_64_bits():
+    """Item 8: at N=876706528 standard attention's byte counts pass 2^64 (orjson refused them: a 500)."""
+    r = TestClient(server.create_app()).get("/api/compare?n=876706528")
+    assert r.status_code == 200, r.text
+    doc = r.json()  # the stdlib's json reads ints of any size
+    want = compare(876706528, 4, 4, 4, False)["algorithms"]["standard"]["total"]["bytes"]
+    assert want > 2**64 and doc["algorithms"]["standard"]["total"]["bytes"] == want
+    assert "skipped" in doc["curves"]["fa2"]
+
+
+def test_compare_blank_fields_mean_the_defaults(client):
+    doc = client.get("/api/compare?n=&d=&br=&bc=&causal=").json()
+    assert doc["config"] == compare(8, 4, 4, 4, False)["config"]

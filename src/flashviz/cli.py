@@ -237,85 +237,20 @@ def steps(algo, n, d, br, bc, causal, seed, block) -> None:
     "profile_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="a JSON file of GPU measurements to show beside the walkthrough (served at /api/profile)",
+    help="a profile JSON (`flashviz gpu profile -o FILE.json`) to show beside the walkthrough (served at /api/profile)",
 )
-def serve(host, port, no_browser, profile_path) -> None:
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="also answer requests for this host name (repeatable); loopback names and the --host address always are",
+)
+def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
     """Serve the walkthrough page and /api/trace, and open it in the browser."""
-    import threading
-    import webbrowser
+    from .serve import run
 
-    import uvicorn
-
-    from .server import LOOPBACK_NAMES, WarmOnFirstRequest, create_app
-
-    profile = load_profile(profile_path) if profile_path is not None else None
-    sock = listen(host, port)
-    port = sock.getsockname()[1]
-    loopback = host.lower() in LOOPBACK_NAMES or host.startswith("127.")
-    app = create_app(profile, allowed_hosts=(*LOOPBACK_NAMES, host) if loopback else None)
-    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)  # a wildcard: reach it locally
-    url = f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/"
-    click.echo(f"flashviz: serving the FlashAttention-2 walkthrough at {url} (Ctrl-C to stop)")
-    if not no_browser and browser_available():
-        # The socket already listens, so the browser's first request waits in its backlog.
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    warm = WarmOnFirstRequest(app, app.state.traces.warm)  # the first trace is ready when the page asks
-    config = uvicorn.Config(warm, log_level="warning", access_log=False, lifespan="off", server_header=False)
-    server = uvicorn.Server(config)
-    try:
-        server.run(sockets=[sock])  # uvicorn stops on Ctrl-C, then raises the signal again
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-    click.echo("flashviz: stopped")
-
-
-def load_profile(path: Path) -> dict:
-    import orjson
-
-    try:
-        profile = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise ConfigError("--profile", f"cannot read {path}: {exc.strerror}") from None
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError("--profile", f"{path} is not valid JSON: {' '.join(str(exc).split())}") from None
-    if not isinstance(profile, dict):
-        raise ConfigError("--profile", f"{path} must hold a JSON object (got {type(profile).__name__})")
-    return profile
-
-
-def listen(host: str, port: int):
-    """A listening TCP socket on host:port (port 0: the system picks a free one)."""
-    import errno
-    import socket
-
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except (socket.gaierror, UnicodeError) as exc:
-        raise ConfigError("--host", f"cannot resolve {host!r}: {exc}") from None
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-            raise ConfigError("--port", f"cannot listen on {host} port {port}: {exc.strerror}") from None
-        raise ConfigError("--host", f"cannot listen on {host} port {port}: {exc.strerror}") from None
-    return sock
-
-
-def browser_available() -> bool:
-    """Not in CI, and on Linux only with a display or a $BROWSER to open."""
-    import os
-
-    if os.environ.get("CI"):
-        return False
-    if sys.platform.startswith("linux"):
-        return any(os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"))
-    return True
+    run(host, port, no_browser, profile_path, allow_hosts)
 
 
 @cli.command()

@@ -13,10 +13,9 @@ from typing import Any
 
 from .algorithms import REGISTRY
 from .compare import compare
-from .config import ALGOS, API_LIMITS, COUNT_LIMITS, Config, ConfigError
+from .config import ALGOS, API_LIMITS, Config, ConfigError
 from .units import FLOAT_BYTES
 
-PARAMS = ("n", "d", "br", "bc", "causal")
 SWEEP_ALGOS = ("standard", "fa1", "fa2")  # the forward passes the chart draws
 SWEEP_EXPONENTS = range(6, 17)  # N = 64 .. 65536
 MAX_CURVE_POINTS = 240  # phases per algorithm sent for the animation (evenly sampled, the last one kept)
@@ -90,32 +89,6 @@ def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves
     doc["sweep"] = sweep(d, br, bc, causal)
     doc["curves"] = curves(n, d, br, bc, causal) if with_curves else None
     return doc
-
-
-def parse(params) -> dict[str, Any]:
-    """Validated n, d, br, bc, causal from query parameters; a ConfigError names the bad one. N, D, Br, Bc
-    take the closed forms' limits (far larger than the engine's): nothing here runs past the API's bounds."""
-    unknown = sorted(set(params) - set(PARAMS))
-    if unknown:
-        raise ConfigError(unknown[0], f"unknown parameter; accepted: {', '.join(PARAMS)}")
-    out: dict[str, Any] = {"n": 8, "d": 4, "br": 4, "bc": 4, "causal": False}
-    for name in ("n", "d", "br", "bc"):
-        if name not in params or params[name] == "":
-            continue
-        lo, hi = COUNT_LIMITS[name]
-        text = params[name].strip()
-        if not text.lstrip("+-").isdigit() or len(text) > 12:
-            raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {params[name][:40]!r})")
-        value = int(text)
-        if not lo <= value <= hi:
-            raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value})")
-        out[name] = value
-    raw = params.get("causal", "")
-    if raw:
-        if raw.lower() not in ("true", "1", "false", "0"):
-            raise ConfigError("causal", f"must be true or false (got {raw[:40]!r})")
-        out["causal"] = raw.lower() in ("true", "1")
-    return out
 
 
 def api_algos() -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import kernels
+from .. import cancel, kernels
 from ..trace import Step, Transfer
 from .memory import HBM
 
@@ -45,6 +45,7 @@ class Recorder:
 
         `indices` orders the loop indices in the code header (default i then j). A step of no block of Q
         (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded."""
+        cancel.check()  # a server request whose client has gone stops here, between two steps
         counts = self.phase_counts[phase]
         for t in transfers:
             counts[(t.tensor, t.kind)] += t.elements

@@ -1,0 +1,197 @@
+"""The local web server: the built viewer, and the Trace it draws from `GET /api/trace`.
+
+Python computes, the browser draws: the page asks for a Trace and renders it, nothing more. The server
+binds to loopback by default, answers only its own assets and API (typed and bounded: /api/openapi.json),
+and tells the browser (CSP) that no request may leave it. Its parts: `params` (the query parameters and
+their one-line errors), `gate` (the engine's bounded queue), `guard` (headers, Host and origin checks).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from .. import __version__
+from ..config import API_LIMITS, API_MAX_TILES, API_MAX_VALUES, API_MAX_WORK, SCALE_RANGE, Config, ConfigError
+from .gate import Gate
+from .guard import CSP, SECURITY_HEADERS, Guard, host_name
+from .params import CompareQuery, TraceQuery, api_error, config_error, validation_error
+
+__all__ = ["CSP", "LOOPBACK_NAMES", "SECURITY_HEADERS", "WarmOnFirstRequest", "create_app", "host_name", "static_dir"]
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+log = logging.getLogger("flashviz.server")
+
+NO_BUNDLE = """\
+flashviz: the viewer is not built, so there is no page to show (the API at /api/trace works).
+Build it from a source checkout:  cd web && npm ci && npm run build
+or reinstall the package, which builds it:  pip install .   (needs Node.js and npm)
+"""
+
+ERROR = {
+    "description": "a bad parameter: one line naming it and what it accepts",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["detail", "field"],
+                "properties": {"detail": {"type": "string"}, "field": {"type": "string"}},
+            }
+        }
+    },
+}
+BUSY = {
+    "description": "too many requests are waiting for the engine; try again after Retry-After seconds",
+    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+}
+DOCUMENT = {"description": "a JSON document", "content": {"application/json": {"schema": {"type": "object"}}}}
+
+
+def static_dir() -> Path:
+    """Where the built viewer lives: flashviz/viewer/static/ inside the installed package."""
+    return Path(str(resources.files("flashviz") / "viewer" / "static"))
+
+
+class App(FastAPI):
+    """FastAPI with the Guard outside everything, Starlette's error middleware included."""
+
+    allowed_hosts: tuple[str, ...] | None = None
+
+    def build_middleware_stack(self):
+        return Guard(super().build_middleware_stack(), self.allowed_hosts)
+
+
+def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
+    """The viewer's app. `profile` (checked by `flashviz serve`) is served as-is at /api/profile. With
+    `allowed_hosts`, requests whose Host header names another host are refused."""
+    app = App(
+        title="flashviz",
+        version=__version__,
+        description="The FlashAttention-2 walkthrough's API: traces, the comparison, limits, a GPU profile.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    app.allowed_hosts = allowed_hosts
+    gate = Gate()
+    app.state.gate = gate  # `flashviz serve` warms its cache (warm_trace) while the browser starts
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(ConfigError, config_error)
+    app.add_exception_handler(Exception, internal_error)
+
+    @app.get("/api/trace", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
+    async def get_trace(request: Request, query: Annotated[TraceQuery, Query()]) -> Response:
+        """One launch as a Trace (docs/trace-schema.md)."""
+        cfg = query.config()
+        return await gate.answer(request, cfg, compute, cfg)
+
+    @app.get("/api/compare", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
+    async def get_compare(request: Request, query: Annotated[CompareQuery, Query()]) -> Response:
+        """Every algorithm at one config: closed forms, a sweep of N, the engine's phase curves."""
+        params = query.model_dump()
+        return await gate.answer(request, ("compare", *sorted(params.items())), compare, params)
+
+    @app.get("/api/limits", responses={200: DOCUMENT})
+    async def get_limits() -> dict[str, Any]:
+        """The API's bounds and the algorithms (never waits for the engine)."""
+        from ..compare_api import api_algos
+
+        return {
+            **{name: list(API_LIMITS[name]) for name in ("n", "d", "br", "bc", "seed")},
+            "scale": list(SCALE_RANGE),
+            "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
+            "algos": api_algos(),
+            "profile": profile is not None,  # whether GET /api/profile has one (the page asks only then: no 404)
+        }
+
+    @app.get("/api/profile", responses={200: DOCUMENT, 404: {"description": "no profile was given"}})
+    async def get_profile() -> Response:
+        """The GPU profile `flashviz serve --profile FILE.json` was started with (docs/profile-schema.md)."""
+        if profile is None:
+            return JSONResponse(
+                {"detail": "no profile was given: start the server with `flashviz serve --profile FILE.json`"},
+                status_code=404,
+            )
+        return JSONResponse(profile)
+
+    @app.api_route(
+        "/api/{rest:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
+    )
+    async def api_not_found(rest: str) -> Response:
+        return api_error("path", f"no such API: /api/{clip_path(rest)}", status=404)
+
+    root = static_dir()
+    if (root / "index.html").is_file():
+        app.mount("/", StaticFiles(directory=root, html=True), name="viewer")
+    else:
+
+        @app.get("/{rest:path}", include_in_schema=False)
+        async def no_bundle(rest: str) -> Response:
+            return PlainTextResponse(NO_BUNDLE, status_code=503)
+
+    return app
+
+
+def clip_path(rest: str) -> str:
+    return rest if len(rest) <= 40 else rest[:39] + "…"
+
+
+def internal_error(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: one line for the client (no traceback); the server's log keeps the details."""
+    log.error("flashviz: %s on %s: %s", type(exc).__name__, request.url.path, exc)
+    return JSONResponse({"detail": f"internal error ({type(exc).__name__}); the server's log has the details"}, 500)
+
+
+def compute(cfg: Config) -> bytes:
+    return compute_json(cfg)  # looked up at call time: tests replace compute_json
+
+
+def compare(params: dict[str, Any]) -> bytes:
+    return compare_json(params)
+
+
+def compare_json(params: dict[str, Any]) -> bytes:
+    from ..compare_api import compare_document
+
+    # the stdlib's ints have no 64-bit limit: at N near 2^31, standard attention's byte counts pass 2^64
+    return json.dumps(compare_document(**params), separators=(",", ":"), allow_nan=False).encode()
+
+
+def compute_json(cfg: Config) -> bytes:
+    from ..tracer import make_trace
+
+    return make_trace(cfg).to_json()
+
+
+def warm_trace(gate: Gate) -> None:
+    """Import the engine and compute the seed's trace into the cache: the page's first request finds it ready
+    (`flashviz serve` runs this in a thread while the browser loads the page)."""
+    cfg = Config().api_validated()
+    if gate.cache.get(cfg) is None:
+        gate.cache.put(cfg, compute_json(cfg))
+
+
+class WarmOnFirstRequest:
+    """Starts `warm` in a thread when the first request arrives (the browser asking for the page): the engine
+    is imported and the seed's trace computed while the browser loads and runs the page's script, rather than
+    while the server itself is still starting (one GIL: that slowed the page's first bytes)."""
+
+    def __init__(self, app, warm) -> None:
+        self.app = app
+        self.warm = warm
+        self.started = False
+
+    async def __call__(self, scope, receive, send) -> None:
+        if not self.started and scope["type"] == "http":
+            self.started = True
+            threading.Thread(target=self.warm, name="flashviz-warm", daemon=True).start()
+        await self.app(scope, receive, send)

@@ -1,0 +1,120 @@
+"""The engine's queue for the API: at most COMPUTING runs at once and WAITING more requests queued (beyond
+that, 503 with Retry-After), recent answers cached. A request whose client goes away leaves the queue, and
+its engine run stops at the next (block, tile) step: a page that fires requests and drops them (20 `<img>`
+tags) cannot pile up work for the requests that are still wanted."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+import anyio
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from .. import cancel
+
+COMPUTING = 2  # engine runs at once (the server's threads share one GIL; more would only slow each down)
+WAITING = 16  # requests queued for a run; one more is answered 503 at once
+RETRY_AFTER_S = 2
+CACHE_ENTRIES = 16
+CACHE_BYTES = 256 * 2**20
+
+
+class Cache:
+    """Recent answers by key (LRU), bounded in entries and bytes; shared with the warm-up thread."""
+
+    def __init__(self, entries: int = CACHE_ENTRIES, size: int = CACHE_BYTES) -> None:
+        self.entries, self.size = entries, size
+        self.items: OrderedDict[Hashable, bytes] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Hashable) -> bytes | None:
+        with self.lock:
+            body = self.items.get(key)
+            if body is not None:
+                self.items.move_to_end(key)
+            return body
+
+    def put(self, key: Hashable, body: bytes) -> None:
+        with self.lock:
+            self.items[key] = body
+            while len(self.items) > self.entries or sum(map(len, self.items.values())) > self.size:
+                self.items.popitem(last=False)
+
+
+class Gate:
+    """Runs `compute(arg)` off the event loop for a request, within the bounds above. Its counters are for
+    tests and the load bench: `waiting`, `running`, `abandoned` (clients gone before their answer),
+    `cancelled` (engine runs stopped midway), `busy` (503s), `disconnected` (clients seen going away)."""
+
+    def __init__(self, computing: int = COMPUTING, waiting: int = WAITING) -> None:
+        self.slots = anyio.Semaphore(computing)
+        self.max_waiting = waiting
+        self.cache = Cache()
+        self.waiting = 0
+        self.running = 0
+        self.abandoned = 0
+        self.cancelled = 0
+        self.busy = 0
+        self.disconnected = 0
+
+    async def answer(self, request: Request, key: Hashable, compute: Callable[[object], bytes], arg) -> Response:
+        body = self.cache.get(key)
+        if body is None:
+            if self.waiting >= self.max_waiting:
+                self.busy += 1
+                return JSONResponse(
+                    {"detail": f"busy: {self.waiting} requests are waiting for the engine; try again in a moment"},
+                    status_code=503,
+                    headers={"Retry-After": str(RETRY_AFTER_S)},
+                )
+            body = await self.run(request, key, compute, arg)
+            if body is None:  # the client has gone: nobody reads this
+                self.abandoned += 1
+                return Response(status_code=499)
+        return Response(content=body, media_type="application/json")
+
+    async def run(self, request: Request, key: Hashable, compute, arg) -> bytes | None:
+        """Wait for a slot and compute, unless the client goes away first (then None)."""
+        gone = threading.Event()
+        body: bytes | None = None
+        error: Exception | None = None
+        self.waiting += 1
+        queued = True
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self.watch, request, gone, tasks.cancel_scope)
+                async with self.slots:
+                    self.waiting -= 1
+                    queued = False
+                    body = self.cache.get(key)  # a request ahead of this one may have made it
+                    if body is None:
+                        self.running += 1
+                        try:
+                            body = await run_in_threadpool(cancel.run, gone, compute, arg)
+                            self.cache.put(key, body)
+                        except cancel.Cancelled:
+                            self.cancelled += 1
+                        except Exception as exc:  # raised below, outside the task group (no ExceptionGroup)
+                            error = exc
+                        finally:
+                            self.running -= 1
+                tasks.cancel_scope.cancel()  # stop watching
+        finally:
+            if queued:
+                self.waiting -= 1
+        if error is not None:
+            raise error
+        return None if gone.is_set() else body
+
+    async def watch(self, request: Request, gone: threading.Event, scope: anyio.CancelScope) -> None:
+        """Wait for the client to disconnect; then mark its work gone (a run stops at its next step) and stop
+        waiting for a slot."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        self.disconnected += 1
+        gone.set()
+        scope.cancel()
