@@ -58,7 +58,7 @@ export const TITLE = 18; // grid title above each grid
 export const GAP = 14; // between grids
 export const LABEL_W = 30; // room for "i=0" / "j=0" labels left of Q and of K
 export const PANEL_GAP = 64; // between HBM and SRAM: where tiles fly
-export const BAND = 30; // side by side: the connectors' band above the panels
+export const BAND = 30; // side by side: the connectors' band above the panels (the panels start under it)
 export const STACK_GAP = 44; // stacked: the band between HBM above and SRAM below
 export const STACK_BELOW = 680; // narrower than this, HBM is stacked above SRAM
 export const VEC_MIN = 12; // L, mi, li never thinner than this
@@ -195,11 +195,12 @@ function textHeight(rows: number, avail: number): number {
   return ch >= TEXT_MIN_H ? ch : 0;
 }
 
-/** Colour cells for `cols` columns plus `vecs` vector columns (never thinner than VEC_MIN) in the width. */
-function colourPanel(cols: number, rows: number, widthForCells: number, heightForCells: number, vecs = 0): Panel {
+/** Colour cells for `cols` columns plus `vecs` vector columns (never thinner than VEC_MIN) in the width, at most
+ *  `aspect` times as tall as wide. */
+function colourPanel(cols: number, rows: number, widthForCells: number, heightForCells: number, vecs = 0, aspect = 1): Panel {
   const even = widthForCells / (cols + vecs); // vectors as wide as a cell, when cells are wider than VEC_MIN
   const cw = Math.max(0.05, Math.min(MAX_CELL, even >= VEC_MIN ? even : (widthForCells - vecs * VEC_MIN) / cols));
-  const ch = Math.max(0.05, Math.min(cw, MAX_CELL, heightForCells / rows));
+  const ch = Math.max(0.05, Math.min(aspect * cw, MAX_CELL, heightForCells / rows));
   return { cw, ch, text: false };
 }
 
@@ -208,7 +209,8 @@ function hbmColour(spec: AlgoSpec, widthForCells: number, heightForCells: number
   const dCols = spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").reduce((a, t) => a + t.cols, 0);
   const nCols = spec.tensors.filter((t) => t.colAxis === "kv").reduce((a, t) => a + t.cols, 0);
   const vecs = spec.tensors.filter((t) => isVec(t.cols)).length;
-  if (!nCols) return colourPanel(dCols, rows, widthForCells, heightForCells, vecs);
+  // cells up to twice as tall as wide: many tensors side by side (the backward's ten) stay legible
+  if (!nCols) return colourPanel(dCols, rows, widthForCells, heightForCells, vecs, 2);
   widthForCells -= vecs * VEC_MIN;
   const ch = Math.max(0.05, Math.min(MAX_CELL, heightForCells / rows));
   const perD = dCols / Math.max(1, spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").length);
@@ -326,7 +328,7 @@ export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHei
   const hbmRows = s.n + Math.max(...spec.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
   const sramRows = sramRowsOf(spec);
   const nRows = spec.sram.length;
-  const top = PAD + BAND; // the panels start under the connectors' band
+  const top = BAND; // the panels start under the connectors' band
   const hbmCellsH = maxHeight - PAD - top - HEAD - TITLE;
   const sramCellsH = maxHeight - PAD - top - HEAD - nRows * TITLE - (nRows - 1) * GAP;
   const sramW = (p: Panel) => placeSram(spec, p, 0, 0).w;
