@@ -61,6 +61,7 @@ export const PANEL_GAP = 64; // between HBM and SRAM: where tiles fly
 export const BAND = 30; // side by side: the connectors' band above the panels (the panels start under it)
 export const STACK_GAP = 44; // stacked: the band between HBM above and SRAM below
 export const STACK_BELOW = 680; // narrower than this, HBM is stacked above SRAM
+export const STACK_IF_TEXT_BELOW = 1000; // narrower than this, stacked too when only that lets SRAM print numbers
 export const VEC_MIN = 12; // L, mi, li never thinner than this
 export const TEXT_W = 40; // widest text cell
 export const TEXT_MIN_W = 30; // narrowest cell that still prints "−1.39"
@@ -318,11 +319,21 @@ function assemble(hbmPlaced: { grids: GridBox[]; rect: Rect }, sramPlaced: Place
  * Boxes for every grid of the memory picture, within `width` pixels and at most `maxHeight`.
  * Text mode (numbers in cells) when the cells can be at least TEXT_MIN_W x TEXT_MIN_H; otherwise
  * a colour scale, HBM and SRAM each at their own scale (SRAM is the zoomed-in block).
- * Narrower than STACK_BELOW, HBM is stacked above SRAM (see layoutStacked).
+ * Narrower than STACK_BELOW, HBM is stacked above SRAM (see layoutStacked); narrower than STACK_IF_TEXT_BELOW
+ * (a tablet), stacked too when side by side SRAM would be colours only and stacked it prints its numbers.
  */
 export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHeight = 440): MemoryLayout {
   const spec = algoSpec(s.algo ?? "fa2", s);
   if (width < STACK_BELOW) return layoutStacked(spec, s, width, maxHeight);
+  const side = layoutSideBySide(spec, s, width, maxHeight);
+  if (width < STACK_IF_TEXT_BELOW && !side.sramText) {
+    const stacked = layoutStacked(spec, s, width, maxHeight);
+    if (stacked.sramText) return stacked;
+  }
+  return side;
+}
+
+function layoutSideBySide(spec: AlgoSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
   const avail = Math.max(200, width - 2 * PAD - PANEL_GAP);
   const pad = padding(s);
   const hbmRows = s.n + Math.max(...spec.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));

@@ -5,7 +5,7 @@ import {
   connectors, crosses, fitOne, overlaps as rectsOverlap, placeLines, placeNote, regions, separatorSegments, tileCaptionVariants,
   tipPlace, NOTE_FONT, type Measure,
 } from "../src/labels";
-import { cellRect, hitTest, layoutMemory, padding, STACK_BELOW, wrapSram, type GridBox, type MemoryLayout } from "../src/layout";
+import { cellRect, hitTest, layoutMemory, padding, STACK_BELOW, STACK_IF_TEXT_BELOW, wrapSram, type GridBox, type MemoryLayout } from "../src/layout";
 import { chartLayout } from "../src/render/compare";
 
 const overlaps = (a: GridBox, b: GridBox) =>
@@ -308,8 +308,14 @@ describe("the phone layout (item 21)", () => {
     expect(wrapped.sram.map((r) => r.map((b) => b.name))).toEqual([["Kj", "Vj"], ["Qi", "Sij"], ["mi", "li", "Oi"]]);
   });
 
-  it("keeps the desktop picture side by side", () => {
-    expect(layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, STACK_BELOW, 440).stacked).toBe(false);
+  it("stacks on a tablet only when that prints numbers, and keeps a desktop side by side", () => {
+    // 706 px (a 768 px tablet's card): side by side would be colours only; stacked, both panels print numbers
+    const tablet = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 706, 440);
+    expect([tablet.stacked, tablet.hbmText, tablet.sramText]).toEqual([true, true, true]);
+    // large N prints no numbers either way: side by side, shorter
+    expect(layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, 706, 440).stacked).toBe(false);
+    expect(layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, STACK_BELOW - 1, 440).stacked).toBe(true);
+    for (const algo of ALGOS) expect(layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, STACK_IF_TEXT_BELOW, 440).stacked).toBe(false);
   });
 });
 
