@@ -106,6 +106,28 @@ def test_memory_picture_never_writes_across_a_line(browser, server_url, log, art
     assert log.errors == []
 
 
+LARGER = [
+    "n=1024&d=64&br=64&bc=64&seed=0",
+    "n=17&d=3&br=5&bc=7&seed=0",
+    "algo=standard&n=64&d=16&br=16&bc=16&seed=0",
+    "algo=fa2-backward&n=40&d=8&br=8&bc=8&seed=0&causal=true",
+]
+
+
+def test_memory_picture_labels_at_larger_shapes(browser, server_url, log):
+    """The same rules at other shapes (colour cells, ragged blocks, many narrow tensors: the backward's titles
+    overlapped at 768 px), on a desktop, a tablet and a phone: the first steps and the last."""
+    for size in (DESKTOP, TABLET, PHONE):
+        for query in LARGER:
+            with viewer(browser, server_url, log, size, query) as page:
+                total = int(page.get_attribute("[data-testid=step-counter]", "data-total"))
+                for k in [*range(min(total, 10)), total - 1]:
+                    goto_step(page, k)
+                    got = page.evaluate(DRAWN_PROBLEMS)
+                    assert got["problems"] == [], f"{query} {size} step {k}: {got['problems'][:5]}"
+    assert log.errors == []
+
+
 def test_carries_cells_are_never_cut(browser, server_url, log):
     """Item 20: the carries table cut the O_i column at 1400 px wide even at D=4."""
     queries = [

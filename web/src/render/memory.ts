@@ -156,10 +156,13 @@ export class MemoryView {
     host.append(this.root);
     this.overlay.addEventListener("mousemove", (e) => this.onMove(e));
     this.overlay.addEventListener("mouseleave", () => this.setHover(null, 0, 0));
-    // a tap (touch or pen) shows the cell's tooltip too; a tap off the cells hides it
+    // a tap (touch or pen) shows the cell's tooltip too; a tap off the cells, or anywhere else, hides it
     this.overlay.addEventListener("pointerdown", (e) => {
       if (e.pointerType !== "mouse") this.onMove(e);
     });
+    document.addEventListener("pointerdown", (e) => {
+      if (e.target !== this.overlay && this.hover) this.setHover(null, 0, 0);
+    }, { passive: true });
     new ResizeObserver(() => {
       const w = Math.floor(this.root.clientWidth);
       if (w > 0 && w !== this.width) {
@@ -727,9 +730,15 @@ export class MemoryView {
     ctx.font = "700 13px system-ui, sans-serif";
     ctx.fillStyle = hot ? p.changed : p.ink;
     const y = b.y - 5;
-    const bold = "700 13px system-ui, sans-serif";
     const small = "11px system-ui, sans-serif";
-    this.text(ctx, name, b.x, y, bold, 13, "title");
+    // the name in the largest size that fits before the next grid (many narrow tensors: smaller), else left out
+    const size = [13, 11, 9].find((px) => this.measure(name, `700 ${px}px system-ui, sans-serif`) <= room);
+    if (size === undefined) {
+      ctx.restore();
+      return;
+    }
+    const bold = `700 ${size}px system-ui, sans-serif`;
+    this.text(ctx, name, b.x, y, bold, size, "title");
     let x = b.x + this.measure(name, bold) + 5;
     ctx.fillStyle = p.inkMuted;
     if (shape && x + this.measure(shape, small) <= b.x + room) {
