@@ -266,6 +266,7 @@ def test_phone_layout_fits_and_its_controls_work(browser, server_url, log, artif
             page.evaluate("window.scrollTo(0, 1500)")
             expect(page.locator(".topbar")).not_to_be_in_viewport()
             assert page.evaluate(HEADER) <= 120, name
+            assert page.evaluate(CUT_CELLS, ".counter, .transport select") == [], name
             for testid in ("first", "prev", "play", "next", "last", "timeline", "speed", "block-picker"):
                 box = page.locator(f"[data-testid={testid}]").bounding_box()
                 assert box is not None, testid
