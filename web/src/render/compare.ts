@@ -79,7 +79,7 @@ function lineBox(y: number, px: number): { y: number; h: number } {
 
 /** A generous width for sans-serif text at `px` (SVG text is laid out by the browser; this only keeps room). */
 export function textWidth(text: string, px: number, bold = false): number {
-  return text.length * px * (bold ? 0.66 : 0.62);
+  return text.length * px * (bold ? 0.72 : 0.66); // DejaVu Sans (CI's font) averages ~0.63 em a character
 }
 
 /** Every position the chart uses: margins, scales, ticks, and the boxes of all its words (none overlap). */
