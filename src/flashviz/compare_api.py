@@ -17,13 +17,20 @@ from .config import ALGOS, API_LIMITS, Config, ConfigError
 from .units import FLOAT_BYTES
 
 SWEEP_ALGOS = ("standard", "fa1", "fa2")  # the forward passes the chart draws
-SWEEP_EXPONENTS = range(6, 17)  # N = 64 .. 65536
+SWEEP_EXPONENTS = range(6, 17)  # N = 64 .. 65536, reaching down to (and through) the current N
 MAX_CURVE_POINTS = 240  # phases per algorithm sent for the animation (evenly sampled, the last one kept)
 
 
-def sweep(d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
-    """Total HBM bytes of each forward algorithm for N = 2^6 .. 2^16 at this D, Br, Bc (closed forms)."""
-    ns = [2**k for k in SWEEP_EXPONENTS]
+def sweep_ns(n: int) -> list[int]:
+    """The chart's N: powers of two from 2^6 (or from the largest power of two <= N, when N is smaller) to
+    2^16, and N itself, so that the current config is a point of every line."""
+    lo = min(SWEEP_EXPONENTS.start, n.bit_length() - 1)
+    return sorted({2**k for k in range(lo, SWEEP_EXPONENTS.stop)} | {n})
+
+
+def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
+    """Total HBM bytes of each forward algorithm at the N of `sweep_ns(n)` at this D, Br, Bc (closed forms)."""
+    ns = sweep_ns(n)
     out: dict[str, list[int]] = {}
     for name in SWEEP_ALGOS:
         count = REGISTRY[name].traffic
@@ -86,7 +93,7 @@ def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves
         mine = entry.get("total", {}).get("bytes")
         entry["noncausal_bytes"] = base
         entry["saved_bytes"] = None if base is None or mine is None else base - mine
-    doc["sweep"] = sweep(d, br, bc, causal)
+    doc["sweep"] = sweep(n, d, br, bc, causal)
     doc["curves"] = curves(n, d, br, bc, causal) if with_curves else None
     return doc
 

@@ -3,6 +3,8 @@
 // l and m for FA1; dO, D, dQ, dK, dV for the backward), all N rows tall and aligned. The SRAM of the watched
 // block holds its buffers in rows (algos.ts): for FA2 Kj, Vj (Bc x D) above Qi, Sij, mi, li, Oi (Br rows each),
 // so that row r of the block lines up across Qi, Sij, mi, li and Oi, Kj sits over Qi and Vj over Oi.
+// Wide enough, HBM sits left of SRAM under a band where the connectors arc from a tensor to its buffer; narrower
+// (a phone), HBM sits above SRAM with the band between them, and SRAM's rows wrap when that lets it print numbers.
 import { algoSpec, type AlgoSpec, type Axis, type BufferSpec, type Shape } from "./algos";
 
 export type { Shape } from "./algos";
@@ -40,6 +42,8 @@ export interface MemoryLayout {
   height: number;
   hbm: Rect; // panel bounds
   sram: Rect;
+  stacked: boolean; // HBM above SRAM (narrow screens) instead of side by side
+  band: Rect; // where the connectors run: above both panels, or between them when stacked; nothing else is drawn there
   grids: Record<GridName, GridBox>;
   hbmOrder: GridName[];
   sramOrder: GridName[];
@@ -54,6 +58,10 @@ export const TITLE = 18; // grid title above each grid
 export const GAP = 14; // between grids
 export const LABEL_W = 30; // room for "i=0" / "j=0" labels left of Q and of K
 export const PANEL_GAP = 64; // between HBM and SRAM: where tiles fly
+export const BAND = 30; // side by side: the connectors' band above the panels (the panels start under it)
+export const STACK_GAP = 44; // stacked: the band between HBM above and SRAM below
+export const STACK_BELOW = 680; // narrower than this, HBM is stacked above SRAM
+export const STACK_IF_TEXT_BELOW = 1000; // narrower than this, stacked too when only that lets SRAM print numbers
 export const VEC_MIN = 12; // L, mi, li never thinner than this
 export const TEXT_W = 40; // widest text cell
 export const TEXT_MIN_W = 30; // narrowest cell that still prints "−1.39"
@@ -188,11 +196,12 @@ function textHeight(rows: number, avail: number): number {
   return ch >= TEXT_MIN_H ? ch : 0;
 }
 
-/** Colour cells for `cols` columns plus `vecs` vector columns (never thinner than VEC_MIN) in the width. */
-function colourPanel(cols: number, rows: number, widthForCells: number, heightForCells: number, vecs = 0): Panel {
+/** Colour cells for `cols` columns plus `vecs` vector columns (never thinner than VEC_MIN) in the width, at most
+ *  `aspect` times as tall as wide. */
+function colourPanel(cols: number, rows: number, widthForCells: number, heightForCells: number, vecs = 0, aspect = 1): Panel {
   const even = widthForCells / (cols + vecs); // vectors as wide as a cell, when cells are wider than VEC_MIN
-  const cw = Math.max(0.25, Math.min(MAX_CELL, even >= VEC_MIN ? even : (widthForCells - vecs * VEC_MIN) / cols));
-  const ch = Math.max(0.1, Math.min(cw, MAX_CELL, heightForCells / rows));
+  const cw = Math.max(0.05, Math.min(MAX_CELL, even >= VEC_MIN ? even : (widthForCells - vecs * VEC_MIN) / cols));
+  const ch = Math.max(0.05, Math.min(aspect * cw, MAX_CELL, heightForCells / rows));
   return { cw, ch, text: false };
 }
 
@@ -201,31 +210,139 @@ function hbmColour(spec: AlgoSpec, widthForCells: number, heightForCells: number
   const dCols = spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").reduce((a, t) => a + t.cols, 0);
   const nCols = spec.tensors.filter((t) => t.colAxis === "kv").reduce((a, t) => a + t.cols, 0);
   const vecs = spec.tensors.filter((t) => isVec(t.cols)).length;
-  if (!nCols) return colourPanel(dCols, rows, widthForCells, heightForCells, vecs);
+  // cells up to twice as tall as wide: many tensors side by side (the backward's ten) stay legible
+  if (!nCols) return colourPanel(dCols, rows, widthForCells, heightForCells, vecs, 2);
   widthForCells -= vecs * VEC_MIN;
-  const ch = Math.max(0.1, Math.min(MAX_CELL, heightForCells / rows));
+  const ch = Math.max(0.05, Math.min(MAX_CELL, heightForCells / rows));
   const perD = dCols / Math.max(1, spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").length);
   const cw = Math.max(0.25, Math.min(MAX_CELL, Math.max(ch, ND_MIN_W / perD), (0.45 * widthForCells) / dCols));
   const cwn = Math.max(0.01, Math.min(ch, cw, (widthForCells - cw * dCols) / nCols));
   return { cw, ch, text: false, cwn };
 }
 
+/** The widest ordinary SRAM row as cells, vectors and gaps (the colour scale's budget). */
+function widestSramRow(spec: AlgoSpec): { cols: number; vecs: number; gaps: number } {
+  let cols = 0;
+  let vecs = 0;
+  let gaps = 0;
+  for (const row of spec.sram) {
+    const ord = row.filter((b) => !(b.rows === 1 && b.cols > 1));
+    const c = ord.filter((b) => !isVec(b.cols)).reduce((a, b) => a + b.cols, 0);
+    const v = ord.filter((b) => isVec(b.cols)).length;
+    if (c + v > cols + vecs) {
+      cols = c;
+      vecs = v;
+      gaps = Math.max(0, ord.length - 1) * GAP;
+    }
+  }
+  return { cols, vecs, gaps };
+}
+
+/** SRAM's rows wrapped so that each line fits `avail` at the narrowest text cells: as few lines as greedy wrapping
+ *  needs, split where the widest line is narrowest (fa2 on a phone: Qi Sij / mi li Oi). Alignment is dropped. */
+export function wrapSram(spec: AlgoSpec, avail: number): AlgoSpec {
+  const widthAt = (b: BufferSpec) => (b.rows === 1 && b.cols > 1 ? 0 : isVec(b.cols) ? TEXT_MIN_W : b.cols * TEXT_MIN_W);
+  const lineW = (line: BufferSpec[]) => line.reduce((a, b) => a + widthAt(b), 0) + (line.length - 1) * GAP;
+  const rows: BufferSpec[][] = [];
+  for (const row of spec.sram) {
+    // greedy: how many lines it takes
+    let count = 1;
+    let used = 0;
+    row.forEach((b, k) => {
+      const w = widthAt(b);
+      if (k > 0 && used + GAP + w > avail) {
+        count++;
+        used = w;
+      } else used += (k > 0 ? GAP : 0) + w;
+    });
+    // every way to cut the row into `count` lines, the one whose widest line is narrowest
+    let best: BufferSpec[][] = [row];
+    let bestW = Infinity;
+    const cut = (from: number, left: number, acc: BufferSpec[][]) => {
+      if (left === 1) {
+        const lines = [...acc, row.slice(from)];
+        const w = Math.max(...lines.map(lineW));
+        if (w < bestW) [best, bestW] = [lines, w];
+        return;
+      }
+      for (let end = from + 1; end <= row.length - left + 1; end++) cut(end, left - 1, [...acc, row.slice(from, end)]);
+    };
+    if (count > 1) cut(0, Math.min(count, row.length), []);
+    rows.push(...best);
+  }
+  return rows.length === spec.sram.length ? spec : { ...spec, sram: rows, align: {} };
+}
+
+/** HBM's grids placed from (x0, y0): every tensor N rows tall, aligned. */
+function placeHbm(spec: AlgoSpec, s: Shape, hbm: Panel, x0: number, y0: number, hbmRows: number) {
+  const pad = padding(s);
+  const grids: GridBox[] = [];
+  const hv = Math.max(hbm.cw, VEC_MIN);
+  const hy = y0 + HEAD + TITLE;
+  const labels = hbmLabels(spec);
+  let x = x0;
+  spec.tensors.forEach((t, k) => {
+    if (labels.has(t.name)) x += LABEL_W;
+    const cw = isVec(t.cols) ? hv : t.colAxis === "kv" ? (hbm.cwn ?? hbm.cw) : hbm.cw;
+    const group = t.axis === "kv" ? s.bc : s.br;
+    grids.push({
+      name: t.name, area: "hbm", x, y: hy, w: t.cols * cw, h: t.rows * hbm.ch, rows: t.rows, cols: t.cols, cw, ch: hbm.ch,
+      text: hbm.text, padRows: t.axis === "kv" ? pad.kv : pad.q, group, axis: t.axis, colAxis: t.colAxis,
+    });
+    x += t.cols * cw + (k < spec.tensors.length - 1 ? GAP : 0);
+  });
+  return { grids, rect: { x: x0, y: y0, w: x - x0, h: HEAD + TITLE + hbmRows * hbm.ch } as Rect };
+}
+
+function assemble(hbmPlaced: { grids: GridBox[]; rect: Rect }, sramPlaced: Placed, sramRect: Rect, hbm: Panel, sram: Panel,
+  stacked: boolean, band: Rect): MemoryLayout {
+  const grids: Record<GridName, GridBox> = {};
+  for (const b of hbmPlaced.grids) grids[b.name] = b;
+  for (const b of sramPlaced.boxes) grids[b.name] = b;
+  const hbmRect = hbmPlaced.rect;
+  return {
+    width: Math.ceil(Math.max(hbmRect.x + hbmRect.w, sramRect.x + sramRect.w) + PAD - 1e-6),
+    height: Math.ceil(Math.max(hbmRect.y + hbmRect.h, sramRect.y + sramRect.h) + PAD - 1e-6),
+    hbm: hbmRect,
+    sram: sramRect,
+    stacked,
+    band,
+    grids,
+    hbmOrder: hbmPlaced.grids.map((b) => b.name),
+    sramOrder: sramPlaced.boxes.map((b) => b.name),
+    hbmText: hbm.text,
+    sramText: sram.text,
+  };
+}
+
 /**
  * Boxes for every grid of the memory picture, within `width` pixels and at most `maxHeight`.
  * Text mode (numbers in cells) when the cells can be at least TEXT_MIN_W x TEXT_MIN_H; otherwise
  * a colour scale, HBM and SRAM each at their own scale (SRAM is the zoomed-in block).
+ * Narrower than STACK_BELOW, HBM is stacked above SRAM (see layoutStacked); narrower than STACK_IF_TEXT_BELOW
+ * (a tablet), stacked too when side by side SRAM would be colours only and stacked it prints its numbers.
  */
 export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHeight = 440): MemoryLayout {
   const spec = algoSpec(s.algo ?? "fa2", s);
+  if (width < STACK_BELOW) return layoutStacked(spec, s, width, maxHeight);
+  const side = layoutSideBySide(spec, s, width, maxHeight);
+  if (width < STACK_IF_TEXT_BELOW && !side.sramText) {
+    const stacked = layoutStacked(spec, s, width, maxHeight);
+    if (stacked.sramText) return stacked;
+  }
+  return side;
+}
+
+function layoutSideBySide(spec: AlgoSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
   const avail = Math.max(200, width - 2 * PAD - PANEL_GAP);
   const pad = padding(s);
   const hbmRows = s.n + Math.max(...spec.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
   const sramRows = sramRowsOf(spec);
   const nRows = spec.sram.length;
-  const hbmCellsH = maxHeight - 2 * PAD - HEAD - TITLE;
-  const sramCellsH = maxHeight - 2 * PAD - HEAD - nRows * TITLE - (nRows - 1) * GAP;
+  const top = BAND; // the panels start under the connectors' band
+  const hbmCellsH = maxHeight - PAD - top - HEAD - TITLE;
+  const sramCellsH = maxHeight - PAD - top - HEAD - nRows * TITLE - (nRows - 1) * GAP;
   const sramW = (p: Panel) => placeSram(spec, p, 0, 0).w;
-  const hbmVec = (p: Panel) => Math.max(p.cw, VEC_MIN);
   const hbmTextW = (cw: number) => hbmWidth(spec, { cw, ch: 0, text: true }, cw);
   const sramTextW = (cw: number) => sramW({ cw, ch: TEXT_MIN_H, text: true });
 
@@ -245,20 +362,7 @@ export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHei
     } else {
       // HBM's N x N tensors (standard's S and P) need more of the width
       const share = (spec.tensors.some((t) => t.colAxis === "kv") ? 0.42 : 0.58) * avail;
-      // the widest SRAM row: its cells, its vectors and its gaps
-      let cols = 0;
-      let vecs = 0;
-      let gaps = 0;
-      for (const row of spec.sram) {
-        const ord = row.filter((b) => !(b.rows === 1 && b.cols > 1));
-        const c = ord.filter((b) => !isVec(b.cols)).reduce((a, b) => a + b.cols, 0);
-        const v = ord.filter((b) => isVec(b.cols)).length;
-        if (c + v > cols + vecs) {
-          cols = c;
-          vecs = v;
-          gaps = Math.max(0, ord.length - 1) * GAP;
-        }
-      }
+      const { cols, vecs, gaps } = widestSramRow(spec);
       sram = colourPanel(cols, sramRows, share - gaps, sramCellsH, vecs);
     }
     const rest = avail - sramW(sram);
@@ -266,49 +370,56 @@ export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHei
     hbm = hbmColour(spec, rest - labels - (spec.tensors.length - 1) * GAP, hbmCellsH, hbmRows);
   }
 
-  const grids: Record<GridName, GridBox> = {};
-  const hbmOrder: GridName[] = [];
-  // HBM: every tensor N rows tall, aligned
-  const hv = hbmVec(hbm);
-  const hy = PAD + HEAD + TITLE;
-  const labels = hbmLabels(spec);
-  let x = PAD;
-  spec.tensors.forEach((t, k) => {
-    if (labels.has(t.name)) x += LABEL_W;
-    const cw = isVec(t.cols) ? hv : t.colAxis === "kv" ? (hbm.cwn ?? hbm.cw) : hbm.cw;
-    const group = t.axis === "kv" ? s.bc : s.br;
-    const box: GridBox = {
-      name: t.name, area: "hbm", x, y: hy, w: t.cols * cw, h: t.rows * hbm.ch, rows: t.rows, cols: t.cols, cw, ch: hbm.ch,
-      text: hbm.text, padRows: t.axis === "kv" ? pad.kv : pad.q, group, axis: t.axis, colAxis: t.colAxis,
-    };
-    grids[t.name] = box;
-    hbmOrder.push(t.name);
-    x += box.w + (k < spec.tensors.length - 1 ? GAP : 0);
-  });
-  const hbmRect: Rect = { x: PAD, y: PAD, w: x - PAD, h: HEAD + TITLE + hbmRows * hbm.ch };
+  const hbmPlaced = placeHbm(spec, s, hbm, PAD, top, hbmRows);
+  const sx = hbmPlaced.rect.x + hbmPlaced.rect.w + PANEL_GAP;
+  const placed = placeSram(spec, sram, sx, top + HEAD);
+  const sramRect: Rect = { x: sx, y: top, w: placed.w, h: HEAD + placed.h };
+  const band: Rect = { x: 0, y: 0, w: sx + placed.w + PAD, h: top };
+  return assemble(hbmPlaced, placed, sramRect, hbm, sram, false, band);
+}
 
-  // SRAM
-  const sx = x + PANEL_GAP;
-  const placed = placeSram(spec, sram, sx, PAD + HEAD);
-  const sramOrder: GridName[] = [];
-  for (const b of placed.boxes) {
-    grids[b.name] = b;
-    sramOrder.push(b.name);
-  }
-  const sramRect: Rect = { x: sx, y: PAD, w: placed.w, h: HEAD + placed.h };
-
-  const height = Math.ceil(Math.max(hbmRect.y + hbmRect.h, sramRect.y + sramRect.h) + PAD);
-  return {
-    width: Math.ceil(sx + placed.w + PAD),
-    height,
-    hbm: hbmRect,
-    sram: sramRect,
-    grids,
-    hbmOrder,
-    sramOrder,
-    hbmText: hbm.text,
-    sramText: sram.text,
+/**
+ * Narrow screens: HBM on top at the full width, the connectors' band, then SRAM at the full width. SRAM's rows
+ * wrap when that lets its cells print numbers (the block is where the step happens); otherwise whichever of the
+ * wrapped and unwrapped rows gives the larger colour cells.
+ */
+function layoutStacked(spec0: AlgoSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
+  const avail = Math.max(200, width - 2 * PAD);
+  const pad = padding(s);
+  const hbmRows = s.n + Math.max(...spec0.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
+  const hbmCellsH = Math.max(60, 0.42 * maxHeight - HEAD - TITLE);
+  const sramBudget = (sp: AlgoSpec) => Math.max(80, 0.9 * maxHeight - HEAD - sp.sram.length * TITLE - (sp.sram.length - 1) * GAP);
+  const textFor = (sp: AlgoSpec): Panel | null => {
+    const cw = textWidth((c) => placeSram(sp, { cw: c, ch: TEXT_MIN_H, text: true }, 0, 0).w <= avail);
+    const ch = textHeight(sramRowsOf(sp), sramBudget(sp));
+    return cw && ch ? { cw, ch, text: true } : null;
   };
+  const colourFor = (sp: AlgoSpec): Panel => {
+    const { cols, vecs, gaps } = widestSramRow(sp);
+    return colourPanel(cols, sramRowsOf(sp), avail - gaps, sramBudget(sp), vecs);
+  };
+  const wrapped = wrapSram(spec0, avail);
+  let spec = spec0;
+  let sram = textFor(spec0) ?? textFor(wrapped);
+  if (sram && !textFor(spec0)) spec = wrapped;
+  if (!sram) {
+    const a = colourFor(spec0);
+    const b = colourFor(wrapped);
+    [spec, sram] = Math.min(b.cw, b.ch) > Math.min(a.cw, a.ch) ? [wrapped, b] : [spec0, a];
+  }
+  const labels = hbmLabels(spec).size * LABEL_W;
+  const hbmText = textWidth((cw) => hbmWidth(spec, { cw, ch: 0, text: true }, cw) <= avail);
+  const hbmTH = textHeight(hbmRows, hbmCellsH);
+  const hbm: Panel = hbmText && hbmTH
+    ? { cw: hbmText, ch: hbmTH, text: true }
+    : hbmColour(spec, avail - labels - (spec.tensors.length - 1) * GAP, hbmCellsH, hbmRows);
+  const hbmPlaced = placeHbm(spec, s, hbm, PAD, PAD, hbmRows);
+  const bandY = hbmPlaced.rect.y + hbmPlaced.rect.h + PAD / 2;
+  const sy = bandY + STACK_GAP;
+  const placed = placeSram(spec, sram, PAD, sy + HEAD);
+  const sramRect: Rect = { x: PAD, y: sy, w: placed.w, h: HEAD + placed.h };
+  const band: Rect = { x: 0, y: bandY, w: width, h: STACK_GAP };
+  return assemble(hbmPlaced, placed, sramRect, hbm, sram, true, band);
 }
 
 /** The rectangle covering rows [r0, r1) and cols [c0, c1) of a grid. */

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { cellRect, hitTest, layoutMemory, padding, type GridBox, type MemoryLayout } from "../src/layout";
+import { algoSpec } from "../src/algos";
+import type { CompareDoc } from "../src/api";
+import {
+  connectors, crosses, fitOne, overlaps as rectsOverlap, placeLines, placeNote, regions, separatorSegments, tileCaptionVariants,
+  tipPlace, NOTE_FONT, type Measure,
+} from "../src/labels";
+import { cellRect, hitTest, layoutMemory, padding, STACK_BELOW, STACK_IF_TEXT_BELOW, wrapSram, type GridBox, type MemoryLayout } from "../src/layout";
+import { chartLayout } from "../src/render/compare";
 
 const overlaps = (a: GridBox, b: GridBox) =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h + b.padRows * b.ch && b.y < a.y + a.h + a.padRows * a.ch;
@@ -136,5 +143,225 @@ describe("layoutMemory for every algorithm", () => {
     expect(l.grids.Kj!.y).toBeLessThan(l.grids.Qi!.y);
     expect(l.grids.dK!.axis).toBe("kv");
     expect(l.grids.dQ!.axis).toBe("q");
+  });
+});
+
+// ---- issue 8, items 20 and 21: nothing cut off, nothing written across a line, a phone layout ----
+
+/** A stand-in for canvas text metrics: 0.6 em per character at the font's size. */
+const measure: Measure = (text, font) => text.length * 0.6 * Number(/(\d+(?:\.\d+)?)px/.exec(font)![1]);
+
+const ALGOS = ["fa2", "fa1", "standard", "fa2-backward"] as const;
+const SHAPES: [number, number, number, number][] = [
+  [8, 4, 4, 4],
+  [10, 4, 4, 3],
+  [12, 4, 4, 4],
+  [64, 16, 16, 16],
+  [1024, 64, 64, 64],
+  [17, 3, 5, 7],
+];
+const WIDTHS = [1220, 1340, 900, 352, 330];
+const NOTES = ["not written yet:\nwritten once,\nat write-back", "not written yet", "empty"];
+
+describe("notes inside grids (item 20: 'written once,' struck through by the block boundary)", () => {
+  it("sits between the seed's block boundaries in O, not across the one at row 4", () => {
+    const l = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
+    const O = l.grids.O!;
+    const placed = placeNote(O, NOTES[0]!, 4, measure)!;
+    expect(placed.lines).toEqual(["not written yet:", "written once,", "at write-back"]);
+    const boundary = separatorSegments(O, 4)[0]!;
+    expect(Math.abs(boundary.y - (O.y + 4 * O.ch))).toBeLessThanOrEqual(1);
+    expect(crosses(placed.box, boundary)).toBe(false);
+    // what the old renderer did (the lines centred on the whole grid) crossed it
+    const oldBox = { x: placed.box.x, y: O.y + O.h / 2 - 21, w: placed.box.w, h: 42 };
+    expect(crosses(oldBox, boundary)).toBe(true);
+  });
+
+  for (const algo of ALGOS) {
+    it(`never crosses a boundary or leaves its grid: ${algo}, every shape and width`, () => {
+      for (const [n, d, br, bc] of SHAPES) {
+        for (const width of WIDTHS) {
+          const l = layoutMemory({ algo, n, d, br, bc }, width, 440);
+          for (const b of Object.values(l.grids)) {
+            const lines = b.area === "hbm" ? separatorSegments(b, bc) : [];
+            for (const text of NOTES) {
+              const p = placeNote(b, text, bc, measure);
+              if (!p) continue;
+              for (const seg of lines) expect(crosses(p.box, seg), `${algo} ${b.name} N=${n} w=${width}: "${text}"`).toBe(false);
+              expect(p.box.x).toBeGreaterThanOrEqual(b.x);
+              expect(p.box.y).toBeGreaterThanOrEqual(b.y);
+              expect(p.box.x + p.box.w).toBeLessThanOrEqual(b.x + b.w);
+              expect(p.box.y + p.box.h).toBeLessThanOrEqual(b.y + b.h);
+              for (const line of p.lines) expect(measure(line, NOTE_FONT)).toBeLessThanOrEqual(p.box.w + 1e-9);
+            }
+          }
+        }
+      }
+    });
+  }
+
+  it("wraps words to a narrow tile (standard's S, P) and leaves the note out where nothing fits", () => {
+    const l = layoutMemory({ algo: "standard", n: 8, d: 4, br: 4, bc: 4 }, 1340, 440);
+    const S = l.grids.S!;
+    const p = placeNote(S, "not written yet", 4, measure);
+    if (p) {
+      expect(p.lines.length).toBeGreaterThan(1);
+      const rs = regions(S, 4);
+      expect(rs.some((r) => p.box.x >= r.x && p.box.x + p.box.w <= r.x + r.w)).toBe(true);
+    }
+    const tiny = { ...S, w: 10, h: 10, cw: 1.25, ch: 1.25 };
+    expect(placeNote(tiny, "not written yet", 4, measure)).toBeNull();
+  });
+});
+
+describe("connectors (item 20: dashed arrows crossed labels)", () => {
+  for (const algo of ALGOS) {
+    it(`stay in their band, clear of every panel: ${algo}`, () => {
+      for (const width of WIDTHS) {
+        const l = layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, width, 440);
+        // one connector from every HBM tensor to every SRAM buffer, both ways
+        const ends = l.hbmOrder.flatMap((t) => l.sramOrder.flatMap((b) => (["read", "write"] as const).map((kind) => {
+          const g = l.grids[t]!;
+          const s = l.grids[b]!;
+          return { hbmX: g.x + g.w / 2, sramX: s.x + s.w / 2, kind };
+        })));
+        const band = l.band;
+        const arcs = connectors(l, ends);
+        expect(arcs).toHaveLength(ends.length);
+        arcs.forEach((arc, k) => {
+          expect(arc.box.y).toBeGreaterThanOrEqual(band.y - 0.01);
+          expect(arc.box.y + arc.box.h).toBeLessThanOrEqual(band.y + band.h + 0.01);
+          // panels (with the padding they are drawn with) and their titles lie outside the band
+          for (const p of [l.hbm, l.sram]) expect(rectsOverlap(arc.box, { x: p.x - 6, y: p.y + 0.5, w: p.w + 12, h: p.h })).toBe(false);
+          // from the tile's column to the buffer's, the head where the data goes: SRAM on a read, HBM on a write
+          const e = ends[k]!;
+          expect([arc.a.x, arc.z.x]).toEqual(e.kind === "read" ? [e.hbmX, e.sramX] : [e.sramX, e.hbmX]);
+          const intoSram = e.kind === "read";
+          expect(arc.z.y).toBeCloseTo(!l.stacked ? band.y + band.h - 1 : intoSram ? band.y + band.h - 1 : band.y + 1, 5);
+        });
+      }
+    });
+  }
+});
+
+describe("the tile caption (item 20: 'K[4:8], V[…] held')", () => {
+  it("names both tiles' rows", () => {
+    const v = tileCaptionVariants(1, 2, [4, 8], "tile");
+    expect(v[0]).toEqual(["tile j = 1 of Tc = 2", "K[4:8], V[4:8] held"]);
+    expect(v.flat().join(" ")).not.toContain("\u2026");
+  });
+
+  it("is shortened to fit, never squeezed", () => {
+    const v = tileCaptionVariants(12, 16, [768, 832], "tile");
+    const room = { x: 0, y: 0, w: 130, h: 60 };
+    const p = placeLines(room, v, measure)!;
+    for (const line of p.lines) expect(measure(line, p.font)).toBeLessThanOrEqual(room.w - 8);
+    expect(placeLines({ x: 0, y: 0, w: 20, h: 60 }, v, measure)).toBeNull();
+    expect(fitOne(["HBM · global memory · N=8", "HBM"], 40, "11px x", measure)).toBe("HBM");
+  });
+});
+
+describe("the cell tooltip (item 20: clipped)", () => {
+  const bounds = { x: 0, y: 0, w: 1000, h: 400 };
+  it("stays inside the picture near every edge", () => {
+    for (const [x, y] of [[5, 5], [990, 5], [5, 395], [990, 395], [500, 200]] as const) {
+      const at = tipPlace(x, y, 260, 70, bounds);
+      expect(at.left).toBeGreaterThanOrEqual(0);
+      expect(at.top).toBeGreaterThanOrEqual(0);
+      expect(at.left + 260).toBeLessThanOrEqual(1000);
+      expect(at.top + 70).toBeLessThanOrEqual(400);
+    }
+    // below-right of the pointer when there is room, above it near the bottom (not over the cell)
+    expect(tipPlace(100, 100, 200, 60, bounds)).toEqual({ left: 114, top: 116 });
+    expect(tipPlace(100, 380, 200, 60, bounds).top).toBe(380 - 14 - 60);
+  });
+});
+
+describe("the phone layout (item 21)", () => {
+  for (const algo of ALGOS) {
+    it.each(SHAPES)(`${algo}: HBM above SRAM within the width, N=%i D=%i Br=%i Bc=%i`, (n, d, br, bc) => {
+      for (const width of [352, 330]) {
+        const l = layoutMemory({ algo, n, d, br, bc }, width, 472);
+        expect(l.stacked).toBe(true);
+        expect(l.width).toBeLessThanOrEqual(width);
+        expect(l.hbm.y + l.hbm.h).toBeLessThanOrEqual(l.band.y);
+        expect(l.band.y + l.band.h).toBeLessThanOrEqual(l.sram.y);
+        const boxes = Object.values(l.grids);
+        for (const a of boxes) {
+          expect(a.x).toBeGreaterThanOrEqual(0);
+          expect(a.x + a.w).toBeLessThanOrEqual(width);
+          for (const b of boxes) if (a !== b) expect(rectsOverlap(a, b), `${a.name} overlaps ${b.name}`).toBe(false);
+        }
+      }
+    });
+  }
+
+  it("prints numbers in the seed's SRAM on a phone, wrapping its rows", () => {
+    const l = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 352, 472);
+    expect(l.sramText).toBe(true);
+    for (const b of ["Qi", "Sij", "mi", "li", "Oi", "Kj", "Vj"]) expect(l.grids[b]!.cw).toBeGreaterThanOrEqual(30);
+    // Qi and Sij on one line, mi, li and Oi on the next: no line wider than the others need
+    expect(l.grids.Sij!.y).toBe(l.grids.Qi!.y);
+    expect(l.grids.mi!.y).toBe(l.grids.Oi!.y);
+    expect(l.grids.mi!.y).toBeGreaterThan(l.grids.Qi!.y);
+    const wrapped = wrapSram(algoSpec("fa2", { n: 8, d: 4, br: 4, bc: 4 }), 328);
+    expect(wrapped.sram.map((r) => r.map((b) => b.name))).toEqual([["Kj", "Vj"], ["Qi", "Sij"], ["mi", "li", "Oi"]]);
+  });
+
+  it("stacks on a tablet only when that prints numbers, and keeps a desktop side by side", () => {
+    // 706 px (a 768 px tablet's card): side by side would be colours only; stacked, both panels print numbers
+    const tablet = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 706, 440);
+    expect([tablet.stacked, tablet.hbmText, tablet.sramText]).toEqual([true, true, true]);
+    // large N prints no numbers either way: side by side, shorter
+    expect(layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, 706, 440).stacked).toBe(false);
+    expect(layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, STACK_BELOW - 1, 440).stacked).toBe(true);
+    for (const algo of ALGOS) expect(layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, STACK_IF_TEXT_BELOW, 440).stacked).toBe(false);
+  });
+});
+
+describe("the traffic chart's words (item 20: the y-axis title collided with a tick)", () => {
+  const doc = (n: number, d: number, sweepN: number[], bytes: (n: number) => [number, number, number]) => ({
+    config: { n, d, br: 4, bc: 4, causal: false, tr: 2, tc: 2 },
+    sweep: {
+      n: sweepN,
+      bytes: {
+        standard: sweepN.map((x) => bytes(x)[0]),
+        fa1: sweepN.map((x) => bytes(x)[1]),
+        fa2: sweepN.map((x) => bytes(x)[2]),
+      },
+    },
+    algorithms: { fa2: { total: { bytes: bytes(n)[2] } }, standard: { total: { bytes: bytes(n)[0] } }, fa1: { total: { bytes: bytes(n)[1] } } },
+  }) as unknown as CompareDoc;
+  const pow2 = (lo: number, hi: number) => Array.from({ length: hi - lo + 1 }, (_, k) => 2 ** (lo + k));
+  const traffic = (d: number) => (n: number): [number, number, number] => [8 * n * n + 16 * n * d, 4 * n * d * (n / 4), 16 * n * d];
+  const docs = [
+    doc(8, 4, pow2(3, 16), traffic(4)),
+    doc(1, 4, pow2(0, 16), traffic(4)),
+    doc(1024, 64, pow2(6, 16), traffic(64)),
+    doc(65536, 256, pow2(6, 16), traffic(256)),
+    doc(876706528, 4, [...pow2(6, 16), 876706528], traffic(4)),
+  ];
+  for (const width of [300, 352, 420, 560, 580]) {
+    it(`keeps every word apart and inside at ${width} px`, () => {
+      for (const d of docs) {
+        const L = chartLayout(d, width, 300);
+        for (const a of L.boxes) {
+          expect(a.x, a.text).toBeGreaterThanOrEqual(0);
+          expect(a.y, a.text).toBeGreaterThanOrEqual(0);
+          expect(a.x + a.w, a.text).toBeLessThanOrEqual(width);
+          expect(a.y + a.h, a.text).toBeLessThanOrEqual(300);
+          for (const b of L.boxes) if (a !== b) expect(rectsOverlap(a, b), `"${a.text}" overlaps "${b.text}" (N=${d.config.n})`).toBe(false);
+        }
+        // the plot (lines, dots) stays clear of the words on its left, below and above
+        const plot = { x: L.m.l, y: L.m.t, w: L.W, h: L.H };
+        for (const b of L.boxes.filter((x) => x.kind !== "series")) expect(rectsOverlap(b, plot), b.text).toBe(false);
+      }
+    });
+  }
+
+  it("puts the current N on the lines' domain", () => {
+    const L = chartLayout(docs[0]!, 560, 300);
+    expect(L.cx).toBeCloseTo(L.X(8));
+    expect(L.X(8)).toBeCloseTo(L.m.l);
   });
 });

@@ -21,7 +21,7 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
   const shown = (grads.length ? grads : all).slice(0, 3);
   badge.dataset.ok = String(r.ok);
   badge.className = `badge ${r.ok ? "ok" : "bad"}`;
-  badge.innerHTML = `<span aria-hidden="true">${r.ok ? "\u2713" : "\u2717"}</span> ` + shown.map(([k, e]) => `${esc(k)} err ${sci(e.max_abs)}`).join(" \u00b7 ");
+  badge.innerHTML = `<span aria-hidden="true">${r.ok ? "\u2713" : "\u2717"}</span> ` + shown.map(([k, e]) => `<span class="nw">${esc(k)} err ${sci(e.max_abs)}</span>`).join(" \u00b7 ");
   badge.title = `Against a float64 reference (${r.metric}). ` + all.map(([k, e]) => `${k}: max abs ${e.max_abs}, max rel ${e.max_rel} (tolerance ${e.tolerance_rel}).`).join(" ");
   badge.setAttribute("aria-label", `${r.ok ? "Exact within tolerance" : "Outside tolerance"}: ${badge.title}`);
   const row = ([name, e]: [string, ErrorCheck]) =>

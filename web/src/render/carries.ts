@@ -17,10 +17,16 @@ function mat(v: Vec | Mat | null | undefined): Mat | null {
   return v && isMat(v) ? v : null;
 }
 
-function rowText(row: Num[] | undefined): string {
+/** A row of numbers as HTML: each number unbreakable, the row free to wrap between them (never cut off). */
+function rowHtml(row: Num[] | undefined): string {
   if (!row) return "\u2014";
-  const shown = row.slice(0, MAX_COLS).map((x) => num(x)).join("  ");
-  return row.length > MAX_COLS ? `${shown}  \u2026` : shown;
+  const shown = row.slice(0, MAX_COLS).map((x) => `<span class="n">${esc(num(x))}</span>`).join(" ");
+  return row.length > MAX_COLS ? `${shown} <span class="n">\u2026</span>` : shown;
+}
+
+/** "old → new", free to wrap before the arrow. */
+function changeHtml(before: string, now: string): string {
+  return `<span class="old n">${before}</span> <span class="n">\u2192 ${now}</span>`;
 }
 
 const LABEL: Record<string, string> = {
@@ -54,13 +60,14 @@ export class CarriesView {
     const keys = Object.keys(c);
     const rows = Math.max(...keys.map((k) => (c[k] as unknown[]).length));
     const r0 = s.indices?.r ?? (i === null ? 0 : i * t.config.br);
-    let html = `<thead><tr><th scope="col">row</th>${keys.map((k) => `<th scope="col">${esc(LABEL[k] ?? k)}</th>`).join("")}</tr></thead><tbody>`;
+    const arrays = keys.map((k) => (c[k] as unknown[]).some((v) => Array.isArray(v)));
+    let html = `<thead><tr><th scope="col" class="c-row">row</th>${keys.map((k, q) => `<th scope="col" class="${arrays[q] ? "c-vec" : "c-num"}">${esc(LABEL[k] ?? k)}</th>`).join("")}</tr></thead><tbody>`;
     for (let r = 0; r < rows; r++) {
       const pad = s.indices?.r === undefined && !rowValid(t, i, r);
       html += `<tr${pad ? ' class="pad" title="row past N: padding"' : ""}><th scope="row">${r0 + r}</th>`;
       for (const k of keys) {
         const v = (c[k] as (Num | Num[])[])[r];
-        html += Array.isArray(v) ? `<td class="mono">${esc(rowText(v))}</td>` : `<td>${esc(num(v ?? null))}</td>`;
+        html += Array.isArray(v) ? `<td class="mono">${rowHtml(v)}</td>` : `<td>${esc(num(v ?? null))}</td>`;
       }
       html += "</tr>";
     }
@@ -84,8 +91,10 @@ export class CarriesView {
     const oOld = mat(sramBefore(t, idx, k, "Oi"));
     const alpha = soft ? vec(c.alpha) : null;
     const i = iOf(t.config.algo, s);
-    const cols = ["row", "m\u1d62", "\u03b1 = e^(m_old \u2212 m_new)", "\u2113\u1d62", back ? "L = m\u1d62 + log \u2113\u1d62" : null, back ? "O row = O\u1d62 / \u2113\u1d62" : t.config.algo === "fa1" ? "O\u1d62 row (normalised each visit)" : "O\u1d62 row (unnormalised)"].filter(Boolean) as string[];
-    let html = `<thead><tr>${cols.map((x) => `<th scope="col">${esc(x)}</th>`).join("")}</tr></thead><tbody>`;
+    const cols: [string, string][] = [["row", "c-row"], ["m\u1d62", "c-num"], ["\u03b1 = e^(m_old \u2212 m_new)", "c-alpha"], ["\u2113\u1d62", "c-num"]];
+    if (back) cols.push(["L = m\u1d62 + log \u2113\u1d62", "c-num"]);
+    cols.push([back ? "O row = O\u1d62 / \u2113\u1d62" : t.config.algo === "fa1" ? "O\u1d62 row (normalised each visit)" : "O\u1d62 row (unnormalised)", "c-vec"]);
+    let html = `<thead><tr>${cols.map(([x, cls]) => `<th scope="col" class="${cls}">${esc(x)}</th>`).join("")}</tr></thead><tbody>`;
     for (let r = 0; r < t.config.br; r++) {
       const pad = !rowValid(t, i, r);
       const changedM = soft && mOld?.[r] !== mi?.[r];
@@ -94,7 +103,7 @@ export class CarriesView {
       const rescaled = typeof a === "number" && a < 1 && (lOld?.[r] ?? 0) !== 0;
       const cell = (now: Num | undefined, before: Num | undefined, changed: boolean | null | undefined) =>
         changed && before !== undefined
-          ? `<td class="changed"><span class="old">${esc(num(before ?? null))}</span> \u2192 ${esc(num(now ?? null))}</td>`
+          ? `<td class="changed">${changeHtml(esc(num(before ?? null)), esc(num(now ?? null)))}</td>`
           : `<td>${esc(num(now ?? null))}</td>`;
       html += `<tr${pad ? ' class="pad" title="row past N: padding, never stored"' : ""}>`;
       html += `<th scope="row">${i === null ? r : i * t.config.br + r}</th>`;
@@ -104,8 +113,8 @@ export class CarriesView {
       if (back) html += `<td>${esc(num(vec(c.L)?.[r] ?? null))}</td>`;
       const changedO = s.sram.Oi !== undefined && oOld;
       html += changedO
-        ? `<td class="mono changed"><span class="old">${esc(rowText(oOld[r]))}</span><br>\u2192 ${esc(rowText(oi?.[r]))}</td>`
-        : `<td class="mono">${esc(rowText(oi?.[r]))}</td>`;
+        ? `<td class="mono changed"><span class="old">${rowHtml(oOld[r])}</span><br>\u2192 ${rowHtml(oi?.[r])}</td>`
+        : `<td class="mono">${rowHtml(oi?.[r])}</td>`;
       html += "</tr>";
     }
     this.table.innerHTML = html + "</tbody>";

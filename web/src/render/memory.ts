@@ -2,13 +2,17 @@
 // Draws only: the layout comes from layout.ts, the numbers from the Trace (through derive.ts and hbm.ts).
 // Two canvases: `base` (grids, redrawn once per step; HBM's grids cached as a layer that changes only when a
 // write lands) and `overlay` (flying tiles and the hovered cell, per animation frame).
-import { algoSpec, blockLetter, endpoint, iOf } from "../algos";
+import { blockLetter, endpoint, iOf } from "../algos";
 import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
 import {
   blockId, blockStatus, firstBlock, isMat, keyValid, kvWidth, lastPhase, pairKind, rowValid, sramAt, type TraceIndex,
 } from "../derive";
 import { cell, full, int, slice } from "../format";
 import { HbmHistory, type WriteEvent } from "../hbm";
+import {
+  connectors, fitOne, NOTE_FONT, placeLines, placeNote, regions, separators, separatorSegments,
+  tileCaptionVariants, tipPlace, VEIL_FONT, type Arc, type Measure, type Placed,
+} from "../labels";
 import { cellChars, cellRect, hitTest, layoutMemory, PAD, HEAD, TITLE, type GridBox, type GridName,
   type Hit, type MemoryLayout, type Rect } from "../layout";
 import type { Num, Step, Trace, Transfer, Vec, Mat } from "../types";
@@ -32,6 +36,41 @@ interface Flight {
   image: HTMLCanvasElement | null;
   crop: Rect | null; // region of `image` to draw
   colour: string;
+}
+
+/** What the picture drew besides cells, for the tests: each label's box, each boundary line, each connector's
+ *  bounds (CSS pixels of the canvas). */
+export interface Drawn {
+  labels: { text: string; box: Rect; kind: string }[];
+  lines: Rect[];
+  arcs: Rect[];
+}
+
+const emptyDrawn = (): Drawn => ({ labels: [], lines: [], arcs: [] });
+
+/** A text measure on a canvas of its own (setting a font there forces no style pass), cached per text. */
+function measurer(): Measure {
+  const c = typeof OffscreenCanvas !== "undefined" ? new OffscreenCanvas(1, 1) : document.createElement("canvas");
+  const g = c.getContext("2d") as Ctx2D;
+  const cache = new Map<string, number>();
+  return (text, font) => {
+    const key = `${font}|${text}`;
+    let w = cache.get(key);
+    if (w === undefined) {
+      g.font = font;
+      w = g.measureText(text).width;
+      if (cache.size > 4000) cache.clear();
+      cache.set(key, w);
+    }
+    return w;
+  };
+}
+
+/** The box of text drawn at (x, y) with the given alignment and baseline, `size` px tall. */
+function textBox(x: number, y: number, w: number, size: number, align: CanvasTextAlign, baseline: CanvasTextBaseline): Rect {
+  const left = align === "center" ? x - w / 2 : align === "right" || align === "end" ? x - w : x;
+  const top = baseline === "middle" ? y - size / 2 : baseline === "top" ? y : y - 0.8 * size;
+  return { x: left, y: top, w, h: size };
 }
 
 interface Composite {
@@ -90,6 +129,10 @@ export class MemoryView {
   private readonly back = new Backbuffer();
   private readonly hbmLayer = new Backbuffer();
   private hbmKey = "";
+  private readonly measure = measurer();
+  private hbmDrawn: Drawn = emptyDrawn(); // what the cached HBM layer holds
+  private stepDrawn: Drawn = emptyDrawn(); // what the step's layer holds
+  private rec: Drawn = emptyDrawn(); // the one being drawn
 
   constructor(host: HTMLElement, palette: Palette | null) {
     if (palette) this.palette = palette;
@@ -113,6 +156,13 @@ export class MemoryView {
     host.append(this.root);
     this.overlay.addEventListener("mousemove", (e) => this.onMove(e));
     this.overlay.addEventListener("mouseleave", () => this.setHover(null, 0, 0));
+    // a tap (touch or pen) shows the cell's tooltip too; a tap off the cells, or anywhere else, hides it
+    this.overlay.addEventListener("pointerdown", (e) => {
+      if (e.pointerType !== "mouse") this.onMove(e);
+    });
+    document.addEventListener("pointerdown", (e) => {
+      if (e.target !== this.overlay && this.hover) this.setHover(null, 0, 0);
+    }, { passive: true });
     new ResizeObserver(() => {
       const w = Math.floor(this.root.clientWidth);
       if (w > 0 && w !== this.width) {
@@ -174,8 +224,12 @@ export class MemoryView {
     this.drawOverlay();
   }
 
-  get currentLayout(): MemoryLayout | null {
-    return this.layout;
+  /** The layout, with what the last frame drew besides cells (labels, boundaries, connectors) for the tests. */
+  get currentLayout(): (MemoryLayout & { drawn: Drawn }) | null {
+    if (!this.layout) return null;
+    const h = this.hbmDrawn;
+    const st = this.stepDrawn;
+    return { ...this.layout, drawn: { labels: [...h.labels, ...st.labels], lines: [...h.lines, ...st.lines], arcs: [...h.arcs, ...st.arcs] } };
   }
 
   // ---- layout and sizing ----
@@ -368,16 +422,20 @@ export class MemoryView {
     const key = `${this.history.key(s.phase)}|${l.width}|${sramTitle}`;
     if (this.hbmKey !== key) {
       this.hbmKey = key;
+      this.rec = this.hbmDrawn = emptyDrawn();
       const hctx = this.hbmLayer.begin(this.under, dpr());
       hctx.clearRect(0, 0, l.width, l.height);
-      this.panel(hctx, l.hbm, `HBM \u00b7 global memory \u00b7 N=${t.config.n}, D=${t.config.d}, fp32`);
-      this.panel(hctx, l.sram, sramTitle);
+      const { n, d } = t.config;
+      this.panel(hctx, l.hbm, [`HBM \u00b7 global memory \u00b7 N=${n}, D=${d}, fp32`, `HBM \u00b7 N=${n}, D=${d}, fp32`, "HBM"]);
+      const parts = sramTitle.split(" \u00b7 ");
+      this.panel(hctx, l.sram, parts.map((_, k) => parts.slice(0, parts.length - k).join(" \u00b7 ")));
       this.drawHbm(hctx);
       this.hbmLayer.present(this.under);
     }
 
     const ctx = this.back.begin(this.base, dpr());
     ctx.clearRect(0, 0, l.width, l.height);
+    this.rec = this.stepDrawn = emptyDrawn();
 
     this.causalVeils(ctx, s);
     this.watched(ctx, s);
@@ -408,8 +466,13 @@ export class MemoryView {
 
     this.tileCaption(ctx, s);
 
-    // this step's transfers: highlighted in HBM, connected to their buffer
-    for (const tr of s.transfers) this.transferMark(ctx, tr, s);
+    // this step's transfers: highlighted in HBM, connected to their buffer through the band
+    const ends: { hbmX: number; sramX: number; kind: "read" | "write" }[] = [];
+    for (const tr of s.transfers) {
+      const end = this.transferMark(ctx, tr, s);
+      if (end) ends.push(end);
+    }
+    for (const arc of connectors(l, ends)) this.connector(ctx, arc);
 
     this.back.present(this.base);
     this.base.setAttribute("aria-label", describe(t, s));
@@ -488,7 +551,7 @@ export class MemoryView {
     const l = this.layout!;
     const { br, n } = t.config;
     const algo = t.config.algo;
-    const veil = (r: Rect, label: string) => {
+    const veil = (r: Rect, label: string, b: GridBox) => {
       if (r.w <= 0 || r.h <= 0) return;
       ctx.save();
       ctx.fillStyle = this.palette.panel;
@@ -498,14 +561,17 @@ export class MemoryView {
       ctx.fillStyle = this.pattern(ctx) ?? this.palette.hatch;
       ctx.fillRect(r.x, r.y, r.w, r.h);
       ctx.globalAlpha = 1;
-      if (label && r.h >= 14 && r.w >= 40) {
-        ctx.fillStyle = this.palette.inkMuted;
-        ctx.font = "10px system-ui, sans-serif";
-        ctx.textAlign = "center";
-        ctx.textBaseline = "middle";
-        ctx.fillText(label, r.x + r.w / 2, r.y + Math.min(r.h / 2, 14), r.w - 4);
-      }
       ctx.restore();
+      if (!label) return;
+      // in the first block or tile of the veiled rows, between its boundaries
+      const inside = regions(b, t.config.bc).filter((q) => q.y >= r.y - 0.5 && q.y + q.h <= r.y + r.h + 1 && q.x >= r.x - 0.5 && q.x + q.w <= r.x + r.w + 0.5);
+      for (const q of inside) {
+        const placed = placeLines(q, [[label]], this.measure, VEIL_FONT, 12);
+        if (placed) {
+          this.lines(ctx, placed, this.palette.inkMuted, "veil");
+          break;
+        }
+      }
     };
     if (algo === "fa2" || algo === "standard") {
       const i = s.block ?? 0;
@@ -513,8 +579,8 @@ export class MemoryView {
       if (w >= n) return;
       for (const name of l.hbmOrder) {
         const b = l.grids[name]!;
-        if (b.axis === "kv") veil(cellRect(b, w, n), "skipped");
-        if (b.colAxis === "kv") veil(cellRect(b, i * br, Math.min(n, (i + 1) * br), w, n), "");
+        if (b.axis === "kv") veil(cellRect(b, w, n), "skipped", b);
+        if (b.colAxis === "kv") veil(cellRect(b, i * br, Math.min(n, (i + 1) * br), w, n), "", b);
       }
     } else {
       const main = algo === "fa1" || (s.indices !== undefined && "j" in s.indices);
@@ -526,7 +592,7 @@ export class MemoryView {
       for (const name of l.hbmOrder) {
         const b = l.grids[name]!;
         if (b.axis !== "q" || (algo === "fa2-backward" && name === "O")) continue;
-        veil(cellRect(b, 0, Math.min(n, f * br)), "skipped");
+        veil(cellRect(b, 0, Math.min(n, f * br)), "skipped", b);
       }
     }
   }
@@ -592,38 +658,48 @@ export class MemoryView {
   private tileCaption(ctx: Ctx2D, s: Step): void {
     const l = this.layout!;
     const t = this.trace!;
-    const row = algoSpec(t.config.algo, t.config).sram[0]!;
-    const first = l.grids[row[0]!.name]!;
-    const last = l.grids[row[row.length - 1]!.name]!;
+    const row = l.sramOrder.filter((n) => Math.abs(l.grids[n]!.y - l.grids[l.sramOrder[0]!]!.y) < 1).map((n) => l.grids[n]!);
+    const first = row[0]!;
+    const last = row[row.length - 1]!;
     // room between the first two boxes of the top row (fa2: between Kj and Vj), else after the last
-    const second = row[1] ? l.grids[row[1].name]! : null;
-    let x0 = first.x + first.w + 14;
-    let room = (second ? second.x : l.sram.x + l.sram.w) - 14 - x0;
-    if (room < 90) {
-      x0 = last.x + last.w + 14;
-      room = l.sram.x + l.sram.w + PAD / 2 - 8 - x0;
-    }
-    if (room < 90) return;
+    const second = row[1] ?? null;
+    // down to the next row's titles (or the panel's foot): the row itself may be only a few pixels tall
+    const below = l.sramOrder.map((n) => l.grids[n]!).filter((g) => g.y > first.y + 1).map((g) => g.y - TITLE);
+    const tall = Math.min(...below, l.sram.y + l.sram.h) - first.y;
+    let room: Rect = { x: first.x + first.w + 6, y: first.y, w: (second ? second.x : l.sram.x + l.sram.w) - 12 - first.x - first.w, h: tall };
+    if (room.w < 90) room = { x: last.x + last.w + 6, y: first.y, w: l.sram.x + l.sram.w + PAD / 2 - 10 - last.x - last.w, h: tall };
+    if (room.w < 40) return;
     const j = this.idx!.tile[this.step] ?? null;
     const { bc, n, tc } = t.config;
-    const before = j === null;
-    const after = s.op === "write_back" && t.config.algo === "fa2";
-    const lines = before
-      ? ["no tile yet:", t.config.algo === "fa2-backward" ? "this kernel has no loop over j" : "the loop over j starts next"]
-      : after
-        ? ["loop over j done:", `all tiles this block needs seen`]
-        : [`tile j = ${j} of Tc = ${tc}`, `K[${j * bc}:${Math.min(n, (j + 1) * bc)}], V[\u2026] held`];
+    const state = j === null ? "before" : s.op === "write_back" && t.config.algo === "fa2" ? "after" : "tile";
+    const rows: [number, number] = [(j ?? 0) * bc, Math.min(n, ((j ?? 0) + 1) * bc)];
+    const placed = placeLines(room, tileCaptionVariants(j, tc, rows, state, t.config.algo === "fa2-backward"), this.measure);
+    if (placed) this.lines(ctx, placed, this.palette.inkMuted, "caption");
+  }
+
+  /** Centre-aligned lines placed by labels.ts, drawn and recorded. */
+  private lines(ctx: Ctx2D, p: Placed, colour: string, kind: string): void {
     ctx.save();
-    ctx.fillStyle = this.palette.inkMuted;
-    ctx.font = "12px system-ui, sans-serif";
+    ctx.fillStyle = colour;
+    ctx.font = p.font;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
-    const cy = first.y + Math.min(first.h, 60) / 2;
-    lines.forEach((line, k) => ctx.fillText(line, x0 + room / 2, cy + (k - (lines.length - 1) / 2) * 16, room));
+    p.lines.forEach((line, k) => {
+      const y = p.cy + (k - (p.lines.length - 1) / 2) * p.lineH;
+      ctx.fillText(line, p.cx, y);
+      this.rec.labels.push({ text: line, box: textBox(p.cx, y, this.measure(line, p.font), p.lineH - 2, "center", "middle"), kind });
+    });
     ctx.restore();
   }
 
-  private panel(ctx: Ctx2D, r: Rect, title: string): void {
+  /** fillText at the context's alignment, recorded with its box. */
+  private text(ctx: Ctx2D, text: string, x: number, y: number, font: string, size: number, kind: string): void {
+    ctx.font = font;
+    ctx.fillText(text, x, y);
+    this.rec.labels.push({ text, box: textBox(x, y, this.measure(text, font), size, ctx.textAlign, ctx.textBaseline), kind });
+  }
+
+  private panel(ctx: Ctx2D, r: Rect, titles: string[]): void {
     const p = this.palette;
     ctx.save();
     ctx.fillStyle = p.panel;
@@ -638,9 +714,10 @@ export class MemoryView {
     ctx.fill();
     ctx.stroke();
     ctx.fillStyle = p.inkMuted;
-    ctx.font = "600 11px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    ctx.fillText(title, r.x + 2, y + HEAD / 2 + 2, w - 8);
+    const font = "600 11px system-ui, sans-serif";
+    const title = fitOne(titles, w - 10, font, this.measure);
+    if (title) this.text(ctx, title, r.x + 2, y + HEAD / 2 + 2, font, 11, "panel-title");
     ctx.restore();
   }
 
@@ -653,17 +730,24 @@ export class MemoryView {
     ctx.font = "700 13px system-ui, sans-serif";
     ctx.fillStyle = hot ? p.changed : p.ink;
     const y = b.y - 5;
-    ctx.fillText(name, b.x, y);
-    let x = b.x + ctx.measureText(name).width + 5;
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = p.inkMuted;
-    if (shape && x + ctx.measureText(shape).width <= b.x + room) {
-      ctx.fillText(shape, x, y);
-      x += ctx.measureText(shape).width + 5;
+    const small = "11px system-ui, sans-serif";
+    // the name in the largest size that fits before the next grid (many narrow tensors: smaller), else left out
+    const size = [13, 11, 9].find((px) => this.measure(name, `700 ${px}px system-ui, sans-serif`) <= room);
+    if (size === undefined) {
+      ctx.restore();
+      return;
     }
-    if (note && x + ctx.measureText(note).width <= b.x + room) {
+    const bold = `700 ${size}px system-ui, sans-serif`;
+    this.text(ctx, name, b.x, y, bold, size, "title");
+    let x = b.x + this.measure(name, bold) + 5;
+    ctx.fillStyle = p.inkMuted;
+    if (shape && x + this.measure(shape, small) <= b.x + room) {
+      this.text(ctx, shape, x, y, small, 11, "title");
+      x += this.measure(shape, small) + 5;
+    }
+    if (note && x + this.measure(note, small) <= b.x + room) {
       ctx.fillStyle = hot ? p.changed : p.inkMuted;
-      ctx.fillText(note, x, y);
+      this.text(ctx, note, x, y, small, 11, "title");
     }
     ctx.restore();
   }
@@ -685,18 +769,10 @@ export class MemoryView {
     ctx.strokeStyle = this.palette.grid;
     ctx.setLineDash([3, 3]);
     ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, b.h - 1);
-    if (text) {
-      ctx.font = "11px system-ui, sans-serif";
-      ctx.fillStyle = this.palette.inkMuted;
-      ctx.textAlign = "center";
-      ctx.textBaseline = "middle";
-      const lines = text.split("\n");
-      const wide = Math.max(...lines.map((t) => ctx.measureText(t).width));
-      if (wide + 8 <= b.w && lines.length * 14 + 4 <= b.h) {
-        lines.forEach((t, k) => ctx.fillText(t, b.x + b.w / 2, b.y + b.h / 2 + (k - (lines.length - 1) / 2) * 14));
-      }
-    }
     ctx.restore();
+    // between the block and tile boundaries (drawn over the grid later), never across one
+    const placed = text ? placeNote(b, text, this.trace!.config.bc, this.measure, NOTE_FONT) : null;
+    if (placed) this.lines(ctx, placed, this.palette.inkMuted, "note");
   }
 
   private grid(ctx: Ctx2D, b: GridBox, values: Num[][], range: number, name: GridName): void {
@@ -799,26 +875,24 @@ export class MemoryView {
   }
 
   private separators(ctx: Ctx2D, b: GridBox): void {
-    if (b.group <= 0 || b.group * b.ch < 3) return;
+    const { ys, xs } = separators(b, this.trace!.config.bc);
+    if (!ys.length && !xs.length) return;
     ctx.save();
     ctx.strokeStyle = this.palette.ink;
     ctx.globalAlpha = 0.45;
     ctx.lineWidth = 1;
     ctx.beginPath();
-    for (let r = b.group; r < b.rows + b.padRows; r += b.group) {
-      const y = Math.round(b.y + r * b.ch) + 0.5;
+    for (const y of ys) {
       ctx.moveTo(b.x - 3, y);
       ctx.lineTo(b.x + b.w + 3, y);
     }
-    if (b.colAxis === "kv" && this.trace!.config.bc * b.cw >= 3) {
-      for (let c = this.trace!.config.bc; c < b.cols; c += this.trace!.config.bc) {
-        const x = Math.round(b.x + c * b.cw) + 0.5;
-        ctx.moveTo(x, b.y);
-        ctx.lineTo(x, b.y + b.h);
-      }
+    for (const x of xs) {
+      ctx.moveTo(x, b.y);
+      ctx.lineTo(x, b.y + b.h);
     }
     ctx.stroke();
     ctx.restore();
+    this.rec.lines.push(...separatorSegments(b, this.trace!.config.bc));
   }
 
   private blockLabels(ctx: Ctx2D, b: GridBox, letter: string, group: number, count: number): void {
@@ -827,14 +901,15 @@ export class MemoryView {
     ctx.fillStyle = this.palette.inkMuted;
     ctx.font = "10px system-ui, sans-serif";
     ctx.textAlign = "right";
+    const font = "10px system-ui, sans-serif";
     if (h < 11) {
       // too many blocks to label each: label the first and say how many
       ctx.textBaseline = "top";
-      ctx.fillText(`${letter}=0`, b.x - 5, b.y);
-      ctx.fillText(`\u2026${count - 1}`, b.x - 5, b.y + b.h - 10);
+      this.text(ctx, `${letter}=0`, b.x - 5, b.y, font, 10, "block");
+      this.text(ctx, `\u2026${count - 1}`, b.x - 5, b.y + b.h - 10, font, 10, "block");
     } else {
       ctx.textBaseline = "middle";
-      for (let k = 0; k < count; k++) ctx.fillText(`${letter}=${k}`, b.x - 5, b.y + (k + 0.5) * h);
+      for (let k = 0; k < count; k++) this.text(ctx, `${letter}=${k}`, b.x - 5, b.y + (k + 0.5) * h, font, 10, "block");
     }
     ctx.restore();
   }
@@ -903,11 +978,12 @@ export class MemoryView {
     return out;
   }
 
-  private transferMark(ctx: Ctx2D, tr: Transfer, s: Step): void {
+  /** The HBM tile a transfer moves, highlighted; returns the columns its connector joins (or null). */
+  private transferMark(ctx: Ctx2D, tr: Transfer, s: Step): { hbmX: number; sramX: number; kind: "read" | "write" } | null {
     const l = this.layout!;
     const p = this.palette;
     const b = l.grids[tr.tensor];
-    if (!b) return;
+    if (!b) return null;
     const r = cellRect(b, tr.rows[0], tr.rows[1], tr.cols[0], tr.cols[1]);
     const colour = tr.kind === "read" ? p.read : p.write;
     ctx.save();
@@ -918,31 +994,34 @@ export class MemoryView {
     ctx.strokeStyle = colour;
     ctx.lineWidth = 2.5;
     ctx.strokeRect(r.x - 1, r.y - 1, r.w + 2, r.h + 2);
-    // a connector arcing over the panels from the HBM tile to its SRAM buffer
-    const e = this.endpointRect(tr, s.op);
-    if (e) {
-      const a = { x: r.x + r.w / 2, y: r.y - 2 };
-      const z = { x: e.x + e.w / 2, y: e.y - TITLE + 2 };
-      const top = PAD + HEAD - 4;
-      ctx.globalAlpha = 0.7;
-      ctx.lineWidth = 1.5;
-      ctx.setLineDash([5, 4]);
-      ctx.beginPath();
-      ctx.moveTo(a.x, a.y);
-      ctx.bezierCurveTo(a.x, top - 10, z.x, top - 10, z.x, z.y);
-      ctx.stroke();
-      ctx.setLineDash([]);
-      // arrowhead at the destination end
-      const [hx, hy] = tr.kind === "read" ? [z.x, z.y] : [a.x, a.y];
-      ctx.beginPath();
-      ctx.moveTo(hx, hy);
-      ctx.lineTo(hx - 4, hy - 7);
-      ctx.lineTo(hx + 4, hy - 7);
-      ctx.closePath();
-      ctx.fillStyle = colour;
-      ctx.fill();
-    }
     ctx.restore();
+    const e = this.endpointRect(tr, s.op);
+    return e ? { hbmX: r.x + r.w / 2, sramX: e.x + e.w / 2, kind: tr.kind } : null;
+  }
+
+  /** A dashed connector in the band, from the HBM tile's column to its buffer's, its head where the data goes. */
+  private connector(ctx: Ctx2D, arc: Arc): void {
+    const colour = arc.kind === "read" ? this.palette.read : this.palette.write;
+    ctx.save();
+    ctx.strokeStyle = colour;
+    ctx.fillStyle = colour;
+    ctx.globalAlpha = 0.8;
+    ctx.lineWidth = 1.5;
+    ctx.setLineDash([5, 4]);
+    ctx.beginPath();
+    ctx.moveTo(arc.a.x, arc.a.y);
+    ctx.bezierCurveTo(arc.c1.x, arc.c1.y, arc.c2.x, arc.c2.y, arc.z.x, arc.z.y);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.beginPath();
+    const [h0, h1, h2] = arc.head;
+    ctx.moveTo(h0![0], h0![1]);
+    ctx.lineTo(h1![0], h1![1]);
+    ctx.lineTo(h2![0], h2![1]);
+    ctx.closePath();
+    ctx.fill();
+    ctx.restore();
+    this.rec.arcs.push(arc.box);
   }
 
   // ---- the overlay: flights and hover ----
@@ -1080,10 +1159,14 @@ export class MemoryView {
       if (!this.flights.length) this.drawOverlay();
     }
     this.tip.hidden = false;
-    const w = this.tip.offsetWidth;
-    const lw = this.layout!.width;
-    this.tip.style.left = `${Math.min(lw - w - 4, x + 14)}px`;
-    this.tip.style.top = `${y + 16}px`;
+    // inside the picture (its card clips whatever leaves it) and inside the part of it scrolled into view
+    const l = this.layout!;
+    const host = this.root.parentElement;
+    const sx = host ? host.scrollLeft : 0;
+    const vw = host ? Math.min(l.width, host.clientWidth) : l.width;
+    const at = tipPlace(x, y, this.tip.offsetWidth, this.tip.offsetHeight, { x: sx + 2, y: 2, w: vw - 4, h: l.height - 4 });
+    this.tip.style.left = `${at.left}px`;
+    this.tip.style.top = `${at.top}px`;
   }
 
   /** Tooltip HTML for a cell: where it is, its value, and what it means. */

@@ -11,6 +11,7 @@ export class Timeline {
   private step = 0;
   private dragging = false;
   private width = 0;
+  private height = 34; // the element's height (taller on a phone, for the thumb); read by the observer, never mid-step
   private readonly back = new Backbuffer();
 
   constructor(host: HTMLElement, private readonly onSeek: (k: number) => void) {
@@ -36,8 +37,10 @@ export class Timeline {
     this.el.addEventListener("pointercancel", () => (this.dragging = false));
     new ResizeObserver(() => {
       const w = Math.floor(this.el.clientWidth);
-      if (w !== this.width) {
+      const h = Math.floor(this.el.clientHeight) || 34;
+      if (w !== this.width || h !== this.height) {
         this.width = w;
+        this.height = h;
         this.draw();
       }
     }).observe(this.el);
@@ -98,7 +101,7 @@ export class Timeline {
     const t = this.trace;
     const w = this.width || Math.floor(this.el.clientWidth);
     if (!t || w <= 0) return;
-    const h = 34;
+    const h = this.height;
     const ratio = Math.min(3, window.devicePixelRatio || 1);
     if (this.canvas.width !== Math.round(w * ratio) || this.canvas.height !== Math.round(h * ratio)) {
       this.canvas.width = Math.round(w * ratio);
