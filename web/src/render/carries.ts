@@ -3,7 +3,7 @@
 // the backward pass: the values the step carries (a row's max and sum; Li, Di, dQ's share), per row.
 // All values from the Trace.
 import { iOf } from "../algos";
-import { esc } from "../dom";
+import { fill, h, sub } from "../dom";
 import { isMat, rowValid, sramAt, sramBefore, type TraceIndex } from "../derive";
 import { num } from "../format";
 import type { Mat, Num, Step, Trace, Vec } from "../types";
@@ -44,30 +44,34 @@ export class CarriesView {
   private generic(t: Trace, s: Step): void {
     const c = s.carries;
     const i = iOf(t.config.algo, s);
+    const code = (x: string) => h("code", {}, x);
     if (!c || !Object.keys(c).length) {
-      this.table.innerHTML = `<tbody><tr><td class="muted">This step carries no values between steps.</td></tr></tbody>`;
-      this.note.innerHTML = t.config.algo === "standard"
-        ? "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (<code>softmax_row</code> steps)."
-        : "The backward's per-row values: L<sub>i</sub> and D<sub>i</sub> on <code>load_q</code>, the scores on <code>probs</code>, dP on <code>ds</code>, dQ's share on <code>dq</code>.";
+      fill(this.table, h("tbody", {}, h("tr", {}, h("td", { class: "muted" }, "This step carries no values between steps."))));
+      if (t.config.algo === "standard") {
+        fill(this.note, "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (", code("softmax_row"), " steps).");
+      } else {
+        fill(this.note, "The backward's per-row values: ", sub("L", "i"), " and ", sub("D", "i"), " on ", code("load_q"), ", the scores on ", code("probs"),
+          ", dP on ", code("ds"), ", dQ's share on ", code("dq"), ".");
+      }
       return;
     }
     const keys = Object.keys(c);
-    const rows = Math.max(...keys.map((k) => (c[k] as unknown[]).length));
+    const rows = Math.max(0, ...keys.map((k) => (Array.isArray(c[k]) ? (c[k] as unknown[]).length : 0)));
     const r0 = s.indices?.r ?? (i === null ? 0 : i * t.config.br);
-    let html = `<thead><tr><th scope="col">row</th>${keys.map((k) => `<th scope="col">${esc(LABEL[k] ?? k)}</th>`).join("")}</tr></thead><tbody>`;
+    const body = h("tbody");
     for (let r = 0; r < rows; r++) {
       const pad = s.indices?.r === undefined && !rowValid(t, i, r);
-      html += `<tr${pad ? ' class="pad" title="row past N: padding"' : ""}><th scope="row">${r0 + r}</th>`;
+      const tr = h("tr", pad ? { class: "pad", title: "row past N: padding" } : {}, h("th", { scope: "row" }, r0 + r));
       for (const k of keys) {
         const v = (c[k] as (Num | Num[])[])[r];
-        html += Array.isArray(v) ? `<td class="mono">${esc(rowText(v))}</td>` : `<td>${esc(num(v ?? null))}</td>`;
+        tr.append(Array.isArray(v) ? h("td", { class: "mono" }, rowText(v)) : h("td", {}, num(v ?? null)));
       }
-      html += "</tr>";
+      body.append(tr);
     }
-    this.table.innerHTML = html + "</tbody>";
-    this.note.innerHTML = t.config.algo === "standard"
+    fill(this.table, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "row"), ...keys.map((k) => h("th", { scope: "col" }, LABEL[k] ?? k)))), body);
+    fill(this.note, t.config.algo === "standard"
       ? `Row ${s.indices?.r ?? r0} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the whole row at once (the row was written to HBM first, and is read back whole).`
-      : "Per row of the block: what this step carries, from the Trace.";
+      : "Per row of the block: what this step carries, from the Trace.");
   }
 
   /** FA2 and FA1: the online softmax's carries. */
@@ -85,7 +89,8 @@ export class CarriesView {
     const alpha = soft ? vec(c.alpha) : null;
     const i = iOf(t.config.algo, s);
     const cols = ["row", "m\u1d62", "\u03b1 = e^(m_old \u2212 m_new)", "\u2113\u1d62", back ? "L = m\u1d62 + log \u2113\u1d62" : null, back ? "O row = O\u1d62 / \u2113\u1d62" : t.config.algo === "fa1" ? "O\u1d62 row (normalised each visit)" : "O\u1d62 row (unnormalised)"].filter(Boolean) as string[];
-    let html = `<thead><tr>${cols.map((x) => `<th scope="col">${esc(x)}</th>`).join("")}</tr></thead><tbody>`;
+    const body = h("tbody");
+    const changedO = s.sram.Oi !== undefined && oOld;
     for (let r = 0; r < t.config.br; r++) {
       const pad = !rowValid(t, i, r);
       const changedM = soft && mOld?.[r] !== mi?.[r];
@@ -94,22 +99,29 @@ export class CarriesView {
       const rescaled = typeof a === "number" && a < 1 && (lOld?.[r] ?? 0) !== 0;
       const cell = (now: Num | undefined, before: Num | undefined, changed: boolean | null | undefined) =>
         changed && before !== undefined
-          ? `<td class="changed"><span class="old">${esc(num(before ?? null))}</span> \u2192 ${esc(num(now ?? null))}</td>`
-          : `<td>${esc(num(now ?? null))}</td>`;
-      html += `<tr${pad ? ' class="pad" title="row past N: padding, never stored"' : ""}>`;
-      html += `<th scope="row">${i === null ? r : i * t.config.br + r}</th>`;
-      html += cell(mi?.[r], mOld?.[r], changedM);
-      html += a === undefined || a === null ? `<td class="muted">\u2014</td>` : `<td class="${rescaled ? "rescaled" : ""}">${esc(num(a))}</td>`;
-      html += cell(li?.[r], lOld?.[r], changedL);
-      if (back) html += `<td>${esc(num(vec(c.L)?.[r] ?? null))}</td>`;
-      const changedO = s.sram.Oi !== undefined && oOld;
-      html += changedO
-        ? `<td class="mono changed"><span class="old">${esc(rowText(oOld[r]))}</span><br>\u2192 ${esc(rowText(oi?.[r]))}</td>`
-        : `<td class="mono">${esc(rowText(oi?.[r]))}</td>`;
-      html += "</tr>";
+          ? h("td", { class: "changed" }, h("span", { class: "old" }, num(before ?? null)), ` \u2192 ${num(now ?? null)}`)
+          : h("td", {}, num(now ?? null));
+      body.append(h("tr", pad ? { class: "pad", title: "row past N: padding, never stored" } : {},
+        h("th", { scope: "row" }, i === null ? r : i * t.config.br + r),
+        cell(mi?.[r], mOld?.[r], changedM),
+        a === undefined || a === null ? h("td", { class: "muted" }, "\u2014") : h("td", { class: rescaled ? "rescaled" : undefined }, num(a)),
+        cell(li?.[r], lOld?.[r], changedL),
+        back ? h("td", {}, num(vec(c.L)?.[r] ?? null)) : null,
+        changedO
+          ? h("td", { class: "mono changed" }, h("span", { class: "old" }, rowText(oOld[r])), h("br"), `\u2192 ${rowText(oi?.[r])}`)
+          : h("td", { class: "mono" }, rowText(oi?.[r]))));
     }
-    this.table.innerHTML = html + "</tbody>";
-    this.note.innerHTML = this.explain(t, s);
+    fill(this.table, h("thead", {}, h("tr", {}, ...cols.map((x) => h("th", { scope: "col" }, x)))), body);
+    // rows with no finite score (every score −∞): the kernel's exp(−∞ − (−∞)) makes their ℓ and O NaN
+    const lost: number[] = [];
+    for (let r = 0; r < t.config.br; r++) {
+      const l = li?.[r];
+      if (rowValid(t, i, r) && typeof l === "number" && Number.isNaN(l)) lost.push(i === null ? r : i * t.config.br + r);
+    }
+    const why = lost.length
+      ? ` Row${lost.length === 1 ? "" : "s"} ${lost.join(", ")}: no finite score (every score \u2212\u221e), so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and O\u1d62 are NaN from then on, as the kernel computes them.`
+      : "";
+    this.note.textContent = this.explain(t, s) + why;
   }
 
   private explain(t: Trace, s: Step): string {
