@@ -65,9 +65,10 @@ def test_a_row_with_no_finite_score_renders_in_every_view(page, server_url, log,
         expect(cells.nth(0)).to_contain_text("\u2212\u221e")
         expect(cells.nth(2)).to_contain_text("NaN")
         expect(page.locator("#carries-note")).to_contain_text(f"Row {ROW}: no finite score")
-        # the other rows are numbers
+        # the other rows are numbers (a changed cell reads "old \u2192 new": the new value counts)
         other = page.locator("[data-testid=carries] tbody tr").nth(ROW + 1).locator("td")
-        assert "NaN" not in other.nth(2).text_content() and "\u221e" not in other.nth(0).text_content()
+        m_now = other.nth(0).text_content().split("\u2192")[-1]
+        assert "NaN" not in other.nth(2).text_content() and "\u221e" not in m_now, m_now
         page.evaluate("window.scrollTo(0, 0)")
         assert "\u2212\u221e" in tooltip_at(page, "mi", ROW + 0.5, 0.5)
         assert "NaN" in tooltip_at(page, "li", ROW + 0.5, 0.5)
