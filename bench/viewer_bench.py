@@ -10,9 +10,11 @@
    it prints, and the time taken until the page's `flashviz:interactive` mark (set once the first step's frame
    has painted), measured on the wall clock from just before the command starts.
 
-    python bench/viewer_bench.py [--passes 4] [--algo fa2] [--json out.json]
+    python bench/viewer_bench.py [--passes 4] [--algo fa2] [--json out.json] [--check]
 
-Prints a table; numbers are medians (and p90) over all steps. Needs the built viewer, Playwright and Debian's
+Prints a table; numbers are medians (and p90) over all steps. With --check it exits 1 when a median is over its
+budget: the speed checks live here, not in tests/browser (which assert no durations: a loaded CI machine must
+pass them). Needs the built viewer, Playwright and Debian's
 chromium (/usr/bin/chromium), as the browser tests do.
 """
 
@@ -171,6 +173,7 @@ def main() -> None:
     ap.add_argument("--algo", default="fa2", help="fa2 (the budget's config), fa1, standard or fa2-backward")
     ap.add_argument("--startup-runs", type=int, default=5)
     ap.add_argument("--json", help="also write the numbers here")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a median is over its budget (16 ms, 1.5 s)")
     a = ap.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -220,6 +223,16 @@ def main() -> None:
         }
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=2)
+
+    if a.check:
+        over = [
+            f"{name}: median {med} over {budget}"
+            for name, med, _, budget in rows
+            if budget and float(med) > float(budget)
+        ]
+        for line in over:
+            print(f"over budget: {line}", file=sys.stderr)
+        sys.exit(1 if over else 0)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,18 @@ function staticTex(): Plugin {
   };
 }
 
+// The sections are numbered by the page itself, in the order they appear (index.html leaves each `.ch` empty):
+// no number written by hand can skip or repeat.
+function numberSections(): Plugin {
+  return {
+    name: "flashviz-number-sections",
+    transformIndexHtml(html) {
+      let k = 0;
+      return html.replace(/<span class="ch"><\/span>/g, () => `<span class="ch">${++k}</span>`);
+    },
+  };
+}
+
 // KaTeX's stylesheet offers each font as woff2, woff and ttf; every browser that runs this page
 // takes woff2, so the other two are dropped from the bundle (about 1 MB less in the wheel).
 function katexWoff2Only(): Plugin {
@@ -33,7 +45,7 @@ function katexWoff2Only(): Plugin {
 
 export default defineConfig({
   base: "./", // assets load under any mount point
-  plugins: [katexWoff2Only(), staticTex()],
+  plugins: [katexWoff2Only(), staticTex(), numberSections()],
   build: {
     outDir: "../src/flashviz/viewer/static",
     emptyOutDir: true,

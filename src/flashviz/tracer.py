@@ -50,6 +50,7 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             "recorded_blocks": sorted(recorded),
         },
         kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(cfg.algo)},
+        idea=algo.idea.to_dict(),
         inputs={k: inputs[k] for k in algo.inputs},
         outputs=outputs,
         reference=reference.check({k: outputs[k] for k in refs}, refs),

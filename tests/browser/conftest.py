@@ -1,18 +1,20 @@
 """Fixtures for the end-to-end tests: the real server (flashviz.server.create_app) on a free loopback port in
 a thread, and Debian's chromium driven by Playwright. A page fixture records console errors and every
-request's host, so each test can check the page stayed clean and offline."""
+request's host, so each test can check the page stayed clean and offline.
+
+The tests wait for states, never for times, and assert no durations. Each wait is bounded by WAIT_MS, a bound
+chosen for a loaded 2-core CI machine (Playwright's own 5 s is not): it only decides how long a broken page
+takes to fail."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from pageutil import WAIT_MS, missing, serving
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -25,50 +27,21 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-IN_CI = bool(os.environ.get("CI"))
-
-
-def _missing(reason: str):
-    """Without the browser or the built viewer these tests cannot run: fail in CI, skip elsewhere."""
-    if IN_CI:
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
 def server_url():
     """Base URL of the real flashviz server, serving the built viewer."""
-    uvicorn = pytest.importorskip("uvicorn")
-    from flashviz import server
-
-    if not (server.static_dir() / "index.html").is_file():
-        _missing("the viewer is not built: cd web && npm ci && npm run build (pip install . does it)")
-    port = _free_port()
-    config = uvicorn.Config(server.create_app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, name="flashviz-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the flashviz server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serving() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no `playwright install`)")
     if not (os.path.exists(CHROMIUM) and shutil.which(CHROMIUM)):
-        _missing(f"Debian's chromium is not at {CHROMIUM}: apt-get install -y chromium")
+        missing(f"Debian's chromium is not at {CHROMIUM}: apt-get install -y chromium")
+    sync_api.expect.set_options(timeout=WAIT_MS)
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
@@ -102,7 +75,7 @@ def page(browser, server_url, log):
             log.hosts.add(parts.hostname or "")
 
     pg.on("request", on_request)
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(WAIT_MS)
     yield pg
     context.close()
 

@@ -6,53 +6,43 @@ from __future__ import annotations
 import re
 
 import pytest
-
-expect = pytest.importorskip("playwright.sync_api").expect
+from pageutil import (
+    api,
+    assert_clean,
+    assert_no_junk,
+    counter_el,
+    expect,
+    expect_step,
+    open_viewer,
+    step_of,
+    tooltip_at,
+)
 
 pytestmark = pytest.mark.browser
 
 SMALL = "n=8&d=4&br=4&bc=4&seed=0"
 
 
-def open_viewer(page, base: str, query: str = "") -> None:
-    page.goto(f"{base}/{('?' + query) if query else ''}")
-    page.wait_for_selector("html[data-ready=true]")
-    page.wait_for_selector("[data-testid=step-counter][data-step]")
+def unit_of(algo: str, s: dict):
+    """Which steps share one block's SRAM (the viewer's algos.unitOf): fa1's one block; the backward's two kernels."""
+    if algo == "fa1":
+        return "one"
+    if algo == "fa2-backward":
+        return ("bwd" if "j" in s.get("indices", {}) else "pre", s["block"])
+    return s["block"]
 
 
-def counter_el(page):
-    return page.locator("[data-testid=step-counter]")
-
-
-def step_of(page) -> int:
-    return int(counter_el(page).get_attribute("data-step"))
-
-
-def api(page, base: str, path: str) -> dict:
-    r = page.request.get(f"{base}{path}")
-    assert r.ok, r.text()
-    return r.json()
-
-
-def assert_clean(log) -> None:
-    assert log.errors == [], f"console errors: {log.errors}"
-    assert log.hosts <= {"127.0.0.1"}, f"requests left the local server: {sorted(log.hosts)}"
-
-
-def tooltip_at(page, grid: str, r: float, c: float) -> str:
-    box = page.evaluate("(n) => { const g = window.flashviz.layout().grids[n]; return [g.x, g.y, g.cw, g.ch]; }", grid)
-    canvas = page.locator(".memory-canvas canvas.overlay").bounding_box()
-    x, y, cw, ch = box
-    page.mouse.move(canvas["x"] + x + c * cw, canvas["y"] + y + r * ch)
-    tip = page.locator("[data-testid=cell-tooltip]")
-    tip.wait_for(state="visible")
-    return tip.inner_text()
+def expect_counters(page, counts: dict) -> None:
+    for t, c in counts.items():
+        row = page.locator(f"[data-testid=counter-{t}]")
+        expect(row).to_have_attribute("data-read", str(c["read"]))
+        expect(row).to_have_attribute("data-written", str(c["written"]))
 
 
 @pytest.mark.parametrize("algo", ["fa1", "standard", "fa2-backward", "fa2"])
 def test_picker_loads_each_algorithm_with_its_own_tensors(page, server_url, log, algo):
     open_viewer(page, server_url)
-    names = [o for o in page.eval_on_selector_all("[data-testid=cfg-algo] option", "els => els.map(e => e.value)")]
+    names = page.eval_on_selector_all("[data-testid=cfg-algo] option", "els => els.map(e => e.value)")
     assert names == [a["name"] for a in api(page, server_url, "/api/limits")["algos"]]
     trace = api(page, server_url, f"/api/trace?algo={algo}&{SMALL}")
     if algo != "fa2":
@@ -72,18 +62,49 @@ def test_picker_loads_each_algorithm_with_its_own_tensors(page, server_url, log,
     for t in trace["tensors"]:
         expect(page.locator(f"[data-testid=counter-{t}]")).to_have_count(1)
     page.keyboard.press("End")
-    for t, c in trace["hbm"].items():
-        row = page.locator(f"[data-testid=counter-{t}]")
-        got = (int(row.get_attribute("data-read")), int(row.get_attribute("data-written")))
-        assert got == (c["read"], c["written"]), t
-    assert "match" in page.locator("[data-testid=final-accounting]").text_content()
-    # the ops table: one row per step of the watched block's program, its labels the steps' own
+    expect_step(page, len(trace["steps"]) - 1)
+    expect_counters(page, trace["hbm"])
+    expect(page.locator("[data-testid=final-accounting]")).to_contain_text("match")
+    # the ops table: one row per step of the watched block's program, labelled with the steps' own math
     last = trace["steps"][-1]
-    ops = page.locator("[data-testid=ops-table] tbody tr")
-    assert ops.locator("code").first.text_content() != ""
-    assert page.locator("[data-testid=ops-table] tr.current").get_attribute("data-step") == str(last["index"])
-    assert page.locator("[data-testid=code-header]").inner_text() == last["code"].split("\n", 1)[0]
-    assert page.locator("[data-testid=error-badge]").get_attribute("data-ok") == "true"
+    unit = [s for s in trace["steps"] if unit_of(algo, s) == unit_of(algo, last)]
+    ops = page.locator("[data-testid=ops-table] tbody tr code")
+    assert ops.all_text_contents() == [s["math"] for s in unit]
+    expect(page.locator("[data-testid=ops-table] tr.current")).to_have_attribute("data-step", str(last["index"]))
+    expect(page.locator("[data-testid=code-header]")).to_have_text(last["code"].split("\n", 1)[0])
+    expect(page.locator("[data-testid=error-badge]")).to_have_attribute("data-ok", "true")
+    assert_clean(log)
+
+
+@pytest.mark.parametrize("algo", ["fa2", "fa1", "standard", "fa2-backward"])
+def test_each_algorithm_has_its_own_idea(page, server_url, log, algo):
+    """Item 18: section 1 says what the algorithm on screen does, from the trace (Python writes it), its TeX
+    typeset by KaTeX; FA2's forward text (out = o/l, L = m + log l, block i owns Qi) belongs to fa2 alone."""
+    open_viewer(page, server_url, f"algo={algo}&{SMALL}")
+    idea = api(page, server_url, f"/api/trace?algo={algo}&{SMALL}")["idea"]
+    body = page.locator("[data-testid=idea]")
+    expect(body).to_have_attribute("data-algo", algo)
+    expect(page.locator("[data-testid=idea-summary]")).to_have_text(idea["summary"])
+    # every paragraph's words are on the page as text; every formula is typeset (one .katex per TeX segment)
+    inline = displayed = 0
+    for p in idea["body"]:
+        if p.startswith("$$") and p.endswith("$$"):
+            displayed += 1
+            continue
+        parts = p.split("$")
+        inline += len(parts) // 2
+        for words in parts[::2]:
+            if words.strip():
+                expect(body).to_contain_text(words.strip())
+    expect(body.locator(".katex-display")).to_have_count(displayed)
+    expect(body.locator(".katex")).to_have_count(inline + displayed)
+    expect(body.locator(".katex-error")).to_have_count(0)
+    assert page.locator("#idea").evaluate("e => e.open") is True
+    fa2_only = ["\\mathrm{out} = o / \\ell", "L = m + \\log \\ell", "block $i$ owns $Q_i$"]
+    for phrase in fa2_only:
+        assert (phrase in " ".join(idea["body"])) == (algo == "fa2"), (algo, phrase)
+    texts = body.locator("annotation[encoding='application/x-tex']").all_text_contents()
+    assert ("\\mathrm{out} = o / \\ell" in texts) == (algo == "fa2")
     assert_clean(log)
 
 
@@ -96,12 +117,11 @@ def test_every_step_of_every_algorithm_renders(page, server_url, log):
             trace = api(page, server_url, f"/api/trace?{query}")
             for k, s in enumerate(trace["steps"]):
                 page.evaluate(f"window.flashviz.goto({k})")
-                assert step_of(page) == k
-                assert counter_el(page).get_attribute("data-op") == s["op"]
+                expect_step(page, k)
+                expect(counter_el(page)).to_have_attribute("data-op", s["op"])
                 hbm = trace["phases"][s["phase"]]["hbm"]
-                for t in ("Q", "K"):
-                    row = page.locator(f"[data-testid=counter-{t}]")
-                    assert int(row.get_attribute("data-read")) == hbm[t]["read"], (algo, causal, k, t)
+                expect_counters(page, {t: hbm[t] for t in ("Q", "K")})
+                assert_no_junk(page)
     assert_clean(log)
 
 
@@ -110,10 +130,11 @@ def test_fa1_outer_loop_steps_have_no_block(page, server_url, log):
     trace = api(page, server_url, f"/api/trace?algo=fa1&{SMALL}")
     k = next(s["index"] for s in trace["steps"] if s["block"] is None)
     page.evaluate(f"window.flashviz.goto({k})")
+    expect_step(page, k)
     c = counter_el(page)
-    assert c.get_attribute("data-op") == "load_kv"
-    assert c.get_attribute("data-block") == ""
-    assert page.locator("[data-testid=code-header]").inner_text() == "// j = 0"
+    expect(c).to_have_attribute("data-op", "load_kv")
+    expect(c).to_have_attribute("data-block", "")
+    expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 0")
     # O, l and m live in HBM: zero after init, then carried back and forth
     assert "O[0, 0] = 0" in tooltip_at(page, "O", 0.5, 0.5).replace("\u2212", "-")
     m = tooltip_at(page, "m", 0.5, 0.5)
@@ -121,8 +142,8 @@ def test_fa1_outer_loop_steps_have_no_block(page, server_url, log):
     # picking another block of Q lands on its visit of the same tile
     visit = next(s for s in trace["steps"] if s["block"] == 1 and s["op"] == "load_qi")
     page.select_option("[data-testid=block-picker]", "1")
-    assert counter_el(page).get_attribute("data-block") == "1"
-    assert page.locator("[data-testid=code-header]").inner_text().startswith("// j = 0, i = 1")
+    expect(c).to_have_attribute("data-block", "1")
+    expect(page.locator("[data-testid=code-header]")).to_have_text(re.compile(r"^// j = 0, i = 1"))
     assert step_of(page) >= visit["index"] - 3
     assert_clean(log)
 
@@ -130,16 +151,15 @@ def test_fa1_outer_loop_steps_have_no_block(page, server_url, log):
 def test_backward_blocks_are_tiles_of_kv(page, server_url, log):
     open_viewer(page, server_url, f"algo=fa2-backward&{SMALL}&block=1")
     c = counter_el(page)
-    assert c.get_attribute("data-block") == "1"
-    assert page.locator("[data-testid=code-header]").inner_text() == "// j = 1"
-    assert c.get_attribute("data-op") == "load_kv"
+    expect(c).to_have_attribute("data-block", "1")
+    expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 1")
+    expect(c).to_have_attribute("data-op", "load_kv")
     # blocks keyed by j: the chips say so, and picking block 0 keeps the phase
     expect(page.locator("[data-testid=block-chips] [data-block='0'] .chip-i")).to_have_text("j=0")
     page.keyboard.press("ArrowRight")
-    phase_header = page.locator("[data-testid=code-header]").inner_text()
-    assert phase_header == "// j = 1, i = 0"
+    expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 1, i = 0")
     page.click("[data-testid=block-chips] [data-block='0']")
-    assert page.locator("[data-testid=code-header]").inner_text() == "// j = 0, i = 0"
+    expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 0, i = 0")
     assert_clean(log)
 
 
@@ -148,6 +168,7 @@ def test_standard_shows_s_and_p_written_then_read_back(page, server_url, log):
     trace = api(page, server_url, f"/api/trace?algo=standard&{SMALL}")
     scores = next(s for s in trace["steps"] if s["op"] == "scores")
     page.evaluate(f"window.flashviz.goto({scores['index']})")
+    expect_step(page, scores["index"])
     # S is N x N in HBM; the tile this step wrote shows the SRAM tile's values
     value = scores["sram"]["Sij"][1][2]
     text = tooltip_at(page, "S", 1.5, 2.5).replace("\u2212", "-")
@@ -156,11 +177,11 @@ def test_standard_shows_s_and_p_written_then_read_back(page, server_url, log):
     # the softmax kernel reads a row of S back whole and writes a row of P
     row = next(s for s in trace["steps"] if s["op"] == "softmax_row")
     page.evaluate(f"window.flashviz.goto({row['index']})")
+    expect_step(page, row["index"])
     p = row["sram"]["Sr"][3]
     assert f"{p:.4f}"[:5] in tooltip_at(page, "P", 0.5, 3.5)
-    assert page.locator("[data-testid=counter-S]").get_attribute("data-read") == str(
-        trace["phases"][row["phase"]]["hbm"]["S"]["read"]
-    )
+    s_read = trace["phases"][row["phase"]]["hbm"]["S"]["read"]
+    expect(page.locator("[data-testid=counter-S]")).to_have_attribute("data-read", str(s_read))
     assert_clean(log)
 
 
@@ -170,55 +191,63 @@ def test_causal_skips_tiles_masks_the_diagonal_and_states_the_bytes_saved(page, 
     doc = api(page, server_url, "/api/compare?n=12&d=4&br=4&bc=4&causal=true")
     # block 2 on the diagonal tile: the masked scores are -inf (null in the trace)
     k = next(s["index"] for s in trace["steps"] if s["block"] == 2 and s["op"] == "scores" and s["j"] == 2)
-    open_viewer(page, server_url, f"{query}&step={k}")
+    open_viewer(page, server_url, f"{query}&step={k + 1}")
+    expect_step(page, k)
     sij = trace["steps"][k]["sram"]["Sij"]
     assert sij[0][1] is None
     text = tooltip_at(page, "Sij", 0.5, 1.5)
     assert "\u2212\u221e" in text and "masked" in text
     # block 0 (5 phases) has written its rows of O long before block 2 (11 phases) gets there; block 1 too
-    assert int(page.locator("[data-testid=block-chips] [data-block='0']").get_attribute("data-block")) == 0
-    expect(page.locator("[data-testid=block-chips] [data-block='0']")).to_have_attribute("data-status", "done")
+    chips = page.locator("[data-testid=block-chips]")
+    expect(chips.locator("[data-block='0']")).to_have_attribute("data-status", "done")
+    expect(chips.locator("[data-block='1']")).to_have_attribute("data-status", "done")
+    expect(chips.locator("[data-block='2']")).to_have_attribute("data-status", "same")
     assert "not written" not in tooltip_at(page, "O", 0.5, 0.5)
     assert "not written yet" in tooltip_at(page, "O", 8.5, 0.5)
     # the tile map: 6 of 9 pairs run, 3 skipped, 3 masked
-    caption = page.locator("[data-testid=tile-map-caption]").text_content()
-    assert "6 of 9" in caption and "3 wholly above" in caption and "3 crossing" in caption
+    caption = page.locator("[data-testid=tile-map-caption]")
+    for words in ("6 of 9", "3 wholly above", "3 crossing"):
+        expect(caption).to_contain_text(words)
     # block 0 never reads the tiles after its diagonal: they are veiled in HBM
     open_viewer(page, server_url, f"{query}&block=0")
-    assert counter_el(page).get_attribute("data-block") == "0"
+    expect(counter_el(page)).to_have_attribute("data-block", "0")
     # the bytes saved, from the traffic models
     saving = page.locator("[data-testid=causal-saving]")
     expect(saving).to_be_visible()
-    assert saving.get_attribute("data-saved") == str(doc["algorithms"]["fa2"]["saved_bytes"])
-    assert "saves" in saving.text_content()
+    expect(saving).to_have_attribute("data-saved", str(doc["algorithms"]["fa2"]["saved_bytes"]))
+    expect(saving).to_contain_text("saves")
     assert_clean(log)
 
 
 def test_comparison_view_counts_every_algorithm_together(page, server_url, log):
+    page.clock.install()
     open_viewer(page, server_url, "n=64&d=16&br=16&bc=16&seed=0")
     doc = api(page, server_url, "/api/compare?n=64&d=16&br=16&bc=16")
     page.locator("#compare").scroll_into_view_if_needed()
     table = page.locator("[data-testid=compare-table]")
     expect(table).to_contain_text("HBM traffic")
     for name in doc["algorithms"]:
-        cell = table.locator(f"[data-testid=compare-total] td[data-algo='{name}']")
-        expect(cell).to_have_count(1)
+        expect(table.locator(f"[data-testid=compare-total] td[data-algo='{name}']")).to_have_count(1)
     # the chart: one line per forward algorithm from the sweep, the current N marked
     chart = page.locator("[data-testid=traffic-chart]")
     expect(chart.locator("polyline.series")).to_have_count(3)
-    assert chart.locator("[data-testid=chart-now]").get_attribute("data-n") == "64"
-    assert chart.locator("circle.dot").count() == 3
+    expect(chart.locator("[data-testid=chart-now]")).to_have_attribute("data-n", "64")
+    expect(chart.locator("circle.dot")).to_have_count(3)
     # counters advance together: at the last step every algorithm has moved all its bytes
     page.keyboard.press("End")
     for name, entry in doc["algorithms"].items():
         moved = page.locator(f"[data-testid=race-{name}] .race-text")
         expect(moved).to_have_attribute("data-bytes", str(entry["total"]["bytes"]))
     page.keyboard.press("Home")
+    expect_step(page, 0)
     first = int(page.locator("[data-testid=race-standard] .race-text").get_attribute("data-bytes"))
-    assert first < doc["algorithms"]["standard"]["total"]["bytes"]
-    # and on their own
+    assert 0 < first < doc["algorithms"]["standard"]["total"]["bytes"]
+    # and on their own: a 6 s run of the page's clock, advanced rather than waited for
+    page.clock.pause_at(page.evaluate("Date.now()") + 1)
     page.click("[data-testid=compare-play]")
+    page.clock.run_for(6500)
     expect(page.locator("[data-testid=race-fa2] .race-text")).to_have_attribute(
-        "data-bytes", str(doc["algorithms"]["fa2"]["total"]["bytes"]), timeout=10_000
+        "data-bytes", str(doc["algorithms"]["fa2"]["total"]["bytes"])
     )
+    expect(page.locator("[data-testid=compare-play]")).to_have_attribute("aria-pressed", "false")
     assert_clean(log)

@@ -4,24 +4,15 @@ recorded on the H200 (bench/results/), and from a file dropped onto the page whe
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
+import re
 from pathlib import Path
 
 import pytest
-
-expect = pytest.importorskip("playwright.sync_api").expect
+from pageutil import assert_clean, counter_el, expect, open_viewer, serving
 
 pytestmark = pytest.mark.browser
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def recorded(name: str) -> Path:
@@ -33,34 +24,9 @@ def recorded(name: str) -> Path:
 @pytest.fixture(scope="module")
 def profiled_url():
     """A second server, started as `flashviz serve --profile profile_n4096_d64_b32.json` would start it."""
-    uvicorn = pytest.importorskip("uvicorn")
-    from flashviz import server
-
-    if not (server.static_dir() / "index.html").is_file():
-        pytest.skip("the viewer is not built")
     profile = json.loads(recorded("profile_n4096_d64_b32.json").read_text())
-    port = _free_port()
-    app = server.create_app(profile=profile)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the profiled server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", profile
-    srv.should_exit = True
-    thread.join(timeout=10)
-
-
-def open_viewer(page, base: str, query: str = "") -> None:
-    page.goto(f"{base}/{('?' + query) if query else ''}")
-    page.wait_for_selector("html[data-ready=true]")
-
-
-def assert_clean(log) -> None:
-    assert log.errors == [], f"console errors: {log.errors}"
-    assert log.hosts <= {"127.0.0.1"}, f"requests left the local server: {sorted(log.hosts)}"
+    with serving(profile=profile) as url:
+        yield url, profile
 
 
 def test_profile_from_the_server_beside_the_counters(page, profiled_url, log):
@@ -132,7 +98,122 @@ def test_dropping_a_profile_onto_the_page(page, server_url, log):
     # the panel offers to open the profiled config, and doing so loads it
     steps = page.request.get(f"{server_url}/api/trace?algo=standard&n=1024&d=64&br=32&bc=32&seed=0").json()["steps"]
     page.click("[data-testid=profile-open]")
-    expect(page.locator("[data-testid=step-counter]")).to_have_attribute("data-total", str(len(steps)), timeout=30_000)
-    assert "algo=standard" in page.url and "n=1024" in page.url
+    expect(counter_el(page)).to_have_attribute("data-total", str(len(steps)))
+    page.wait_for_url(lambda url: "algo=standard" in url and "n=1024" in url)
     expect(panel.locator("[data-testid=profile-match]")).to_have_attribute("data-same", "true")
+    assert_clean(log)
+
+
+# ---- item 14: a hostile profile is data, never markup ----
+
+META = '<meta http-equiv="refresh" content="0;url=about:blank#navigated-away">'
+LINK = '<a href="https://evil.example/" id="injected-link">click me</a>'
+IMG = '<img src="x" id="injected-img" onerror="window.__pwned = 1">'
+SCRIPT = "<script>window.__pwned = 2</script>"
+
+
+def hostile_but_valid() -> dict:
+    """The seed's recorded profile with markup in every string the panel shows: a valid profile, to be shown as text."""
+    p = json.loads(recorded("profile_seed.json").read_text())
+    p["device"]["name"] = META
+    p["launch"]["kernel"] = LINK
+    p["date"] = IMG
+    p["kernels"][0]["name"] = SCRIPT
+    p["summary"] = [LINK, META, IMG]
+    p["model"]["tensors"][IMG] = p["model"]["tensors"].pop("Q")
+    return p
+
+
+def hostile_and_invalid() -> dict:
+    """What the issue's crafted profile did: markup where numbers belong (config.d, comparison.*.measured)."""
+    p = json.loads(recorded("profile_seed.json").read_text())
+    p["config"]["d"] = META
+    p["comparison"]["load"]["measured"] = LINK
+    return p
+
+
+def drop(page, name: str, doc) -> None:
+    page.evaluate(
+        """([name, text]) => {
+          const dt = new DataTransfer();
+          dt.items.add(new File([text], name, { type: "application/json" }));
+          document.body.dispatchEvent(new DragEvent("dragover", { dataTransfer: dt, bubbles: true, cancelable: true }));
+          document.body.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+        }""",
+        [name, doc if isinstance(doc, str) else json.dumps(doc)],
+    )
+
+
+def assert_nothing_injected(page, url: str, navigations: list) -> None:
+    """No element the profile's strings spell exists, nothing ran, the page is where it was (two frames later, a
+    refresh or a script would have acted)."""
+    page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+    assert page.locator("#injected-link, #injected-img, meta[http-equiv], a[href^='https://evil']").count() == 0
+    assert page.locator("[data-testid=profile] script").count() == 0
+    assert page.evaluate("window.__pwned === undefined")
+    assert navigations == [], navigations
+    assert page.url == url
+
+
+def test_a_hostile_profile_dropped_on_the_page_is_refused_or_shown_as_text(page, server_url, log):
+    open_viewer(page, server_url)
+    url = page.url
+    navigations = []
+    page.on("framenavigated", lambda f: navigations.append(f.url) if f == page.main_frame else None)
+    page.locator("#gpu").scroll_into_view_if_needed()
+    panel = page.locator("[data-testid=profile]")
+    message = page.locator("[data-testid=profile-message]")
+    # a good profile first: the last good state to keep
+    drop(page, "good.json", json.loads(recorded("profile_seed.json").read_text()))
+    expect(panel.locator("[data-testid=profile-head]")).to_contain_text("NVIDIA H200")
+    # markup where numbers belong: refused, with one line naming the field, and the good profile stays
+    drop(page, "crafted.json", hostile_and_invalid())
+    expect(message).to_be_visible()
+    refused = r'^dropped file crafted\.json: config\.d must be a positive integer \(got "<meta'
+    expect(message).to_have_text(re.compile(refused))
+    assert "\n" not in message.text_content()
+    expect(panel.locator("[data-testid=profile-head]")).to_contain_text("NVIDIA H200")
+    assert_nothing_injected(page, url, navigations)
+    # not JSON at all, and far too large: refused too
+    drop(page, "junk.json", "<html><meta http-equiv=refresh content=0></html>")
+    expect(message).to_contain_text("junk.json: not valid JSON")
+    # markup in the strings it shows: shown, literally
+    drop(page, "strings.json", hostile_but_valid())
+    expect(message).to_be_hidden()
+    head = panel.locator("[data-testid=profile-head]")
+    expect(head).to_contain_text(META)
+    expect(head).to_contain_text(LINK)
+    expect(head).to_contain_text(f"\u00b7 {IMG[:10]} (dropped file")  # the date, cut to its 10 characters
+    expect(panel.locator("[data-testid=profile-summary] li")).to_have_text([LINK, META, IMG])
+    expect(panel).to_contain_text(IMG)  # the tensor's name, in the model's table
+    assert_nothing_injected(page, url, navigations)
+    # the rest of the page is untouched and still steps
+    page.keyboard.press("ArrowRight")
+    expect(counter_el(page)).to_have_attribute("data-step", "1")
+    assert_clean(log)
+
+
+def test_a_hostile_profile_served_with_profile_is_shown_as_text(page, log):
+    with serving(profile=hostile_but_valid()) as base:
+        open_viewer(page, base)
+        url = page.url
+        navigations = []
+        page.on("framenavigated", lambda f: navigations.append(f.url) if f == page.main_frame else None)
+        panel = page.locator("[data-testid=profile]")
+        page.locator("#gpu").scroll_into_view_if_needed()
+        expect(panel.locator("[data-testid=profile-head]")).to_contain_text(META)
+        expect(panel.locator("[data-testid=profile-summary] li")).to_have_text([LINK, META, IMG])
+        assert_nothing_injected(page, url, navigations)
+    assert_clean(log)
+
+
+def test_a_crafted_profile_served_with_profile_is_refused_in_the_page(page, log):
+    with serving(profile=hostile_and_invalid()) as base:
+        open_viewer(page, base)
+        url = page.url
+        page.locator("#gpu").scroll_into_view_if_needed()
+        message = page.locator("[data-testid=profile-message]")
+        expect(message).to_have_text(re.compile(r"^flashviz serve --profile: config\.d must be a positive integer"))
+        expect(page.locator("[data-testid=profile] [data-testid=profile-launch]")).to_have_count(0)
+        assert_nothing_injected(page, url, [])
     assert_clean(log)

@@ -34,12 +34,31 @@ async function errorOf(res: Response): Promise<ApiError> {
   return new ApiError(res.status, detail, field);
 }
 
+/** A Trace from its JSON text. null in a numeric array means −∞; a row with no finite score (the kernel's
+ *  exp(−∞ − (−∞))) writes NaN and +∞ as the strings "NaN" and "Infinity" inside arrays (docs/trace-schema.md),
+ *  read back here as the numbers they stand for. Only array items are read so; the fast path skips the reviver. */
+export function parseTrace(text: string): Trace {
+  if (!text.includes('"NaN"') && !text.includes('"Infinity"')) return JSON.parse(text) as Trace;
+  return JSON.parse(text, function (this: unknown, _key: string, value: unknown) {
+    if (Array.isArray(this) && typeof value === "string") {
+      if (value === "NaN") return Number.NaN;
+      if (value === "Infinity") return Number.POSITIVE_INFINITY;
+    }
+    return value;
+  }) as Trace;
+}
+
 export async function fetchTrace(c: ConfigParams, record: number | null = null, signal?: AbortSignal): Promise<Trace> {
   const res = await fetch(`api/trace?${apiQuery(c, record)}`, { signal, headers: { Accept: "application/json" } });
   if (!res.ok) throw await errorOf(res);
-  const t = (await res.json()) as Trace;
-  if (typeof t.schema !== "string" || !t.schema.startsWith("flashviz.trace/")) {
-    throw new ApiError(res.status, `unexpected response: not a flashviz trace (schema ${String(t.schema)})`, null);
+  let t: Trace;
+  try {
+    t = parseTrace(await res.text());
+  } catch {
+    throw new ApiError(res.status, "unexpected response: not JSON", null);
+  }
+  if (!t || typeof t.schema !== "string" || !t.schema.startsWith("flashviz.trace/")) {
+    throw new ApiError(res.status, `unexpected response: not a flashviz trace (schema ${String(t?.schema).slice(0, 40)})`, null);
   }
   return t;
 }

@@ -4,11 +4,12 @@ import "./styles.css";
 import { blockLetter, tagline } from "./algos";
 import { ApiError, fetchCompare, fetchLimits, fetchProfile, fetchTrace, type CompareDoc } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
-import { byId } from "./dom";
+import { byId, s as svg } from "./dom";
 import { BadgeTarget, renderStatic } from "./statics";
-import { loadTex } from "./render/tex";
+import { loadTex, texLoaded } from "./render/tex";
+import { IdeaView } from "./render/idea";
 import {
-  DEFAULT_CONFIG, flightDuration, INITIAL_STATE, keyAction, landingStep, parseUrl, reduce, sameConfig, SPEEDS,
+  DEFAULT_CONFIG, flightDuration, INITIAL_STATE, keyAction, landingProblems, landingStep, parseUrl, reduce, sameConfig, SPEEDS,
   stepInBlock, stepInterval, toSearch, type Action, type ConfigParams, type ViewState,
 } from "./state";
 import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
@@ -18,7 +19,7 @@ import { showBadge } from "./render/badge";
 import { BlocksView, TileMap } from "./render/blocks";
 import { CarriesView } from "./render/carries";
 import { LazyCodeView } from "./render/codeLazy";
-import { CompareView } from "./render/compare";
+import { CompareView, progressAfter } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
 import { MemoryView } from "./render/memory";
@@ -66,6 +67,7 @@ applyTheme(app.theme);
 // over a page that is about to change again
 const memory = new MemoryView(byId("memory-host"), null);
 const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
+const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
 const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"),
@@ -105,15 +107,15 @@ const badge: BadgeTarget = { badge: byId("error-badge"), detail: byId("exactness
 renderStatic(document);
 
 // "The idea" stays as the reader left it (open the first time)
-const idea = byId<HTMLDetailsElement>("idea");
+const ideaCard = byId<HTMLDetailsElement>("idea");
 try {
-  if (localStorage.getItem("flashviz:idea") === "closed") idea.open = false;
+  if (localStorage.getItem("flashviz:idea") === "closed") ideaCard.open = false;
 } catch {
   // storage off: always open
 }
-idea.addEventListener("toggle", () => {
+ideaCard.addEventListener("toggle", () => {
   try {
-    localStorage.setItem("flashviz:idea", idea.open ? "open" : "closed");
+    localStorage.setItem("flashviz:idea", ideaCard.open ? "open" : "closed");
   } catch {
     // ignore
   }
@@ -125,12 +127,14 @@ new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-h"
 
 for (const s of SPEEDS) speedSel.append(new Option(`${s}\u00d7`, String(s), s === 1, s === 1));
 
-const PLAY_ICON = playBtn.innerHTML;
-const PAUSE_ICON = '<svg viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false"><rect x="3.5" y="3" width="3" height="10" fill="currentColor"/><rect x="9.5" y="3" width="3" height="10" fill="currentColor"/></svg>';
+const PLAY_ICON = Array.from(playBtn.childNodes);
+const PAUSE_ICON = [svg("svg", { viewBox: "0 0 16 16", width: 14, height: 14, "aria-hidden": "true", focusable: "false" },
+  svg("rect", { x: 3.5, y: 3, width: 3, height: 10, fill: "currentColor" }), svg("rect", { x: 9.5, y: 3, width: 3, height: 10, fill: "currentColor" }))];
 
 // ---- rendering: every frame from the one state object ----
 let lastStep = -1;
 let lastTrace: Trace | null = null;
+let ideaTyped = false; // the idea was shown with KaTeX loaded (else it is shown again once it has)
 
 function render(flight = false): void {
   const t = app.trace;
@@ -152,6 +156,10 @@ function render(flight = false): void {
     counters.showSaving(t, app.compare);
     profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo });
   }
+  if (traceChanged || ideaTyped !== texLoaded()) {
+    ideaTyped = texLoaded();
+    part("idea", () => idea.show(t.config.algo, t.idea));
+  }
   part("memory", () => memory.show(st.step, flight ? flightDuration(st.speed) : 0));
   part("code", () => code.showMeta(s.lines, s.code, t.kernel.file));
   lazy("code", () => code.show(s.lines, s.code, t.kernel.file));
@@ -161,13 +169,14 @@ function render(flight = false): void {
   part("counters", () => counters.show(t, idx, s));
   part("blocks", () => blocks.show(t, idx, s));
   part("timeline", () => timeline.show(st.step));
-  part("compare", () => compare.follow((s.phase + 1) / Math.max(1, t.phases.length)));
+  part("compare", () => compare.follow(progressAfter(s.phase, t.phases.length)));
   const where = s.indices
     ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(" \u00b7 ")
     : `block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}`;
-  // text nodes only: no elements made or dropped per step
-  if (counterParts.step.data !== String(st.step)) counterParts.step.data = String(st.step);
-  const of = ` / ${t.steps.length - 1}`;
+  // text nodes only: no elements made or dropped per step. Steps are counted from 1 for people (data-step is
+  // the index into trace.steps, for tests and the benchmark)
+  if (counterParts.step.data !== String(st.step + 1)) counterParts.step.data = String(st.step + 1);
+  const of = ` / ${t.steps.length}`;
   if (counterParts.of.data !== of) counterParts.of.data = of;
   if (counterParts.where.data !== where) counterParts.where.data = where;
   counter.dataset.step = String(st.step);
@@ -177,7 +186,7 @@ function render(flight = false): void {
   counter.dataset.op = s.op;
   const playing = String(st.playing);
   if (playBtn.getAttribute("aria-pressed") !== playing) {
-    playBtn.innerHTML = st.playing ? PAUSE_ICON : PLAY_ICON;
+    playBtn.replaceChildren(...(st.playing ? PAUSE_ICON : PLAY_ICON));
     playBtn.setAttribute("aria-label", st.playing ? "Pause (space)" : "Play (space)");
     playBtn.setAttribute("aria-pressed", playing);
   }
@@ -304,7 +313,7 @@ async function loadCompare(c: ConfigParams): Promise<void> {
     if (app.trace) counters.showSaving(app.trace, doc);
     if (app.trace) {
       const s = app.trace.steps[app.state.step];
-      if (s) compare.follow((s.phase + 1) / Math.max(1, app.trace.phases.length));
+      if (s) compare.follow(progressAfter(s.phase, app.trace.phases.length));
     }
   } catch (e) {
     if (ctl.signal.aborted || (e instanceof DOMException && e.name === "AbortError")) return;
@@ -326,6 +335,7 @@ interface Landing {
   step?: number | null; // a step index (from a URL)
   phase?: number | null; // or a phase of `block` (from the block picker)
   push?: boolean; // a new history entry (the form), not a replacement
+  problems?: string[]; // what the URL got wrong (parseUrl), said in the config bar once the page shows
 }
 
 async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
@@ -355,8 +365,12 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
         ? findPhase(t, block, to.phase)
         : landing(t, to.step ?? null, block);
     app.state = { ...app.state, config: c, step, playing: false };
+    const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
     if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
-      form.setMessage(`Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}.`, "info");
+      problems.push(`Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}`);
+    }
+    if (problems.length) {
+      form.setMessage(problems.join(" \u00b7 ") + ".", "info");
     } else if (form.check(false)) {
       form.setMessage("", "");
     }
@@ -369,7 +383,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     const err = e instanceof ApiError ? e : new ApiError(0, `could not reach the server: ${(e as Error).message}`, null);
     form.serverError(err.detail, err.field);
     // nothing on screen yet (a bad link): show the default so the page is not empty; the form keeps what was asked
-    if (!app.trace && !sameConfig(c, DEFAULT_CONFIG)) await loadFallback(err);
+    if (!app.trace && !sameConfig(c, DEFAULT_CONFIG)) await loadFallback(err, to.problems ?? []);
   } finally {
     if (app.loading === ctl) {
       app.loading = null;
@@ -396,14 +410,14 @@ function findPhase(t: Trace, block: number, phase: number): number {
   return k >= 0 ? k : Math.max(0, t.steps.findIndex((s) => s.block === block));
 }
 
-async function loadFallback(err: ApiError): Promise<void> {
+async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
   try {
     const t = await fetchTrace(DEFAULT_CONFIG);
     setTrace(t, DEFAULT_CONFIG);
     void loadCompare(DEFAULT_CONFIG);
     app.state = { ...app.state, config: DEFAULT_CONFIG, step: 0 };
     render();
-    form.serverError(`${err.detail} \u2014 showing the seed's example instead`, err.field);
+    form.serverError([`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""), err.field);
   } catch {
     // the server is down: the message already says so
   }
@@ -465,14 +479,14 @@ window.addEventListener("popstate", () => {
 });
 
 async function openUrl(first: boolean): Promise<void> {
-  const req = parseUrl(location.search);
+  const req = parseUrl(location.search, app.limits);
   if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
   form.fill(req.config);
   if (!first && app.trace && sameConfig(req.config, app.state.config)) {
     dispatch({ type: "goto", step: landing(app.trace, req.step, req.block) });
     return;
   }
-  await loadConfig(req.config, { block: req.block, step: req.step });
+  await loadConfig(req.config, { block: req.block, step: req.step, problems: req.problems });
 }
 
 // ---- a handle for tests and the benchmark ----

@@ -1,6 +1,8 @@
 // The one state object every frame is drawn from, its URL round trip, and the pure transitions
 // (stepping, clamping, keys). Nothing here touches the DOM.
-import { isAlgo } from "./algos";
+import { ALGOS, isAlgo } from "./algos";
+import type { Limits } from "./types";
+import { FALLBACK_LIMITS } from "./validate";
 
 export interface ConfigParams {
   algo: string; // fa2, fa1, standard, fa2-backward
@@ -27,15 +29,19 @@ export interface ViewState {
 
 export const INITIAL_STATE: ViewState = { config: DEFAULT_CONFIG, step: 0, playing: false, speed: 1 };
 
-/** What a URL asks for; step/block are null when absent. */
+const INT_FIELDS = ["n", "d", "br", "bc", "seed"] as const;
+
+/** What a URL asks for; step/block are null when absent. `step` is an index into trace.steps (the URL counts
+ *  steps from 1, as the page does: `step=1` is index 0). `problems`: one sentence per value the URL got wrong,
+ *  naming the parameter and what it accepts, and what the page shows instead. */
 export interface UrlRequest {
   config: ConfigParams;
   step: number | null;
   block: number | null;
   speed: number | null;
+  problems: string[];
 }
 
-const INT_FIELDS = ["n", "d", "br", "bc", "seed"] as const;
 
 function parseNonNegInt(raw: string | null): number | null {
   if (raw === null || !/^\d+$/.test(raw.trim())) return null;
@@ -43,37 +49,72 @@ function parseNonNegInt(raw: string | null): number | null {
   return Number.isSafeInteger(v) ? v : null;
 }
 
-/** Read the config, step and block from a query string; anything malformed falls back to the default. */
-export function parseUrl(search: string): UrlRequest {
+/** A bad value as a message quotes it: cut to about 40 characters. */
+export function quote(raw: string): string {
+  return JSON.stringify(raw.length > 40 ? `${raw.slice(0, 40)}\u2026` : raw);
+}
+
+/** One problem with a URL parameter, in the config bar's words: the parameter, what it accepts, what is shown. */
+export function urlProblem(name: string, raw: string, accepts: string, instead: string): string {
+  return `URL ${name}=${quote(raw)}: must be ${accepts}; showing ${instead}`;
+}
+
+/** Read the config, step and block from a query string. A value that is malformed or out of `limits` (the
+ *  server's, from /api/limits; its defaults until then) falls back to the default and says so in `problems`. The
+ *  server still judges the whole config (its bounds on the work of one request) and answers with its own detail. */
+export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlRequest {
   const q = new URLSearchParams(search);
+  const problems: string[] = [];
   const config: ConfigParams = { ...DEFAULT_CONFIG };
+  const given = (k: string) => q.get(k) !== null;
   const algo = (q.get("algo") ?? "").trim();
   if (isAlgo(algo)) config.algo = algo;
+  else if (given("algo")) problems.push(urlProblem("algo", q.get("algo")!, `one of ${ALGOS.join(", ")}`, DEFAULT_CONFIG.algo));
   for (const f of INT_FIELDS) {
     const v = parseNonNegInt(q.get(f));
-    if (v !== null) config[f] = v;
+    const [lo, hi] = limits[f];
+    if (v !== null && v >= lo && v <= hi) config[f] = v;
+    else if (given(f)) problems.push(urlProblem(f, q.get(f)!, `an integer in ${lo}..${hi}`, `${f}=${DEFAULT_CONFIG[f]}`));
   }
   const rawScale = q.get("scale");
   if (rawScale !== null && rawScale.trim() !== "") {
-    const s = Number(rawScale);
-    if (Number.isFinite(s) && s !== 0) config.scale = s;
+    const v = Number(rawScale);
+    if (Number.isFinite(v) && Math.abs(v) >= 1e-6 && Math.abs(v) <= 1e6) config.scale = v;
+    else problems.push(urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"));
   }
-  const causal = (q.get("causal") ?? "").toLowerCase();
-  config.causal = causal === "true" || causal === "1";
-  const speedRaw = Number(q.get("speed"));
-  const speed = (SPEEDS as readonly number[]).includes(speedRaw) ? speedRaw : null;
-  return { config, step: parseNonNegInt(q.get("step")), block: parseNonNegInt(q.get("block")), speed };
+  const causal = (q.get("causal") ?? "").trim().toLowerCase();
+  if (causal === "true" || causal === "1") config.causal = true;
+  else if (causal === "" || causal === "false" || causal === "0") config.causal = false;
+  else problems.push(urlProblem("causal", q.get("causal")!, "true or false", "causal=false"));
+  let speed: number | null = null;
+  if (given("speed")) {
+    const v = Number(q.get("speed"));
+    if ((SPEEDS as readonly number[]).includes(v)) speed = v;
+    else problems.push(urlProblem("speed", q.get("speed")!, `one of ${SPEEDS.join(", ")}`, "1\u00d7"));
+  }
+  let step: number | null = null;
+  if (given("step")) {
+    const v = parseNonNegInt(q.get("step"));
+    if (v !== null && v >= 1) step = v - 1;
+    else problems.push(urlProblem("step", q.get("step")!, "an integer, at least 1 (steps count from 1)", "step 1"));
+  }
+  let block: number | null = null;
+  if (given("block")) {
+    block = parseNonNegInt(q.get("block"));
+    if (block === null) problems.push(urlProblem("block", q.get("block")!, "an integer, at least 0 (blocks count from 0, as blockIdx.x)", "block 0"));
+  }
+  return { config, step, block, speed, problems };
 }
 
 /** The query string for a state: config first (in the form's order; algo only when not the default fa2),
- *  then step and block. */
+ *  then step (counted from 1, as the page shows it; `step` here is the index) and block. */
 export function toSearch(config: ConfigParams, step: number, block: number, speed = 1): string {
   const q = new URLSearchParams();
   if (config.algo !== DEFAULT_CONFIG.algo) q.set("algo", config.algo);
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
-  q.set("step", String(step));
+  q.set("step", String(step + 1));
   q.set("block", String(block));
   if (speed !== 1) q.set("speed", String(speed));
   return "?" + q.toString();
@@ -112,6 +153,15 @@ export function landingStep(steps: readonly StepIndex[], step: number | null, bl
     if (k >= 0) return k;
   }
   return 0;
+}
+
+/** What a URL's step and block got wrong for the launch it opened (`blocks`: how many blocks it has), in the
+ *  words of parseUrl's problems; `step` is an index (the URL's value less 1). */
+export function landingProblems(total: number, blocks: number, step: number | null, block: number | null): string[] {
+  const out: string[] = [];
+  if (step !== null && step >= total) out.push(urlProblem("step", String(step + 1), `an integer in 1..${total} for this launch`, `step ${total}`));
+  if (block !== null && block >= blocks) out.push(urlProblem("block", String(block), `an integer in 0..${blocks - 1} for this launch`, "block 0"));
+  return out;
 }
 
 /** The step of `block` at the same phase as `from` (all blocks run the same program); -1 if not recorded. */

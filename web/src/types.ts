@@ -41,9 +41,10 @@ export interface TraceConfig {
 }
 
 export interface ErrorCheck {
-  max_abs: number;
-  max_rel: number;
+  max_abs: number | null; // null when the output holds NaN or ±∞ (`nonfinite` counts them)
+  max_rel: number | null;
   tolerance_rel: number;
+  nonfinite?: number;
   ok: boolean;
 }
 
@@ -110,8 +111,16 @@ export interface BlockInfo {
   first_i?: number; // fa2-backward: the first block of Q it visits
 }
 
+/** What an algorithm does (section 1): paragraphs of text with inline TeX between `$`; a paragraph that is one
+ *  `$$...$$` is a displayed formula (`algorithms.Idea` in Python). Absent in traces from before it. */
+export interface Idea {
+  summary: string;
+  body: string[];
+}
+
 export interface Trace {
   schema: string;
+  idea?: Idea;
   config: TraceConfig;
   kernel: { file: string; name: string; source: string };
   inputs: Record<TensorName, Mat>;

@@ -1,5 +1,6 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { bytes, cell, full, num } from "../src/format";
+import { bytes, cell, full, int, kib, num, sci } from "../src/format";
 import { validate } from "../src/validate";
 import { FALLBACK_LIMITS } from "../src/validate";
 
@@ -19,10 +20,54 @@ describe("format", () => {
     expect(cell(null, 4)).toBe("\u2212\u221e");
   });
 
-  it("speaks shared-memory units", () => {
+  it("spells every non-finite value: null is \u2212\u221e, NaN is NaN, a missing value a dash (item 10)", () => {
+    for (const f of [num, full, sci, (x: number | null) => cell(x, 4)]) {
+      expect(f(null)).toBe("\u2212\u221e");
+      expect(f(Number.NEGATIVE_INFINITY)).toBe("\u2212\u221e");
+      expect(f(Number.POSITIVE_INFINITY)).toBe("+\u221e");
+      expect(f(Number.NaN)).toBe("NaN"); // a row with no finite score: what the kernel computes, as the narrative says
+      expect(f(undefined as unknown as number)).toBe("\u2014");
+      expect(f("NaN" as unknown as number)).toBe("\u2014"); // strings are decoded by parseTrace, never shown raw
+    }
+    expect(num(0)).toBe("0");
+    expect(int(Number.NaN)).toBe("\u2014");
+    expect(bytes(Number.NaN)).toBe("\u2014");
+  });
+});
+
+describe("units (item 5): bytes moved in decimal units, shared memory in KiB", () => {
+  it("writes bytes moved as ncu does: 1 kB = 1000 B", () => {
+    expect(bytes(0)).toBe("0 B");
     expect(bytes(352)).toBe("352 B");
-    expect(bytes(49152)).toBe("48 KB");
-    expect(bytes(232448)).toBe("227 KB");
+    expect(bytes(1000)).toBe("1.0 kB");
+    expect(bytes(1250)).toBe("1.3 kB"); // half up on the exact integer, not through a float
+    expect(bytes(999_950)).toBe("1.0 MB"); // not 1,000.0 kB
+    expect(bytes(25_690_112)).toBe("25.7 MB"); // standard at N=1024, D=64, Br=Bc=64: what `flashviz compare` prints
+    expect(bytes(8_912_896)).toBe("8.9 MB");
+    expect(bytes(2 ** 66)).toBe("73.8 EB");
+    expect(bytes(-1500)).toBe("-1.5 kB");
+  });
+
+  it("writes shared memory as CUDA sizes it: 1 KiB = 1024 B", () => {
+    expect(kib(352)).toBe("352 B");
+    expect(kib(49152)).toBe("48.0 KiB");
+    expect(kib(232448)).toBe("227.0 KiB");
+    expect(kib(82432)).toBe("80.5 KiB");
+  });
+
+  it("prints the very strings src/flashviz/units.py prints, on fresh random sizes", () => {
+    // sizes from 1 B to 2^62 B, each magnitude equally likely, plus the rounding edges of every unit (sent to Python
+    // as the exact integers the doubles hold)
+    const sizes: number[] = [];
+    for (let k = 0; k < 600; k++) sizes.push(Math.floor(2 ** (Math.random() * 62)));
+    for (let e = 3; e <= 15; e += 3) for (const d of [-50, -1, 0, 1, 49, 50, 51]) sizes.push(Math.round(10 ** e + d * 10 ** (e - 4)));
+    for (const d of [-1, 0, 1, 51, 52, 256, 512]) sizes.push(1024 + d, 10 * 1024 + d);
+    const script = "import json, sys\nfrom flashviz.units import human_bytes, kib\nprint(json.dumps([[human_bytes(b), kib(b)] for b in map(int, json.load(sys.stdin))]))";
+    const src = decodeURIComponent(new URL("../../src", import.meta.url).pathname);
+    const env = { ...process.env, PYTHONPATH: [src, process.env.PYTHONPATH].filter(Boolean).join(":") };
+    const out = execFileSync(process.env.PYTHON ?? "python3", ["-c", script], { input: JSON.stringify(sizes.map((b) => BigInt(b).toString())), env, encoding: "utf8" });
+    const py = JSON.parse(out) as [string, string][];
+    expect(sizes.map((b) => [bytes(b), kib(b)])).toEqual(py);
   });
 });
 

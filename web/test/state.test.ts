@@ -1,32 +1,67 @@
 import { describe, expect, it } from "vitest";
 import {
-  apiQuery, clampStep, DEFAULT_CONFIG, INITIAL_STATE, keyAction, landingStep, parseUrl, reduce, stepInBlock, toSearch,
+  apiQuery, clampStep, DEFAULT_CONFIG, INITIAL_STATE, keyAction, landingProblems, landingStep, parseUrl, reduce, stepInBlock,
+  toSearch,
 } from "../src/state";
 
 // the seed's default trace: 2 blocks x 8 phases
 const STEPS = Array.from({ length: 16 }, (_, k) => ({ block: Math.floor(k / 8), phase: k % 8 }));
 
 describe("URL round trip", () => {
-  it("writes config, step and block in a stable order", () => {
-    expect(toSearch(DEFAULT_CONFIG, 5, 0)).toBe("?n=8&d=4&br=4&bc=4&seed=0&step=5&block=0");
+  it("writes config, step and block in a stable order; steps count from 1, as the page shows them", () => {
+    // index 5 is the sixth step: "step 6 / 16" on the page, step=6 in the URL
+    expect(toSearch(DEFAULT_CONFIG, 5, 0)).toBe("?n=8&d=4&br=4&bc=4&seed=0&step=6&block=0");
   });
 
   it("reads back what it wrote", () => {
     const c = { algo: "fa1", n: 1024, d: 64, br: 64, bc: 32, seed: 7, scale: 0.125, causal: true };
     const back = parseUrl(toSearch(c, 41, 3, 2));
-    expect(back).toEqual({ config: c, step: 41, block: 3, speed: 2 });
+    expect(back).toEqual({ config: c, step: 41, block: 3, speed: 2, problems: [] });
+    expect(parseUrl("?step=1").step).toBe(0);
   });
 
-  it("falls back to the default for anything malformed, field by field", () => {
+  it("falls back to the default for anything malformed, field by field, and says what was wrong (item 22)", () => {
     const r = parseUrl("?n=abc&d=-3&br=4.5&bc=16&seed=&scale=zero&step=x");
     expect(r.config).toEqual({ ...DEFAULT_CONFIG, bc: 16 });
     expect(r.step).toBeNull();
     expect(r.block).toBeNull();
+    expect(r.problems).toEqual([
+      'URL n="abc": must be an integer in 1..4096; showing n=8',
+      'URL d="-3": must be an integer in 1..256; showing d=4',
+      'URL br="4.5": must be an integer in 1..256; showing br=4',
+      'URL seed="": must be an integer in 0..4294967295; showing seed=0',
+      'URL scale="zero": must be a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D); showing the default 1/\u221aD',
+      'URL step="x": must be an integer, at least 1 (steps count from 1); showing step 1',
+    ]);
   });
 
-  it("keeps out-of-range integers so the server can say what is wrong", () => {
-    expect(parseUrl("?n=0").config.n).toBe(0);
-    expect(parseUrl("?n=99999").config.n).toBe(99999);
+  it("names each bad parameter and what it accepts: algo, causal, speed, block, step 0", () => {
+    const one = (q: string) => parseUrl(q).problems;
+    expect(one("?algo=fa3")).toEqual(['URL algo="fa3": must be one of fa2, fa1, standard, fa2-backward; showing fa2']);
+    expect(one("?causal=maybe")).toEqual(['URL causal="maybe": must be true or false; showing causal=false']);
+    expect(one("?speed=3")).toEqual(['URL speed="3": must be one of 0.25, 0.5, 1, 2, 4; showing 1\u00d7']);
+    expect(one("?block=-1")[0]).toMatch(/^URL block="-1": must be an integer, at least 0/);
+    expect(one("?step=0")[0]).toMatch(/^URL step="0": must be an integer, at least 1/);
+    expect(one("?n=8&d=4&causal=true&speed=2&step=3&block=1")).toEqual([]);
+  });
+
+  it("holds integers to the server's limits, not only to being integers", () => {
+    expect(parseUrl("?n=0")).toMatchObject({ config: { n: 8 }, problems: ['URL n="0": must be an integer in 1..4096; showing n=8'] });
+    expect(parseUrl("?n=99999").config.n).toBe(8);
+    const limits = { n: [1, 99999], d: [1, 256], br: [1, 256], bc: [1, 256], seed: [0, 9] } as const;
+    expect(parseUrl("?n=99999", limits as never).config.n).toBe(99999);
+  });
+
+  it("cuts a long bad value to about 40 characters", () => {
+    const p = parseUrl(`?algo=${"x".repeat(10_000)}`).problems[0]!;
+    expect(p.length).toBeLessThan(140);
+    expect(p).toContain("\u2026");
+  });
+
+  it("says when the URL's step or block is past the launch it opened", () => {
+    expect(landingProblems(16, 2, 998, null)).toEqual(['URL step="999": must be an integer in 1..16 for this launch; showing step 16']);
+    expect(landingProblems(16, 2, null, 7)).toEqual(['URL block="7": must be an integer in 0..1 for this launch; showing block 0']);
+    expect(landingProblems(16, 2, 15, 1)).toEqual([]);
   });
 
   it("omits scale when it is the default", () => {

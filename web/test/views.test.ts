@@ -2,11 +2,12 @@ import { describe, expect, it } from "vitest";
 import { algoSpec, endpoint, isAlgo, opKind, unitOf } from "../src/algos";
 import { firstBlock, kvWidth, lastTile, pairKind } from "../src/derive";
 import { int } from "../src/format";
-import { chartDomain, curveAt, decadeLabel, logPos } from "../src/render/compare";
+import { chartDomain, curveAt, decadeLabel, logPos, progressAfter } from "../src/render/compare";
+import { displayed, isIdea, segments } from "../src/render/idea";
 import { cacheEffect, checkProfile, launchOf, type Profile } from "../src/render/profile";
 import { parseUrl, toSearch, DEFAULT_CONFIG, apiQuery } from "../src/state";
 import type { Step, Trace } from "../src/types";
-import type { CompareDoc, PhaseCurve } from "../src/api";
+import { parseTrace, type CompareDoc, type PhaseCurve } from "../src/api";
 
 const traceOf = (c: Partial<Trace["config"]>): Trace =>
   ({ config: { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, tr: 3, tc: 3, causal: true, ...c } }) as unknown as Trace;
@@ -86,9 +87,24 @@ describe("the comparison view", () => {
   const curve: PhaseCurve = { phases: 11, phase: [0, 5, 10], op: ["a", "b", "c"], read: [1, 5, 9], written: [0, 1, 2], tensors: {} };
 
   it("reads every algorithm at the same fraction of its launch", () => {
-    expect(curveAt(curve, 0)).toMatchObject({ phase: 0, read: 1 });
-    expect(curveAt(curve, 0.55)).toMatchObject({ phase: 5, read: 5 });
+    expect(curveAt(curve, 0)).toMatchObject({ phase: -1, read: 0, written: 0 }); // nothing done yet
+    expect(curveAt(curve, 6 / 11)).toMatchObject({ phase: 5, read: 5 });
     expect(curveAt(curve, 1)).toMatchObject({ phase: 10, read: 9, written: 2 });
+  });
+
+  it("puts the watched launch at the very phase it shows, not one ahead (item 4)", () => {
+    // the seed's example: 8 phases, every one sampled; after phase p the comparison reads phase p
+    const fa2: PhaseCurve = { phases: 8, phase: [0, 1, 2, 3, 4, 5, 6, 7], op: ["load_q", "load_kv", "scores", "online_softmax", "load_kv", "scores", "online_softmax", "write_back"],
+      read: [32, 96, 96, 96, 160, 160, 160, 160], written: [0, 0, 0, 0, 0, 0, 0, 40], tensors: {} };
+    for (let p = 0; p < 8; p++) expect(curveAt(fa2, progressAfter(p, 8))).toMatchObject({ phase: p, op: fa2.op[p], read: fa2.read[p] });
+    // any phase count: the same launch is read at its own phase
+    for (const phases of [1, 2, 3, 7, 50, 241, 1000]) {
+      const c: PhaseCurve = { phases, phase: [...Array(phases).keys()], op: Array(phases).fill(null), read: [...Array(phases).keys()], written: Array(phases).fill(0), tensors: {} };
+      for (const p of [0, Math.floor(phases / 3), phases - 1]) expect(curveAt(c, progressAfter(p, phases)).phase).toBe(p);
+    }
+    // another algorithm at the same fraction of its own phases: FA2's phase 1 of 8 is standard's 16 of 130 (1/8 of 130)
+    const std: PhaseCurve = { phases: 130, phase: [...Array(130).keys()], op: Array(130).fill(null), read: [...Array(130).keys()], written: Array(130).fill(0), tensors: {} };
+    expect(curveAt(std, progressAfter(0, 8)).phase).toBe(Math.round(130 / 8) - 1);
   });
 
   it("draws on log axes rounded out to decades", () => {
@@ -123,6 +139,30 @@ describe("the GPU profile", () => {
     expect(checkProfile(profile)).toBeNull();
     expect(checkProfile({ a: 1 })).toContain("not a flashviz profile");
     expect(checkProfile({ ...profile, kernels: [] })).toContain("no kernels");
+    expect(checkProfile(null)).toBe("the file must be an object (got null)");
+    expect(checkProfile([1])).toBe("the file must be an object (got [1])");
+  });
+
+  it("checks the type of every field it shows, naming the field (item 14)", () => {
+    const meta = '<meta http-equiv="refresh" content="0;url=https://example.com/">';
+    const cfg = (c: object) => checkProfile({ ...profile, config: { ...profile.config, ...c } });
+    expect(cfg({ d: meta })).toMatch(/^config\.d must be a positive integer \(got "<meta http-equiv=.{10,30}\u2026\)$/);
+    expect(cfg({ br: 4.5 })).toBe("config.br must be a positive integer (got 4.5)");
+    expect(cfg({ bc: "4" })).toBe('config.bc must be a positive integer (got "4")');
+    expect(cfg({ algo: "<a href=x>fa2</a>" })).toContain("config.algo must be one of fa2, fa1, standard, fa2-backward");
+    expect(cfg({ causal: "yes" })).toBe('config.causal must be true or false (got "yes")');
+    const cmp = (load: object) => checkProfile({ ...profile, comparison: { ...comparison, load: { ...comparison.load, ...load } } });
+    expect(cmp({ measured: "<a href='x'>1 GB</a>" })).toContain("comparison.load.measured must be a finite number");
+    expect(cmp({ model: -5 })).toBe("comparison.load.model must be a number of bytes, at least 0 (got -5)");
+    expect(cmp({ verdict: 3 })).toBe("comparison.load.verdict must be a string (got 3)");
+    expect(checkProfile({ ...profile, measured: { load_bytes: "1e9" } })).toBe('measured.load_bytes must be a finite number (got "1e9")');
+    expect(checkProfile({ ...profile, summary: ["ok", { html: "<b>" }] })).toBe('summary[1] must be a string (got {"html":"<b>"})');
+    expect(checkProfile({ ...profile, kernels: [{ name: 7, measured: {} }] })).toBe("kernels[0].name must be a string (got 7)");
+    expect(checkProfile({ ...profile, device: { name: ["x"] } })).toBe('device.name must be a string (got ["x"])');
+    expect(checkProfile({ ...profile, model: { ...profile.model, tensors: { Q: { read_bytes: null, written_bytes: 0 } } } }))
+      .toBe("model.tensors.Q.read_bytes must be a finite number (got null)");
+    // strings the panel shows as text may hold anything
+    expect(checkProfile({ ...profile, device: { name: meta }, summary: [meta], date: meta })).toBeNull();
   });
 
   it("reads the launch-wide comparison, or an older profile's one kernel", () => {
@@ -133,6 +173,45 @@ describe("the GPU profile", () => {
 
   it("states the L2 effect as loads minus DRAM reads", () => {
     expect(cacheEffect({ load_bytes: 1000, dram_read_bytes: 100 }, { ...comparison, caches: undefined } as never)).toEqual({ loads: 1000, dram: 100, caught: 900, fraction: 0.9 });
+  });
+});
+
+describe("the idea, from the trace (item 18)", () => {
+  it("splits a paragraph into text and inline TeX", () => {
+    expect(segments("For $q$, stream $K_j, V_j$.")).toEqual([
+      { tex: false, text: "For " }, { tex: true, text: "q" }, { tex: false, text: ", stream " }, { tex: true, text: "K_j, V_j" }, { tex: false, text: "." },
+    ]);
+    expect(segments("no formula")).toEqual([{ tex: false, text: "no formula" }]);
+    expect(segments("costs $5")).toEqual([{ tex: false, text: "costs $5" }]); // an unmatched dollar is text
+    expect(segments("<img src=x onerror=alert(1)>")).toEqual([{ tex: false, text: "<img src=x onerror=alert(1)>" }]);
+  });
+
+  it("knows a displayed formula", () => {
+    expect(displayed("$$O = PV$$")).toBe("O = PV");
+    expect(displayed("$$a$ and $b$$")).toBeNull();
+    expect(displayed("text $x$")).toBeNull();
+  });
+
+  it("accepts only {summary: string, body: string[]}", () => {
+    expect(isIdea({ summary: "s", body: ["a", "$$b$$"] })).toBe(true);
+    expect(isIdea({ summary: "s", body: ["a", 3] })).toBe(false);
+    expect(isIdea({ body: [] })).toBe(false);
+    expect(isIdea(undefined)).toBe(false);
+  });
+});
+
+describe("reading a trace (item 10)", () => {
+  it("reads null as \u2212\u221e and the strings NaN and Infinity in arrays as the numbers they stand for", () => {
+    const t = parseTrace('{"schema": "flashviz.trace/1", "op": "NaN", "sram": {"li": [0, null, "NaN", "Infinity"]}, "text": "Infinity"}') as unknown as {
+      op: string; text: string; sram: { li: (number | null)[] };
+    };
+    expect(t.sram.li[0]).toBe(0);
+    expect(t.sram.li[1]).toBeNull();
+    expect(Number.isNaN(t.sram.li[2])).toBe(true);
+    expect(t.sram.li[3]).toBe(Number.POSITIVE_INFINITY);
+    expect(t.op).toBe("NaN"); // not an array item: a string stays a string
+    expect(t.text).toBe("Infinity");
+    expect(parseTrace('{"a": [1, null]}')).toEqual({ a: [1, null] });
   });
 });
 

@@ -1,6 +1,6 @@
 // Exactness: the max error of each output against the float64 reference (O and L for FA2; O, l, m for FA1;
 // dQ, dK, dV and the forward's O, L for the backward), as a badge and as a table.
-import { esc } from "../dom";
+import { fill, h, type Child } from "../dom";
 import { sci } from "../format";
 import type { ErrorCheck, Trace } from "../types";
 
@@ -13,6 +13,17 @@ export function checks(t: Trace): [string, ErrorCheck][] {
   return out;
 }
 
+/** How many of an output's values are NaN or ±∞ (a row with no finite score), 0 when all are numbers. */
+function nonfinite(e: ErrorCheck): number {
+  return typeof e.nonfinite === "number" ? e.nonfinite : e.max_abs === null ? 1 : 0;
+}
+
+/** The badge's words for one output: its max error, or how many of its values are not numbers. */
+function err(e: ErrorCheck): string {
+  const bad = nonfinite(e);
+  return bad ? `${bad} not finite` : `err ${sci(e.max_abs)}`;
+}
+
 export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): void {
   const r = t.reference;
   const all = checks(t);
@@ -21,12 +32,22 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
   const shown = (grads.length ? grads : all).slice(0, 3);
   badge.dataset.ok = String(r.ok);
   badge.className = `badge ${r.ok ? "ok" : "bad"}`;
-  badge.innerHTML = `<span aria-hidden="true">${r.ok ? "\u2713" : "\u2717"}</span> ` + shown.map(([k, e]) => `<span class="nw">${esc(k)} err ${sci(e.max_abs)}</span>`).join(" \u00b7 ");
-  badge.title = `Against a float64 reference (${r.metric}). ` + all.map(([k, e]) => `${k}: max abs ${e.max_abs}, max rel ${e.max_rel} (tolerance ${e.tolerance_rel}).`).join(" ");
+  // each output's error in a no-wrap span: the badge wraps between outputs, never inside one
+  const parts: Child[] = [];
+  shown.forEach(([k, e], q) => parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, `${k} ${err(e)}`)));
+  fill(badge, h("span", { "aria-hidden": "true" }, r.ok ? "\u2713" : "\u2717"), " ", ...parts);
+  badge.title = `Against a float64 reference (${r.metric}). ` + all.map(([k, e]) => `${k}: ${nonfinite(e) ? `${nonfinite(e)} values not finite` : `max abs ${sci(e.max_abs)}, max rel ${sci(e.max_rel)}`} (tolerance ${sci(e.tolerance_rel)}).`).join(" ");
   badge.setAttribute("aria-label", `${r.ok ? "Exact within tolerance" : "Outside tolerance"}: ${badge.title}`);
+  const num = (x: string) => h("td", { class: "num" }, x);
   const row = ([name, e]: [string, ErrorCheck]) =>
-    `<tr><th scope="row">${esc(name)}</th><td class="num">${sci(e.max_abs)}</td><td class="num">${sci(e.max_rel)}</td><td class="num">${sci(e.tolerance_rel)}</td><td>${e.ok ? '<span class="ok">\u2713 within</span>' : '<span class="bad">\u2717 outside</span>'}</td></tr>`;
-  detail.innerHTML = `<table class="final"><thead><tr><th scope="col">output</th><th scope="col">max |x \u2212 ref|</th><th scope="col">relative</th><th scope="col">tolerance (rel)</th><th scope="col"></th></tr></thead>
-    <tbody>${all.map(row).join("")}</tbody></table>
-    <p class="muted small">The engine runs in float32 in the kernel's loop order; the reference is ${t.config.algo === "fa2-backward" ? "the float64 gradients of plain softmax attention" : "plain softmax attention"} in ${esc(String(r.dtype ?? "float64"))}. Metric: ${esc(r.metric)}.</p>`;
+    h("tr", {}, h("th", { scope: "row" }, name),
+      num(nonfinite(e) ? `${nonfinite(e)} not finite` : sci(e.max_abs)), num(nonfinite(e) ? "\u2014" : sci(e.max_rel)), num(sci(e.tolerance_rel)),
+      h("td", {}, e.ok ? h("span", { class: "ok" }, "\u2713 within") : h("span", { class: "bad" }, "\u2717 outside")));
+  const col = (x: string) => h("th", { scope: "col" }, x);
+  fill(detail,
+    h("table", { class: "final" },
+      h("thead", {}, h("tr", {}, col("output"), col("max |x \u2212 ref|"), col("relative"), col("tolerance (rel)"), col(""))),
+      h("tbody", {}, ...all.map(row))),
+    h("p", { class: "muted small" },
+      `The engine runs in float32 in the kernel's loop order; the reference is ${t.config.algo === "fa2-backward" ? "the float64 gradients of plain softmax attention" : "plain softmax attention"} in ${String(r.dtype ?? "float64")}. Metric: ${String(r.metric)}.`));
 }

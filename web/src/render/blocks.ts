@@ -2,13 +2,15 @@
 // seed's table of operations with the current row marked (derived from the watched block's steps), the
 // (i, j) tile map (which pairs run, which causal masking skips or masks), and the choice of block.
 import { blockLetter, endpoint, iOf, unitOf } from "../algos";
-import { esc } from "../dom";
+import { fill, frag, h, sub } from "../dom";
 import { blockId, blockStatus, lastPhase, pairKind, type TraceIndex } from "../derive";
 import { int, slice } from "../format";
 import type { Counters, Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";
 
 const MAX_CHIPS = 64;
+
+const bold = (x: string | number) => h("b", {}, x);
 
 /** The seed's "Action" column for a step: what moves where, with its indices (FA2 in the seed's words). */
 export function action(t: Trace, s: Step): string {
@@ -57,22 +59,27 @@ function delta(a: Counters | undefined, b: Counters): string {
   return parts.join(", ") || "\u2014";
 }
 
-function summary(t: Trace, s: Step, phases: number): string {
+function summary(t: Trace, s: Step, phases: number): Node {
   const p = s.phase;
   const { tr, tc, br, bc } = t.config;
-  const plural = (k: number, w: string) => `<b>${k}</b> ${w}${k === 1 ? "" : "s"}`;
+  const plural = (k: number, w: string) => frag(h("b", {}, k), ` ${w}${k === 1 ? "" : "s"}`);
+  const at = () => frag("phase ", h("b", { "data-testid": "blocks-phase" }, p + 1), ` of ${phases}`);
+  const code = () => h("code", {}, s.math);
   const causal = t.config.causal ? " Under causal masking blocks run programs of different lengths: a block whose rows end early finishes early (its chip fills sooner)." : "";
   switch (t.config.algo) {
     case "fa1":
-      return `FlashAttention-1 runs <b>one</b> CUDA block per head: it loops over the ${plural(tc, "tile")} of K/V outside and visits the ${plural(tr, "block")} of Q one after another inside, at phase <b>${p + 1}</b> of ${phases}: <code>${esc(s.math)}</code>. The chips are the blocks of Q it visits; pick one to jump to its visit in this tile.`;
+      return frag("FlashAttention-1 runs ", h("b", {}, "one"), " CUDA block per head: it loops over the ", plural(tc, "tile"), " of K/V outside and visits the ",
+        plural(tr, "block"), " of Q one after another inside, at ", at(), ": ", code(), ". The chips are the blocks of Q it visits; pick one to jump to its visit in this tile.");
     case "standard":
-      return `Three kernels, one after another; in each, all ${plural(tr, "block")} of Q run at once on their own Br = ${br} rows. Every block is at phase <b>${p + 1}</b> of ${phases}, <code>${esc(s.math)}</code>. Block i of a kernel reads only what block i of the one before wrote.${causal}`;
+      return frag("Three kernels, one after another; in each, all ", plural(tr, "block"), ` of Q run at once on their own Br = ${br} rows. Every block is at `, at(), ", ", code(),
+        `. Block i of a kernel reads only what block i of the one before wrote.${causal}`);
     case "fa2-backward":
-      return `After the preprocessing kernel, all ${plural(tc, "block")} of <code>fa2_bwd</code> run at once, each on its own tile of Bc = ${bc} keys: every one is at phase <b>${p + 1}</b> of ${phases}, <code>${esc(s.math)}</code>. They share only dQ, which they add into with atomicAdd.${causal}`;
+      return frag("After the preprocessing kernel, all ", plural(tc, "block"), " of ", h("code", {}, "fa2_bwd"), ` run at once, each on its own tile of Bc = ${bc} keys: every one is at `,
+        at(), ", ", code(), `. They share only dQ, which they add into with atomicAdd.${causal}`);
     default: {
       const ph = t.phases[p];
-      return `All ${plural(tr, "block")} of Q run at once, each on its own Br = ${br} rows: every one is at phase <b>${p + 1}</b> of ${phases}, <code>${esc(s.math)}</code>` +
-        (ph?.j !== null && ph?.j !== undefined ? ` on tile j = ${ph.j}` : "") + `. No block needs anything from another.${causal}`;
+      return frag("All ", plural(tr, "block"), ` of Q run at once, each on its own Br = ${br} rows: every one is at `, at(), ", ", code(),
+        ph?.j !== null && ph?.j !== undefined ? ` on tile j = ${ph.j}` : "", `. No block needs anything from another.${causal}`);
     }
   }
 }
@@ -129,10 +136,10 @@ export class BlocksView {
   show(t: Trace, idx: TraceIndex, s: Step): void {
     const phases = t.phases.length;
     const algo = t.config.algo;
-    const text = summary(t, s, phases);
+    const text = `${t.config.algo}/${s.phase}/${phases}/${s.math}/${t.config.tr}/${t.config.tc}/${t.config.br}/${t.config.bc}/${t.config.causal}/${t.phases[s.phase]?.j}`;
     if (text !== this.lastSummary) {
       this.lastSummary = text;
-      this.summaryEl.innerHTML = text;
+      fill(this.summaryEl, summary(t, s, phases));
     }
     const letter = blockLetter(algo);
     const watched = algo === "fa1" ? iOf(algo, s) : s.block;
@@ -143,32 +150,38 @@ export class BlocksView {
     if (key !== this.key) {
       this.key = key;
       const shown = t.blocks.slice(0, MAX_CHIPS);
-      this.chips.innerHTML =
-        shown
-          .map((b, k) => {
-            const id = b.block ?? k;
-            const on = id === watched;
-            const title = b.recorded
-              ? on ? `block ${letter} = ${id}: watching` : `look inside block ${letter} = ${id}`
-              : `block ${id}: its values are not recorded in this trace (pick it in the block menu to fetch them)`;
-            const full = letter === "i" ? t.config.br : t.config.bc;
-            return `<button type="button" class="chip${on ? " watched" : ""}${b.recorded ? "" : " unrecorded"}" data-block="${id}" aria-pressed="${on}" title="${esc(title)}">
-              <span class="chip-i">${letter}=${id}</span><span class="chip-rows">${b.rows[0]}\u2013${b.rows[1] - 1}${b.rows[1] - b.rows[0] < full ? "*" : ""}</span><span class="bar"><span></span></span></button>`;
-          })
-          .join("") +
-        (t.blocks.length > MAX_CHIPS ? `<span class="chip more">+ ${int(t.blocks.length - MAX_CHIPS)} more, all at the same phase</span>` : "");
-      this.chipEls = Array.from(this.chips.querySelectorAll<HTMLElement>("button.chip"));
-      this.bars = this.chipEls.map((c) => c.querySelector<HTMLElement>(".bar > span")!);
-      // the ops table for the watched block: one row per step of its program (fa1: the one block's)
+      const full = letter === "i" ? t.config.br : t.config.bc;
+      this.chipEls = [];
+      this.bars = [];
+      const chips = shown.map((b, k) => {
+        const id = b.block ?? k;
+        const on = id === watched;
+        const title = b.recorded
+          ? on ? `block ${letter} = ${id}: watching` : `look inside block ${letter} = ${id}`
+          : `block ${id}: its values are not recorded in this trace (pick it in the block menu to fetch them)`;
+        const bar = h("span");
+        const chip = h("button", { type: "button", class: `chip${on ? " watched" : ""}${b.recorded ? "" : " unrecorded"}`, "data-block": id, "aria-pressed": String(on), title },
+          h("span", { class: "chip-i" }, `${letter}=${id}`),
+          h("span", { class: "chip-rows" }, `${b.rows[0]}\u2013${b.rows[1] - 1}${b.rows[1] - b.rows[0] < full ? "*" : ""}`),
+          h("span", { class: "bar" }, bar));
+        this.chipEls.push(chip);
+        this.bars.push(bar);
+        return chip;
+      });
+      fill(this.chips, ...chips,
+        t.blocks.length > MAX_CHIPS ? h("span", { class: "chip more" }, `+ ${int(t.blocks.length - MAX_CHIPS)} more, all at the same phase`) : null);
+      // the ops table for the watched block: one row per step of its program (fa1: the one block's); phases
+      // counted from 1, as everywhere on the page
       const steps = t.steps.filter((x) => unitOf(algo, x) === unit);
-      this.table.innerHTML = steps
-        .map((x) => {
-          const prev = idx.counters[x.phase - 1];
-          const ij = x.indices ? Object.entries(x.indices).map(([k, v]) => `${k}=${v}`).join(" ") : x.j !== null ? `j=${x.j}` : "";
-          return `<tr data-step="${x.index}" tabindex="-1"><td class="ph">${x.phase}</td><td><code>${esc(x.math)}</code>${ij ? ` <span class="muted">${esc(ij)}</span>` : ""}</td>` +
-            `<td>${esc(action(t, x))}</td><td class="small">${esc(delta(prev, idx.counters[x.phase]!))}</td></tr>`;
-        })
-        .join("");
+      fill(this.table, ...steps.map((x) => {
+        const prev = idx.counters[x.phase - 1];
+        const ij = x.indices ? Object.entries(x.indices).map(([k, v]) => `${k}=${v}`).join(" ") : x.j !== null ? `j=${x.j}` : "";
+        return h("tr", { "data-step": x.index, "data-phase": x.phase + 1, tabindex: "-1" },
+          h("td", { class: "ph" }, x.phase + 1),
+          h("td", {}, h("code", {}, x.math), ij ? frag(" ", h("span", { class: "muted" }, ij)) : null),
+          h("td", {}, action(t, x)),
+          h("td", { class: "small" }, delta(prev, idx.counters[x.phase]!)));
+      }));
       this.rows = Array.from(this.table.querySelectorAll("tr"));
       this.current = null;
     }
@@ -298,8 +311,11 @@ export class TileMap {
     this.back.present(this.canvas);
     const total = tr * tc;
     this.canvas.setAttribute("aria-label", `Tile map: ${total - skipped} of ${total} (i, j) pairs computed, ${masked} on the diagonal masked, ${skipped} skipped`);
-    this.caption.innerHTML = t.config.causal
-      ? `<b>${total - skipped}</b> of ${total} (i, j) pairs run; <b>${skipped}</b> wholly above the diagonal are skipped (never loaded), <b>${masked}</b> crossing it are loaded and masked (\u2212\u221e where key > query).`
-      : `All ${total} (i, j) pairs run: T<sub>r</sub> = ${tr} blocks of Q \u00d7 T<sub>c</sub> = ${tc} tiles of K/V.`;
+    if (t.config.causal) {
+      fill(this.caption, bold(total - skipped), ` of ${total} (i, j) pairs run; `, bold(skipped), " wholly above the diagonal are skipped (never loaded), ",
+        bold(masked), " crossing it are loaded and masked (\u2212\u221e where key > query).");
+    } else {
+      fill(this.caption, `All ${total} (i, j) pairs run: `, sub("T", "r"), ` = ${tr} blocks of Q \u00d7 `, sub("T", "c"), ` = ${tc} tiles of K/V.`);
+    }
   }
 }

@@ -3,7 +3,7 @@
 // the backward pass: the values the step carries (a row's max and sum; Li, Di, dQ's share), per row.
 // All values from the Trace.
 import { iOf } from "../algos";
-import { esc } from "../dom";
+import { fill, h, sub, type Child } from "../dom";
 import { isMat, rowValid, sramAt, sramBefore, type TraceIndex } from "../derive";
 import { num } from "../format";
 import type { Mat, Num, Step, Trace, Vec } from "../types";
@@ -17,16 +17,19 @@ function mat(v: Vec | Mat | null | undefined): Mat | null {
   return v && isMat(v) ? v : null;
 }
 
-/** A row of numbers as HTML: each number unbreakable, the row free to wrap between them (never cut off). */
-function rowHtml(row: Num[] | undefined): string {
-  if (!row) return "\u2014";
-  const shown = row.slice(0, MAX_COLS).map((x) => `<span class="n">${esc(num(x))}</span>`).join(" ");
-  return row.length > MAX_COLS ? `${shown} <span class="n">\u2026</span>` : shown;
+/** A row of numbers as text nodes: each number in an unbreakable span, the row free to wrap between them (never
+ *  cut off). */
+function rowNodes(row: Num[] | undefined): Child[] {
+  if (!row) return ["\u2014"];
+  const out: Child[] = [];
+  row.slice(0, MAX_COLS).forEach((x, q) => out.push(q ? " " : null, h("span", { class: "n" }, num(x))));
+  if (row.length > MAX_COLS) out.push(" ", h("span", { class: "n" }, "\u2026"));
+  return out;
 }
 
 /** "old → new", free to wrap before the arrow. */
-function changeHtml(before: string, now: string): string {
-  return `<span class="old n">${before}</span> <span class="n">\u2192 ${now}</span>`;
+function change(before: string, now: string): Child[] {
+  return [h("span", { class: "old n" }, before), " ", h("span", { class: "n" }, `\u2192 ${now}`)];
 }
 
 const LABEL: Record<string, string> = {
@@ -50,31 +53,36 @@ export class CarriesView {
   private generic(t: Trace, s: Step): void {
     const c = s.carries;
     const i = iOf(t.config.algo, s);
+    const code = (x: string) => h("code", {}, x);
     if (!c || !Object.keys(c).length) {
-      this.table.innerHTML = `<tbody><tr><td class="muted">This step carries no values between steps.</td></tr></tbody>`;
-      this.note.innerHTML = t.config.algo === "standard"
-        ? "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (<code>softmax_row</code> steps)."
-        : "The backward's per-row values: L<sub>i</sub> and D<sub>i</sub> on <code>load_q</code>, the scores on <code>probs</code>, dP on <code>ds</code>, dQ's share on <code>dq</code>.";
+      fill(this.table, h("tbody", {}, h("tr", {}, h("td", { class: "muted" }, "This step carries no values between steps."))));
+      if (t.config.algo === "standard") {
+        fill(this.note, "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (", code("softmax_row"), " steps).");
+      } else {
+        fill(this.note, "The backward's per-row values: ", sub("L", "i"), " and ", sub("D", "i"), " on ", code("load_q"), ", the scores on ", code("probs"),
+          ", dP on ", code("ds"), ", dQ's share on ", code("dq"), ".");
+      }
       return;
     }
     const keys = Object.keys(c);
-    const rows = Math.max(...keys.map((k) => (c[k] as unknown[]).length));
+    const rows = Math.max(0, ...keys.map((k) => (Array.isArray(c[k]) ? (c[k] as unknown[]).length : 0)));
     const r0 = s.indices?.r ?? (i === null ? 0 : i * t.config.br);
-    const arrays = keys.map((k) => (c[k] as unknown[]).some((v) => Array.isArray(v)));
-    let html = `<thead><tr><th scope="col" class="c-row">row</th>${keys.map((k, q) => `<th scope="col" class="${arrays[q] ? "c-vec" : "c-num"}">${esc(LABEL[k] ?? k)}</th>`).join("")}</tr></thead><tbody>`;
+    const arrays = keys.map((k) => Array.isArray(c[k]) && (c[k] as unknown[]).some((v) => Array.isArray(v)));
+    const body = h("tbody");
     for (let r = 0; r < rows; r++) {
       const pad = s.indices?.r === undefined && !rowValid(t, i, r);
-      html += `<tr${pad ? ' class="pad" title="row past N: padding"' : ""}><th scope="row">${r0 + r}</th>`;
+      const tr = h("tr", pad ? { class: "pad", title: "row past N: padding" } : {}, h("th", { scope: "row" }, r0 + r));
       for (const k of keys) {
         const v = (c[k] as (Num | Num[])[])[r];
-        html += Array.isArray(v) ? `<td class="mono">${rowHtml(v)}</td>` : `<td>${esc(num(v ?? null))}</td>`;
+        tr.append(Array.isArray(v) ? h("td", { class: "mono" }, ...rowNodes(v)) : h("td", {}, num(v ?? null)));
       }
-      html += "</tr>";
+      body.append(tr);
     }
-    this.table.innerHTML = html + "</tbody>";
-    this.note.innerHTML = t.config.algo === "standard"
+    fill(this.table, h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "c-row" }, "row"),
+      ...keys.map((k, q) => h("th", { scope: "col", class: arrays[q] ? "c-vec" : "c-num" }, LABEL[k] ?? k)))), body);
+    fill(this.note, t.config.algo === "standard"
       ? `Row ${s.indices?.r ?? r0} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the whole row at once (the row was written to HBM first, and is read back whole).`
-      : "Per row of the block: what this step carries, from the Trace.";
+      : "Per row of the block: what this step carries, from the Trace.");
   }
 
   /** FA2 and FA1: the online softmax's carries. */
@@ -94,7 +102,8 @@ export class CarriesView {
     const cols: [string, string][] = [["row", "c-row"], ["m\u1d62", "c-num"], ["\u03b1 = e^(m_old \u2212 m_new)", "c-alpha"], ["\u2113\u1d62", "c-num"]];
     if (back) cols.push(["L = m\u1d62 + log \u2113\u1d62", "c-num"]);
     cols.push([back ? "O row = O\u1d62 / \u2113\u1d62" : t.config.algo === "fa1" ? "O\u1d62 row (normalised each visit)" : "O\u1d62 row (unnormalised)", "c-vec"]);
-    let html = `<thead><tr>${cols.map(([x, cls]) => `<th scope="col" class="${cls}">${esc(x)}</th>`).join("")}</tr></thead><tbody>`;
+    const body = h("tbody");
+    const changedO = s.sram.Oi !== undefined && oOld;
     for (let r = 0; r < t.config.br; r++) {
       const pad = !rowValid(t, i, r);
       const changedM = soft && mOld?.[r] !== mi?.[r];
@@ -103,22 +112,29 @@ export class CarriesView {
       const rescaled = typeof a === "number" && a < 1 && (lOld?.[r] ?? 0) !== 0;
       const cell = (now: Num | undefined, before: Num | undefined, changed: boolean | null | undefined) =>
         changed && before !== undefined
-          ? `<td class="changed">${changeHtml(esc(num(before ?? null)), esc(num(now ?? null)))}</td>`
-          : `<td>${esc(num(now ?? null))}</td>`;
-      html += `<tr${pad ? ' class="pad" title="row past N: padding, never stored"' : ""}>`;
-      html += `<th scope="row">${i === null ? r : i * t.config.br + r}</th>`;
-      html += cell(mi?.[r], mOld?.[r], changedM);
-      html += a === undefined || a === null ? `<td class="muted">\u2014</td>` : `<td class="${rescaled ? "rescaled" : ""}">${esc(num(a))}</td>`;
-      html += cell(li?.[r], lOld?.[r], changedL);
-      if (back) html += `<td>${esc(num(vec(c.L)?.[r] ?? null))}</td>`;
-      const changedO = s.sram.Oi !== undefined && oOld;
-      html += changedO
-        ? `<td class="mono changed"><span class="old">${rowHtml(oOld[r])}</span><br>\u2192 ${rowHtml(oi?.[r])}</td>`
-        : `<td class="mono">${rowHtml(oi?.[r])}</td>`;
-      html += "</tr>";
+          ? h("td", { class: "changed" }, ...change(num(before ?? null), num(now ?? null)))
+          : h("td", {}, num(now ?? null));
+      body.append(h("tr", pad ? { class: "pad", title: "row past N: padding, never stored" } : {},
+        h("th", { scope: "row" }, i === null ? r : i * t.config.br + r),
+        cell(mi?.[r], mOld?.[r], changedM),
+        a === undefined || a === null ? h("td", { class: "muted" }, "\u2014") : h("td", { class: rescaled ? "rescaled" : undefined }, num(a)),
+        cell(li?.[r], lOld?.[r], changedL),
+        back ? h("td", {}, num(vec(c.L)?.[r] ?? null)) : null,
+        changedO
+          ? h("td", { class: "mono changed" }, h("span", { class: "old" }, ...rowNodes(oOld[r])), h("br"), "\u2192 ", ...rowNodes(oi?.[r]))
+          : h("td", { class: "mono" }, ...rowNodes(oi?.[r]))));
     }
-    this.table.innerHTML = html + "</tbody>";
-    this.note.innerHTML = this.explain(t, s);
+    fill(this.table, h("thead", {}, h("tr", {}, ...cols.map(([x, cls]) => h("th", { scope: "col", class: cls }, x)))), body);
+    // rows with no finite score (every score −∞): the kernel's exp(−∞ − (−∞)) makes their ℓ and O NaN
+    const lost: number[] = [];
+    for (let r = 0; r < t.config.br; r++) {
+      const l = li?.[r];
+      if (rowValid(t, i, r) && typeof l === "number" && Number.isNaN(l)) lost.push(i === null ? r : i * t.config.br + r);
+    }
+    const why = lost.length
+      ? ` Row${lost.length === 1 ? "" : "s"} ${lost.join(", ")}: no finite score (every score \u2212\u221e), so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and O\u1d62 are NaN from then on, as the kernel computes them.`
+      : "";
+    this.note.textContent = this.explain(t, s) + why;
   }
 
   private explain(t: Trace, s: Step): string {

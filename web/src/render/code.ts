@@ -6,7 +6,7 @@ import { EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirr
 import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemirror/view";
 import { parser as cppParser } from "@lezer/cpp";
 import { highlightTree, tags } from "@lezer/highlight";
-import { esc } from "../dom";
+import { h } from "../dom";
 import { showCodeMeta } from "./codeMeta";
 
 const setActive = StateEffect.define<[number, number] | null>();
@@ -76,7 +76,7 @@ function readOnlyView(parent: HTMLElement, doc: string, label: string, extra: Re
 export class CodeView {
   private readonly kernel: EditorView;
   private readonly concrete: HTMLElement;
-  private readonly snippets = new Map<string, string>();
+  private readonly snippets = new Map<string, [string, string][]>();
   private readonly summary: HTMLElement;
   private readonly header: HTMLElement;
   private readonly fileLabel: HTMLElement;
@@ -120,26 +120,26 @@ export class CodeView {
     this.showMeta(lines, code, file);
     if (this.concrete.dataset.code !== code) {
       this.concrete.dataset.code = code;
-      this.concrete.innerHTML = this.snippet(code);
+      this.concrete.replaceChildren(...this.snippet(code).map(([cls, text]) => (cls ? h("span", { class: cls }, text) : document.createTextNode(text))));
     }
   }
 
-  /** Syntax-highlighted HTML for a snippet, with the editor's highlight classes. */
-  private snippet(code: string): string {
-    let html = this.snippets.get(code);
-    if (html !== undefined) return html;
+  /** A snippet as highlighted runs ([classes, text]; "" for plain text) with the editor's highlight classes:
+   *  built as text nodes and spans, never as HTML (the code comes from the trace). */
+  private snippet(code: string): [string, string][] {
+    let runs = this.snippets.get(code);
+    if (runs !== undefined) return runs;
     const tree = cppParser.parse(code);
-    let out = "";
+    runs = [];
     let at = 0;
     highlightTree(tree, highlight, (from, to, classes) => {
-      if (from > at) out += esc(code.slice(at, from));
-      out += `<span class="${classes}">${esc(code.slice(from, to))}</span>`;
+      if (from > at) runs!.push(["", code.slice(at, from)]);
+      runs!.push([classes, code.slice(from, to)]);
       at = to;
     });
-    out += esc(code.slice(at));
-    html = out;
-    this.snippets.set(code, html);
-    return html;
+    if (at < code.length) runs.push(["", code.slice(at)]);
+    this.snippets.set(code, runs);
+    return runs;
   }
 
   /** Scroll the editor itself (never the page) so the lines sit in the middle, or at the top if long. */

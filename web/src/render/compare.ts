@@ -2,16 +2,20 @@
 // advancing together, and a log–log chart of total HBM traffic against N for standard, FA1 and FA2 from the
 // closed-form models, with the current config marked. Draws only: every number comes from the server.
 import type { CompareDoc, PhaseCurve } from "../api";
-import { esc } from "../dom";
-import { bytes, int } from "../format";
+import { fill, frag, h, s, sub, type Child } from "../dom";
+import { bytes, int, kib } from "../format";
 
 export const CHART_ALGOS = ["standard", "fa1", "fa2"] as const;
 const LABEL: Record<string, string> = { standard: "standard", fa1: "FA1", fa2: "FA2", "fa2-backward": "FA2 backward" };
 
-/** The cumulative elements an algorithm has moved at progress u in [0, 1] of its launch (nearest sampled phase). */
+/** Where an algorithm stands at progress u in [0, 1] of its launch: u·P of its P phases done (rounded), so the
+ *  watched launch after its phase p (u = (p + 1)/P) is read at that very phase p, and another algorithm at the
+ *  same fraction of its own phases. `phase` is the last phase done (−1: none yet, nothing moved), its cumulative
+ *  elements read and written (at the last sampled phase at or before it: long launches are sampled). */
 export function curveAt(c: PhaseCurve, u: number): { phase: number; read: number; written: number; op: string | null } {
-  const target = Math.round(Math.min(1, Math.max(0, u)) * (c.phases - 1));
-  // the last sampled phase at or before the target
+  const done = Math.round(Math.min(1, Math.max(0, Number.isFinite(u) ? u : 0)) * c.phases);
+  if (done <= 0 || !c.phase.length || c.phase[0]! > done - 1) return { phase: -1, read: 0, written: 0, op: null };
+  const target = done - 1;
   let lo = 0;
   let hi = c.phase.length - 1;
   while (lo < hi) {
@@ -20,6 +24,11 @@ export function curveAt(c: PhaseCurve, u: number): { phase: number; read: number
     else hi = mid - 1;
   }
   return { phase: c.phase[lo]!, read: c.read[lo]!, written: c.written[lo]!, op: c.op[lo] ?? null };
+}
+
+/** How far a launch has got after its phase `phase` (0-based) of `phases`: what the comparison follows. */
+export function progressAfter(phase: number, phases: number): number {
+  return phases > 0 ? (phase + 1) / phases : 0;
 }
 
 /** Log–log axes: a value's position in [0, 1] between lo and hi. */
@@ -143,35 +152,49 @@ export function chartLayout(doc: CompareDoc, width = 560, height = 300) {
   return { m, W, H, X, Y, yTicks, xTicks, ends, lx, cx, nx, ytx, boxes, width, height };
 }
 
-/** The chart as SVG markup (CSS classes carry the colours, so it follows the theme). */
-export function chartSvg(doc: CompareDoc, width = 560, height = 300): string {
+/** The chart, as SVG elements at chartLayout()'s positions (CSS classes carry the colours, so it follows the theme). */
+export function chartSvg(doc: CompareDoc, width = 560, height = 300): SVGSVGElement {
   const L = chartLayout(doc, width, height);
   const { m, W, H, X, Y } = L;
-  let svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" class="chart" role="img" data-testid="traffic-chart" aria-label="Total HBM traffic against N, log-log, for standard attention, FlashAttention-1 and FlashAttention-2 at D=${doc.config.d}, Br=${doc.config.br}, Bc=${doc.config.bc}${doc.config.causal ? ", causal" : ""}; the current N=${doc.config.n} marked">`;
+  const c = doc.config;
+  const svg = s("svg", {
+    viewBox: `0 0 ${width} ${height}`, width, height, class: "chart", role: "img", "data-testid": "traffic-chart",
+    "aria-label": `Total HBM traffic against N, log-log, for standard attention, FlashAttention-1 and FlashAttention-2 at D=${c.d}, Br=${c.br}, Bc=${c.bc}${c.causal ? ", causal" : ""}; the current N=${c.n} marked`,
+  });
   // grid and axes
   for (const t of L.yTicks) {
-    svg += `<line class="grid" x1="${m.l}" x2="${m.l + W}" y1="${t.y}" y2="${t.y}"/><text class="tick" x="${m.l - 6}" y="${t.y + 3.5}" text-anchor="end">${t.text}</text>`;
+    svg.append(
+      s("line", { class: "grid", x1: m.l, x2: m.l + W, y1: t.y, y2: t.y }),
+      s("text", { class: "tick", x: m.l - 6, y: t.y + 3.5, "text-anchor": "end" }, t.text),
+    );
   }
   for (const t of L.xTicks) {
-    svg += `<line class="grid" x1="${t.x}" x2="${t.x}" y1="${m.t}" y2="${m.t + H}"/><text class="tick" x="${t.x}" y="${m.t + H + 17}" text-anchor="middle">${t.text}</text>`;
+    svg.append(
+      s("line", { class: "grid", x1: t.x, x2: t.x, y1: m.t, y2: m.t + H }),
+      s("text", { class: "tick", x: t.x, y: m.t + H + 17, "text-anchor": "middle" }, t.text),
+    );
   }
-  svg += `<text class="axis" x="${m.l + W / 2}" y="${height - 4}" text-anchor="middle">sequence length N (log)</text>`;
-  svg += `<text class="axis" transform="translate(${L.ytx} ${m.t + H / 2}) rotate(-90)" text-anchor="middle">HBM traffic, bytes (log)</text>`;
+  svg.append(
+    s("text", { class: "axis", x: m.l + W / 2, y: height - 4, "text-anchor": "middle" }, "sequence length N (log)"),
+    s("text", { class: "axis", transform: `translate(${L.ytx} ${m.t + H / 2}) rotate(-90)`, "text-anchor": "middle" }, "HBM traffic, bytes (log)"),
+  );
   // the current N
-  svg += `<line class="now" x1="${L.cx}" x2="${L.cx}" y1="${m.t}" y2="${m.t + H}" data-testid="chart-now" data-n="${doc.config.n}"/>`;
+  svg.append(s("line", { class: "now", x1: L.cx, x2: L.cx, y1: m.t, y2: m.t + H, "data-testid": "chart-now", "data-n": c.n }));
   // one line per algorithm through the sweep (which holds the current N), its point there, its name at the end
   for (const a of CHART_ALGOS) {
     const ys = doc.sweep.bytes[a];
     if (!ys) continue;
     const pts = doc.sweep.n.map((n, k) => `${X(n).toFixed(1)},${Y(ys[k]!).toFixed(1)}`).join(" ");
-    svg += `<polyline class="series s-${a}" points="${pts}" data-algo="${a}"/>`;
+    svg.append(s("polyline", { class: `series s-${a}`, points: pts, "data-algo": a }));
     const ly = L.ends.find((e) => e.a === a)!.y;
-    svg += `<text class="label s-${a}" x="${L.lx}" y="${ly + 4}" text-anchor="start">${LABEL[a]}</text>`;
+    svg.append(s("text", { class: `label s-${a}`, x: L.lx, y: ly + 4, "text-anchor": "start" }, LABEL[a]));
     const here = doc.algorithms[a]?.total?.bytes;
-    if (here) svg += `<circle class="dot s-${a}" cx="${L.cx}" cy="${Y(here)}" r="4.5" data-algo="${a}"><title>${LABEL[a]} at N=${doc.config.n}: ${bytes(here)}</title></circle>`;
+    if (here) {
+      svg.append(s("circle", { class: `dot s-${a}`, cx: L.cx, cy: Y(here), r: 4.5, "data-algo": a }, s("title", {}, `${LABEL[a]} at N=${c.n}: ${bytes(here)}`)));
+    }
   }
-  svg += `<text class="now-label" x="${L.nx}" y="${m.t - 6}">N = ${int(doc.config.n)}</text>`;
-  return svg + "</svg>";
+  svg.append(s("text", { class: "now-label", x: L.nx, y: m.t - 6 }, `N = ${int(c.n)}`));
+  return svg;
 }
 
 export class CompareView {
@@ -217,10 +240,10 @@ export class CompareView {
       }).observe(this.chart);
     }
     const w = Math.max(300, Math.min(580, this.chartWidth || 560));
-    this.chart.innerHTML = chartSvg(this.doc!, w, Math.round(Math.min(300, Math.max(240, w * 0.56))));
+    fill(this.chart, chartSvg(this.doc!, w, Math.round(Math.min(300, Math.max(240, w * 0.56)))));
   }
 
-  /** Follow the main view: u = how far the watched launch has got (its phase over its phases). */
+  /** Follow the main view: u = how far the watched launch has got (progressAfter: its phases done over its phases). */
   follow(u: number): void {
     this.followU = u;
     if (!this.playing) this.progress(u);
@@ -251,49 +274,54 @@ export class CompareView {
   private renderTable(): void {
     const d = this.doc!;
     const names = Object.keys(d.algorithms).filter((a) => d.algorithms[a]!.supported);
-    const head = names.map((a) => `<th scope="col" class="num">${esc(LABEL[a] ?? a)}${d.algorithms[a]!.pass === "backward" ? "<br><span class=muted>(backward pass)</span>" : ""}</th>`).join("");
-    const row = (label: string, cell: (a: string) => string, testid = "") =>
-      `<tr${testid ? ` data-testid="${testid}"` : ""}><th scope="row">${label}</th>${names.map((a) => `<td class="num" data-algo="${a}">${cell(a)}</td>`).join("")}</tr>`;
     const e = (a: string) => d.algorithms[a]!;
-    let html = `<thead><tr><th scope="col"></th>${head}</tr></thead><tbody>`;
-    html += row("HBM read", (a) => bytes(e(a).total?.read_bytes ?? 0));
-    html += row("HBM written", (a) => bytes(e(a).total?.written_bytes ?? 0));
-    html += row("<b>HBM traffic</b>", (a) => `<b>${bytes(e(a).total?.bytes ?? 0)}</b>`, "compare-total");
-    html += row("traffic \u00f7 FA2's", (a) => (e(a).traffic_vs_fa2 === null || e(a).traffic_vs_fa2 === undefined ? "\u2014" : `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7`));
-    html += row("SRAM per block", (a) => (e(a).sram_bytes ? bytes(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"));
-    html += row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014"));
-    if (d.config.causal) html += row("causal saves", (a) => (e(a).saved_bytes ? bytes(e(a).saved_bytes!) : "\u2014"), "compare-saved");
+    const row = (label: Child, cell: (a: string) => Child, testid?: string) =>
+      h("tr", { "data-testid": testid }, h("th", { scope: "row" }, label), ...names.map((a) => h("td", { class: "num", "data-algo": a }, cell(a))));
+    const head = h("thead", {}, h("tr", {}, h("th", { scope: "col" }),
+      ...names.map((a) => h("th", { scope: "col", class: "num" }, LABEL[a] ?? a,
+        e(a).pass === "backward" ? frag(h("br"), h("span", { class: "muted" }, "(backward pass)")) : null))));
+    const body = h("tbody", {},
+      row("HBM read", (a) => bytes(e(a).total?.read_bytes ?? 0)),
+      row("HBM written", (a) => bytes(e(a).total?.written_bytes ?? 0)),
+      row(h("b", {}, "HBM traffic"), (a) => h("b", {}, bytes(e(a).total?.bytes ?? 0)), "compare-total"),
+      row("traffic \u00f7 FA2's", (a) => (typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014")),
+      row("SRAM per block", (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"), "compare-sram"),
+      row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014")),
+      d.config.causal ? row("causal saves", (a) => (e(a).saved_bytes ? bytes(e(a).saved_bytes!) : "\u2014"), "compare-saved") : null,
+    );
     // the tensors, each algorithm's own
     const tensors: string[] = [];
     for (const a of names) for (const t of Object.keys(e(a).tensors ?? {})) if (!tensors.includes(t)) tensors.push(t);
-    html += `</tbody><tbody class="tensors"><tr><th scope="rowgroup" colspan="${names.length + 1}">per tensor: read / written</th></tr>`;
-    for (const t of tensors) {
-      html += row(`<span class="tensor">${esc(t)}</span>`, (a) => {
+    const per = h("tbody", { class: "tensors" },
+      h("tr", {}, h("th", { scope: "rowgroup", colspan: names.length + 1 }, "per tensor: read / written")),
+      ...tensors.map((t) => row(h("span", { class: "tensor" }, t), (a) => {
         const x = e(a).tensors?.[t];
         return x ? `${bytes(x.read_bytes)} / ${bytes(x.written_bytes)}` : "\u2014";
-      });
-    }
-    this.table.innerHTML = html + "</tbody>";
+      })),
+    );
+    fill(this.table, head, body, per);
     const c = d.config;
-    this.note.innerHTML = `N = ${int(c.n)}, D = ${c.d}, B<sub>r</sub> = ${c.br}, B<sub>c</sub> = ${c.bc} (T<sub>r</sub> = ${c.tr}, T<sub>c</sub> = ${c.tc})${c.causal ? ", causal" : ""}; fp32, one head. Closed-form models, each equal to its engine's per-element counters (the same numbers as <code>flashviz compare</code>).`;
+    fill(this.note,
+      `N = ${int(c.n)}, D = ${c.d}, `, sub("B", "r"), ` = ${c.br}, `, sub("B", "c"), ` = ${c.bc} (`, sub("T", "r"), ` = ${c.tr}, `,
+      sub("T", "c"), ` = ${c.tc})${c.causal ? ", causal" : ""}; fp32, one head. Closed-form models, each equal to its engine's per-element counters (the same numbers as `,
+      h("code", {}, "flashviz compare"), "). Bytes moved in decimal units (1 kB = 1000 B), shared memory in KiB (1024 B), as Nsight Compute and CUDA write them.");
   }
 
   private renderRace(): void {
     const d = this.doc!;
     this.bars.clear();
     const names = Object.keys(d.algorithms).filter((a) => d.algorithms[a]!.supported);
-    this.race.innerHTML = names
-      .map((a) => {
-        const curve = d.curves?.[a];
-        const skipped = curve && "skipped" in curve ? curve.skipped : null;
-        return `<div class="race-row" data-testid="race-${a}" data-algo="${a}"><span class="race-name">${esc(LABEL[a] ?? a)}</span>
-          <span class="race-track"><span class="race-bar s-${a}"></span></span>
-          <span class="race-text num"></span><span class="race-op muted small">${skipped ? esc(`counters not animated: ${skipped}`) : ""}</span></div>`;
-      })
-      .join("");
-    for (const el of this.race.querySelectorAll<HTMLElement>(".race-row")) {
-      this.bars.set(el.dataset.algo!, { bar: el.querySelector(".race-bar")!, text: el.querySelector(".race-text")!, op: el.querySelector(".race-op")! });
-    }
+    const rows = names.map((a) => {
+      const curve = d.curves?.[a];
+      const skipped = curve && "skipped" in curve ? curve.skipped : null;
+      const bar = h("span", { class: `race-bar s-${a}` });
+      const text = h("span", { class: "race-text num" });
+      const op = h("span", { class: "race-op muted small" }, skipped ? `counters not animated: ${skipped}` : "");
+      this.bars.set(a, { bar, text, op });
+      return h("div", { class: "race-row", "data-testid": `race-${a}`, "data-algo": a },
+        h("span", { class: "race-name" }, LABEL[a] ?? a), h("span", { class: "race-track" }, bar), text, op);
+    });
+    fill(this.race, ...rows);
   }
 
   /** Every algorithm's counters at the same fraction u of its launch. */
@@ -308,15 +336,20 @@ export class CompareView {
       const total = d.algorithms[a]?.total?.bytes ?? 0;
       let moved = total * u;
       let phase = "";
+      let done = "";
       if (curve && !("skipped" in curve)) {
         const at = curveAt(curve, u);
+        done = String(at.phase + 1);
         moved = (at.read + at.written) * per;
-        phase = `phase ${int(at.phase + 1)} of ${int(curve.phases)}${at.op ? ` \u00b7 ${at.op}` : ""}`;
+        phase = at.phase < 0 ? `before phase 1 of ${int(curve.phases)}` : `after phase ${int(at.phase + 1)} of ${int(curve.phases)}${at.op ? ` \u00b7 ${at.op}` : ""}`;
       }
       el.bar.style.transform = `scaleX(${moved / max})`;
       el.text.textContent = `${bytes(Math.round(moved))} of ${bytes(total)}`;
       el.text.dataset.bytes = String(Math.round(moved));
-      if (phase) el.op.textContent = phase;
+      if (phase) {
+        el.op.textContent = phase;
+        el.op.dataset.phase = done; // phases done, 1-based: "after phase 3" is 3
+      }
     }
   }
 }

@@ -2,7 +2,7 @@
 // lockstep), then the final accounting against the closed-form model, the rules in words, and under causal
 // masking the bytes it saves (from GET /api/compare).
 import type { CompareDoc } from "../api";
-import { esc } from "../dom";
+import { fill, frag, h, sub, type Child } from "../dom";
 import type { TraceIndex } from "../derive";
 import { bytes, int } from "../format";
 import type { Step, Trace } from "../types";
@@ -77,26 +77,45 @@ export function rule(t: Trace, name: string): { text: string; formula: string } 
   }
 }
 
-/** Why the counts are what they are, per algorithm (HTML, fixed text). */
-export function why(algo: string): string {
+/** Why the counts are what they are, per algorithm: list items (fixed text, built as DOM). */
+export function why(algo: string): HTMLLIElement[] {
+  const b = (t: string) => h("b", {}, t);
+  const li = (...c: Child[]) => h("li", {}, ...c);
+  const Xi = (x: string) => sub(x, "i");
+  const ell = () => sub("\u2113", "i");
   switch (algo) {
     case "fa1":
-      return `<li><b>K</b> and <b>V</b> stream once, on the outer loop over j.</li>
-        <li><b>Carried back and forth.</b> Every inner iteration reads Q<sub>i</sub>, O<sub>i</sub>, \u2113<sub>i</sub>, m<sub>i</sub> from HBM and writes O<sub>i</sub>, \u2113<sub>i</sub>, m<sub>i</sub> back: the carries make T<sub>c</sub> round trips, and O is divided by \u2113 on every visit.</li>
-        <li><b>What FA2 changes:</b> it swaps the loops. With Q<sub>i</sub> on the outer loop one block of O is built start to finish in SRAM, so O<sub>i</sub>, m<sub>i</sub>, \u2113<sub>i</sub> never make the trip; the division happens once, and m and \u2113 leave as the single array L.</li>`;
+      return [
+        li(b("K"), " and ", b("V"), " stream once, on the outer loop over j."),
+        li(b("Carried back and forth."), " Every inner iteration reads ", Xi("Q"), ", ", Xi("O"), ", ", ell(), ", ", Xi("m"),
+          " from HBM and writes ", Xi("O"), ", ", ell(), ", ", Xi("m"), " back: the carries make ", sub("T", "c"),
+          " round trips, and O is divided by \u2113 on every visit."),
+        li(b("What FA2 changes:"), " it swaps the loops. With ", Xi("Q"), " on the outer loop one block of O is built start to finish in SRAM, so ",
+          Xi("O"), ", ", Xi("m"), ", ", ell(), " never make the trip; the division happens once, and m and \u2113 leave as the single array L."),
+      ];
     case "standard":
-      return `<li><b>S</b> and <b>P</b> are N\u00d7N: written to HBM and read back, once each, by three separate kernels. That is 4N\u00b2 elements against FA2's O(T<sub>r</sub>\u00b7N\u00b7D), and N\u00b2 floats of memory each.</li>
-        <li><b>K</b> and <b>V</b> are streamed once per block of Q, exactly as in FA2: the difference is all in S and P.</li>
-        <li><b>What FlashAttention changes:</b> one fused kernel keeps each tile of S and P in SRAM and never writes them; the online softmax (m, \u2113 carried per row) is what makes the row-at-a-time softmax unnecessary.</li>`;
+      return [
+        li(b("S"), " and ", b("P"), " are N\u00d7N: written to HBM and read back, once each, by three separate kernels. That is 4N\u00b2 elements against FA2's O(",
+          sub("T", "r"), "\u00b7N\u00b7D), and N\u00b2 floats of memory each."),
+        li(b("K"), " and ", b("V"), " are streamed once per block of Q, exactly as in FA2: the difference is all in S and P."),
+        li(b("What FlashAttention changes:"), " one fused kernel keeps each tile of S and P in SRAM and never writes them; the online softmax (m, \u2113 carried per row) is what makes the row-at-a-time softmax unnecessary."),
+      ];
     case "fa2-backward":
-      return `<li><b>L</b> from the forward pass is what makes this possible: P<sub>ij</sub> = exp(S<sub>ij</sub> \u2212 L<sub>i</sub>) is recomputed tile by tile, never stored.</li>
-        <li><b>D</b> = rowsum(dO \u2218 O) is computed once by a small preprocessing kernel and read by every tile.</li>
-        <li><b>K/V on the outer loop:</b> each block owns one tile j and accumulates dK<sub>j</sub>, dV<sub>j</sub> in SRAM, written once. <b>dQ</b> is shared by every tile, so it is accumulated in HBM with atomicAdd: each element added counts one read and one write.</li>`;
+      return [
+        li(b("L"), " from the forward pass is what makes this possible: ", sub("P", "ij"), " = exp(", sub("S", "ij"), " \u2212 ", sub("L", "i"), ") is recomputed tile by tile, never stored."),
+        li(b("D"), " = rowsum(dO \u2218 O) is computed once by a small preprocessing kernel and read by every tile."),
+        li(b("K/V on the outer loop:"), " each block owns one tile j and accumulates ", sub("dK", "j"), ", ", sub("dV", "j"), " in SRAM, written once. ",
+          b("dQ"), " is shared by every tile, so it is accumulated in HBM with atomicAdd: each element added counts one read and one write."),
+      ];
     default:
-      return `<li><b>Q</b> is read once, and <b>O</b> and <b>L</b> are written once and never read back.</li>
-        <li><b>K</b> and <b>V</b> are read once per block of Q: T<sub>r</sub> times.</li>
-        <li><b>Why is nothing carried back and forth?</b> Q<sub>i</sub> sits on the outer loop, so one block of O is built from start to finish in SRAM. It is already the real answer when it is written, and O<sub>i</sub>, m<sub>i</sub>, \u2113<sub>i</sub> never make the trip. (FlashAttention-1 loops over K/V outside and re-reads and re-writes O<sub>i</sub>, \u2113<sub>i</sub>, m<sub>i</sub> on every inner iteration.)</li>
-        <li><b>Two smaller wins.</b> The division by \u2113<sub>i</sub> happens once, at write-back, instead of on every step; and m<sub>i</sub> and \u2113<sub>i</sub> leave as the single array L = m + log \u2113, which is what the backward pass needs.</li>`;
+      return [
+        li(b("Q"), " is read once, and ", b("O"), " and ", b("L"), " are written once and never read back."),
+        li(b("K"), " and ", b("V"), " are read once per block of Q: ", sub("T", "r"), " times."),
+        li(b("Why is nothing carried back and forth?"), " ", Xi("Q"), " sits on the outer loop, so one block of O is built from start to finish in SRAM. It is already the real answer when it is written, and ",
+          Xi("O"), ", ", Xi("m"), ", ", ell(), " never make the trip. (FlashAttention-1 loops over K/V outside and re-reads and re-writes ", Xi("O"), ", ", ell(), ", ", Xi("m"), " on every inner iteration.)"),
+        li(b("Two smaller wins."), " The division by ", ell(), " happens once, at write-back, instead of on every step; and ", Xi("m"), " and ", ell(),
+          " leave as the single array L = m + log \u2113, which is what the backward pass needs."),
+      ];
   }
 }
 
@@ -134,17 +153,17 @@ export class CountersView {
       const row = document.createElement("tr");
       row.dataset.testid = `counter-${name}`;
       row.dataset.tensor = name;
-      row.innerHTML = `<th scope="row"><span class="tensor t-${esc(name)}">${esc(name)}</span></th>
-        <td class="num"><span class="r"></span><span class="bar read"><span></span></span></td>
-        <td class="num"><span class="w"></span><span class="bar write"><span></span></span></td>`;
+      const read = h("span", { class: "r" });
+      const written = h("span", { class: "w" });
+      const rbar = h("span");
+      const wbar = h("span");
+      row.append(
+        h("th", { scope: "row" }, h("span", { class: `tensor t-${name}` }, name)),
+        h("td", { class: "num" }, read, h("span", { class: "bar read" }, rbar)),
+        h("td", { class: "num" }, written, h("span", { class: "bar write" }, wbar)),
+      );
       this.live.append(row);
-      this.cells.set(name, {
-        row,
-        read: row.querySelector(".r")!,
-        written: row.querySelector(".w")!,
-        rbar: row.querySelector(".bar.read > span")!,
-        wbar: row.querySelector(".bar.write > span")!,
-      });
+      this.cells.set(name, { row, read, written, rbar, wbar });
     }
   }
 
@@ -172,14 +191,16 @@ export class CountersView {
       c.wbar.style.transform = `scaleX(${w / fw})`;
       c.row.classList.toggle("moved", moved.has(name));
     }
-    const note =
-      `After phase ${s.phase + 1} of ${t.phases.length} in every block: <b>${int(total)}</b> elements (${bytes(total * FP32)}) have crossed HBM.` +
-      (idx.repairedPhases
-        ? ` <span class="warn" title="trace.phases disagreed with trace.hbm; counts rebuilt from the recorded transfers">(phase counters rebuilt from transfers)</span>`
-        : "");
+    const note = `${s.phase}/${t.phases.length}/${total}/${idx.repairedPhases}`;
     if (note !== this.last.note) {
       this.last.note = note;
-      this.phaseNote.innerHTML = note;
+      this.phaseNote.dataset.bytes = String(total * FP32);
+      this.phaseNote.dataset.phase = String(s.phase + 1);
+      fill(this.phaseNote,
+        `After phase ${s.phase + 1} of ${t.phases.length} in every block: `, h("b", {}, int(total)), ` elements (${bytes(total * FP32)}) have crossed HBM.`,
+        idx.repairedPhases
+          ? frag(" ", h("span", { class: "warn", title: "trace.phases disagreed with trace.hbm; counts rebuilt from the recorded transfers" }, "(phase counters rebuilt from transfers)"))
+          : null);
     }
     this.showFinal(t);
   }
@@ -199,14 +220,15 @@ export class CountersView {
     const pct = base > 0 ? (100 * entry.saved_bytes) / base : 0;
     this.saving.hidden = false;
     this.saving.dataset.saved = String(entry.saved_bytes);
-    this.saving.innerHTML = `<b>Causal masking saves ${bytes(entry.saved_bytes)}</b> (${pct.toFixed(1)}%): this launch moves ${bytes(mine)} across HBM, the same launch without the mask ${bytes(base)}. Tiles wholly above the diagonal are never loaded; the diagonal tiles are loaded and masked.`;
+    fill(this.saving, h("b", {}, `Causal masking saves ${bytes(entry.saved_bytes)}`),
+      ` (${pct.toFixed(1)}%): this launch moves ${bytes(mine)} across HBM, the same launch without the mask ${bytes(base)}. Tiles wholly above the diagonal are never loaded; the diagonal tiles are loaded and masked.`);
   }
 
   private showFinal(t: Trace): void {
     const key = `${t.config.algo}/${t.config.n}/${t.config.d}/${t.config.br}/${t.config.bc}/${t.config.causal}`;
     if (key === this.finalKey) return;
     this.finalKey = key;
-    this.whyList.innerHTML = why(t.config.algo);
+    fill(this.whyList, ...why(t.config.algo));
     let sum = 0;
     const rows = Object.keys(t.tensors).map((name) => {
       const e = t.hbm[name] ?? { read: 0, written: 0 };
@@ -215,16 +237,20 @@ export class CountersView {
       const count = e.read + e.written;
       sum += count;
       const r = rule(t, name);
-      return `<tr data-testid="final-${esc(name)}"><th scope="row"><span class="tensor t-${esc(name)}">${esc(name)}</span></th>
-        <td>${esc(r.text)}</td><td class="mono small">${esc(r.formula)}</td>
-        <td class="num">${int(e.read)} / ${int(e.written)}</td><td class="num">${int(m.read)} / ${int(m.written)}</td>
-        <td class="num">${bytes(count * FP32)}</td><td>${ok ? '<span class="ok">\u2713</span>' : '<span class="bad">\u2717</span>'}</td></tr>`;
-    }).join("");
+      return h("tr", { "data-testid": `final-${name}` },
+        h("th", { scope: "row" }, h("span", { class: `tensor t-${name}` }, name)),
+        h("td", {}, r.text), h("td", { class: "mono small" }, r.formula),
+        h("td", { class: "num" }, `${int(e.read)} / ${int(e.written)}`), h("td", { class: "num" }, `${int(m.read)} / ${int(m.written)}`),
+        h("td", { class: "num" }, bytes(count * FP32)),
+        h("td", {}, ok ? h("span", { class: "ok" }, "\u2713") : h("span", { class: "bad" }, "\u2717")));
+    });
     const matches = t.model.matches ?? Object.keys(t.tensors).every((k) => t.hbm[k]?.read === t.model[k]?.read && t.hbm[k]?.written === t.model[k]?.written);
-    this.final.innerHTML = `<table class="final">
-      <thead><tr><th scope="col">tensor</th><th scope="col">rule</th><th scope="col">elements</th><th scope="col">engine read / written</th><th scope="col">model read / written</th><th scope="col">bytes</th><th scope="col"></th></tr></thead>
-      <tbody>${rows}</tbody>
-      <tfoot><tr><th scope="row">all</th><td colspan="4">${matches ? "the engine's per-element counters match the closed-form model" : "<b class=bad>the engine's counters differ from the model</b>"}</td><td class="num">${bytes(sum * FP32)}</td><td></td></tr></tfoot>
-    </table>`;
+    const col = (x: string) => h("th", { scope: "col" }, x);
+    fill(this.final, h("table", { class: "final" },
+      h("thead", {}, h("tr", {}, col("tensor"), col("rule"), col("elements"), col("engine read / written"), col("model read / written"), col("bytes"), col(""))),
+      h("tbody", {}, ...rows),
+      h("tfoot", {}, h("tr", {}, h("th", { scope: "row" }, "all"),
+        h("td", { colspan: 4 }, matches ? "the engine's per-element counters match the closed-form model" : h("b", { class: "bad" }, "the engine's counters differ from the model")),
+        h("td", { class: "num" }, bytes(sum * FP32)), h("td")))));
   }
 }

@@ -7,6 +7,7 @@ import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
 import {
   blockId, blockStatus, firstBlock, isMat, keyValid, kvWidth, lastPhase, pairKind, rowValid, sramAt, type TraceIndex,
 } from "../derive";
+import { frag, h as el } from "../dom";
 import { cell, full, int, slice } from "../format";
 import { HbmHistory, type WriteEvent } from "../hbm";
 import {
@@ -1155,7 +1156,7 @@ export class MemoryView {
       return;
     }
     if (!same) {
-      this.tip.innerHTML = this.describeCell(h);
+      this.tip.replaceChildren(this.describeCell(h));
       if (!this.flights.length) this.drawOverlay();
     }
     this.tip.hidden = false;
@@ -1169,15 +1170,15 @@ export class MemoryView {
     this.tip.style.top = `${at.top}px`;
   }
 
-  /** Tooltip HTML for a cell: where it is, its value, and what it means. */
-  describeCell(h: Hit): string {
+  /** Tooltip for a cell (text nodes): where it is, its value, and what it means. */
+  describeCell(h: Hit): DocumentFragment {
     const t = this.trace!;
     const s = t.steps[this.step]!;
     const l = this.layout!;
     const { br, bc, n } = t.config;
-    const esc = (x: string) => x.replace(/&/g, "&amp;").replace(/</g, "&lt;");
-    const line = (a: string, v: string, note = "") =>
-      `<b>${esc(a)}</b> = <span class="v">${esc(v)}</span>${note ? `<br><span class="note">${esc(note)}</span>` : ""}`;
+    const noted = (note: string) => (note ? frag(el("br"), el("span", { class: "note" }, note)) : null);
+    const line = (a: string, v: string, note = "") => frag(el("b", {}, a), " = ", el("span", { class: "v" }, v), noted(note));
+    const says = (a: string, what: string, note = "") => frag(el("b", {}, a), `: ${what}`, noted(note));
     const g = h.grid;
     const b = l.grids[g]!;
     const vec = b.cols === 1;
@@ -1190,10 +1191,10 @@ export class MemoryView {
         const v = hist.valueAt(g, h.r, h.c, hist.applied(g, s.phase));
         if (v === "unwritten") {
           const skipped = t.config.causal && b.colAxis === "kv" && h.c >= kvWidth(t, Math.floor(h.r / br));
-          return `<b>${esc(idx)}</b>: ${skipped ? "never written (causal: a tile this row's block skips)" : "not written yet"}<br><span class="note">${esc(where)}</span>`;
+          return says(idx, skipped ? "never written (causal: a tile this row's block skips)" : "not written yet", where);
         }
-        if (v === undefined) return `<b>${esc(idx)}</b>: written; its value is not in this trace<br><span class="note">${esc(where)} (block not recorded)</span>`;
-        const masked = v === null && b.colAxis === "kv" ? " (masked: key > query)" : "";
+        if (v === undefined) return says(idx, "written; its value is not in this trace", `${where} (block not recorded)`);
+        const masked = v === null && b.colAxis === "kv" && t.config.causal && h.c > h.r ? " (masked: key > query)" : "";
         return line(idx, full(v) + masked, where);
       }
       const values = this.hbmValues(g);
@@ -1201,7 +1202,7 @@ export class MemoryView {
     }
     const values = this.sramValues(g);
     const idx = vec ? `${g}[${h.r}]` : b.rows === 1 ? `${g}[${h.c}]` : `${g}[${h.r}, ${h.c}]`;
-    if (!values) return `<b>${esc(idx)}</b>: not loaded yet`;
+    if (!values) return says(idx, "not loaded yet");
     const v = values[h.r]?.[vec ? 0 : h.c] ?? null;
     const j = this.idx!.tile[this.step] ?? null;
     const i = t.config.algo === "fa2-backward" && !(s.indices && "j" in s.indices) ? s.block : iOf(t.config.algo, s);
@@ -1232,7 +1233,7 @@ export function describe(t: Trace, s: Step): string {
   });
   const changed = Object.keys(s.sram).join(", ");
   const who = s.block === null ? "the block's outer loop" : `block ${blockLetter(algo)} = ${s.block}`;
-  return `Memory picture, ${who}, step ${s.index}: ${moves.length ? moves.join("; ") : "no trip across HBM"}. SRAM buffers changed: ${changed || "none"}. N=${t.config.n}, D=${t.config.d}, Br=${t.config.br}, Bc=${t.config.bc}.`;
+  return `Memory picture, ${who}, step ${s.index + 1} of ${t.steps.length}: ${moves.length ? moves.join("; ") : "no trip across HBM"}. SRAM buffers changed: ${changed || "none"}. N=${t.config.n}, D=${t.config.d}, Br=${t.config.br}, Bc=${t.config.bc}.`;
 }
 
 export type { WriteEvent };

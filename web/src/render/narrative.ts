@@ -1,11 +1,11 @@
 // The narrative: the step's sentence and its math, and for online_softmax its three sub-operations
 // (new max, rescaled sum, rescaled output) with their values per row.
 import { iOf } from "../algos";
-import { esc } from "../dom";
+import { fill, frag, h } from "../dom";
 import { rowValid } from "../derive";
 import { num } from "../format";
 import type { Mat, Step, Trace, Vec } from "../types";
-import { setTexCached, texHtml, texLoaded } from "./tex";
+import { setTexCached, texEl, texLoaded } from "./tex";
 
 const MAX_ROWS = 8;
 const MAX_COLS = 4;
@@ -49,7 +49,7 @@ export class NarrativeView {
   constructor(
     private readonly caption: HTMLElement, // stage caption: math + sentence
     private readonly mathEl: HTMLElement,
-    private readonly subs: HTMLElement, // section 5
+    private readonly subs: HTMLElement, // the narrative card
   ) {}
 
   /** The stage caption: the step's math and sentence. */
@@ -60,44 +60,44 @@ export class NarrativeView {
     if (this.caption.textContent !== s.text) this.caption.textContent = s.text;
   }
 
-  /** Section 5: the sub-operations of online_softmax with their values. */
+  /** The narrative card: the sub-operations of online_softmax with their values. */
   showSubsteps(t: Trace, s: Step): void {
     const key = `${s.index}:${t.config.algo}:${t.config.n}:${t.config.d}:${texLoaded()}`;
     if (this.subs.dataset.key === key) return;
     this.subs.dataset.key = key;
     if (!s.substeps) {
-      this.subs.innerHTML = `<p class="muted">${esc(OP_NOTE[s.op] ?? "")}</p>` +
-        `<p class="muted small">Step <code>${esc(s.math)}</code> \u2014 ${t.config.algo === "fa2" || t.config.algo === "fa1" ? "the sub-operations appear on each <code>mi, li, Oi = \u2026</code> step" : "this algorithm's steps have no sub-operations"}.</p>`;
+      const own = t.config.algo === "fa2" || t.config.algo === "fa1";
+      fill(this.subs,
+        h("p", { class: "muted" }, OP_NOTE[s.op] ?? ""),
+        h("p", { class: "muted small" }, "Step ", h("code", {}, s.math), " \u2014 ",
+          own ? frag("the sub-operations appear on each ", h("code", {}, "mi, li, Oi = \u2026"), " step") : "this algorithm's steps have no sub-operations", "."));
       return;
     }
     const rows = Math.min(t.config.br, MAX_ROWS);
-    this.subs.innerHTML = s.substeps
-      .map((sub, n) => {
-        const keys = Object.keys(sub.values);
-        const head = keys.map((k) => `<th scope="col">${texHtml(VALUE_TEX[k] ?? k)}</th>`).join("");
-        let body = "";
-        for (let r = 0; r < rows; r++) {
-          const pad = !rowValid(t, iOf(t.config.algo, s), r);
-          const cells = keys
-            .map((k) => {
-              const v = sub.values[k] as Vec | Mat;
-              const x = v[r];
-              const text = Array.isArray(x)
-                ? x.slice(0, MAX_COLS).map((y) => num(y)).join(", ") + (x.length > MAX_COLS ? ", \u2026" : "")
-                : num(x ?? null);
-              const cls = k === "alpha" && typeof x === "number" && x < 1 ? ' class="rescaled"' : "";
-              return `<td${cls}>${esc(text)}</td>`;
-            })
-            .join("");
-          body += `<tr${pad ? ' class="pad" title="row past N: padding"' : ""}><th scope="row">${(iOf(t.config.algo, s) ?? 0) * t.config.br + r}</th>${cells}</tr>`;
+    const i = iOf(t.config.algo, s);
+    fill(this.subs, ...s.substeps.map((sub, n) => {
+      const keys = Object.keys(sub.values ?? {});
+      const body = h("tbody");
+      for (let r = 0; r < rows; r++) {
+        const pad = !rowValid(t, i, r);
+        const tr = h("tr", pad ? { class: "pad", title: "row past N: padding" } : {}, h("th", { scope: "row" }, (i ?? 0) * t.config.br + r));
+        for (const k of keys) {
+          const v = sub.values[k] as Vec | Mat;
+          const x = Array.isArray(v) ? v[r] : undefined;
+          const text = Array.isArray(x)
+            ? x.slice(0, MAX_COLS).map((y) => num(y)).join(", ") + (x.length > MAX_COLS ? ", \u2026" : "")
+            : num(x ?? null);
+          tr.append(h("td", { class: k === "alpha" && typeof x === "number" && x < 1 ? "rescaled" : undefined }, text));
         }
-        const more = t.config.br > rows ? `<p class="muted small">first ${rows} of Br = ${t.config.br} rows</p>` : "";
-        return `<article class="substep" data-testid="substep-${n}">
-          <h4><span class="num">${n + 1}</span> ${esc(sub.name)}</h4>
-          <div class="tex">${texHtml(sub.tex, true)}</div>
-          <div class="table-wrap"><table class="values"><thead><tr><th scope="col">row</th>${head}</tr></thead><tbody>${body}</tbody></table></div>${more}
-        </article>`;
-      })
-      .join("");
+        body.append(tr);
+      }
+      return h("article", { class: "substep", "data-testid": `substep-${n}` },
+        h("h4", {}, h("span", { class: "num" }, n + 1), " ", String(sub.name)),
+        texEl(String(sub.tex), true, "div"),
+        h("div", { class: "table-wrap" }, h("table", { class: "values" },
+          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "row"), ...keys.map((k) => h("th", { scope: "col" }, texEl(VALUE_TEX[k] ?? k))))),
+          body)),
+        t.config.br > rows ? h("p", { class: "muted small" }, `first ${rows} of Br = ${t.config.br} rows`) : null);
+    }));
   }
 }

@@ -1,29 +1,39 @@
-// The SRAM footprint of one block against the 48 KB static limit and the 227 KB opt-in budget.
-import { esc } from "../dom";
-import { bytes } from "../format";
+// The SRAM footprint of one block against the 48 KiB static limit and the 227 KiB opt-in budget (shared memory
+// in KiB, as CUDA sizes it).
+import { fill, h } from "../dom";
+import { kib } from "../format";
 import type { Trace } from "../types";
 
 export function showSram(el: HTMLElement, t: Trace): void {
   const s = t.sram;
   const max = Math.max(s.budget_bytes, s.bytes) * 1.05;
   const pct = (b: number) => `${Math.min(100, (100 * b) / max)}%`;
+  const code = (x: string) => h("code", {}, x);
   const verdict = !s.fits
-    ? `<p class="bad" data-testid="sram-verdict"><b>Would not fit:</b> ${bytes(s.bytes)} per block exceeds the ${bytes(s.budget_bytes)} a block can opt into on H100/H200. The kernel could not launch with Br = ${t.config.br}, Bc = ${t.config.bc}, D = ${t.config.d}; make the tiles smaller.</p>`
+    ? h("p", { class: "bad", "data-testid": "sram-verdict" }, h("b", {}, "Would not fit:"),
+      ` ${kib(s.bytes)} per block exceeds the ${kib(s.budget_bytes)} a block can opt into on H100/H200. The kernel could not launch with Br = ${t.config.br}, Bc = ${t.config.bc}, D = ${t.config.d}; make the tiles smaller.`)
     : s.needs_opt_in
-      ? `<p class="warn" data-testid="sram-verdict"><b>Fits with opt-in:</b> ${bytes(s.bytes)} is over the ${bytes(s.static_limit_bytes)} static limit, so the launch must raise <code>cudaFuncAttributeMaxDynamicSharedMemorySize</code> (up to ${bytes(s.budget_bytes)}).</p>`
-      : `<p class="ok" data-testid="sram-verdict"><b>Fits:</b> ${bytes(s.bytes)} per block, under the ${bytes(s.static_limit_bytes)} static limit.</p>`;
+      ? h("p", { class: "warn", "data-testid": "sram-verdict" }, h("b", {}, "Fits with opt-in:"),
+        ` ${kib(s.bytes)} is over the ${kib(s.static_limit_bytes)} static limit, so the launch must raise `, code("cudaFuncAttributeMaxDynamicSharedMemorySize"),
+        ` (up to ${kib(s.budget_bytes)}).`)
+      : h("p", { class: "ok", "data-testid": "sram-verdict" }, h("b", {}, "Fits:"), ` ${kib(s.bytes)} per block, under the ${kib(s.static_limit_bytes)} static limit.`);
   const list = (buffers: typeof s.buffers) =>
-    Object.entries(buffers)
-      .map(([name, b]) => `<li><code>${esc(name)}</code> ${b.shape.join("\u00d7")} \u00b7 ${bytes(b.bytes)}</li>`)
-      .join("");
+    Object.entries(buffers).map(([name, b]) => h("li", {}, code(name), ` ${b.shape.join("\u00d7")} \u00b7 ${kib(b.bytes)}`));
   const parts = s.kernels
-    ? Object.entries(s.kernels)
-        .map(([k, f]) => `<li class="kernel"><b>${esc(k)}</b> ${bytes(f.bytes)}${k === s.kernel ? " (the largest)" : ""}:</li>${list(f.buffers)}`)
-        .join("")
+    ? Object.entries(s.kernels).flatMap(([k, f]) => [
+        h("li", { class: "kernel" }, h("b", {}, k), ` ${kib(f.bytes)}${k === s.kernel ? " (the largest)" : ""}:`),
+        ...list(f.buffers),
+      ])
     : list(s.buffers);
-  el.innerHTML = `<div class="sram-bar" role="img" aria-label="${esc(`${bytes(s.bytes)} of shared memory per block; static limit ${bytes(s.static_limit_bytes)}, opt-in budget ${bytes(s.budget_bytes)}`)}">
-      <span class="fill ${s.fits ? (s.needs_opt_in ? "warn" : "ok") : "bad"}" style="width:${pct(s.bytes)}"></span>
-      <span class="mark" style="left:${pct(s.static_limit_bytes)}"><span>${bytes(s.static_limit_bytes)} static</span></span>
-      <span class="mark" style="left:${pct(s.budget_bytes)}"><span>${bytes(s.budget_bytes)} opt-in</span></span>
-    </div>${verdict}<ul class="buffers">${parts}</ul>`;
+  const fillClass = s.fits ? (s.needs_opt_in ? "warn" : "ok") : "bad";
+  const bar = h("div", { class: "sram-bar", role: "img",
+    "aria-label": `${kib(s.bytes)} of shared memory per block; static limit ${kib(s.static_limit_bytes)}, opt-in budget ${kib(s.budget_bytes)}` },
+    h("span", { class: `fill ${fillClass}` }),
+    h("span", { class: "mark" }, h("span", {}, `${kib(s.static_limit_bytes)} static`)),
+    h("span", { class: "mark" }, h("span", {}, `${kib(s.budget_bytes)} opt-in`)));
+  const [fillEl, staticMark, budgetMark] = Array.from(bar.children) as HTMLElement[];
+  fillEl!.style.width = pct(s.bytes);
+  staticMark!.style.left = pct(s.static_limit_bytes);
+  budgetMark!.style.left = pct(s.budget_bytes);
+  fill(el, bar, verdict, h("ul", { class: "buffers" }, ...parts));
 }

@@ -20,19 +20,47 @@ export function texLoaded(): boolean {
 }
 
 const cache = new Map<string, string>();
-const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
-/** HTML (with MathML for screen readers) for a TeX string; falls back to the source on an error, or while
- *  KaTeX is still loading. */
-export function texHtml(tex: string, display = false): string {
-  if (!katex) return `<span class="tex-pending">${escape(tex)}</span>`;
+/** KaTeX's HTML (with MathML for screen readers) for a TeX string, or null while KaTeX is loading. The TeX may
+ *  come from a trace (a step's `tex`, an algorithm's idea): trust is off, so \\href, \\url, \\htmlClass and the
+ *  like render as errors, never as links or attributes; an error shows the source in KaTeX's error colour. */
+function texHtml(tex: string, display: boolean): string | null {
+  if (!katex) return null;
   const key = (display ? "D" : "I") + tex;
   let html = cache.get(key);
   if (html === undefined) {
-    html = katex.renderToString(tex, { displayMode: display, throwOnError: false, output: "htmlAndMathml", strict: "ignore" });
+    html = katex.renderToString(tex, {
+      displayMode: display,
+      throwOnError: false,
+      output: "htmlAndMathml",
+      strict: "ignore",
+      trust: false,
+      maxSize: 20,
+      maxExpand: 200,
+    });
     cache.set(key, html);
   }
   return html;
+}
+
+/** Typeset TeX into `el` (KaTeX's output: the only HTML the page inserts); its plain source until KaTeX loads. */
+export function typeset(el: HTMLElement, tex: string, display = false): void {
+  const html = texHtml(tex, display);
+  if (html === null) {
+    el.textContent = tex;
+    el.classList.add("tex-pending");
+  } else {
+    el.classList.remove("tex-pending");
+    el.innerHTML = html;
+  }
+}
+
+/** A new element holding typeset TeX. */
+export function texEl(tex: string, display = false, tag: "span" | "div" = display ? "div" : "span"): HTMLElement {
+  const el = document.createElement(tag);
+  el.className = "tex";
+  typeset(el, tex, display);
+  return el;
 }
 
 /** Set an element's content to typeset TeX, only when it changed. */
@@ -44,7 +72,7 @@ export function setTex(el: HTMLElement, tex: string, display = false): void {
     return;
   }
   el.dataset.tex = tex;
-  el.innerHTML = texHtml(tex, display);
+  typeset(el, tex, display);
 }
 
 /** For content that cycles through a few formulas (the step's math): each formula is typeset once into its own
@@ -77,8 +105,8 @@ export function setTexCached(el: HTMLElement, tex: string, display = false, plai
   if (!on) {
     on = document.createElement("span");
     on.dataset.src = tex;
-    on.className = "on";
-    on.innerHTML = texHtml(tex, display);
+    typeset(on, tex, display);
+    on.classList.add("on");
     el.append(on);
   }
 }

@@ -60,8 +60,9 @@ export class Timeline {
   }
 
   private tooltipAt(clientX: number): string {
-    const s = this.trace?.steps[this.indexAt(clientX)];
-    return s ? label(s) : "";
+    const k = this.indexAt(clientX);
+    const s = this.trace?.steps[k];
+    return s ? `step ${k + 1}: ${label(s)}` : "";
   }
 
   private colours = new Map<string, string>();
@@ -84,16 +85,17 @@ export class Timeline {
 
   setTrace(t: Trace): void {
     this.trace = t;
-    this.el.setAttribute("aria-valuemin", "0");
-    this.el.setAttribute("aria-valuemax", String(t.steps.length - 1));
+    // steps counted from 1, as the step counter shows them
+    this.el.setAttribute("aria-valuemin", "1");
+    this.el.setAttribute("aria-valuemax", String(t.steps.length));
     this.draw();
   }
 
   show(k: number): void {
     this.step = k;
     const s = this.trace?.steps[k];
-    this.el.setAttribute("aria-valuenow", String(k));
-    if (s) this.el.setAttribute("aria-valuetext", `step ${k}: ${label(s)}`);
+    this.el.setAttribute("aria-valuenow", String(k + 1));
+    if (s) this.el.setAttribute("aria-valuetext", `step ${k + 1} of ${this.trace!.steps.length}: ${label(s)}`);
     this.draw();
   }
 
