@@ -167,12 +167,14 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
     data = trace_.to_json(indent=indent)
     if output is None:
         try:
-            print_bytes(data + b"\n")
+            print_bytes(data, b"\n")  # not data + b"\n": a copy of a JSON of 100 MB or more
         except OutputError as exc:
             raise OutputError(f"{exc}; write the trace to a file with -o FILE") from None
     else:
         try:
-            output.write_bytes(data + b"\n")
+            with output.open("wb") as f:
+                f.write(data)
+                f.write(b"\n")
         except OSError as exc:
             raise ConfigError("-o", f"cannot write {shown(str(output))}: {exc.strerror}") from None
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)

@@ -118,15 +118,18 @@ def print_line(text: str) -> None:
         out.write(text + "\n")
 
 
-def print_bytes(data: bytes) -> None:
-    """Bytes to stdout as they are (JSON, already encoded)."""
+def print_bytes(*chunks: bytes) -> None:
+    """Bytes to stdout as they are (JSON, already encoded), chunk after chunk (no copy of a large one)."""
     with to_stdout() as out:
         buffer = getattr(out, "buffer", None)
-        if buffer is None:
-            out.write(data.decode())
-        else:
+        if buffer is not None:
             out.flush()  # anything written as text before goes first
-            buffer.write(data)
+        for data in chunks:
+            if buffer is None:
+                out.write(data.decode())
+            else:
+                buffer.write(data)
+        if buffer is not None:
             buffer.flush()
 
 
