@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 # The float64 reference works on a band of query rows at a time: each band's scores are rows x N float64, about
 # 32 MB, where the whole N x N matrix at N = 16384 would be 2 GB (and the backward holds several at once).
 BAND_BYTES = 2**25
