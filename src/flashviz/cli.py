@@ -1,6 +1,8 @@
 """`flashviz`: open the walkthrough, write a trace, count HBM traffic, print the steps.
 
-Every bad input ends with exit code 2 and one line naming the flag and what it accepts.
+Every bad input ends with exit code 2 and one line naming the flag and what it accepts (bad values echoed cut to
+~40 characters); a failed check (`gpu run` that disagrees, `gpu sanitize` or `gpu profile` that finds a fault)
+or a stdout that cannot take the output (closed, full, a broken pipe) ends with exit code 1 and one line.
 """
 
 from __future__ import annotations
