@@ -466,3 +466,16 @@ def test_gpu_profile_exit_code_is_the_verdict(load, fake_gpu):
     assert "Traceback" not in out.stderr, out.stderr
     assert ("differs from the model" in out.stdout) == bool(load), out.stdout
     assert out.returncode == (1 if load else 0)
+
+
+def test_gpu_profile_when_ncu_measures_nothing_is_one_line(fake_gpu, tmp_path):
+    """ncu that profiles no kernel (e.g. no permission for the counters): one line naming --ncu, not a traceback."""
+    env, _ = fake_gpu
+    env["FLASHVIZ_FAKE_GPU"] = "agree"
+    ncu = tmp_path / "ncu-denied"
+    ncu.write_text("#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission'\nexit 1\n")
+    ncu.chmod(0o755)
+    out = flashviz_gpu(env, "profile", "--ncu", str(ncu))
+    lines = out.stderr.splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("flashviz: error: --ncu: ncu measured no") and "ERR_NVGPUCTRPERM" in lines[0]

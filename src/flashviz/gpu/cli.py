@@ -154,7 +154,10 @@ def group() -> click.Group:
 
         cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
         require_gpu()
-        doc = profile(cfg, heads, batch, threads, str(inputs_path) if inputs_path else None, ncu)
+        try:
+            doc = profile(cfg, heads, batch, threads, str(inputs_path) if inputs_path else None, ncu)
+        except RuntimeError as exc:  # ncu ran but measured nothing (no permission for the counters, say)
+            raise ConfigError("--ncu", " ".join(str(exc).split())) from None
         if output is not None:
             write_json(doc, output)
         for k in doc["kernels"]:
