@@ -24,3 +24,31 @@ def region_lines(source: str, op: str) -> list[str]:
     body = lines[start + 1 : end]
     indent = min(len(line) - len(line.lstrip()) for line in body if line.strip())
     return [line[indent:] for line in body]
+
+
+def bounded_work(fn, *args, max_lines: int = 50_000, max_bytes: int = 64 * 2**20, **kwargs):
+    """fn(*args, **kwargs), failing as soon as it runs more than max_lines Python lines or allocates more than
+    max_bytes at once: a check that a closed form has no loop over 2^31 blocks, by its work rather than a clock."""
+    import sys
+    import tracemalloc
+
+    lines = 0
+
+    def tracer(frame, event, arg):
+        nonlocal lines
+        if event == "line":
+            lines += 1
+            if lines > max_lines:
+                raise AssertionError(f"more than {max_lines:,} Python lines: a loop over blocks?")
+        return tracer
+
+    tracemalloc.start()
+    sys.settrace(tracer)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        sys.settrace(None)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak <= max_bytes, f"{peak / 2**20:.0f} MiB allocated at once: an array over blocks?"
+    return result, lines

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import pickle
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from flashviz.cli import main
+from helpers import bounded_work
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flashviz", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "flashviz", *args], capture_output=True, text=True)
 
 
 def test_trace_default_is_the_seed_example(capsysbinary):
@@ -157,16 +163,184 @@ def test_steps_table_prints_the_seed_example(capsys):
 @pytest.mark.parametrize("algo", ["standard", "fa1", "fa2", "fa2-backward"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_count_at_the_largest_sizes_answers_at_once(algo, causal, capsys):
-    """N = 2^31 - 1 with one-row tiles: closed forms (no loop over tiles), counts past 2^64 printed exactly."""
-    import time
-
+    """N = 2^31 - 1 with one-row tiles: closed forms (no loop over tiles, judged by the lines of Python run, not by
+    a clock: bench/cli_bench.py times it), counts past 2^64 printed exactly."""
     from flashviz import traffic
 
     args = ["count", "--algo", algo, "--n", "2147483647", "--d", "4096", "--br", "1", "--bc", "1", "--json"]
-    started = time.perf_counter()
-    assert main(args + (["--causal"] if causal else [])) == 0
-    assert time.perf_counter() - started < 5
+    code, _ = bounded_work(main, args + (["--causal"] if causal else []))
+    assert code == 0
     doc = json.loads(capsys.readouterr().out)
     model = traffic.count(algo, 2147483647, 4096, 1, 1, causal)
     assert doc["total"]["read"] == sum(t["read"] for t in model.values())
     assert doc["total"]["read_bytes"] == 4 * doc["total"]["read"]
+
+
+# ---- stdout that cannot take the output (issue 8, item 11) ----
+
+WRITERS = [
+    ["trace"],
+    ["count"],
+    ["count", "--json"],
+    ["steps"],
+    ["compare"],
+    ["compare", "--json"],
+    ["--help"],
+    ["--version"],
+]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("args", WRITERS, ids=" ".join)
+def test_a_full_stdout_is_one_line_and_exit_1(args):
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "flashviz", *args], stdout=full, stderr=subprocess.PIPE, text=True)
+    line = "flashviz: error: stdout: cannot write the output (No space left on device)"
+    if args == ["trace"]:
+        line += "; write the trace to a file with -o FILE"
+    assert out.stderr.splitlines() == [line], out.stderr
+    assert out.returncode == 1
+
+
+@pytest.mark.parametrize("args", WRITERS, ids=" ".join)
+def test_a_closed_stdout_is_one_line_and_exit_1(args):
+    out = subprocess.run(
+        [sys.executable, "-m", "flashviz", *args], stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1)
+    )
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("flashviz: error: stdout: stdout is closed"), out.stderr
+    assert out.returncode == 1
+
+
+def test_trace_to_a_file_needs_no_stdout(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "flashviz", "trace", "-o", str(tmp_path / "t.json")],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "t.json").read_text())["config"]["n"] == 8
+
+
+# ---- bad values are echoed cut to ~40 characters (issue 8, item 13) ----
+
+LONG = "9" * 5000 + "x" * 5000
+CUT = [
+    (["trace", "--algo", LONG], "--algo"),
+    (["trace", "--n", LONG], "--n"),
+    (["trace", "--n", "9" * 10000], "--n"),
+    (["trace", "--scale", LONG], "--scale"),
+    (["trace", "--block", LONG], "--block"),
+    (["trace", "--inputs", "a" * 10000], "--inputs"),
+    (["trace", "-o", "/nonexistent/" + "a" * 10000], "-o"),
+    (["count", "--d", "a b " * 2500], "--d"),
+    (["trace", "--" + "n" * 10000], "--nnnnnnnn"),
+    (["trace", LONG], "trace"),
+    (["gpu", "sanitize", "--tool", LONG], "--tool"),
+    (["gpu", "run", "--scale", LONG], "--scale"),
+]
+
+
+@pytest.mark.parametrize("args,flag", CUT, ids=[f"{a[0]} {a[1][:12]}" for a, _ in CUT])
+def test_a_long_bad_value_is_echoed_cut(args, flag):
+    out = run_cli(*args)
+    lines = out.stderr.splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr[:500]
+    assert lines[0].startswith("flashviz") and "error:" in lines[0] and flag in lines[0], lines[0]
+    assert len(lines[0]) <= 200 and "…" in lines[0], lines[0]
+
+
+def test_control_characters_in_a_value_stay_on_one_line():
+    out = run_cli("trace", "--algo", "fa2\nflashviz: all good\r\x1b[2J")
+    lines = out.stderr.splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "--algo" in lines[0], out.stderr
+    assert "\x1b" not in out.stderr
+
+
+# ---- hostile --inputs files (issue 8, item 9) ----
+
+
+def zip_of(path, members: dict[str, bytes]) -> str:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return str(path)
+
+
+def npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, a, allow_pickle=True)
+    return buf.getvalue()
+
+
+def test_npz_members_that_are_not_float_arrays(tmp_path, rng):
+    f32 = npy(rng.standard_normal((4, 2)).astype(np.float32))
+    objects = np.empty((4, 2), dtype=object)
+    objects[:] = 1.5
+    cases = {
+        "not .npy": (
+            {"Q.npy": f32, "K.npy": b"just some text, no NUMPY magic", "V.npy": f32},
+            "K: is not an .npy array",
+        ),
+        "no suffix": ({"Q.npy": f32, "K.npy": f32, "V": pickle.dumps([1.0, 2.0])}, "V: is not an .npy array"),
+        "pickled": ({"Q.npy": f32, "K.npy": npy(objects), "V.npy": f32}, "K: holds Python objects (a pickle)"),
+        "complex": ({"Q.npy": npy(np.ones((4, 2), np.complex64)), "K.npy": f32, "V.npy": f32}, "Q: must hold floating"),
+        "truncated": ({"Q.npy": f32[:-8], "K.npy": f32, "V.npy": f32}, "Q: cannot be read"),
+        "3-D": ({"Q.npy": npy(np.ones((2, 2, 2), np.float32)), "K.npy": f32, "V.npy": f32}, "Q: must be 2-D"),
+    }
+    for label, (members, message) in cases.items():
+        out = run_cli("trace", "--inputs", zip_of(tmp_path / f"{label}.npz", members))
+        lines = out.stderr.splitlines()
+        assert out.returncode == 2 and len(lines) == 1, (label, out.stderr)
+        assert lines[0].startswith(f"flashviz: error: {message}"), (label, lines[0])
+
+
+def test_inputs_that_are_no_regular_file(tmp_path):
+    fifo = tmp_path / "fifo.npz"
+    os.mkfifo(fifo)
+    cases = {
+        str(fifo): "is not a regular file",  # opening it would wait for a writer forever
+        "/dev/zero": "is not a regular file",
+        str(tmp_path): "is not a regular file",
+        str(tmp_path / ("a" * 300 + ".npz")): "File name too long",
+        str(tmp_path / "missing.npz"): "No such file or directory",
+    }
+    for path, message in cases.items():
+        out = run_cli("trace", "--inputs", path)
+        lines = out.stderr.splitlines()
+        assert out.returncode == 2 and len(lines) == 1, (path[:50], out.stderr)
+        assert lines[0].startswith("flashviz: error: --inputs: ") and message in lines[0] and len(lines[0]) < 200
+
+
+def test_a_small_npz_declaring_a_huge_array_is_refused_from_its_header(tmp_path):
+    """A 0.5 MB .npz whose Q inflates to 512 MiB of zeros: refused from the header, without reading Q's data."""
+    header = io.BytesIO()
+    rows, d = 2**19, 256
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (rows, d)})
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        with zf.open("Q.npy", "w", force_zip64=True) as f:
+            f.write(header.getvalue())
+            chunk = bytes(4 * d * 4096)
+            for _ in range(rows // 4096):
+                f.write(chunk)
+        for k in "KV":
+            zf.writestr(f"{k}.npy", npy(np.ones((4, d), np.float32)))
+    assert path.stat().st_size < 2**20
+    # The child's peak RSS from its own /proc/self/status (VmHWM belongs to the memory map that exec made; the
+    # ru_maxrss of wait4 would carry the size of this pytest process over the fork), written as it exits.
+    hwm = tmp_path / "hwm"
+    record = (
+        "import atexit, runpy, sys; hwm = sys.argv.pop(); sys.argv[0] = 'flashviz'; "
+        "atexit.register(lambda: open(hwm, 'w').write(open('/proc/self/status').read().split('VmHWM:')[1])); "
+        "runpy.run_module('flashviz', run_name='__main__', alter_sys=True)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", record, "trace", "--inputs", str(path), str(hwm)], capture_output=True, text=True
+    )
+    kb, unit = hwm.read_text().split()[:2]
+    assert unit == "kB"
+    peak_mib = int(kb) / 1024
+    assert peak_mib < 200, f"peak RSS {peak_mib:.0f} MiB: the array was read before its shape was checked"
+    assert out.returncode == 2 and out.stderr.splitlines() == ["flashviz: error: Q: N = 524288 is outside 1..16384"]

@@ -7,7 +7,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from flashviz.compare import compare
 from flashviz.config import Config
 from flashviz.tracer import make_trace
 from flashviz.traffic import tiles
+from helpers import bounded_work
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -140,27 +140,27 @@ def test_compare_default_is_the_seed_example(capsys):
 
 @pytest.mark.parametrize("algo", ["standard", "fa1", "fa2"])
 def test_forward_models_are_closed_forms_even_for_2_31_rows(algo):
+    """No loop over the 2^31 blocks of Q: judged by the Python lines run and the memory taken (bench/cli_bench.py
+    times it)."""
     module = REGISTRY[algo].traffic_model
-    start = time.perf_counter()
     for causal in (False, True):
-        module.count(2**31 - 1, 128, 1, 3, causal=causal)
-        module.steps(2**31 - 1, 128, 1, 3, causal=causal)
-    assert time.perf_counter() - start < 0.5, "no loop over the 2^31 blocks of Q"
+        _, lines = bounded_work(module.count, 2**31 - 1, 128, 1, 3, causal=causal, max_lines=2000)
+        assert lines > 0  # the tracer saw the model run
+        bounded_work(module.steps, 2**31 - 1, 128, 1, 3, causal=causal, max_lines=2000)
 
 
-def test_compare_answers_instantly_without_the_engine():
+def test_compare_answers_without_the_engine():
+    """compare imports no executor (its speed is timed by bench/cli_bench.py, not here)."""
     code = (
-        "import sys, time; t = time.perf_counter(); from flashviz.cli import main; "
+        "import sys; from flashviz.cli import main; "
         "rc = main(['compare', '--n', '2147483647', '--d', '128', '--br', '4096', '--bc', '4096', '--causal', "
         "'--json']); "
         "assert rc == 0; assert not any(m.startswith('flashviz.engine.') and m != 'flashviz.engine.memory' "
-        "for m in sys.modules), sorted(sys.modules); print(time.perf_counter() - t, file=sys.stderr)"
+        "for m in sys.modules), sorted(sys.modules)"
     )
-    start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert time.perf_counter() - start < 10
-    assert float(out.stderr.strip().splitlines()[-1]) < 2.0
+    assert json.loads(out.stdout)["config"]["n"] == 2147483647
 
 
 BAD = [

@@ -339,3 +339,47 @@ def test_count_cli_for_the_backward(capsys):
     assert doc["tensors"]["dQ"]["read"] == 64 * 4096 * 64  # Tc = 64 atomic adds into every element
     assert doc["tensors"]["dQ"]["written"] == 65 * 4096 * 64  # and the zeros
     assert doc["tensors"]["dK"]["written"] == doc["tensors"]["K"]["read"] == 4096 * 64
+
+
+# ---- memory of the float64 reference (issue 8, item 13) ----
+
+
+def full_matrix_backward(Q, K, V, dO, scale, causal):
+    """The textbook gradients with whole N x N matrices, written apart from reference.py to hold its bands to."""
+    S = Q @ K.T * scale
+    if causal:
+        S[np.triu_indices(len(Q), k=1)] = -np.inf
+    P = np.exp(S - S.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    O = P @ V
+    dP = dO @ V.T
+    dS = P * (dP - (dP * P).sum(1, keepdims=True))
+    return {"O": O, "dQ": scale * dS @ K, "dK": scale * dS.T @ Q, "dV": P.T @ dO}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_reference_in_bands_is_the_full_matrix_math(rng, causal, monkeypatch):
+    n, d = 300, 16
+    Q, K, V, dO = (rng.standard_normal((n, d)) for _ in range(4))
+    monkeypatch.setattr(reference, "BAND_BYTES", 8 * n * 7)  # bands of 7 rows, the last one short
+    assert len(reference.bands(n, n)) == 43
+    got = reference.attention_backward(Q, K, V, dO, 0.3, causal)
+    want = full_matrix_backward(Q, K, V, dO, 0.3, causal)
+    for name, w in want.items():
+        np.testing.assert_allclose(got[name], w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=name)
+
+
+def test_reference_backward_never_holds_n_by_n(rng):
+    """At N = 4096 one N x N float64 matrix is 128 MiB; the reference works in bands of at most 32 MiB."""
+    import tracemalloc
+
+    n, d = 4096, 4
+    Q, K, V, dO = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(4))
+    tracemalloc.start()
+    try:
+        reference.attention_backward(Q, K, V, dO, 0.5, causal=True)
+        reference.row_stats(Q, K, 0.5, causal=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 160 * 2**20, f"peak {peak / 2**20:.0f} MiB"

@@ -1,17 +1,33 @@
 """`flashviz`: open the walkthrough, write a trace, count HBM traffic, print the steps.
 
-Every bad input ends with exit code 2 and one line naming the flag and what it accepts.
+Every bad input ends with exit code 2 and one line naming the flag and what it accepts (bad values echoed cut to
+~40 characters); a failed check (`gpu run` that disagrees, `gpu sanitize` or `gpu profile` that finds a fault)
+or a stdout that cannot take the output (closed, full, a broken pipe) ends with exit code 1 and one line.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
-from .config import ALGOS, COUNT_LIMITS, LIMITS, Config, ConfigError
+from .config import ALGOS, COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from .output import (
+    OutputError,
+    flush_stdout,
+    guarded_stdout,
+    print_bytes,
+    print_line,
+    require_stdout,
+    silence_stdout,
+    to_stdout,
+)
 from .units import FLOAT_BYTES, human_bytes
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would take '٥' and ' 5', and strip '\x1f'
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I)
 
 
 class Bounded(click.ParamType):
@@ -25,14 +41,48 @@ class Bounded(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
-        else:
-            try:
-                number = int(str(value), 10)
-            except ValueError:
-                self.fail(f"must be an integer in {self.lo}..{self.hi} (got {value!r})", param, ctx)
+        elif isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
+            number = int(value)
+        else:  # not an integer, or one of more than 40 digits: far outside any range here
+            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {shown(value)})", param, ctx)
         if not self.lo <= number <= self.hi:
-            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {number})", param, ctx)
+            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {shown(number)})", param, ctx)
         return number
+
+
+class Number(click.ParamType):
+    """A decimal number (nan and inf are let through for the config's own message); the error echoes ~40 chars."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        if isinstance(value, str) and _NUMBER.fullmatch(value) and len(value) <= 40:
+            return float(value)
+        self.fail(f"must be a number such as 0.125 or 1e-3 (got {shown(value)})", param, ctx)
+
+
+class OneOf(click.Choice):
+    """click.Choice whose error echoes at most ~40 characters of the bad value."""
+
+    def convert(self, value, param, ctx):
+        if value in self.choices:
+            return value
+        self.fail(f"must be one of {', '.join(map(str, self.choices))} (got {shown(value)})", param, ctx)
+
+
+class FilePath(click.ParamType):
+    """A file name, as a Path; whether it can be read or written is told where it is used."""
+
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Path):
+            return value
+        if not value:
+            self.fail("must name a file (got '')", param, ctx)
+        return Path(value)
 
 
 def size_options(limits: dict[str, tuple[int, int]]):
@@ -62,7 +112,7 @@ def size_options(limits: dict[str, tuple[int, int]]):
     return decorate
 
 
-algo_option = click.option("--algo", type=click.Choice(ALGOS), default="fa2", show_default=True, help="algorithm")
+algo_option = click.option("--algo", type=OneOf(ALGOS), default="fa2", show_default=True, help="algorithm")
 causal_option = click.option(
     "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
 )
@@ -88,40 +138,47 @@ def cli(ctx: click.Context) -> None:
     show_default=True,
     help="random inputs are drawn from this seed",
 )
-@click.option("--scale", type=float, default=None, help="softmax scale  [default: 1/sqrt(D)]")
+@click.option("--scale", type=Number(), default=None, help="softmax scale  [default: 1/sqrt(D)]")
 @click.option(
     "--inputs",
     "inputs_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(),
     default=None,
     help=".npz with float32 arrays Q, K, V (and optionally dO, for fa2-backward; random when absent) of shape (N, D); "
     "N and D are taken from it",
 )
 @click.option(
     "--block",
-    type=int,
+    type=Bounded(0, LIMITS["n"][1] - 1),
     default=None,
     help="record values for this block only (default: all blocks when Tr <= 8, else block 0)",
 )
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(),
     default=None,
     help="write the JSON here instead of stdout",
 )
 @click.option("--indent", is_flag=True, help="indent the JSON")
 def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md)."""
+    if output is None:
+        require_stdout()  # a closed stdout fails before the engine runs, not after
     trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
     data = trace_.to_json(indent=indent)
     if output is None:
-        sys.stdout.buffer.write(data + b"\n")
+        try:
+            print_bytes(data, b"\n")  # not data + b"\n": a copy of a JSON of 100 MB or more
+        except OutputError as exc:
+            raise OutputError(f"{exc}; write the trace to a file with -o FILE") from None
     else:
         try:
-            output.write_bytes(data + b"\n")
+            with output.open("wb") as f:
+                f.write(data)
+                f.write(b"\n")
         except OSError as exc:
-            raise ConfigError("-o", f"cannot write {output}: {exc.strerror}") from None
+            raise ConfigError("-o", f"cannot write {shown(str(output))}: {exc.strerror}") from None
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
 
 
@@ -193,7 +250,7 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
                 "written_bytes": totals["written"] * FLOAT_BYTES,
             },
         }
-        click.echo(json.dumps(doc, indent=2))  # the stdlib's ints have no 64-bit limit; counts near N = 2^31 do
+        print_line(json.dumps(doc, indent=2))  # the stdlib's ints have no 64-bit limit; counts near N = 2^31 do
         return
     from rich.console import Console
     from rich.table import Table
@@ -210,7 +267,8 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
             human_bytes(t["written"] * FLOAT_BYTES),
             end_section=name == list(model)[-1],
         )
-    Console().print(table)
+    with to_stdout() as out:
+        Console(file=out).print(table)
 
 
 @cli.command()
@@ -218,14 +276,19 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
 @size_options(LIMITS)
 @causal_option
 @click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True)
-@click.option("--block", type=int, default=None, help="the block to show (default: all when Tr <= 8)")
+@click.option(
+    "--block", type=Bounded(0, LIMITS["n"][1] - 1), default=None, help="the block to show (default: all when Tr <= 8)"
+)
 def steps(algo, n, d, br, bc, causal, seed, block) -> None:
     """Print a trace as a step table in the terminal."""
     from rich.console import Console
 
     from .views.table import render
 
-    Console().print(*render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal)))
+    require_stdout()  # a closed stdout fails before the engine runs, not after
+    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal))
+    with to_stdout() as out:
+        Console(file=out).print(*tables)
 
 
 @cli.command()
@@ -267,11 +330,12 @@ def compare(n, d, br, bc, causal, as_json) -> None:
     if as_json:
         import json  # not orjson: at N near 2^31, standard attention's byte counts pass 2^64
 
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        print_line(json.dumps(doc, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
 
-    Console().print(render(doc))
+    with to_stdout() as out:
+        Console(file=out).print(render(doc))
 
 
 from .gpu.cli import group as gpu_group  # noqa: E402  (after the option helpers it reuses; imports no GPU library)
@@ -280,8 +344,13 @@ cli.add_command(gpu_group())
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return its exit code: 0 done, 1 a failed check or an unwritable stdout, 2 bad input."""
     try:
-        cli.main(args=argv, prog_name="flashviz", standalone_mode=False)
+        # standalone_mode=False: click returns the code a command passed to ctx.exit() (gpu run: 1 when the
+        # kernel disagrees) instead of exiting, and a command's return value (None) when it ends normally
+        with guarded_stdout():  # a write to a closed or full stdout raises OutputError, wherever it happens
+            code = cli.main(args=argv, prog_name="flashviz", standalone_mode=False)
+            flush_stdout()  # output still in the buffer fails here, not at exit
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.Abort:
@@ -289,13 +358,28 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "flashviz"
-        click.echo(f"{where}: error: {exc.format_message()}", err=True)
+        click.echo(one_line(f"{where}: error: {exc.format_message()}"), err=True)
         return 2
+    except click.ClickException as exc:
+        click.echo(one_line(f"flashviz: error: {exc.format_message()}"), err=True)
+        return exc.exit_code
     except ConfigError as exc:
         flag = exc.field if exc.field.startswith("-") or not exc.field.islower() else f"--{exc.field}"  # Q, dO: arrays
-        click.echo(f"flashviz: error: {flag}: {exc.message}", err=True)
+        click.echo(one_line(f"flashviz: error: {flag}: {exc.message}"), err=True)
         return 2
-    return 0
+    except OutputError as exc:
+        silence_stdout()
+        click.echo(one_line(f"flashviz: error: stdout: {exc}"), err=True)
+        return 1
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def one_line(text: str) -> str:
+    """An error as one line: control characters escaped, each run of more than 60 non-blank characters cut to
+    40 (bad values that click echoes itself: an unknown option, an extra argument), at most 400 in all."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = re.sub(r"\S{61,}", lambda m: m[0][:40] + "…", text)
+    return text if len(text) <= 400 else text[:399] + "…"
 
 
 if __name__ == "__main__":

@@ -33,6 +33,19 @@ RECORD_ALL_MAX_BLOCKS = 8
 SCALE_RANGE = (1e-6, 1e6)
 
 
+ECHO_MAX = 40  # characters of a bad value an error message echoes
+
+
+def shown(value: object) -> str:
+    """A bad value as an error message echoes it: strings quoted (control characters escaped), anything cut to
+    about ECHO_MAX characters with an ellipsis, so that a 10,000-character value stays a short line."""
+    try:
+        text = repr(value) if isinstance(value, str) else str(value)
+    except ValueError:  # an int past Python's 4300-digit limit on str()
+        text = f"an integer of {value.bit_length()} bits" if isinstance(value, int) else type(value).__name__
+    return text if len(text) <= ECHO_MAX else text[: ECHO_MAX - 1] + "…"
+
+
 class ConfigError(ValueError):
     """A bad setting: `field` names the flag or parameter, the message says what is accepted."""
 
@@ -80,15 +93,15 @@ class Config:
 
     def validated(self, limits: dict[str, tuple[int, int]] = LIMITS, max_tiles: int | None = MAX_TILES) -> Config:
         if self.algo not in ALGOS:
-            raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {self.algo!r})")
+            raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {shown(self.algo)})")
         if not isinstance(self.causal, bool):
-            raise ConfigError("causal", f"must be true or false (got {self.causal!r})")
+            raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
         for name, (lo, hi) in limits.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value!r})")
+                raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
             if not lo <= value <= hi:
-                raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {value})")
+                raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
         if self.n > ALGO_MAX_N.get(self.algo, self.n):
             raise ConfigError(
                 "n",

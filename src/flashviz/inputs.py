@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import zipfile
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as fmt
 
-from .config import LIMITS, ConfigError
+from .config import LIMITS, ConfigError, shown
 
 NAMES = ("Q", "K", "V")
 
@@ -25,36 +29,93 @@ def random_qkv(n: int, d: int, seed: int) -> dict[str, np.ndarray]:
 
 
 def load_npz(path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """Read float arrays of one shape (N, D) from an .npz; every problem is a ConfigError naming it."""
+    """Read float arrays of one shape (N, D) from an .npz; every problem is a ConfigError naming it.
+
+    Shapes and dtypes are read from each member's .npy header and checked before any data is: a small
+    compressed file cannot make this allocate more than the limits allow (N*D elements per array), and a
+    pickle (dtype object) or a member that is not an .npy array is refused by name."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError("--inputs", f"no such file: {path}")
+    where = shown(str(path))
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in (*names, *optional) if k in npz.files}
-    except Exception as exc:  # a truncated or non-zip file, a pickled array
-        raise ConfigError("--inputs", f"{path} is not a readable .npz of arrays ({type(exc).__name__})") from None
-    missing = [k for k in names if k not in arrays]
-    if missing:
-        raise ConfigError("--inputs", f"{path} lacks array {', '.join(missing)} (needs {', '.join(names)})")
-    shape = arrays[names[0]].shape
-    for name, a in arrays.items():
-        if a.dtype.kind != "f":
-            raise ConfigError(name, f"must hold floating-point data (got dtype {a.dtype})")
-        if a.ndim != 2:
-            raise ConfigError(name, f"must be 2-D (N, D) (got shape {a.shape})")
-        if a.shape != shape:
-            raise ConfigError(name, f"shape {a.shape} does not match {names[0]}'s {shape}")
-        if not np.all(np.isfinite(a)):
-            raise ConfigError(name, "holds NaN or inf; only finite values are accepted")
-    n, d = shape
-    for key, value in (("n", n), ("d", d)):
-        lo, hi = LIMITS[key]
-        if not lo <= value <= hi:
-            raise ConfigError(names[0], f"{key.upper()} = {value} is outside {lo}..{hi}")
+        st = os.stat(path)
+    except OSError as exc:  # missing, a name too long for the file system, no permission ...
+        raise ConfigError("--inputs", f"cannot read {where}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError("--inputs", f"{where} is not a regular file (a directory, FIFO or device is not read)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ConfigError("--inputs", f"{where} holds {st.st_size:,} bytes, at most {MAX_FILE_BYTES:,} are read")
+    try:
+        with zipfile.ZipFile(path) as npz:
+            members = {_array_name(m.filename): m for m in npz.infolist()}
+            wanted = [k for k in (*names, *optional) if k in members]
+            missing = [k for k in names if k not in members]
+            if missing:
+                raise ConfigError("--inputs", f"{where} lacks array {', '.join(missing)} (needs {', '.join(names)})")
+            headers = {k: _header(npz, members[k], k) for k in wanted}
+            _check_shapes(headers, names[0])
+            arrays = {k: _read(npz, members[k], k) for k in wanted}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, RuntimeError) as exc:
+        # not a zip, a truncated one, an encrypted member, a compression method zipfile does not know
+        raise ConfigError("--inputs", f"{where} is not a readable .npz ({type(exc).__name__})") from None
     with np.errstate(over="ignore"):
         out = {k: a.astype(np.float32) for k, a in arrays.items()}
-    for name, a in out.items():
-        if not np.all(np.isfinite(a)):
+    for name in arrays:
+        if not np.all(np.isfinite(arrays[name])):
+            raise ConfigError(name, "holds NaN or inf; only finite values are accepted")
+        if not np.all(np.isfinite(out[name])):
             raise ConfigError(name, "overflows float32; values must stay within ±3.4e38")
     return out
+
+
+# Four float64 arrays at the largest N x D (16384 x 256) take 128 MiB; room for a few more arrays beside them.
+MAX_FILE_BYTES = 256 * 2**20
+MAX_HEADER_BYTES = 10_000  # NumPy's own default bound on an .npy header
+
+
+def _array_name(member: str) -> str:
+    """np.savez stores array Q as the member Q.npy; np.load answers to the name without .npy."""
+    return member[: -len(".npy")] if member.endswith(".npy") else member
+
+
+def _header(npz: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from the member's .npy header, without reading its data."""
+    with npz.open(member) as f:
+        try:
+            version = fmt.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = fmt.read_array_header_1_0(f, max_header_size=MAX_HEADER_BYTES)
+            elif version == (2, 0):
+                shape, _, dtype = fmt.read_array_header_2_0(f, max_header_size=MAX_HEADER_BYTES)
+            else:  # 3.0 only differs for structured dtypes with non-Latin-1 field names: not float data
+                raise ValueError(f"format version {version}")
+        except (ValueError, SyntaxError, TypeError, EOFError) as exc:
+            raise ConfigError(name, f"is not an .npy array ({' '.join(str(exc).split())[:60]})") from None
+    if dtype.hasobject:
+        raise ConfigError(name, "holds Python objects (a pickle), which are never loaded; save float arrays")
+    if dtype.kind != "f":
+        raise ConfigError(name, f"must hold floating-point data (got dtype {shown(str(dtype))})")
+    return tuple(shape), dtype
+
+
+def _check_shapes(headers: dict[str, tuple[tuple[int, ...], np.dtype]], first: str) -> None:
+    """Every array 2-D, the shape of the first, and N, D within the engine's limits."""
+    for name, (shape, _) in headers.items():
+        if len(shape) != 2:
+            raise ConfigError(name, f"must be 2-D (N, D) (got shape {shown(shape)})")
+    shape = headers[first][0]
+    for key, value in zip(("n", "d"), shape, strict=True):
+        lo, hi = LIMITS[key]
+        if not lo <= value <= hi:
+            raise ConfigError(first, f"{key.upper()} = {shown(value)} is outside {lo}..{hi}")
+    for name, (other, _) in headers.items():
+        if other != shape:
+            raise ConfigError(name, f"shape {shown(other)} does not match {first}'s {shown(shape)}")
+
+
+def _read(npz: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> np.ndarray:
+    """The member's data, whose size its (already checked) header bounds."""
+    with npz.open(member) as f:
+        try:
+            return fmt.read_array(f, allow_pickle=False, max_header_size=MAX_HEADER_BYTES)
+        except ValueError as exc:  # shorter than its header says
+            raise ConfigError(name, f"cannot be read ({' '.join(str(exc).split())[:60]})") from None

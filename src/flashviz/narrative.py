@@ -6,7 +6,9 @@ import numpy as np
 
 
 def num(x: float) -> str:
-    """A number as a reader wants it: 3 significant digits, −∞ spelled out."""
+    """A number as a reader wants it: 3 significant digits, −∞ and NaN spelled out."""
+    if np.isnan(x):
+        return "NaN"
     if np.isneginf(x):
         return "−∞"
     if np.isposinf(x):
@@ -16,6 +18,53 @@ def num(x: float) -> str:
 
 def _rows(first: int, end: int) -> str:
     return f"row {first}" if end - first == 1 else f"rows {first}–{end - 1}"
+
+
+def _span(x: np.ndarray) -> str:
+    """'lo … hi' over the values that are not NaN, saying so when some are ('—' for none at all)."""
+    x = np.asarray(x)
+    if x.size == 0:
+        return "—"
+    known = x[~np.isnan(x)]
+    if known.size == 0:
+        return "NaN"
+    lo, hi = known.min(), known.max()
+    span = num(lo) if lo == hi else f"{num(lo)} … {num(hi)}"
+    return span if known.size == x.size else f"{span}, and NaN"
+
+
+def _row_list(rows: np.ndarray) -> str:
+    rows = [int(r) for r in rows]
+    shown = ", ".join(map(str, rows[:6])) + (", …" if len(rows) > 6 else "")
+    return f"row {shown}" if len(rows) == 1 else f"rows {shown}"
+
+
+def _no_softmax(rows: np.ndarray, carries: str = "li and Oi") -> str:
+    """Why rows of a block went NaN: no finite score yet (or an overflowed one), so the kernel's own arithmetic
+    gives exp(−∞ − (−∞)) = exp(NaN) (or exp(+∞ − +∞)): NaN, which then never leaves them."""
+    return (
+        f" {_row_list(rows).capitalize()} of this block {'has' if len(rows) == 1 else 'have'} no finite score to take"
+        f" a softmax over (every score so far is −∞, or one overflowed float32): the kernel computes exp(−∞ − (−∞))"
+        f" = NaN there, so {carries} are NaN from here on, and so are their O and L. The GPU does exactly this."
+    )
+
+
+def _nonfinite_scores(live: np.ndarray) -> str:
+    """A sentence on scores that overflowed float32 (+∞, or NaN from ∞ − ∞ inside the dot product), if any."""
+    over, nan = int(np.isposinf(live).sum()), int(np.isnan(live).sum())
+    if not over and not nan:
+        return ""
+    parts = [f"{over} overflowed to +∞"] if over else []
+    parts += [f"{nan} are NaN (∞ − ∞ inside the dot product)"] if nan else []
+    return f" Of these scores {' and '.join(parts)}: float32 cannot hold them, and their rows' softmax is NaN."
+
+
+def _dead_rows(live: np.ndarray) -> str:
+    """A sentence on rows whose every score in this tile is −∞, if any (a real case: huge |Q·K|, a negative scale)."""
+    dead = np.flatnonzero(np.isneginf(live).all(axis=1)) if live.shape[1] else np.array([], dtype=int)
+    if dead.size == 0:
+        return ""
+    return f" In {_row_list(dead)} of the tile every score is −∞."
 
 
 def load_q(i: int, first: int, end: int, br: int, d: int) -> str:
@@ -54,12 +103,17 @@ def load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int, ski
 
 def scores(j: int, S: np.ndarray, valid_rows: int, valid_cols: int, scale: float, causal: bool = False) -> str:
     live = S[:valid_rows, :valid_cols]
-    r, c = np.unravel_index(int(np.argmax(live)), live.shape)
     masked = int(np.isneginf(live).sum())
-    text = (
-        f"Sij = Qi·Kjᵀ × {num(scale)}: {live.size - masked} scores between {num(live[live > -np.inf].min())} and "
-        f"{num(live.max())}; the largest is row {r}, column {c} of the tile ({num(live[r, c])})."
-    )
+    finite = live[np.isfinite(live)]
+    if finite.size:
+        r, c = np.unravel_index(int(np.argmax(np.where(np.isfinite(live), live, -np.inf))), live.shape)
+        text = (
+            f"Sij = Qi·Kjᵀ × {num(scale)}: {finite.size} finite scores between {num(finite.min())} and "
+            f"{num(finite.max())}; the largest is row {r}, column {c} of the tile ({num(live[r, c])})."
+        )
+    else:
+        text = f"Sij = Qi·Kjᵀ × {num(scale)}: not one score of this tile is a finite number."
+    text += _nonfinite_scores(live) + ("" if causal else _dead_rows(live))  # causal: the diagonal's own −∞ rows
     if causal and masked:
         text += f" This tile crosses the diagonal: {masked} scores with key column > query row are masked to −∞."
     if valid_cols < S.shape[1]:
@@ -78,20 +132,29 @@ def online_softmax(
 ) -> str:
     m_old, m_new, alpha = m_old[:valid_rows], m_new[:valid_rows], alpha[:valid_rows]
     l_old, l_new = l_old[:valid_rows], l_new[:valid_rows]
+    bad = np.flatnonzero(~np.isfinite(l_new))  # rows with no softmax: NaN, as the kernel computes it
+    good = np.flatnonzero(np.isfinite(l_new))
+    note = _no_softmax(bad) if bad.size else ""
+    if good.size == 0:
+        return f"The carries move, but not to numbers: mi is {_span(m_new)}.{note}"
+    if bad.size:  # the sentences below are about the rows that still have a softmax
+        m_old, m_new, alpha, l_old, l_new = m_old[good], m_new[good], alpha[good], l_old[good], l_new[good]
+        valid_rows = good.size
     if j == 0:
         return (
             f"The first tile moves the carries for the first time: mi goes from −∞ to the row maxima "
-            f"({num(m_new.min())} … {num(m_new.max())}), li becomes the row sums of exp(Sij − mi) "
-            f"({num(l_new.min())} … {num(l_new.max())}) and Oi = exp(Sij − mi)·Vj. Nothing held was stale: "
-            f"the rescale factor is exp(−∞) = 0."
+            f"({_span(m_new)}), li becomes the row sums of exp(Sij − mi) "
+            f"({_span(l_new)}) and Oi = exp(Sij − mi)·Vj. Nothing held was stale: "
+            f"the rescale factor is exp(−∞) = 0.{note}"
         )
+    if np.isneginf(m_old).any():  # a row whose earlier tiles were all −∞ is NaN already; kept for safety
+        return f"mi is now {_span(m_new)} and li {_span(l_new)}.{note}"
     rise = m_new - m_old
     rose = np.flatnonzero(rise > 0)
     if rose.size == 0:
         return (
             f"No row's max rose on this tile, so every rescale factor is exp(0) = 1: li and Oi keep what "
-            f"they held and this tile's terms are simply added (li now {num(l_new.min())} … "
-            f"{num(l_new.max())})."
+            f"they held and this tile's terms are simply added (li now {_span(l_new)}).{note}"
         )
     r = int(rose[np.argmax(rise[rose])])
     others = (
@@ -99,20 +162,28 @@ def online_softmax(
         if rose.size == valid_rows
         else f"{rose.size} of {valid_rows} rows' maxima rose; the others keep factor 1"
     )
+    row = int(good[r]) if bad.size else r
     return (
-        f"What was held is stale: row {r}'s max rose from {num(m_old[r])} to {num(m_new[r])} "
+        f"What was held is stale: row {row}'s max rose from {num(m_old[r])} to {num(m_new[r])} "
         f"(+{num(rise[r])}), so its li ({num(l_old[r])}) and Oi were scaled by exp({num(m_old[r])} − "
         f"{num(m_new[r])}) = {num(alpha[r])} before this tile was added, giving li = {num(l_new[r])}. "
-        f"On this tile {others}."
+        f"On this tile {others}.{note}"
     )
 
 
 def write_back(i: int, first: int, end: int, d: int, L: np.ndarray) -> str:
     valid = end - first
+    bad = np.flatnonzero(~np.isfinite(L))
+    nan = (
+        f" {_row_list(first + bad).capitalize()} had no softmax (NaN li): their O and L are written as NaN, the "
+        "kernel's own result; the float64 check fails on them."
+        if bad.size
+        else ""
+    )
     return (
         f"The tiles are done, so only now is Oi divided by li — the one division — and mi and li leave "
-        f"together as L = mi + log(li) ({num(L.min())} … {num(L.max())}). O[{first}:{end}] and "
-        f"L[{first}:{end}] are written ({valid * d} + {valid} elements) and never read back."
+        f"together as L = mi + log(li) ({_span(L)}). O[{first}:{end}] and "
+        f"L[{first}:{end}] are written ({valid * d} + {valid} elements) and never read back.{nan}"
     )
 
 
@@ -146,10 +217,15 @@ def standard_load_k(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: 
 def standard_scores(S: np.ndarray, valid_rows: int, valid_cols: int, scale: float, r0: int, c0: int,
                     causal: bool = False) -> str:  # fmt: skip
     live = S[:valid_rows, :valid_cols]
-    finite = live[live > -np.inf]
-    masked = live.size - finite.size
+    finite = live[np.isfinite(live)]
+    masked = int(np.isneginf(live).sum())
+    scores_ = (
+        f"{finite.size} finite scores between {num(finite.min())} and {num(finite.max())}"
+        if finite.size
+        else "not one score is a finite number"
+    )
     text = (
-        f"Sij = Qi·Kjᵀ × {num(scale)}: {finite.size} scores between {num(finite.min())} and {num(finite.max())}. "
+        f"Sij = Qi·Kjᵀ × {num(scale)}: {scores_}.{_nonfinite_scores(live)} "
         f"Unlike FA2, they do not stay in SRAM: the tile is written to S[{r0}:{r0 + valid_rows}, "
         f"{c0}:{c0 + valid_cols}] in HBM ({live.size} elements), for the next kernel to read back."
     )
@@ -162,11 +238,17 @@ def standard_softmax_row(r: int, width: int, n: int, P: np.ndarray, m: float, l:
     cols = f"all {width} columns"
     if width < n:
         cols = f"its first {width} columns (causal: the rest lie above the diagonal)"
+    nan = (
+        " The row has no finite score to take a softmax over (or one overflowed float32): exp(−∞ − (−∞)) is NaN, "
+        "so its P and O are NaN, as the kernel computes them."
+        if not np.isfinite(l)
+        else ""
+    )
     return (
         f"Kernel 2 of 3 (P = softmax(S)): row {r} of S comes back from HBM, {cols}, whole in SRAM, because its "
         f"max and sum need all of it: max {num(m)}, sum of exp(S − max) {num(l)}. "
         f"P[{r}] = exp(S[{r}] − max)/sum goes back out to HBM ({width} elements); its largest probability is "
-        f"{num(P.max())}."
+        f"{_span(P).split(' … ')[-1]}.{nan}"
     )
 
 
@@ -181,7 +263,7 @@ def standard_load_pv(j: int, tc: int, r0: int, r1: int, c0: int, c1: int, d: int
 def standard_accumulate(j: int, tc: int, Oi: np.ndarray) -> str:
     return (
         f"Oi += Pij·Vj ({'first' if j == 0 else f'{j + 1} of {tc}'} tile{'s' if j else ''} added; Oi now "
-        f"{num(Oi.min())} … {num(Oi.max())}). P is already normalised, so nothing held is ever rescaled."
+        f"{_span(Oi)}). P is already normalised, so nothing held is ever rescaled."
     )
 
 
@@ -222,7 +304,7 @@ def fa1_load_qi(i: int, j: int, first: int, end: int, d: int, li: np.ndarray, mi
         came = "Oi, li, mi are the zeros and −∞ just initialised"
     else:
         came = (
-            f"Oi, li ({num(li.min())} … {num(li.max())}) and mi ({num(mi.min())} … {num(mi.max())}) are what the "
+            f"Oi, li ({_span(li)}) and mi ({_span(mi)}) are what the "
             "previous tile wrote back: the carries travel through HBM"
         )
     return f"Block {i}'s turn with tile {j}: Qi, Oi, li, mi = Q, O, l, m[{first}:{end}] are read ({moved}). {came}."
@@ -232,14 +314,16 @@ def fa1_update(j: int, m_old: np.ndarray, m_new: np.ndarray, alpha: np.ndarray, 
                l_new: np.ndarray, valid_rows: int) -> str:  # fmt: skip
     m_old, m_new, alpha = m_old[:valid_rows], m_new[:valid_rows], alpha[:valid_rows]
     l_new = l_new[:valid_rows]
+    bad = np.flatnonzero(~np.isfinite(l_new))
     div = (
-        f" Oi is divided by the new li ({num(l_new.min())} … {num(l_new.max())}) right away: FA1 keeps Oi "
+        f" Oi is divided by the new li ({_span(l_new)}) right away: FA1 keeps Oi "
         "normalised, one division per visit, where FA2 divides once at the end."
-    )
-    if j == 0:
+    ) + (_no_softmax(bad) if bad.size else "")
+    if j == 0 or bad.size:
         return (
-            f"The first tile: mi becomes the row maxima ({num(m_new.min())} … {num(m_new.max())}) and li the row "
-            f"sums of exp(Sij − mi); nothing held was stale (exp(−∞) = 0).{div}"
+            f"{'The first tile: m' if j == 0 else 'M'}i becomes {'the row maxima ' if j == 0 else ''}({_span(m_new)}) "
+            f"and li {'the row sums of exp(Sij − mi)' if j == 0 else _span(l_new)}"
+            f"{'; nothing held was stale (exp(−∞) = 0)' if j == 0 else ''}.{div}"
         )
     rise = m_new - m_old
     rose = np.flatnonzero(rise > 0)
@@ -267,10 +351,6 @@ def fa1_write_back(i: int, j: int, tc: int, first: int, end: int, d: int) -> str
 
 
 # --- FlashAttention-2 backward (engine/fa2_backward.py) ---
-
-
-def _span(x: np.ndarray) -> str:
-    return f"{num(x.min())} … {num(x.max())}" if x.size else "—"
 
 
 def bwd_load_do_o(i: int, first: int, end: int, d: int) -> str:
@@ -320,13 +400,19 @@ def bwd_load_q(i: int, first: int, end: int, d: int, readers: int, Li: np.ndarra
 def bwd_probs(P: np.ndarray, live: np.ndarray, valid_rows: int, valid_cols: int, causal: bool) -> str:
     p = P[:valid_rows, :valid_cols]
     alive = live[:valid_rows, :valid_cols]
-    r, c = np.unravel_index(int(np.argmax(p)), p.shape)
+    r, c = np.unravel_index(int(np.argmax(np.where(np.isnan(p), -np.inf, p))), p.shape) if p.size else (0, 0)
     text = (
         f"Pij = exp(Sij − Li) rebuilds the forward's softmax for this tile exactly: {int(alive.sum())} "
-        f"probabilities between {num(p[alive].min()) if alive.any() else '0'} and {num(p.max())}; the largest is "
+        f"probabilities ({_span(p[alive]) if alive.any() else '0'}); the largest is "
         f"row {r}, column {c} of the tile. Row sums over this tile: {_span(p.sum(axis=1))} (over all tiles each "
         f"row sums to 1)."
     )
+    nan = np.flatnonzero(np.isnan(p).any(axis=1)) if p.size else np.array([], dtype=int)
+    if nan.size:
+        text += (
+            f" In {_row_list(nan)} of the tile Pij is NaN: the forward left L NaN there (no softmax), and as in "
+            "the kernel the NaN flows into every gradient these rows touch: dVj, dKj and dQ."
+        )
     dead = int((~alive).sum())
     if causal and dead:
         text += f" This tile crosses the diagonal: {dead} entries with key column > query row are 0."

@@ -73,6 +73,7 @@ def _plain(trace: Trace) -> dict[str, Any]:
     out: dict[str, Any] = {"schema": SCHEMA}
     for name in trace.__dataclass_fields__:
         out[name] = getattr(trace, name)
+    out["outputs"] = _values(trace.outputs)
     out["steps"] = [_step(s) for s in trace.steps]
     return out
 
@@ -83,7 +84,33 @@ def _step(step: Step) -> dict[str, Any]:
         {"tensor": t.tensor, "kind": t.kind, "rows": t.rows, "cols": t.cols, "elements": t.elements}
         for t in step.transfers
     ]
+    d["sram"] = _values(step.sram)
+    d["carries"] = _values(step.carries)
+    if step.substeps is not None:
+        d["substeps"] = [{**s, "values": _values(s["values"])} for s in step.substeps]
     return d
+
+
+def _values(arrays: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Arrays as JSON numbers. orjson writes every non-finite float as null, and null means −∞ in a Trace; an array
+    that also holds NaN or +∞ (a row with no finite score: the kernel's exp(−∞ − (−∞))) is written as a list
+    in which those are the strings "NaN" and "Infinity", so that no null ever stands for them."""
+    if arrays is None:
+        return None
+    return {k: _honest(v) for k, v in arrays.items()}
+
+
+def _honest(a: Any) -> Any:
+    if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or np.isfinite(a).all():
+        return a
+    nan, posinf = np.isnan(a), np.isposinf(a)
+    if not (nan.any() or posinf.any()):
+        return a  # only −∞: null, as documented
+    out = a.astype(object)
+    out[nan] = "NaN"
+    out[posinf] = "Infinity"
+    out[np.isneginf(a)] = None
+    return out.tolist()
 
 
 def _default(obj: Any) -> Any:

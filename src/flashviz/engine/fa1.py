@@ -67,6 +67,11 @@ def first_block(cfg: Config, j: int) -> int:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the launch (one block per head) on the memory model; return what was recorded."""
+    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently
+        return _launch(cfg, inputs)
+
+
+def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     scale = np.float32(cfg.softmax_scale)
     rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
@@ -172,11 +177,11 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
 
             # step: update -- tile max and sum, new max and sum, normalised output
             m_old, l_old = mi.copy(), li.copy()  # (Br,)
-            m_ij = Sij.max(axis=1)  # (Br,)
+            m_ij = np.fmax.reduce(Sij, axis=1, initial=-np.inf)  # (Br,) fmaxf: a NaN score is passed over
             m_sub = np.where(np.isneginf(m_ij), np.float32(0), m_ij)  # a row wholly masked (causal) adds nothing
             Sij[:] = np.exp(Sij - m_sub[:, None])  # (Br, Bc) Sij now holds P~ij = exp(Sij - m_ij)
             l_ij = Sij.sum(axis=1)  # (Br,)
-            m_new = np.maximum(mi, m_ij)  # (Br,)
+            m_new = np.fmax(mi, m_ij)  # (Br,) -inf for a row with no finite score yet: then alpha, beta are NaN
             alpha = np.exp(mi - m_new)  # (Br,) exp(m_old - m_new)
             beta = np.exp(m_ij - m_new)  # (Br,) exp(m_ij - m_new)
             l_new = alpha * li + beta * l_ij  # (Br,)

@@ -134,8 +134,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
         # step: online_softmax -- new max, rescaled sum, rescaled output
         m_old, l_old = mi.copy(), li.copy()  # (Br,)
-        m_ij = Sij.max(axis=1)  # (Br,)
-        m_new = np.maximum(mi, m_ij)  # (Br,)
+        m_ij = np.fmax.reduce(Sij, axis=1, initial=-np.inf)  # (Br,) fmaxf: a NaN score is passed over
+        m_new = np.fmax(mi, m_ij)  # (Br,) a row with no finite score yet stays -inf, and then (as on the GPU)
+        # alpha = exp(-inf - -inf) and P = exp(Sij - -inf) are NaN: the row's li, Oi, O and L are NaN
         alpha = np.exp(mi - m_new)  # (Br,) rescale factor exp(m_old - m_new)
         Sij[:] = np.exp(Sij - m_new[:, None])  # (Br, Bc) Sij now holds P = exp(Sij - m_new)
         lsum = Sij.sum(axis=1)  # (Br,)
@@ -201,6 +202,7 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     # outputs are poisoned so that an element the kernel never wrote shows up as NaN
     rec.hbm.put("O", np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))
     rec.hbm.put("L", np.full(cfg.n, np.nan, dtype=np.float32))
-    for i in range(cfg.tr):
-        block(rec, cfg, i)
+    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently
+        for i in range(cfg.tr):
+            block(rec, cfg, i)
     return rec

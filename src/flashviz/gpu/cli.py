@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from ..config import LIMITS, Config, ConfigError
+from ..config import LIMITS, Config, ConfigError, shown
+from ..output import print_line
 
 MAX_HEADS = 65535  # gridDim.y
 
@@ -40,12 +41,12 @@ def write_json(doc: dict[str, Any], output: Path | None) -> None:
 
     text = json.dumps(doc, indent=1, default=default)
     if output is None:
-        click.echo(text)
+        print_line(text)
         return
     try:
         output.write_text(text + "\n")
     except OSError as exc:
-        raise ConfigError("-o", f"cannot write {output}: {exc.strerror}") from None
+        raise ConfigError("-o", f"cannot write {shown(str(output))}: {exc.strerror}") from None
     click.echo(f"wrote {output}", err=True)
 
 
@@ -74,7 +75,7 @@ def describe_run(report: dict[str, Any]) -> list[str]:
 def group() -> click.Group:
     """Build the `gpu` group. Called by `flashviz.cli` once its option helpers (which the flags reuse) exist,
     so that importing this module first or the root first both work."""
-    from ..cli import Bounded, algo_option, causal_option, size_options
+    from ..cli import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
 
     def launch_options(f):
         """The flags of `flashviz trace` (--algo --n --d --br --bc --causal --seed --scale --inputs), and heads."""
@@ -85,11 +86,11 @@ def group() -> click.Group:
             click.option(
                 "--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True, help="head g draws from seed + g"
             ),
-            click.option("--scale", type=float, default=None, help="softmax scale  [default: 1/sqrt(D)]"),
+            click.option("--scale", type=Number(), default=None, help="softmax scale  [default: 1/sqrt(D)]"),
             click.option(
                 "--inputs",
                 "inputs_path",
-                type=click.Path(dir_okay=False, path_type=Path),
+                type=FilePath(),
                 default=None,
                 help=".npz with float32 Q, K, V of shape (N, D) for one head; N and D are taken from it",
             ),
@@ -109,7 +110,7 @@ def group() -> click.Group:
     output_option = click.option(
         "-o",
         "--output",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FilePath(),
         default=None,
         help="write the JSON report here",
     )
@@ -137,7 +138,7 @@ def group() -> click.Group:
             write_json(report, output)
         elif not quiet:
             for line in describe_run(report):
-                click.echo(line)
+                print_line(line)
         if not report["ok"]:
             ctx.exit(1)
 
@@ -153,13 +154,16 @@ def group() -> click.Group:
 
         cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
         require_gpu()
-        doc = profile(cfg, heads, batch, threads, str(inputs_path) if inputs_path else None, ncu)
+        try:
+            doc = profile(cfg, heads, batch, threads, str(inputs_path) if inputs_path else None, ncu)
+        except RuntimeError as exc:  # ncu ran but measured nothing (no permission for the counters, say)
+            raise ConfigError("--ncu", " ".join(str(exc).split())) from None
         if output is not None:
             write_json(doc, output)
         for k in doc["kernels"]:
-            click.echo(f"{k['name']} grid {k['grid']} block {k['block']}{'' if k['counted'] else ' (not counted)'}")
+            print_line(f"{k['name']} grid {k['grid']} block {k['block']}{'' if k['counted'] else ' (not counted)'}")
         for line in doc["summary"]:
-            click.echo(f"  {line}")
+            print_line(f"  {line}")
         if not doc["ok"]:
             ctx.exit(1)
 
@@ -169,7 +173,7 @@ def group() -> click.Group:
     @click.option(
         "--tool",
         "tools",
-        type=click.Choice(("memcheck", "racecheck", "synccheck", "initcheck")),
+        type=OneOf(("memcheck", "racecheck", "synccheck", "initcheck")),
         multiple=True,
         help="one tool (repeatable)  [default: all four]",
     )
@@ -210,7 +214,7 @@ def group() -> click.Group:
             write_json(doc, output)
         for r in doc["runs"]:
             state = "clean" if r["ok"] else "FAILED"
-            click.echo(f"{r['tool']:10s} {state}: {'; '.join(r['summary']) or 'no summary'} (exit {r['returncode']})")
+            print_line(f"{r['tool']:10s} {state}: {'; '.join(r['summary']) or 'no summary'} (exit {r['returncode']})")
         if not doc["ok"]:
             ctx.exit(1)
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import traffic
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, shown
 from .specs import spec
 
 BYTES = 4  # float32
@@ -380,7 +380,7 @@ def profile(
     cfg = cfg.validated()
     path = shutil.which(ncu)
     if path is None:
-        raise ConfigError("--ncu", f"{ncu} not found (Nsight Compute; it comes with the CUDA toolkit)")
+        raise ConfigError("--ncu", f"{shown(ncu)} not found (Nsight Compute; it comes with the CUDA toolkit)")
     device = device_info()
     prepared = prepare(cfg, heads * batch, threads)  # compiles here once; the child reuses CuPy's cache
     s = spec(cfg.algo)

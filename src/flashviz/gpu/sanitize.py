@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, shown
 from .profile import launcher
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -67,7 +67,7 @@ def sanitize(
     cfg = cfg.validated()
     path = shutil.which(sanitizer)
     if path is None:
-        raise ConfigError("--sanitizer", f"{sanitizer} not found (it comes with the CUDA toolkit)")
+        raise ConfigError("--sanitizer", f"{shown(sanitizer)} not found (it comes with the CUDA toolkit)")
     device = device_info()
     launch = prepare(cfg, heads * batch, threads).describe()  # compile once here, so the child hits CuPy's cache
     program = launcher(cfg, heads, batch, threads, inputs_path, check=check)
