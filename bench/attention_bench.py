@@ -69,7 +69,7 @@ def tiles_of(job) -> tuple[ta.Tiles, dict, str]:
     bwd = {"dkdv": t if kernel == "dkdv" else ta.DKDV_TILES[d][0]}
     if kernel == "dq":
         bwd["dq"] = t
-    return fwd, bwd, variant or "atomic"
+    return fwd, bwd, variant or "two_kernels"  # the forward's and dq's jobs: a backward whose tiles fit
 
 
 def run_job(job, B, H, N, dtype=torch.bfloat16, dl=False):
@@ -236,6 +236,8 @@ def bench_one(args, d: int, n: int, causal: bool, budget_end: float, rows: list,
             fwd_bwd(fn)()
             torch.cuda.synchronize()
             first = time.time() - start
+            if name == "flashviz":
+                extra.setdefault("autotune_ms", {})[f"D={d} N={n} causal={int(causal)}"] = autotune_timings()
             t_f = do_bench(fn, warmup=args.warmup, rep=args.rep, return_mode="median")
             t_fb = do_bench(fwd_bwd(fn), warmup=args.warmup, rep=args.rep, return_mode="median")
         except Exception as e:
@@ -281,6 +283,17 @@ def bench_one(args, d: int, n: int, causal: bool, budget_end: float, rows: list,
                 "n2_scores_would_be_mb": round(batch * heads * n * n * 2 / 2**20, 1),
             }
         )
+
+
+def autotune_timings() -> dict:
+    """The autotuners' last timings (each kernel's candidates at the shape just tuned), median ms."""
+    out = {}
+    for (name, d), tuner in ta.launcher().tuned.items():
+        timings = getattr(tuner, "configs_timings", None) or {}
+        if timings:
+            out[f"{name} D={d}"] = {str(c): round(t[0] if isinstance(t, list) else t, 4) for c, t in timings.items()}
+            tuner.configs_timings = None  # so that the next shape shows only its own
+    return out
 
 
 def tuned_configs() -> dict:
@@ -356,9 +369,11 @@ def markdown(doc: dict, extra: dict) -> str:
             )
     if floors:
         lines += ["", "Floors (same run):", "", *floors]
+    skipped = sum("skipped" in v for v in extra.get("gate", {}).values())
     lines += [
         "",
-        f"Correctness gate: {'passed' if extra.get('gate_ok') else 'FAILED'} ({extra.get('gate_cases')} cases).",
+        f"Correctness gate: {'passed' if extra.get('gate_ok') else 'FAILED'} ({extra.get('gate_cases')} cases: every "
+        f"candidate config and the autotuned function vs float64; {skipped} skipped as not fitting the GPU).",
     ]
     if extra.get("stopped"):
         lines += ["", f"Stopped early: {extra['stopped']}."]

@@ -113,6 +113,7 @@ FWD_TILES = {
         Tiles(128, 64, 8, 4),
         Tiles(128, 128, 8, 3),
         Tiles(128, 128, 8, 4),
+        Tiles(256, 64, 16, 2, maxnreg=128),
     ],
     128: [
         Tiles(128, 64, 8, 2, maxnreg=128),  # 96 KB of shared memory, 128 registers: two programs per SM
@@ -121,19 +122,21 @@ FWD_TILES = {
         Tiles(128, 128, 8, 2),
         Tiles(128, 128, 8, 3),
         Tiles(64, 64, 4, 2),
+        Tiles(256, 64, 16, 2, maxnreg=128),  # four warpgroups share each Kj, Vj; 128 registers, no spills
+        Tiles(256, 64, 16, 3, maxnreg=128),
     ],
     256: [Tiles(64, 64, 4, 2), Tiles(128, 64, 8, 2), Tiles(64, 32, 4, 3)],
 }
 DKDV_TILES = {
     32: [Tiles(32, 128, 4, 3), Tiles(64, 128, 8, 3), Tiles(64, 64, 4, 3)],
     64: [Tiles(64, 128, 8, 3), Tiles(32, 128, 4, 3), Tiles(64, 64, 4, 3)],
-    128: [Tiles(64, 128, 8, 2), Tiles(32, 128, 8, 3), Tiles(64, 64, 4, 2)],
+    128: [Tiles(64, 128, 8, 2), Tiles(32, 128, 8, 3), Tiles(64, 64, 4, 2), Tiles(32, 64, 4, 3)],
     256: [Tiles(32, 64, 4, 2), Tiles(64, 64, 8, 2)],
 }
 DQ_TILES = {
     32: [Tiles(128, 64, 4, 3), Tiles(64, 64, 4, 3)],
     64: [Tiles(128, 64, 8, 3), Tiles(128, 64, 4, 3), Tiles(64, 64, 4, 3)],
-    128: [Tiles(128, 64, 8, 2), Tiles(128, 64, 8, 3), Tiles(64, 64, 4, 3)],
+    128: [Tiles(128, 64, 8, 2), Tiles(128, 64, 8, 3), Tiles(64, 64, 4, 3), Tiles(64, 64, 4, 2)],
     256: [Tiles(64, 64, 4, 2), Tiles(64, 32, 4, 2)],
 }
 # Under the interpreter: small tiles, several per block, so that every loop stage runs on small N.

@@ -113,8 +113,9 @@ def fa2_fwd(
         full = (N // Bc) * Bc  # tiles wholly inside N, then the ragged last one (if any)
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, 0, full, N, qk_scale,
                                 Br, Bc, NO_MASK, WARP_SPECIALIZE)  # fmt: skip
-        Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, full, N, N, qk_scale,
-                                Br, Bc, MASK_COLUMNS, False)  # fmt: skip
+        if full < N:
+            Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, full, N, N, qk_scale,
+                                    Br, Bc, MASK_COLUMNS, False)  # fmt: skip
 
     # step: write_back
     Oi = Oi / li[:, None]  # the only division
@@ -351,7 +352,8 @@ def fa2_bwd_dq(
     else:
         full = (N // Bc) * Bc
         dQi = _dq_tiles(dQi, Qi, dOi, Li, Di, desc_k, desc_v, i, 0, full, N, qk_scale, Br, Bc, NO_MASK)
-        dQi = _dq_tiles(dQi, Qi, dOi, Li, Di, desc_k, desc_v, i, full, N, N, qk_scale, Br, Bc, MASK_COLUMNS)
+        if full < N:
+            dQi = _dq_tiles(dQi, Qi, dOi, Li, Di, desc_k, desc_v, i, full, N, N, qk_scale, Br, Bc, MASK_COLUMNS)
 
     # step: write_back
     desc_dq = tl.make_tensor_descriptor(dQ + b.to(tl.int64) * sdqb + h.to(tl.int64) * sdqh, shape=[N, Dv],
