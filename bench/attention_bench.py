@@ -60,11 +60,17 @@ def jobs_for(d: int) -> list:
         for t in ta.DQ_TILES[d]:
             if not causal or t.Br % t.Bc == 0:
                 jobs.append((d, causal, "dq", t, "two_kernels"))
+        for (br, bc), (brq, bcq), warps, stages in ta.FUSED_TILES[d]:
+            if not causal or (bc % br == 0 and brq % bcq == 0):
+                t = ta.Tiles(br, bc, warps, stages)
+                jobs.append((d, causal, "fused", (t, ta.Tiles(brq, bcq, warps, stages)), "fused"))
     return jobs
 
 
 def tiles_of(job) -> tuple[ta.Tiles, dict, str]:
     d, _, kernel, t, variant = job
+    if kernel == "fused":
+        return ta.FWD_TILES[d][0], {"dkdv": t[0], "dq": t[1]}, "fused"
     fwd = t if kernel == "fwd" else ta.FWD_TILES[d][0]
     bwd = {"dkdv": t if kernel == "dkdv" else ta.DKDV_TILES[d][0]}
     if kernel == "dq":
@@ -98,6 +104,12 @@ def precompile(job):
 
 def describe(job) -> str:
     d, causal, kernel, t, variant = job
+    if kernel == "fused":
+        a, q = t
+        return (
+            f"D={d} causal={int(causal)} fused dkdv Br={a.Br} Bc={a.Bc} dq Br={q.Br} Bc={q.Bc} "
+            f"warps={a.num_warps} stages={a.num_stages}"
+        )
     extra = f" maxnreg={t.maxnreg}" if t.maxnreg else ""
     return (
         f"D={d} causal={int(causal)} {kernel}{'/' + variant if kernel == 'dkdv' else ''} "

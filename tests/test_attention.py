@@ -65,14 +65,15 @@ CASES = [  # B, H, N, D, dtype, causal, backward variant
     (2, 3, 77, 64, torch.bfloat16, False, "atomic"),
     (2, 3, 77, 64, torch.bfloat16, True, "two_kernels"),
     (1, 2, 77, 64, torch.float16, True, "atomic"),
-    (1, 2, 77, 64, torch.float16, False, "two_kernels"),
+    (1, 2, 77, 64, torch.float16, False, "fused"),
     (1, 1, 1, 64, torch.bfloat16, False, "atomic"),
     (1, 2, 1, 32, torch.float16, True, "two_kernels"),
     (1, 1, 50, 32, torch.bfloat16, True, "atomic"),
-    (1, 1, 40, 96, torch.bfloat16, False, "two_kernels"),
+    (1, 1, 40, 96, torch.bfloat16, False, "fused"),
     (1, 1, 40, 128, torch.float16, True, "atomic"),
     (1, 1, 33, 256, torch.bfloat16, True, "two_kernels"),
     (3, 1, 64, 64, torch.bfloat16, True, "atomic"),  # N a multiple of every tile: no ragged stage
+    (2, 1, 64, 32, torch.float16, False, "fused"),
 ]
 
 

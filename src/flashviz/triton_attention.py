@@ -111,19 +111,18 @@ FWD_TILES = {
         Tiles(128, 64, 4, 3),
         Tiles(128, 64, 8, 3),
         Tiles(128, 64, 8, 4),
+        Tiles(128, 64, 8, 5),
         Tiles(128, 128, 8, 3),
         Tiles(128, 128, 8, 4),
-        Tiles(256, 64, 16, 2, maxnreg=128),
     ],
     128: [
-        Tiles(128, 64, 8, 2, maxnreg=128),  # 96 KB of shared memory, 128 registers: two programs per SM
-        Tiles(128, 64, 8, 2),
+        Tiles(128, 128, 8, 3),  # 225 KB of shared memory: the deepest pipeline 128x128 tiles allow
         Tiles(128, 64, 8, 3),
-        Tiles(128, 128, 8, 2),
-        Tiles(128, 128, 8, 3),
-        Tiles(64, 64, 4, 2),
-        Tiles(256, 64, 16, 2, maxnreg=128),  # four warpgroups share each Kj, Vj; 128 registers, no spills
-        Tiles(256, 64, 16, 3, maxnreg=128),
+        Tiles(128, 64, 8, 4),
+        Tiles(128, 64, 8, 5),
+        Tiles(128, 64, 8, 2, maxnreg=128),  # 96 KB of shared memory, 128 registers: two programs per SM
+        Tiles(256, 64, 16, 3, maxnreg=128),  # four warpgroups share each Kj, Vj; 128 registers, no spills
+        Tiles(256, 64, 16, 4, maxnreg=128),
     ],
     256: [Tiles(64, 64, 4, 2), Tiles(128, 64, 8, 2), Tiles(64, 32, 4, 3)],
 }
@@ -142,7 +141,15 @@ DQ_TILES = {
 # Under the interpreter: small tiles, several per block, so that every loop stage runs on small N.
 INTERPRET_TILES = {"fwd": Tiles(32, 16), "dkdv": Tiles(16, 32), "dq": Tiles(32, 16)}
 
-BWD_VARIANTS = ("atomic", "two_kernels")  # dQ by TMA reductions from the dkdv loop, or by a second kernel
+# dQ by TMA reductions from the dkdv loop; by a second kernel; by the same kernels in one launch
+BWD_VARIANTS = ("atomic", "two_kernels", "fused")
+# fused: (dkdv Br, Bc), (dq Br, Bc), warps, stages -- one launch, so one warps/stages for both halves
+FUSED_TILES = {
+    32: [((64, 64), (64, 64), 4, 3)],
+    64: [((32, 128), (128, 64), 4, 3), ((64, 64), (64, 64), 4, 3), ((64, 128), (128, 64), 8, 3)],
+    128: [((64, 64), (64, 64), 4, 2), ((64, 128), (128, 64), 8, 2)],
+    256: [((32, 64), (64, 64), 4, 2)],
+}
 
 
 def _load_kernels():
@@ -242,6 +249,15 @@ def _prune(rule):
     return prune
 
 
+def _prune_fused(configs, named_args, **kwargs):
+    kept = [
+        c
+        for c in configs
+        if not kwargs.get("CAUSAL") or (c.kwargs["Bc"] % c.kwargs["Br"] == 0 and c.kwargs["BrQ"] % c.kwargs["BcQ"] == 0)
+    ]
+    return kept or configs[:1]
+
+
 class Launcher:
     """The kernels of one mode (compiled or interpreted) and their tuned launches."""
 
@@ -268,6 +284,14 @@ class Launcher:
             self.tuned["dkdv_atomic", d] = triton.autotune(
                 _triton_configs(DKDV_TILES[d]), key=key, prune_configs_by=prune_dkdv, reset_to_zero=["dQ"]
             )(self.km.fa2_bwd_dkdv)
+            self.tuned["fused", d] = triton.autotune(
+                [
+                    triton.Config({"Br": a[0], "Bc": a[1], "BrQ": b[0], "BcQ": b[1]}, num_warps=w, num_stages=st)
+                    for a, b, w, st in FUSED_TILES[d]
+                ],
+                key=key,
+                prune_configs_by={"early_config_prune": _prune_fused},
+            )(self.km.fa2_bwd_fused)
             self.tuned["dq", d] = triton.autotune(
                 _triton_configs(DQ_TILES[d]),
                 key=key,
@@ -328,6 +352,8 @@ class Launcher:
         dk = torch.empty((B, H, N, Dv), dtype=q.dtype, device=q.device)
         dv = torch.empty_like(dk)
         common = (H, N, Dv, scale, scale * _LOG2E)
+        if variant == "fused":
+            return self._fused_backward(q, k, v, do, lse, delta, dk, dv, causal, common, tiles)
         atomic = variant == "atomic"
         if atomic:
             dq_acc = torch.zeros((B, H, N, Dv), dtype=torch.float32, device=q.device)
@@ -354,9 +380,27 @@ class Launcher:
         )  # fmt: skip
         return dq, dk, dv
 
+    def _fused_backward(self, q, k, v, do, lse, delta, dk, dv, causal, common, tiles):
+        import triton
+
+        B, H, N, Dv = q.shape
+        D = _padded(Dv)
+        dq = torch.empty_like(dk)
+        if "dkdv" not in tiles and not self.interpret:
+            kernel, kw = self.tuned["fused", D], {}
+        else:
+            t, tq = tiles.get("dkdv") or INTERPRET_TILES["dkdv"], tiles.get("dq") or INTERPRET_TILES["dq"]
+            kernel, kw = self.km.fa2_bwd_fused, {**t.kwargs(), "BrQ": tq.Br, "BcQ": tq.Bc}
+        kernel[lambda meta: (triton.cdiv(N, meta["Bc"]) + triton.cdiv(N, meta["BrQ"]), B * H)](
+            q, k, v, do, lse, delta, dq, dk, dv,
+            *_strides(q), *_strides(k), *_strides(v), *_strides(do),
+            *_strides(dq), *_strides(dk), *_strides(dv), *common, D=D, CAUSAL=causal, **kw,
+        )  # fmt: skip
+        return dq, dk, dv
+
     def _choose_variant(self, q, k, v, do, lse, delta, causal, scale) -> str:
-        """Under the interpreter: atomic (tests pick each). On a GPU: time both once per shape (each tunes its
-        own tiles on its first run) and keep the faster."""
+        """Under the interpreter: atomic (tests pick each). On a GPU: time each once per shape (each tunes its
+        own tiles on its first run) and keep the fastest."""
         if self.interpret:
             return "atomic"
         key = (q.shape[2], q.shape[3], causal, q.dtype)

@@ -223,8 +223,23 @@ def fa2_bwd_dkdv(
 ):  # fmt: skip
     """Grid (Tc, B*H): block j owns Bc rows of K and V. With DQ_ATOMIC, dQ is an fp32 buffer of zeros that
     receives dSij Kj (unscaled) from every tile; otherwise fa2_bwd_dq computes dQ."""
-    j = tl.program_id(0)
-    bh = tl.program_id(1)
+    _dkdv_block(Q, K, V, dO, L, Delta, dQ, dK, dV,
+                sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
+                sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
+                tl.program_id(0), tl.program_id(1), H, N, Dv, scale, qk_scale,
+                D, Br, Bc, CAUSAL, DQ_ATOMIC, TMA_REDUCE)  # fmt: skip
+
+
+@triton.jit
+def _dkdv_block(
+    Q, K, V, dO, L, Delta, dQ, dK, dV,
+    sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
+    sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
+    j, bh, H, N, Dv, scale, qk_scale,
+    D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr,
+    DQ_ATOMIC: tl.constexpr, TMA_REDUCE: tl.constexpr,
+):  # fmt: skip
+    """Block j of head bh: dKj and dVj (and, with DQ_ATOMIC, the reductions into dQ)."""
     b = bh // H
     h = bh % H
     L += bh.to(tl.int64) * N
@@ -322,9 +337,45 @@ def fa2_bwd_dq(
     D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr,
 ):  # fmt: skip
     """Grid (Tr, B*H): block i owns Br rows of Q and writes dQ[i] = scale * sum_j dSij Kj once."""
-    Tr = tl.num_programs(0)
-    i = Tr - 1 - tl.program_id(0) if CAUSAL else tl.program_id(0)
-    bh = tl.program_id(1)
+    _dq_block(Q, K, V, dO, L, Delta, dQ,
+              sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn, sdqb, sdqh, sdqn,
+              tl.program_id(0), tl.program_id(1), H, N, Dv, scale, qk_scale, D, Br, Bc, CAUSAL)  # fmt: skip
+
+
+@triton.jit(do_not_specialize=["H", "N"])
+def fa2_bwd_fused(
+    Q, K, V, dO, L, Delta, dQ, dK, dV,
+    sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
+    sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
+    H, N, Dv, scale, qk_scale,
+    D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, BrQ: tl.constexpr, BcQ: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    """Grid (Tc + Tr, B*H): fa2_bwd_dkdv's blocks (Bc rows of K, V; blocks of Br queries), then fa2_bwd_dq's
+    (BrQ rows of Q; tiles of BcQ keys), in one launch, so that each fills the other's last wave."""
+    Tc = tl.cdiv(N, Bc)
+    if tl.program_id(0) < Tc:
+        _dkdv_block(Q, K, V, dO, L, Delta, dQ, dK, dV,
+                    sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
+                    sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
+                    tl.program_id(0), tl.program_id(1), H, N, Dv, scale, qk_scale,
+                    D, Br, Bc, CAUSAL, False, False)  # fmt: skip
+    else:
+        _dq_block(Q, K, V, dO, L, Delta, dQ,
+                  sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn, sdqb, sdqh, sdqn,
+                  tl.program_id(0) - Tc, tl.program_id(1), H, N, Dv, scale, qk_scale, D, BrQ, BcQ, CAUSAL)  # fmt: skip
+
+
+@triton.jit
+def _dq_block(
+    Q, K, V, dO, L, Delta, dQ,
+    sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn, sdqb, sdqh, sdqn,
+    pid, bh, H, N, Dv, scale, qk_scale,
+    D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr,
+):  # fmt: skip
+    """Block number pid of head bh: dQ[i] for i = pid (causal: the longest blocks first)."""
+    Tr = tl.cdiv(N, Br)
+    i = Tr - 1 - pid if CAUSAL else pid
     b = bh // H
     h = bh % H
     rows = i * Br + tl.arange(0, Br)
