@@ -1,3 +1,16 @@
 """flashviz: watch the FlashAttention-2 kernel run tile by tile, with real numbers."""
 
 __version__ = "0.1.0"
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False):
+    """FlashAttention-2 in Triton, forward and backward: softmax(scale * q k^T) v for (B, H, N, D) tensors.
+
+    Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.triton_attention.attention for the
+    arguments. Imported on first call, so that `import flashviz` needs neither.
+    """
+    try:
+        from .triton_attention import attention as _attention
+    except ImportError as e:
+        raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
+    return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse)

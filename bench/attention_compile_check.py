@@ -1,0 +1,126 @@
+"""Compile flashviz's Triton attention kernels for sm_90 on a machine without a GPU (no device time spent).
+
+Catches compile errors and reports registers, spills and shared memory of every candidate tile config, so
+that configs that cannot fit are dropped before the GPU run. Uses the cuobjdump that Triton ships.
+  PYTHONPATH=src python bench/attention_compile_check.py [--only fwd,dkdv,dq] [--d 64,128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+os.environ["TRITON_INTERPRET"] = "0"
+
+
+def signature(kernel, ptr_types: dict, constexprs: dict):
+    sig = {}
+    for name in kernel.arg_names:
+        if name in constexprs:
+            sig[name] = "constexpr"
+        elif name in ptr_types:
+            sig[name] = ptr_types[name]
+        elif name in ("scale", "qk_scale"):
+            sig[name] = "fp32"
+        else:
+            sig[name] = "i32"
+    return sig
+
+
+def compile_one(job):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from flashviz.kernels import fa2_triton as km
+
+    name, d, causal, t, extra = job
+    kernel = getattr(km, {"fwd": "fa2_fwd", "dkdv": "fa2_bwd_dkdv", "dq": "fa2_bwd_dq"}[name])
+    bf16 = "*bf16"
+    ptrs = {n: bf16 for n in ("Q", "K", "V", "O", "dO", "dK", "dV")}
+    ptrs.update(L="*fp32", Delta="*fp32", dQ="*fp32" if extra.get("DQ_ATOMIC") else bf16)
+    constexprs = {"D": d, "Br": t[0], "Bc": t[1], "CAUSAL": causal, **extra}
+    sig = signature(kernel, ptrs, constexprs)
+    # the launcher's specialisation: pointers 16-byte aligned, strides and Dv multiples of 16 (H, N not)
+    div16 = [
+        (i,)
+        for i, n in enumerate(kernel.arg_names)
+        if (n in ptrs or n in ("L", "Delta", "Dv") or (n.startswith("s") and n != "scale"))
+        and n in sig
+        and sig[n] != "constexpr"
+    ]
+    attrs = {k: [["tt.divisibility", 16]] for k in div16}
+    src = ASTSource(kernel, sig, constexprs, attrs)
+    start = time.time()
+    try:
+        ck = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": t[2], "num_stages": t[3]})
+    except Exception as e:
+        return job, f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}", time.time() - start
+    secs = time.time() - start
+    cubin = ck.asm["cubin"]
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        tool = os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump")
+        res = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+        sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
+    regs = re.search(r"REG:(\d+)", res)
+    stack = re.search(r"STACK:(\d+)", res)
+    shared = ck.metadata.shared
+    n_gmma = len(re.findall(r"HGMMA", sass))
+    n_ldl = len(re.findall(r"\bLDL", sass))
+    ptx = ck.asm["ptx"]
+    ws = "setmaxnreg" in ptx
+    tma = "cp.async.bulk.tensor" in ptx
+    red = "cp.reduce.async.bulk.tensor" in ptx
+    info = (
+        f"regs {regs and regs[1]} stack {stack and stack[1]} LDL {n_ldl} smem {shared // 1024}KB HGMMA {n_gmma} "
+        f"tma {tma} reduce {red} setmaxnreg {ws}"
+    )
+    return job, info, secs
+
+
+def main() -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+    from flashviz import triton_attention as ta
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="fwd,dkdv,dq")
+    ap.add_argument("--d", default="64,128")
+    ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    jobs = []
+    for d in map(int, args.d.split(",")):
+        for causal in (bool(int(c)) for c in args.causal.split(",")):
+            for name in args.only.split(","):
+                tiles = {"fwd": ta.FWD_TILES, "dkdv": ta.DKDV_TILES, "dq": ta.DQ_TILES}[name][d]
+                for t in tiles:
+                    if causal and name in ("fwd", "dq") and t.Br % t.Bc:
+                        continue
+                    if causal and name == "dkdv" and t.Bc % t.Br:
+                        continue
+                    tt = (t.Br, t.Bc, t.num_warps, t.num_stages)
+                    if name == "fwd":
+                        jobs.append((name, d, causal, tt, {"WARP_SPECIALIZE": t.warp_specialize}))
+                    elif name == "dkdv":
+                        jobs.append((name, d, causal, tt, {"DQ_ATOMIC": False, "TMA_REDUCE": False}))
+                        jobs.append((name, d, causal, tt, {"DQ_ATOMIC": True, "TMA_REDUCE": True}))
+                    else:
+                        jobs.append((name, d, causal, tt, {}))
+    with ProcessPoolExecutor(args.workers) as pool:
+        for job, info, secs in pool.map(compile_one, jobs):
+            print(
+                f"{job[0]:5s} D={job[1]:3d} causal={int(job[2])} tiles={job[3]} {job[4]} {secs:5.1f}s: {info}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,491 @@
+"""flashviz.attention: the FlashAttention-2 kernels of `kernels/fa2_triton.py` as a differentiable function.
+
+Checks the inputs, picks the kernels' tiles (autotuned once per shape on a GPU, fixed small tiles under the
+interpreter) and wires forward and backward into torch.autograd. Needs torch and Triton (`flashviz[triton]`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+SUPPORTED_D = (32, 64, 96, 128, 256)
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+_INSTALL = "pip install 'flashviz[triton]'"
+
+
+def interpreting() -> bool:
+    """TRITON_INTERPRET=1: the kernels run on the CPU, in NumPy. Triton reads it when it is first imported (and
+    when a kernel is decorated), so it must be set before that; it is read here again at every call."""
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on")
+
+
+def _cut(value: object, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_inputs(q, k, v, causal, scale) -> None:
+    """Raise ValueError, one line naming the argument and what is accepted, for anything the kernels can't take."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor of shape (B, H, N, D); got {_cut(type(t).__name__)}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be a 4-d tensor (B, H, N, D); got {t.dim()}-d shape {_cut(tuple(t.shape))}")
+    if not (q.shape == k.shape == v.shape):
+        raise ValueError(
+            f"q, k and v must have the same shape (B, H, N, D); got q {_cut(tuple(q.shape))}, "
+            f"k {_cut(tuple(k.shape))}, v {_cut(tuple(v.shape))}"
+        )
+    B, H, N, D = q.shape
+    if min(B, H, N) < 1:
+        raise ValueError(f"B, H and N must be at least 1; got shape {_cut(tuple(q.shape))}")
+    if D not in SUPPORTED_D:
+        raise ValueError(f"head dimension D must be one of {', '.join(map(str, SUPPORTED_D))}; got {D}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"{name} must be bfloat16 or float16; got {_cut(t.dtype)}")
+        if t.stride(-1) != 1:
+            raise ValueError(f"{name} must have a contiguous last dimension (stride 1); got stride {t.stride(-1)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k and v must have one dtype (bfloat16 or float16); got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}")
+    if q.device.type != "cuda":
+        if not interpreting():
+            raise ValueError(
+                f"q, k and v must be CUDA tensors (CPU tensors only under TRITON_INTERPRET=1); got {_cut(q.device)}"
+            )
+        if not launcher().interpret:
+            raise ValueError(
+                "CPU tensors need Triton's interpreter: set TRITON_INTERPRET=1 before Triton is first imported "
+                f"(it was imported without it); got {_cut(q.device)}"
+            )
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False; got {_cut(repr(causal))}")
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale)
+    ):
+        raise ValueError(f"scale must be None (1/sqrt(D)) or a finite number; got {_cut(repr(scale))}")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tiles
+# ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tiles:
+    """One launch configuration. Forward and dq: Br rows of Q per program, tiles of Bc keys. dkdv: Bc rows
+    of K and V per program, blocks of Br queries. maxnreg caps registers per thread (two programs per SM)."""
+
+    Br: int
+    Bc: int
+    num_warps: int = 4
+    num_stages: int = 2
+    maxnreg: int | None = None
+    warp_specialize: bool = False
+
+    def kwargs(self) -> dict:
+        kw = {"Br": self.Br, "Bc": self.Bc, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.maxnreg:
+            kw["maxnreg"] = self.maxnreg
+        return kw
+
+
+def _padded(d: int) -> int:
+    return 1 << (d - 1).bit_length()
+
+
+# Candidates per padded head dimension, autotuned per (N, D, causal, dtype); a handful each, so that the first
+# call at a new shape costs seconds, not minutes. Causal needs Br % Bc == 0 (forward, dq) and Bc % Br == 0
+# (dkdv): the diagonal stage steps through whole tiles. Compiled for sm_90 without a GPU first
+# (bench/attention_compile_check.py): tiles that spilled registers or overflowed shared memory were left out;
+# Hopper warp specialisation (tl.range(warp_specialize=True)) compiled to the same code as without it, so no
+# candidate asks for it. NOTES.md in bench/results/attention has the numbers.
+FWD_TILES = {
+    32: [Tiles(128, 64, 4, 3), Tiles(128, 128, 8, 3), Tiles(64, 64, 4, 3)],
+    64: [
+        Tiles(128, 64, 4, 3),
+        Tiles(128, 64, 8, 3),
+        Tiles(128, 64, 8, 4),
+        Tiles(128, 64, 8, 5),
+        Tiles(128, 128, 8, 3),
+        Tiles(128, 128, 8, 4),
+    ],
+    128: [
+        Tiles(128, 128, 8, 3),  # 225 KB of shared memory: the deepest pipeline 128x128 tiles allow
+        Tiles(128, 64, 8, 3),
+        Tiles(128, 64, 8, 4),
+        Tiles(128, 64, 8, 5),
+        Tiles(128, 64, 8, 2, maxnreg=128),  # 96 KB of shared memory, 128 registers: two programs per SM
+        Tiles(256, 64, 16, 3, maxnreg=128),  # four warpgroups share each Kj, Vj; 128 registers, no spills
+        Tiles(256, 64, 16, 4, maxnreg=128),
+    ],
+    256: [Tiles(64, 64, 4, 2), Tiles(128, 64, 8, 2), Tiles(64, 32, 4, 3)],
+}
+DKDV_TILES = {
+    32: [Tiles(32, 128, 4, 3), Tiles(64, 128, 8, 3), Tiles(64, 64, 4, 3)],
+    64: [Tiles(64, 128, 8, 3), Tiles(32, 128, 4, 3), Tiles(64, 64, 4, 3)],
+    128: [Tiles(64, 128, 8, 2), Tiles(32, 128, 8, 3), Tiles(64, 64, 4, 2), Tiles(32, 64, 4, 3)],
+    256: [Tiles(32, 64, 4, 2), Tiles(64, 64, 8, 2)],
+}
+DQ_TILES = {
+    32: [Tiles(128, 64, 4, 3), Tiles(64, 64, 4, 3)],
+    64: [Tiles(128, 64, 8, 3), Tiles(128, 64, 4, 3), Tiles(64, 64, 4, 3)],
+    128: [Tiles(128, 64, 8, 2), Tiles(128, 64, 8, 3), Tiles(64, 64, 4, 3), Tiles(64, 64, 4, 2)],
+    256: [Tiles(64, 64, 4, 2), Tiles(64, 32, 4, 2)],
+}
+# Under the interpreter: small tiles, several per block, so that every loop stage runs on small N.
+INTERPRET_TILES = {"fwd": Tiles(32, 16), "dkdv": Tiles(16, 32), "dq": Tiles(32, 16)}
+
+# dQ by TMA reductions from the dkdv loop; by a second kernel; by the same kernels in one launch
+BWD_VARIANTS = ("atomic", "two_kernels", "fused")
+# fused: (dkdv Br, Bc), (dq Br, Bc), warps, stages -- one launch, so one warps/stages for both halves
+FUSED_TILES = {
+    32: [((64, 64), (64, 64), 4, 3)],
+    64: [((32, 128), (128, 64), 4, 3), ((64, 64), (64, 64), 4, 3), ((64, 128), (128, 64), 8, 3)],
+    128: [((64, 64), (64, 64), 4, 2), ((64, 128), (128, 64), 8, 2)],
+    256: [((32, 64), (64, 64), 4, 2)],
+}
+
+
+def _load_kernels():
+    """kernels/fa2_triton.py, compiled or interpreted as Triton decided when it was first imported."""
+    try:
+        import triton  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"flashviz.attention needs Triton: {_INSTALL} ({_cut(e)})") from None
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from .kernels import fa2_triton
+
+    interpret = isinstance(fa2_triton.fa2_fwd, InterpretedFunction)
+    if interpret:
+        _interpreter_fixes()
+    return fa2_triton, interpret
+
+
+def _interpreter_fixes() -> None:
+    """Two gaps of Triton 3.6's interpreter that these kernels step on, filled the way upstream fills them:
+    - a loop bound computed at run time becomes a Python int by int() of a one-element array, which NumPy 2.4
+      refuses ("only 0-dimensional arrays can be converted"; triton-lang/triton#9171): take the element;
+    - tl.dot multiplies bfloat16 operands as their raw 16-bit patterns (it widens only 8-bit floats): widen
+      bfloat16 to float32 first, which is exact, as the tensor cores' products are;
+    - float32 -> bfloat16 casts truncate, where the GPU (cvt.rn) and torch round to nearest even, which doubles
+      the rounding error of P and of every output: round to nearest even."""
+    import numpy as np
+    from triton.runtime import interpreter
+
+    if getattr(interpreter, "flashviz_fixes", False):
+        return
+    interpreter.flashviz_fixes = True
+    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch_tensor is not None:
+
+        def patched_tensor(tensor, scope):
+            patch_tensor(tensor, scope)
+            scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+        interpreter._patch_lang_tensor = patched_tensor
+
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    create_dot = getattr(builder, "create_dot", None)
+    if create_dot is not None:
+        import triton.language as tl
+
+        def widen(x):
+            if x.dtype.scalar != tl.bfloat16:
+                return x
+            wide = interpreter._convert_float(x.data, tl.bfloat16, tl.float32, None).view(np.float32)
+            return interpreter.TensorHandle(wide, tl.float32)
+
+        def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            return create_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+        builder.create_dot = patched_dot
+
+    cast_impl = getattr(builder, "cast_impl", None)
+    if cast_impl is not None:
+        import triton.language as tl
+
+        def patched_cast(self, src, dst_type):
+            if not (src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16):
+                return cast_impl(self, src, dst_type)
+            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
+            rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest, ties to even (no NaNs here)
+            return interpreter.TensorHandle(rounded.astype(np.uint16), tl.bfloat16)
+
+        builder.cast_impl = patched_cast
+
+
+def _scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _ensure_allocator(allocation) -> None:
+    """Device-side tensor descriptors need scratch memory; Triton asks for it through a context-local allocator,
+    so it is set in whichever thread launches (autograd runs the backward in a thread of its own)."""
+    if allocation._allocator.get() is allocation._NULL_ALLOCATOR:
+        allocation.set_allocator(_scratch)
+
+
+def _triton_configs(tiles: list[Tiles], **extra):
+    import triton
+
+    return [
+        triton.Config({"Br": t.Br, "Bc": t.Bc, **extra}, num_warps=t.num_warps, num_stages=t.num_stages,
+                      maxnreg=t.maxnreg)
+        for t in tiles
+    ]  # fmt: skip
+
+
+def _prune(rule):
+    def prune(configs, named_args, **kwargs):
+        kept = [c for c in configs if not kwargs.get("CAUSAL") or rule(c.kwargs["Br"], c.kwargs["Bc"])]
+        return kept or configs[:1]
+
+    return prune
+
+
+def _prune_fused(configs, named_args, **kwargs):
+    kept = [
+        c
+        for c in configs
+        if not kwargs.get("CAUSAL") or (c.kwargs["Bc"] % c.kwargs["Br"] == 0 and c.kwargs["BrQ"] % c.kwargs["BcQ"] == 0)
+    ]
+    return kept or configs[:1]
+
+
+class Launcher:
+    """The kernels of one mode (compiled or interpreted) and their tuned launches."""
+
+    def __init__(self):
+        import triton
+        from triton.runtime import _allocation
+
+        self.km, self.interpret = _load_kernels()
+        self.allocation = _allocation
+        self.tuned: dict = {}
+        self.best: dict = {}  # (kernel, D, N, Dv, causal, dtype) -> the autotuner's choice, launched directly
+        self.bwd_variant: dict = {}  # (N, D, causal, dtype) -> the faster of BWD_VARIANTS, timed once
+        self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
+        if self.interpret:
+            return
+        key = ["N", "Dv", "CAUSAL"]
+        for d in FWD_TILES:
+            self.tuned["fwd", d] = triton.autotune(
+                _triton_configs(FWD_TILES[d], WARP_SPECIALIZE=False),
+                key=key,
+                prune_configs_by={"early_config_prune": _prune(lambda br, bc: br % bc == 0)},
+            )(self.km.fa2_fwd)
+            prune_dkdv = {"early_config_prune": _prune(lambda br, bc: bc % br == 0)}
+            self.tuned["dkdv", d] = triton.autotune(
+                _triton_configs(DKDV_TILES[d]), key=key, prune_configs_by=prune_dkdv
+            )(self.km.fa2_bwd_dkdv)
+            self.tuned["dkdv_atomic", d] = triton.autotune(
+                _triton_configs(DKDV_TILES[d]), key=key, prune_configs_by=prune_dkdv, reset_to_zero=["dQ"]
+            )(self.km.fa2_bwd_dkdv)
+            self.tuned["fused", d] = triton.autotune(
+                [
+                    triton.Config({"Br": a[0], "Bc": a[1], "BrQ": b[0], "BcQ": b[1]}, num_warps=w, num_stages=st)
+                    for a, b, w, st in FUSED_TILES[d]
+                ],
+                key=key,
+                prune_configs_by={"early_config_prune": _prune_fused},
+            )(self.km.fa2_bwd_fused)
+            self.tuned["dq", d] = triton.autotune(
+                _triton_configs(DQ_TILES[d]),
+                key=key,
+                prune_configs_by={"early_config_prune": _prune(lambda br, bc: br % bc == 0)},
+            )(self.km.fa2_bwd_dq)
+
+    # -- launches ----------------------------------------------------------------------------------------
+    def _launch(self, name: str, kernel, d: int, tiles: Tiles | None, key: tuple, grid, *args, **kwargs):
+        """Launch `kernel` with the given tiles (interpreted: the fixed ones); with none on a GPU, tune once per
+        key through Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
+        if tiles is None and not self.interpret:
+            best = self.best.get((name, d, *key))
+            if best is None:
+                tuner = self.tuned[name, d]
+                tuner[grid](*args, **kwargs)
+                self.best[(name, d, *key)] = tuner.best_config.all_kwargs()
+                return
+            kernel[grid](*args, **kwargs, **best)
+            return
+        t = tiles or INTERPRET_TILES["dkdv" if name.startswith("dkdv") else name]
+        kw = t.kwargs()
+        if name == "fwd":
+            kw["WARP_SPECIALIZE"] = t.warp_specialize
+        kernel[grid](*args, **kwargs, **kw)
+
+    def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None):
+        import triton
+
+        if not self.interpret:
+            _ensure_allocator(self.allocation)
+        B, H, N, Dv = q.shape
+        D = _padded(Dv)
+        o = torch.empty((B, H, N, Dv), dtype=q.dtype, device=q.device)
+        lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
+        grid = lambda meta: (triton.cdiv(N, meta["Br"]), B * H)  # noqa: E731
+        self._launch(
+            "fwd", self.km.fa2_fwd, D, tiles, (N, Dv, causal, q.dtype), grid,
+            q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
+            H, N, Dv, scale * _LOG2E, D=D, CAUSAL=causal,
+        )  # fmt: skip
+        return o, lse
+
+    def backward(self, q, k, v, o, lse, do, dlse, causal: bool, scale: float, variant: str | None = None,
+                 tiles: dict | None = None):  # fmt: skip
+        """dQ, dK, dV. variant: one of BWD_VARIANTS (None: the faster one); tiles: {"dkdv": .., "dq": ..}."""
+        import triton
+
+        if not self.interpret:
+            _ensure_allocator(self.allocation)
+        B, H, N, Dv = q.shape
+        delta = torch.empty_like(lse)
+        pre = 64
+        self.km.fa2_bwd_preprocess[(triton.cdiv(N, pre), B * H)](
+            o, do, dlse if dlse is not None else lse, delta, *_strides(o), *_strides(do),
+            H, N, Dv, D=_padded(Dv), Br=pre, HAS_DL=dlse is not None,
+        )  # fmt: skip
+        if variant is None:
+            variant = self._choose_variant(q, k, v, do, lse, delta, causal, scale)
+        return self.main_backward(q, k, v, do, lse, delta, causal, scale, variant, tiles or {})
+
+    def main_backward(self, q, k, v, do, lse, delta, causal, scale, variant, tiles):
+        """The backward after its preprocessing (Delta given): dkdv, then dq by reductions or a second kernel."""
+        import triton
+
+        B, H, N, Dv = q.shape
+        D = _padded(Dv)
+        dk = torch.empty((B, H, N, Dv), dtype=q.dtype, device=q.device)
+        dv = torch.empty_like(dk)
+        common = (H, N, Dv, scale, scale * _LOG2E)
+        key = (N, Dv, causal, q.dtype)
+        if variant == "fused":
+            return self._fused_backward(q, k, v, do, lse, delta, dk, dv, causal, common, tiles)
+        atomic = variant == "atomic"
+        if atomic:
+            dq_acc = torch.zeros((B, H, N, Dv), dtype=torch.float32, device=q.device)
+            dq_args = (dq_acc, *_strides(dq_acc))
+        else:
+            dq_args = (lse, 0, 0, 0)  # unused
+        self._launch(
+            "dkdv_atomic" if atomic else "dkdv", self.km.fa2_bwd_dkdv, D, tiles.get("dkdv"), key,
+            lambda meta: (triton.cdiv(N, meta["Bc"]), B * H),
+            q, k, v, do, lse, delta, dq_args[0], dk, dv,
+            *_strides(q), *_strides(k), *_strides(v), *_strides(do),
+            *dq_args[1:], *_strides(dk), *_strides(dv), *common,
+            D=D, CAUSAL=causal, DQ_ATOMIC=atomic, TMA_REDUCE=atomic and not self.interpret,
+        )  # fmt: skip
+        if atomic:
+            return dq_acc.mul_(scale).to(q.dtype), dk, dv
+        dq = torch.empty_like(dk)
+        self._launch(
+            "dq", self.km.fa2_bwd_dq, D, tiles.get("dq"), key, lambda meta: (triton.cdiv(N, meta["Br"]), B * H),
+            q, k, v, do, lse, delta, dq,
+            *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq), *common,
+            D=D, CAUSAL=causal,
+        )  # fmt: skip
+        return dq, dk, dv
+
+    def _fused_backward(self, q, k, v, do, lse, delta, dk, dv, causal, common, tiles):
+        import triton
+
+        B, H, N, Dv = q.shape
+        D = _padded(Dv)
+        dq = torch.empty_like(dk)
+        args = (
+            q, k, v, do, lse, delta, dq, dk, dv,
+            *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq), *_strides(dk), *_strides(dv),
+            *common,
+        )  # fmt: skip
+        grid = lambda meta: (triton.cdiv(N, meta["Bc"]) + triton.cdiv(N, meta["BrQ"]), B * H)  # noqa: E731
+        if "dkdv" not in tiles and not self.interpret:
+            self._launch("fused", self.km.fa2_bwd_fused, D, None, (N, Dv, causal, q.dtype), grid, *args,
+                         D=D, CAUSAL=causal)  # fmt: skip
+        else:
+            t, tq = tiles.get("dkdv") or INTERPRET_TILES["dkdv"], tiles.get("dq") or INTERPRET_TILES["dq"]
+            self.km.fa2_bwd_fused[grid](*args, D=D, CAUSAL=causal, **t.kwargs(), BrQ=tq.Br, BcQ=tq.Bc)
+        return dq, dk, dv
+
+    def _choose_variant(self, q, k, v, do, lse, delta, causal, scale) -> str:
+        """Under the interpreter: atomic (tests pick each). On a GPU: time each once per shape (each tunes its
+        own tiles on its first run) and keep the fastest."""
+        if self.interpret:
+            return "atomic"
+        key = (q.shape[2], q.shape[3], causal, q.dtype)
+        if key not in self.bwd_variant:
+            from triton.testing import do_bench
+
+            ms = {}
+            for variant in BWD_VARIANTS:
+                run = functools.partial(self.main_backward, q, k, v, do, lse, delta, causal, scale, variant, {})
+                run()  # tunes this variant's tiles
+                ms[variant] = do_bench(run, warmup=10, rep=50, return_mode="median")
+            self.bwd_variant[key] = min(ms, key=ms.get)
+            self.variant_ms[key] = ms
+        return self.bwd_variant[key]
+
+
+_LOG2E = 1.4426950408889634
+
+
+def _strides(t) -> tuple[int, int, int]:
+    return t.stride(0), t.stride(1), t.stride(2)
+
+
+def _tma_ready(t):
+    """TMA wants a 16-byte aligned base and 16-byte multiples for every stride but the last."""
+    size = t.element_size()
+    if t.data_ptr() % 16 == 0 and all(s * size % 16 == 0 for s in t.stride()[:-1]):
+        return t
+    return t.contiguous()
+
+
+@functools.cache
+def launcher() -> Launcher:
+    return Launcher()
+
+
+class _Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale):
+        run = launcher()
+        q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+        o, lse = run.forward(q, k, v, causal, scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.run, ctx.causal, ctx.scale = run, causal, scale
+        ctx.set_materialize_grads(False)
+        return o, lse
+
+    @staticmethod
+    def backward(ctx, do, dlse):
+        q, k, v, o, lse = ctx.saved_tensors
+        do = torch.zeros_like(o) if do is None else _tma_ready(do)
+        dlse = None if dlse is None else dlse.contiguous()
+        dq, dk, dv = ctx.run.backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False):
+    """Softmax attention softmax(scale * q k^T) v by FlashAttention-2, forward and backward in Triton.
+
+    q, k, v: (B, H, N, D) bfloat16 or float16 CUDA tensors (CPU tensors under TRITON_INTERPRET=1), one shape,
+        D in {32, 64, 96, 128, 256}, any N >= 1, unit stride in the last dimension.
+    causal: query row r attends to key columns <= r only.
+    scale: multiplies the scores; None means 1/sqrt(D).
+    return_lse: also return L = log(sum_c exp(scale * q_r . k_c)), (B, H, N) float32, natural log.
+
+    Returns O, (B, H, N, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
+    """
+    check_inputs(q, k, v, causal, scale)
+    if not isinstance(return_lse, bool):
+        raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    o, lse = _Attention.apply(q, k, v, causal, scale)
+    return (o, lse) if return_lse else o
