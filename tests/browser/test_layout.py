@@ -9,6 +9,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pytest
+from pageutil import WAIT_MS
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -34,7 +35,7 @@ def viewer(browser, server_url, log, size, query):
     page = ctx.new_page()
     page.on("console", lambda m: log.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: log.errors.append(f"pageerror: {e}"))
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(WAIT_MS)  # a loaded 2-core machine: bound only how long a broken page takes to fail
     try:
         page.goto(f"{server_url}/?{query}")
         page.wait_for_selector("html[data-ready=true]")
