@@ -245,7 +245,8 @@ def markdown(doc: dict) -> str:
     lines += [
         "",
         f"Rates in the same run: bf16 matmul on tensor cores {r['bf16_matmul_tflops']:.0f} TFLOP/s; fp32 FMA on the "
-        f"CUDA cores {r['fp32_fma_tflops']:.1f} TFLOP/s ({r['matmul_over_fma']:.1f}x slower); fp32 expf (the accurate one, not __expf) "
+        f"CUDA cores {r['fp32_fma_tflops']:.1f} TFLOP/s ({r['matmul_over_fma']:.1f}x slower); "
+        f"fp32 expf (the accurate one, not __expf) "
         f"{r['fp32_exp_tflops']:.2f} TFLOP/s ({r['matmul_over_exp']:.0f}x slower).",
     ]
     return "\n".join(lines) + "\n"
