@@ -13,13 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import kernels, traffic
+from flashviz import kernels, tiling, traffic
 from flashviz.algorithms import REGISTRY
 from flashviz.cli import main
 from flashviz.compare import compare
 from flashviz.config import Config
 from flashviz.tracer import make_trace
-from flashviz.traffic import tiles
 from helpers import bounded_work
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -28,13 +27,18 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 @given(n=st.integers(1, 300), br=st.integers(1, 70), bc=st.integers(1, 70), causal=st.booleans())
 def test_block_sums_equal_a_loop_over_blocks(n, br, bc, causal):
     tr = -(-n // br)
-    tc = [tiles.tiles_of_block(n, br, bc, i, causal) for i in range(tr)]
+    tc = [tiling.tiles_of_block(n, br, bc, i, causal) for i in range(tr)]
     rows = [min(n, (i + 1) * br) - i * br for i in range(tr)]
     width = [min(n, t * bc) for t in tc]
-    assert tiles.sum_tiles(n, br, bc, causal) == sum(tc)
-    assert tiles.sum_tiles(n, br, bc, causal, weighted=True) == sum(r * t for r, t in zip(rows, tc, strict=True))
-    assert tiles.sum_width(n, br, bc, causal) == sum(width)
-    assert tiles.sum_width(n, br, bc, causal, weighted=True) == sum(r * w for r, w in zip(rows, width, strict=True))
+    assert tiling.sum_tiles(n, br, bc, causal) == sum(tc)
+    assert tiling.sum_tiles(n, br, bc, causal, weighted=True) == sum(r * t for r, t in zip(rows, tc, strict=True))
+    assert tiling.sum_width(n, br, bc, causal) == sum(width)
+    assert tiling.sum_width(n, br, bc, causal, weighted=True) == sum(r * w for r, w in zip(rows, width, strict=True))
+    first = [tiling.first_block(j, br, bc, causal) for j in range(tiling.count(n, bc))]
+    assert tiling.sum_first_blocks(n, br, bc, causal) == sum(first)
+    # tile j's first block is the first whose rows reach its first column; none before it does
+    for j, i0 in enumerate(first):
+        assert i0 == 0 or not causal or tiling.span(i0 - 1, br, n)[1] - 1 < j * bc <= tiling.span(i0, br, n)[1] - 1
 
 
 def test_floor_sum_against_a_loop():
@@ -42,7 +46,7 @@ def test_floor_sum_against_a_loop():
         for m in range(1, 12):
             for a in range(0, 15):
                 for b in range(0, 15):
-                    assert tiles.floor_sum(n, m, a, b) == sum((a * k + b) // m for k in range(n))
+                    assert tiling.floor_sum(n, m, a, b) == sum((a * k + b) // m for k in range(n))
 
 
 def with_closed_forms() -> list[str]:

@@ -162,7 +162,7 @@ def test_per_element_pattern(n, d, br, bc, causal):
     is <= the last row of r's block; dQ is written once more (zeroed)."""
     cfg = Config(n=n, d=d, br=br, bc=bc, causal=causal)
     hbm = run(cfg.replace(algo=ALGO, record=()), draw(np.random.default_rng(n), n, d))
-    visits = np.array([fa2.tiles_of_block(cfg, r // br) for r in range(n)])[:, None]  # (N, 1) per row
+    visits = np.array([cfg.tiles_of_block(r // br) for r in range(n)])[:, None]  # (N, 1) per row
     for name in ("K", "V", "O"):
         assert np.all(hbm.reads[name] == 1) and not hbm.writes[name].any()
     for name in ("dK", "dV", "D"):

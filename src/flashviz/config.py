@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from . import tiling
+
 ALGOS = ("standard", "fa1", "fa2", "fa2-backward")
 
 # Safety limits for running the engine (the traffic model in `count` has its own, far larger).
@@ -71,11 +73,19 @@ class Config:
 
     @property
     def tr(self) -> int:
-        return -(-self.n // self.br)
+        return tiling.count(self.n, self.br)
 
     @property
     def tc(self) -> int:
-        return -(-self.n // self.bc)
+        return tiling.count(self.n, self.bc)
+
+    def tiles_of_block(self, i: int) -> int:
+        """K/V tiles block i of Q streams: all Tc, or under causal those whose first column <= its last row."""
+        return tiling.tiles_of_block(self.n, self.br, self.bc, i, self.causal)
+
+    def first_block(self, j: int) -> int:
+        """The first block of Q that tile j meets: 0, or under causal the block holding row j*Bc."""
+        return tiling.first_block(j, self.br, self.bc, self.causal)
 
     @property
     def blocks(self) -> int:

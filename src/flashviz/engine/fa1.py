@@ -12,7 +12,6 @@ import numpy as np
 
 from .. import narrative
 from ..config import Config
-from ..traffic.tiles import tiles_of_block
 from .memory import SRAM
 from .recorder import Recorder, visible_parts
 from .scores import score_tile
@@ -57,12 +56,6 @@ SUBSTEPS = (
         r" \tilde P_{ij} V_j\big) / \ell_i^{\text{new}}",
     ),
 )
-
-
-def first_block(cfg: Config, j: int) -> int:
-    """The first block of Q the inner loop visits for tile j: 0, or under causal the block holding row j*Bc
-    (the blocks before it lie wholly above the diagonal)."""
-    return j * cfg.bc // cfg.br if cfg.causal else 0
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
@@ -121,7 +114,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         v, tv = rec.hbm.read("V", slice(c0, c1))
         Kj[:nc], Kj[nc:] = k, 0.0
         Vj[:nc], Vj[nc:] = v, 0.0
-        i0 = first_block(cfg, j)
+        i0 = cfg.first_block(j)  # the blocks before it lie wholly above the diagonal
         rec.emit(
             None,
             j,
@@ -242,7 +235,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                 phase,
                 [to, tl, tm],
                 {},
-                narrative.fa1_write_back(i, j, tiles_of_block(n, br, bc, i, cfg.causal), r0, r1, d) if keep else "",
+                narrative.fa1_write_back(i, j, cfg.tiles_of_block(i), r0, r1, d) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )

@@ -63,19 +63,11 @@ def phase_of(op: str, j: int | None, tc: int) -> int:
     return 1 + 3 * j + ("load_kv", "scores", "online_softmax").index(op)
 
 
-def tiles_of_block(cfg: Config, i: int) -> int:
-    """K/V tiles block i streams: all Tc, or under causal those whose first column <= its last row."""
-    if not cfg.causal:
-        return cfg.tc
-    last_row = min(cfg.n, (i + 1) * cfg.br) - 1
-    return last_row // cfg.bc + 1
-
-
 def block(rec: Recorder, cfg: Config, i: int) -> None:
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     scale = np.float32(cfg.softmax_scale)
     keep = i in rec.recorded
-    tc = tiles_of_block(cfg, i)
+    tc = cfg.tiles_of_block(i)
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)

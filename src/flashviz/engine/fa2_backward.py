@@ -49,12 +49,6 @@ INNER = ("load_q", "probs", "dv", "ds", "dk", "dq")  # one visit of block i by b
 PRE_PHASES = 2  # the preprocessing kernel's program: load_do_o, write_d
 
 
-def first_block(cfg: Config, j: int) -> int:
-    """The first block i of Q that block j visits: under causal the one holding row j·Bc (the blocks
-    before it end above tile j's first column, wholly masked), else 0."""
-    return j * cfg.bc // cfg.br if cfg.causal else 0
-
-
 def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
     """Position of a step in the launch's program: the preprocessing kernel's two steps, then the main
     block's load_kv, six steps per visited block i (i0 its first), write_back (visits: that block's)."""
@@ -136,7 +130,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     c0, c1 = j * bc, min(n, (j + 1) * bc)
     nc = c1 - c0
     cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
-    i0 = first_block(cfg, j)
+    i0 = cfg.first_block(j)
     visits = cfg.tr - i0
 
     # step: load_kv -- Kj, Vj = K[j], V[j]; dKj = dVj = 0; rows past N stay zero
@@ -176,7 +170,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "load_q",
             [tq, tdo, tl, td],
             {"Qi": Qi, "dOi": dOi, "Li": Li, "Di": Di},
-            narrative.bwd_load_q(i, r0, r1, d, fa2.tiles_of_block(cfg, i), Li[:nr]) if keep else "",
+            narrative.bwd_load_q(i, r0, r1, d, cfg.tiles_of_block(i), Li[:nr]) if keep else "",
             {"Li": Li.copy(), "Di": Di.copy()} if keep else None,
         )
 
@@ -222,7 +216,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "dq",
             [tqr, tqw],
             {},
-            narrative.bwd_dq(i, j, r0, r1, d, fa2.tiles_of_block(cfg, i)) if keep else "",
+            narrative.bwd_dq(i, j, r0, r1, d, cfg.tiles_of_block(i)) if keep else "",
             {"dQi_add": add[:nr].copy(), "dQi": dq} if keep else None,
         )
 
@@ -269,7 +263,7 @@ def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict]:
         {
             "j": j,
             "rows": [j * cfg.bc, min(cfg.n, (j + 1) * cfg.bc)],
-            "first_i": first_block(cfg, j),
+            "first_i": cfg.first_block(j),
             "recorded": j in recorded,
         }
         for j in range(cfg.tc)

@@ -15,7 +15,6 @@ import numpy as np
 
 from .. import narrative
 from ..config import Config
-from ..traffic.tiles import tiles_of_block
 from .memory import SRAM
 from .recorder import Recorder
 from .scores import score_tile
@@ -63,7 +62,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     scale = np.float32(cfg.softmax_scale)
     keep = i in rec.recorded
-    tc = tiles_of_block(n, br, bc, i, cfg.causal)
+    tc = cfg.tiles_of_block(i)
     w = min(n, tc * bc)  # columns of S and P this block's rows use (N unless causal)
     r0, r1 = i * br, min(n, (i + 1) * br)
     nr = r1 - r0

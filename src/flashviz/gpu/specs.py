@@ -93,12 +93,10 @@ def fa2_spans(cfg: Config) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     threads on consecutive elements, so one warp instruction covers 32 consecutive elements of a run,
     counted from the run's first element: the unit the 32-byte-sector model in `profile` rounds.
     """
-    from ..engine.fa2 import tiles_of_block
-
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     rows0 = np.arange(cfg.tr) * br
     q_rows = np.minimum(n, rows0 + br) - rows0  # rows of block i (the last may be short)
-    tiles = [tiles_of_block(cfg, i) for i in range(cfg.tr)]
+    tiles = [cfg.tiles_of_block(i) for i in range(cfg.tr)]
     j = np.concatenate([np.arange(t) for t in tiles])  # the tile of every (block, tile) pair
     kv_rows = np.minimum(n, (j + 1) * bc) - j * bc
     return {

@@ -7,8 +7,8 @@ are also written once to initialise them. Not causal, every tile visits every bl
 
 from __future__ import annotations
 
+from ..tiling import sum_tiles
 from ..units import FLOAT_BYTES
-from .tiles import sum_tiles
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:

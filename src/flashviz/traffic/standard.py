@@ -7,8 +7,8 @@ written once; no L. Under causal, block i uses only the key columns 0 .. w_i - 1
 
 from __future__ import annotations
 
+from ..tiling import sum_tiles, sum_width
 from ..units import FLOAT_BYTES
-from .tiles import sum_tiles, sum_width
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
