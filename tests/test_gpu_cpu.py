@@ -15,22 +15,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz import kernels, traffic
-from flashviz.algorithms import REGISTRY, get
+from flashviz import kernels
+from flashviz.algos import REGISTRY, get
 from flashviz.cli import main
 from flashviz.config import Config
 from flashviz.gpu import nvrtc, profile, sanitize
-from flashviz.gpu.specs import SPECS, spec
+from flashviz.gpu.specs import spec, specs
 
 FIXTURES = Path(__file__).parent / "fixtures"
-KERNEL_DIR = Path(kernels.__file__).parent
 
 
 # ---- NVRTC: the source is the kernel file, and it compiles ----
 
 
 def test_nvrtc_source_is_the_kernel_file_behind_a_line_directive():
-    text = (KERNEL_DIR / "fa2_forward.cu").read_text()
+    text = kernels.source("fa2")
     assert nvrtc.source("fa2") == '#line 1 "fa2_forward.cu"\n' + text
     assert "--use_fast_math" not in nvrtc.OPTIONS  # expf/logf stay IEEE, as NumPy's in the engine
 
@@ -49,7 +48,7 @@ def test_nvrtc_compiles_any_instantiation_by_name_expression():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_sm90_build_has_no_spills(tmp_path):
     out = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(KERNEL_DIR / "fa2_forward.cu"), "-o", str(tmp_path / "k.o")],
+        ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(kernels.path("fa2")), "-o", str(tmp_path / "k.o")],
         capture_output=True,
         text=True,
     )
@@ -62,8 +61,8 @@ def test_nvcc_sm90_build_has_no_spills(tmp_path):
 
 
 def test_every_algorithm_has_a_spec_covering_its_tensors():
-    assert set(SPECS) == set(REGISTRY)
-    for algo, s in SPECS.items():
+    assert set(specs()) == set(REGISTRY)
+    for algo, s in specs().items():
         a = get(algo)
         assert set(a.inputs) | set(a.outputs) <= set(s.shapes), algo
         used = {name for k in s.kernels for name in k.tensors}
@@ -73,7 +72,7 @@ def test_every_algorithm_has_a_spec_covering_its_tensors():
 _SIGNATURE = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.S)
 
 
-@pytest.mark.parametrize("algo", sorted(SPECS))
+@pytest.mark.parametrize("algo", sorted(specs()))
 def test_every_launch_matches_its_kernels_signature(algo):
     """Pointer and scalar arguments in the order and of the types the __global__ function declares."""
     s = spec(algo)
@@ -89,7 +88,7 @@ def test_every_launch_matches_its_kernels_signature(algo):
 
 
 @pytest.mark.skipif(nvrtc.find_libnvrtc() is None, reason="libnvrtc not found")
-@pytest.mark.parametrize("algo", sorted(SPECS))
+@pytest.mark.parametrize("algo", sorted(specs()))
 def test_every_launch_compiles_with_nvrtc(algo):
     s = spec(algo)
     cfg = Config(algo=algo, n=100, d=16, br=32, bc=16)
@@ -164,7 +163,7 @@ def test_sector_bytes_by_hand(first, count, stride, heads, expected):
 def test_model_is_the_traffic_model_times_heads_in_bytes():
     cfg = Config(n=1000, d=64, br=64, bc=64, causal=True)
     m = profile.model(cfg, 6)
-    t = traffic.count("fa2", 1000, 64, 64, 64, causal=True)
+    t = get("fa2").traffic.count(1000, 64, 64, 64, causal=True)
     for name, x in t.items():
         assert m["tensors"][name]["read_bytes"] == 4 * 6 * x["read"]
         assert m["tensors"][name]["written_bytes"] == 4 * 6 * x["written"]
@@ -348,7 +347,7 @@ FAKE_GPU = """
 import os
 if os.environ.get("FLASHVIZ_FAKE_GPU"):
     import numpy as np
-    from flashviz.algorithms import get
+    from flashviz.algos import get
     from flashviz.gpu import run as r
 
     def launch(cfg, inputs, threads=None):

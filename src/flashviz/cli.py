@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from .config import ALGOS, COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from .algos import ALGOS, DEFAULT, REGISTRY, get
+from .config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
 from .output import (
     OutputError,
     flush_stdout,
@@ -112,10 +113,16 @@ def size_options(limits: dict[str, tuple[int, int]]):
     return decorate
 
 
-algo_option = click.option("--algo", type=OneOf(ALGOS), default="fa2", show_default=True, help="algorithm")
+algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_default=True, help="algorithm")
 causal_option = click.option(
     "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
 )
+
+
+def optional_inputs() -> str:
+    """The inputs beyond Q, K and V that some algorithm takes, as `--inputs` names them: `dO, for fa2-backward`."""
+    extra = {a.name: [k for k in a.inputs if k not in ("Q", "K", "V")] for a in REGISTRY.values()}
+    return "; ".join(f"{', '.join(names)}, for {name}" for name, names in extra.items() if names)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,7 +151,7 @@ def cli(ctx: click.Context) -> None:
     "inputs_path",
     type=FilePath(),
     default=None,
-    help=".npz with float32 arrays Q, K, V (and optionally dO, for fa2-backward; random when absent) of shape (N, D); "
+    help=f".npz with float32 arrays Q, K, V (and optionally {optional_inputs()}; random when absent) of shape (N, D); "
     "N and D are taken from it",
 )
 @click.option(
@@ -183,7 +190,6 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
 
 
 def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=False):
-    from .algorithms import get
     from .inputs import NAMES, load_npz
     from .tracer import make_trace
 
@@ -214,9 +220,7 @@ def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=Fals
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def count(algo, n, d, br, bc, causal, as_json) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
-    from . import traffic
-
-    model = traffic.count(algo, n, d, br, bc, causal)
+    model = get(algo).traffic.count(n, d, br, bc, causal)
     totals = {
         "read": sum(t["read"] for t in model.values()),
         "written": sum(t["written"] for t in model.values()),

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from .config import ALGOS
+from .algos import ALGOS
 
 SCHEMA = "flashviz.profile/1"
 ECHO = 40

@@ -58,7 +58,7 @@ class Trace:
     blocks: list[dict[str, Any]]  # per block: rows, recorded
     phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
     steps: list[Step] = field(default_factory=list)
-    idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algorithms.Idea)
+    idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, **asdict(self)}

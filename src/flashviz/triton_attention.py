@@ -1,4 +1,4 @@
-"""flashviz.attention: the FlashAttention-2 kernels of `kernels/fa2_triton.py` as a differentiable function.
+"""flashviz.attention: the FlashAttention-2 kernels of `algos/fa2_triton/kernel.py` as a differentiable function.
 
 Checks the inputs, picks the kernels' tiles (autotuned once per shape on a GPU, fixed small tiles under the
 interpreter) and wires forward and backward into torch.autograd. Needs torch and Triton (`flashviz[triton]`).
@@ -153,14 +153,14 @@ FUSED_TILES = {
 
 
 def _load_kernels():
-    """kernels/fa2_triton.py, compiled or interpreted as Triton decided when it was first imported."""
+    """algos/fa2_triton/kernel.py, compiled or interpreted as Triton decided when it was first imported."""
     try:
         import triton  # noqa: F401
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs Triton: {_INSTALL} ({_cut(e)})") from None
     from triton.runtime.interpreter import InterpretedFunction
 
-    from .kernels import fa2_triton
+    from .algos.fa2_triton import kernel as fa2_triton
 
     interpret = isinstance(fa2_triton.fa2_fwd, InterpretedFunction)
     if interpret:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import cancel, kernels
 from ..trace import Step, Transfer
 from .memory import HBM
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 class Recorder:
@@ -94,4 +97,11 @@ def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str
     """The visible parts of one step: each (name, seed-style label, TeX) of `spec` with its values."""
     return [
         {"name": name, "math": math, "tex": tex, "values": v} for (name, math, tex), v in zip(spec, values, strict=True)
+    ]
+
+
+def blocks_of_q(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
+    """The CUDA blocks of a launch with one block per block of Q (the trace's `blocks`): rows, and whether recorded."""
+    return [
+        {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded} for i in range(cfg.tr)
     ]

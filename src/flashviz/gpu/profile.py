@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import traffic
 from ..config import Config, ConfigError, shown
 from .specs import spec
 
@@ -182,7 +181,7 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
     (where the spec lists the runs its loops move; else the sector model is the model)."""
     s = spec(cfg.algo)
     algo = s.algorithm
-    per_head = traffic.count(cfg.algo, cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
+    per_head = algo.traffic.count(cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
     tensors = {
         name: {
             "read_elements": t["read"] * heads,

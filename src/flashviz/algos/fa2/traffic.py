@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..tiling import sum_tiles, sum_width
-from ..units import FLOAT_BYTES
+from ...tiling import sum_tiles, sum_width
+from ...units import FLOAT_BYTES
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:

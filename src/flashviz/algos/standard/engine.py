@@ -1,4 +1,4 @@
-"""The standard-attention executor: kernels/standard.cu's three kernels, in float32, on the memory model.
+"""The standard-attention executor: standard.cu's three kernels, in float32, on the memory model.
 
 Block i of each kernel owns rows i*Br .. of S, P and O, and only reads what block i of the kernel before
 it wrote (rows of S, then rows of P). So running block i through all three kernels before block i+1 gives
@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from .memory import SRAM
-from .recorder import Recorder
-from .scores import score_tile
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q
+from ...engine.scores import score_tile
+from . import ALGORITHM, narrative
 
-ALGO = "standard"
+ALGO = ALGORITHM.name
 
 # op -> (label, TeX)
 LABELS = {
@@ -83,7 +83,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "load_q"),
         [t],
         {"Qi": Qi},
-        narrative.standard_load_q(i, r0, r1, br, d) if keep else "",
+        narrative.load_q(i, r0, r1, br, d) if keep else "",
     )
 
     for j in range(tc):
@@ -99,7 +99,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_k", j),
             [tk],
             {"Kj": Kj},
-            narrative.standard_load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
+            narrative.load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
@@ -112,7 +112,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "scores", j),
             [ts],
             {"Sij": Sij},
-            narrative.standard_scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
+            narrative.scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
         )
 
     # kernel 2: standard_softmax -- one row of S at a time, whole in SRAM; P = softmax(S) stored to HBM
@@ -135,7 +135,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "softmax_row", k=k),
             [ts, tp],
             {"Sr": Sr, "mr": mr, "lr": lr},
-            narrative.standard_softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
+            narrative.softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
             carries={"mr": mr.copy(), "lr": lr.copy()} if keep else None,
             indices={"i": i, "r": r},
         )
@@ -163,7 +163,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_pv", j),
             [tp, tv],
             {"Pij": Pij, "Vj": Vj},
-            narrative.standard_load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
+            narrative.load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
         )
 
         # step: accumulate -- Oi += Pij @ Vj (P is already normalised: nothing to rescale)
@@ -175,7 +175,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "accumulate", j),
             [],
             {"Oi": Oi},
-            narrative.standard_accumulate(j, tc, Oi[:nr]) if keep else "",
+            narrative.accumulate(j, tc, Oi[:nr]) if keep else "",
         )
 
     # step: write_o -- O[i] = Oi; rows past N are not stored
@@ -187,7 +187,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "write_o", tc=tc),
         [to],
         {},
-        narrative.standard_write_o(i, r0, r1, d, w) if keep else "",
+        narrative.write_o(i, r0, r1, d, w) if keep else "",
     )
 
 
@@ -204,3 +204,6 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         for i in range(cfg.tr):
             block(rec, cfg, i)
     return rec
+
+
+trace_blocks = blocks_of_q  # one CUDA block per block of Q

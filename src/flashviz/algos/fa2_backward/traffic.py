@@ -1,4 +1,4 @@
-"""FlashAttention-2 backward, one head: what kernels/fa2_backward.cu moves across HBM, in elements.
+"""FlashAttention-2 backward, one head: what fa2_backward.cu moves across HBM, in elements.
 
 Two launches. The preprocessing kernel reads dO and O once, writes D = rowsum(dO ∘ O) once and zeroes
 dQ (N·D writes). The main kernel's block j reads Kj and Vj once and writes dKj and dVj once; for every
@@ -13,8 +13,8 @@ blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows
 
 from __future__ import annotations
 
-from .. import tiling
-from ..units import FLOAT_BYTES
+from ... import tiling
+from ...units import FLOAT_BYTES
 
 
 def q_rows_streamed(n: int, br: int, bc: int, causal: bool = False) -> int:

@@ -1,4 +1,4 @@
-"""The FlashAttention-2 forward executor: kernels/fa2_forward.cu's loops, in float32, on the memory model.
+"""The FlashAttention-2 forward executor: fa2_forward.cu's loops, in float32, on the memory model.
 
 Every block i of the launch runs (blocks are independent, so running them one after another gives
 the same numbers as running them at once). Steps with values are recorded for the chosen blocks;
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from .memory import SRAM
-from .recorder import Recorder, visible_parts
-from .scores import score_tile
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...engine.scores import score_tile
+from . import ALGORITHM, narrative
 
-ALGO = "fa2"
+ALGO = ALGORITHM.name
 
 # op -> (the seed's label, TeX)
 LABELS = {
@@ -198,3 +198,6 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         for i in range(cfg.tr):
             block(rec, cfg, i)
     return rec
+
+
+trace_blocks = blocks_of_q  # one CUDA block per block of Q

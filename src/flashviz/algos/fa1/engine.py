@@ -1,4 +1,4 @@
-"""The FlashAttention(-1) forward executor: kernels/fa1_forward.cu's loops, in float32, on the memory model.
+"""The FlashAttention(-1) forward executor: fa1_forward.cu's loops, in float32, on the memory model.
 
 One CUDA block per head runs everything: K/V tiles j on the outer loop, blocks of Q i on the inner loop,
 so the steps come in kernel order (j outer) and blocks of Q take turns. Steps with values are recorded
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from .memory import SRAM
-from .recorder import Recorder, visible_parts
-from .scores import score_tile
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...engine.scores import score_tile
+from . import ALGORITHM, narrative
 
-ALGO = "fa1"
+ALGO = ALGORITHM.name
 
 # op -> (label, TeX)
 LABELS = {
@@ -101,7 +101,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
             phase,
             [to, tl, tm],
             {},
-            narrative.fa1_init(i, r0, r1, d) if keep else "",
+            narrative.init(i, r0, r1, d) if keep else "",
             indices={"i": i},
         )
         phase += 1
@@ -122,7 +122,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
             phase,
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.fa1_load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
+            narrative.load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
             indices={"j": j},
         )
         phase += 1
@@ -148,7 +148,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                 phase,
                 [tq, to, tl, tm],
                 {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-                narrative.fa1_load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
+                narrative.load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
@@ -215,7 +215,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                     phase,
                     [],
                     {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-                    narrative.fa1_update(j, m_old, mi, alpha, l_old, li, nr),
+                    narrative.update(j, m_old, mi, alpha, l_old, li, nr),
                     carries=carries,
                     substeps=substeps,
                     indices=at,
@@ -235,9 +235,12 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                 phase,
                 [to, tl, tm],
                 {},
-                narrative.fa1_write_back(i, j, cfg.tiles_of_block(i), r0, r1, d) if keep else "",
+                narrative.write_back(i, j, cfg.tiles_of_block(i), r0, r1, d) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
             phase += 1
     return rec
+
+
+trace_blocks = blocks_of_q  # one CUDA block per block of Q
