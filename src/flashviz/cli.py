@@ -13,8 +13,10 @@ from pathlib import Path
 
 import click
 
-from .algos import ALGOS, DEFAULT, REGISTRY, get
+from .algos import REGISTRY, get
+from .cli_options import Bounded, FilePath, Number, algo_option, causal_option, size_options
 from .config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from .gpu.cli import group as gpu_group
 from .output import (
     OutputError,
     flush_stdout,
@@ -26,97 +28,6 @@ from .output import (
     to_stdout,
 )
 from .units import FLOAT_BYTES, human_bytes
-
-_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would take '٥' and ' 5', and strip '\x1f'
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I)
-
-
-class Bounded(click.ParamType):
-    """An integer flag whose error names its accepted range (click's own message does not)."""
-
-    name = "integer"
-
-    def __init__(self, lo: int, hi: int):
-        self.lo, self.hi = lo, hi
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        elif isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
-            number = int(value)
-        else:  # not an integer, or one of more than 40 digits: far outside any range here
-            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {shown(value)})", param, ctx)
-        if not self.lo <= number <= self.hi:
-            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {shown(number)})", param, ctx)
-        return number
-
-
-class Number(click.ParamType):
-    """A decimal number (nan and inf are let through for the config's own message); the error echoes ~40 chars."""
-
-    name = "number"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, float):
-            return value
-        if isinstance(value, str) and _NUMBER.fullmatch(value) and len(value) <= 40:
-            return float(value)
-        self.fail(f"must be a number such as 0.125 or 1e-3 (got {shown(value)})", param, ctx)
-
-
-class OneOf(click.Choice):
-    """click.Choice whose error echoes at most ~40 characters of the bad value."""
-
-    def convert(self, value, param, ctx):
-        if value in self.choices:
-            return value
-        self.fail(f"must be one of {', '.join(map(str, self.choices))} (got {shown(value)})", param, ctx)
-
-
-class FilePath(click.ParamType):
-    """A file name, as a Path; whether it can be read or written is told where it is used."""
-
-    name = "file"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, Path):
-            return value
-        if not value:
-            self.fail("must name a file (got '')", param, ctx)
-        return Path(value)
-
-
-def size_options(limits: dict[str, tuple[int, int]]):
-    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example."""
-    defaults = Config()
-
-    def decorate(f):
-        for flag, key, help_ in reversed(
-            (
-                ("--n", "n", "sequence length N"),
-                ("--d", "d", "head dimension D"),
-                ("--br", "br", "rows of Q per block, Br"),
-                ("--bc", "bc", "columns of K/V per tile, Bc"),
-            )
-        ):
-            lo, hi = limits[key]
-            f = click.option(
-                flag,
-                key,
-                type=Bounded(lo, hi),
-                default=getattr(defaults, key),
-                show_default=True,
-                help=f"{help_} ({lo}..{hi})",
-            )(f)
-        return f
-
-    return decorate
-
-
-algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_default=True, help="algorithm")
-causal_option = click.option(
-    "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
-)
 
 
 def optional_inputs() -> str:
@@ -342,9 +253,7 @@ def compare(n, d, br, bc, causal, as_json) -> None:
         Console(file=out).print(render(doc))
 
 
-from .gpu.cli import group as gpu_group  # noqa: E402  (after the option helpers it reuses; imports no GPU library)
-
-cli.add_command(gpu_group())
+cli.add_command(gpu_group())  # imports no GPU library
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 This module imports no GPU library: CuPy is imported when a command runs, and without it (or without
 a CUDA device) the command prints one line naming the extra to install and exits with code 2.
-It is registered on the root group at the end of `flashviz.cli`, whose option helpers it uses.
+`flashviz.cli` registers it on the root group; both take their shared flags from `flashviz.cli_options`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from ..cli_options import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
 from ..config import LIMITS, Config, ConfigError, shown
 from ..output import print_line
 
@@ -73,9 +74,7 @@ def describe_run(report: dict[str, Any]) -> list[str]:
 
 
 def group() -> click.Group:
-    """Build the `gpu` group. Called by `flashviz.cli` once its option helpers (which the flags reuse) exist,
-    so that importing this module first or the root first both work."""
-    from ..cli import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
+    """Build the `gpu` group (`flashviz.cli` adds it to the root group)."""
 
     def launch_options(f):
         """The flags of `flashviz trace` (--algo --n --d --br --bc --causal --seed --scale --inputs), and heads."""
