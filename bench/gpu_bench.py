@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from flashviz.config import Config
-from flashviz.gpu.profile import model
-from flashviz.gpu.run import device_info, prepare, require_gpu
+from flashviz.gpu.device import device_info, require_gpu
+from flashviz.gpu.launch import prepare
+from flashviz.gpu.sectors import model
 
 TOKENS = 16384  # batch x N, as in the FlashAttention papers' benchmarks
 HEADS = 16  # hidden 1024 at D=64

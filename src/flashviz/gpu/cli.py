@@ -148,8 +148,8 @@ def group() -> click.Group:
     @click.pass_context
     def profile_cmd(ctx, algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch, threads, output, ncu):
         """Measure global and DRAM bytes with Nsight Compute beside the model's (docs/profile-schema.md)."""
+        from .device import require_gpu
         from .profile import profile
-        from .run import require_gpu
 
         cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
         require_gpu()
@@ -201,7 +201,7 @@ def group() -> click.Group:
         check,
     ):
         """Run the kernel under compute-sanitizer: memcheck, racecheck, synccheck, initcheck (exit 1 if any fails)."""
-        from .run import require_gpu
+        from .device import require_gpu
         from .sanitize import TOOLS, sanitize
 
         cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
