@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import cancel, kernels
+from ..tiling import span
 from ..trace import Step, Transfer
 from .memory import HBM
 
@@ -102,6 +103,4 @@ def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str
 
 def blocks_of_q(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
     """The CUDA blocks of a launch with one block per block of Q (the trace's `blocks`): rows, and whether recorded."""
-    return [
-        {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded} for i in range(cfg.tr)
-    ]
+    return [{"i": i, "rows": list(span(i, cfg.br, cfg.n)), "recorded": i in recorded} for i in range(cfg.tr)]

@@ -14,6 +14,7 @@ from ...config import Config
 from ...engine.memory import SRAM
 from ...engine.recorder import Recorder, blocks_of_q, visible_parts
 from ...engine.scores import score_tile
+from ...tiling import span
 from . import ALGORITHM, narrative
 
 ALGO = ALGORITHM.name
@@ -87,7 +88,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     phase = 0
 
     for i in range(cfg.tr):
-        r0, r1 = i * br, min(n, (i + 1) * br)
+        r0, r1 = span(i, br, n)
         nr = r1 - r0
         # step: init -- O[i], l[i], m[i] = 0, 0, -inf in HBM
         to = rec.hbm.write("O", slice(r0, r1), np.zeros((nr, d), np.float32))
@@ -107,7 +108,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         phase += 1
 
     for j in range(cfg.tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_kv -- Kj, Vj = K[j], V[j]; rows past N stay zero
         k, tk = rec.hbm.read("K", slice(c0, c1))
@@ -129,7 +130,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
 
         for i in range(i0, cfg.tr):
             keep = i in rec.recorded
-            r0, r1 = i * br, min(n, (i + 1) * br)
+            r0, r1 = span(i, br, n)
             nr = r1 - r0
             at = {"j": j, "i": i}
             # step: load_qi -- Qi, Oi, li, mi = Q[i], O[i], l[i], m[i]; rows past N: 0, 0, 0, -inf

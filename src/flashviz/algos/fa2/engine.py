@@ -13,6 +13,7 @@ from ...config import Config
 from ...engine.memory import SRAM
 from ...engine.recorder import Recorder, blocks_of_q, visible_parts
 from ...engine.scores import score_tile
+from ...tiling import span
 from . import ALGORITHM, narrative
 
 ALGO = ALGORITHM.name
@@ -77,7 +78,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     mi = sram.alloc("mi", (br,), fill=-np.inf)  # (Br,)
     li = sram.alloc("li", (br,))  # (Br,)
     rec.sram_footprint = sram.footprint()
-    r0, r1 = i * br, min(n, (i + 1) * br)
+    r0, r1 = span(i, br, n)
     nr = r1 - r0
 
     # step: load_q -- Qi = Q[i]; Oi = 0; mi = -inf; li = 0
@@ -95,7 +96,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
     for j in range(tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_kv -- Kj, Vj = K[j], V[j]; rows past N stay zero
         k, tk = rec.hbm.read("K", slice(c0, c1))

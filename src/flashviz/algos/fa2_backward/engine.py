@@ -17,6 +17,7 @@ import numpy as np
 from ...config import Config
 from ...engine.memory import SRAM
 from ...engine.recorder import Recorder
+from ...tiling import span
 from ..fa2 import engine as fa2
 from . import ALGORITHM, narrative
 
@@ -78,7 +79,7 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
     dOi = sram.alloc("dOi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)
     Di = sram.alloc("Di", (br,))  # (Br,)
-    r0, r1 = i * br, min(n, (i + 1) * br)
+    r0, r1 = span(i, br, n)
     nr = r1 - r0
 
     # step: load_do_o -- dOi, Oi = dO[i], O[i]; rows past N stay zero
@@ -129,7 +130,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     Li = sram.alloc("Li", (br,))  # (Br,)
     Di = sram.alloc("Di", (br,))  # (Br,)
     rec.sram_footprint = sram.footprint()
-    c0, c1 = j * bc, min(n, (j + 1) * bc)
+    c0, c1 = span(j, bc, n)
     nc = c1 - c0
     cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
     i0 = cfg.first_block(j)
@@ -151,7 +152,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     )
 
     for i in range(i0, cfg.tr):
-        r0, r1 = i * br, min(n, (i + 1) * br)
+        r0, r1 = span(i, br, n)
         nr = r1 - r0
         rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
         at = {"j": j, "i": i}
@@ -264,7 +265,7 @@ def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
     return [
         {
             "j": j,
-            "rows": [j * cfg.bc, min(cfg.n, (j + 1) * cfg.bc)],
+            "rows": list(span(j, cfg.bc, cfg.n)),
             "first_i": cfg.first_block(j),
             "recorded": j in recorded,
         }

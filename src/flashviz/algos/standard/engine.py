@@ -17,6 +17,7 @@ from ...config import Config
 from ...engine.memory import SRAM
 from ...engine.recorder import Recorder, blocks_of_q
 from ...engine.scores import score_tile
+from ...tiling import span
 from . import ALGORITHM, narrative
 
 ALGO = ALGORITHM.name
@@ -64,7 +65,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     keep = i in rec.recorded
     tc = cfg.tiles_of_block(i)
     w = min(n, tc * bc)  # columns of S and P this block's rows use (N unless causal)
-    r0, r1 = i * br, min(n, (i + 1) * br)
+    r0, r1 = span(i, br, n)
     nr = r1 - r0
 
     # kernel 1: standard_scores -- S = scale * Q K^T, tile by tile, each tile stored to HBM
@@ -87,7 +88,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
     for j in range(tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_k -- Kj = K[j]; rows past N stay zero
         k, tk = rec.hbm.read("K", slice(c0, c1))
@@ -148,7 +149,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     if rec.sram_footprint is None:
         rec.sram_footprint = footprint(dict(zip(KERNELS, (k1, k2, k3), strict=True)))
     for j in range(tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_pv -- Pij, Vj = P[i][j], V[j]; rows and columns past N stay zero
         p, tp = rec.hbm.read("P", slice(r0, r1), cols=slice(c0, c1))
