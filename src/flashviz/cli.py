@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,6 +29,9 @@ from .output import (
     to_stdout,
 )
 from .units import FLOAT_BYTES, human_bytes
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 def optional_inputs() -> str:
@@ -100,7 +104,18 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
 
 
-def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=False):
+def build_trace(
+    algo: str,
+    n: int,
+    d: int,
+    br: int,
+    bc: int,
+    seed: int,
+    scale: float | None,
+    inputs_path: Path | None,
+    block: int | None,
+    causal: bool = False,
+) -> Trace:
     from .inputs import NAMES, load_npz
     from .tracer import make_trace
 

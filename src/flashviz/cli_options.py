@@ -27,7 +27,7 @@ class Bounded(click.ParamType):
     def __init__(self, lo: int, hi: int):
         self.lo, self.hi = lo, hi
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
         elif isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
@@ -44,7 +44,7 @@ class Number(click.ParamType):
 
     name = "number"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, float):
             return value
         if isinstance(value, str) and _NUMBER.fullmatch(value) and len(value) <= 40:
@@ -55,7 +55,7 @@ class Number(click.ParamType):
 class OneOf(click.Choice):
     """click.Choice whose error echoes at most ~40 characters of the bad value."""
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if value in self.choices:
             return value
         self.fail(f"must be one of {', '.join(map(str, self.choices))} (got {shown(value)})", param, ctx)
@@ -66,7 +66,7 @@ class FilePath(click.ParamType):
 
     name = "file"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, Path):
             return value
         if not value:
@@ -74,11 +74,11 @@ class FilePath(click.ParamType):
         return Path(value)
 
 
-def size_options(limits: dict[str, tuple[int, int]]):
+def size_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
     """--n --d --br --bc, bounded by `limits`; defaults are the seed's example."""
     defaults = Config()
 
-    def decorate(f):
+    def decorate(f: F) -> F:
         for flag, key, help_ in reversed(
             (
                 ("--n", "n", "sequence length N"),

@@ -128,11 +128,11 @@ class Config:
                 "raise br or bc",
             )
         if self.scale is not None:
-            lo, hi = SCALE_RANGE
+            least, most = SCALE_RANGE
             if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale)) or not (
-                lo <= abs(self.scale) <= hi
+                least <= abs(self.scale) <= most
             ):
-                raise ConfigError("scale", f"must be a finite number with {lo:g} <= |scale| <= {hi:g}")
+                raise ConfigError("scale", f"must be a finite number with {least:g} <= |scale| <= {most:g}")
         if self.record is not None:
             bad = [b for b in self.record if not 0 <= b < self.blocks]
             if bad:

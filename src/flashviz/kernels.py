@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .algos import get
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    from importlib.abc import Traversable
 
 _BEGIN = re.compile(r"^\s*// step: (\w+)\s*$")
 _END = re.compile(r"^\s*// end step\s*$")
@@ -51,7 +51,8 @@ def regions(algo: str) -> dict[str, Region]:
     """Parse the `// step: NAME` ... `// end step` regions of an algorithm's kernel file."""
     lines = source(algo).splitlines()
     found: dict[str, Region] = {}
-    start = op = None
+    op: str | None = None
+    start = 0
     for n, line in enumerate(lines, 1):
         if m := _BEGIN.match(line):
             if op is not None:

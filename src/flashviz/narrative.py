@@ -37,9 +37,9 @@ def span(x: np.ndarray) -> str:
 
 
 def row_list(rows: np.ndarray) -> str:
-    rows = [int(r) for r in rows]
-    shown = ", ".join(map(str, rows[:6])) + (", …" if len(rows) > 6 else "")
-    return f"row {shown}" if len(rows) == 1 else f"rows {shown}"
+    listed = [int(r) for r in rows]
+    shown = ", ".join(map(str, listed[:6])) + (", …" if len(listed) > 6 else "")
+    return f"row {shown}" if len(listed) == 1 else f"rows {shown}"
 
 
 def no_softmax(rows: np.ndarray, carries: str = "li and Oi") -> str:

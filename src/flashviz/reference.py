@@ -108,8 +108,9 @@ def check(
         e["tolerance_rel"] = tolerance[name]
         # NaN or inf where float64 has a number (float32 overflow; a row with no finite score): max_abs is NaN then
         e["nonfinite"] = int(np.size(outputs[name]) - np.isfinite(outputs[name]).sum())
-        e["ok"] = bool(e["nonfinite"] == 0 and e["max_rel"] <= e["tolerance_rel"])
-        ok &= e["ok"]
+        verdict = bool(e["nonfinite"] == 0 and e["max_rel"] <= e["tolerance_rel"])
+        e["ok"] = verdict
+        ok = ok and verdict
         report[name] = e
     report["ok"] = ok
     return report

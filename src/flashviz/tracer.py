@@ -16,7 +16,7 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     cfg = cfg.validated()
     algo = get(cfg.algo)
     given = inputs is not None
-    inputs = dict(inputs) if given else {}
+    inputs = dict(inputs) if inputs is not None else {}
     drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
     if drawn:
         inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})

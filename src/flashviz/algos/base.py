@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    from importlib.abc import Traversable
 
     from ..config import Config
     from ..gpu.specs import KernelSpec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class HBM:
         self.writes[name][rows, cols] += 1
         return self._transfer(name, "write", rows, cols)
 
-    def _transfer(self, name: str, kind: str, rows: slice, cols: slice) -> Transfer:
+    def _transfer(self, name: str, kind: Literal["read", "write"], rows: slice, cols: slice) -> Transfer:
         n_rows, n_cols = self.tensors[name].shape
         r = rows.indices(n_rows)
         c = cols.indices(n_cols)
@@ -74,7 +75,7 @@ class SRAM:
     def bytes(self) -> int:
         return sum(b.size * FLOAT_BYTES for b in self.buffers.values())
 
-    def footprint(self) -> dict[str, object]:
+    def footprint(self) -> dict[str, Any]:
         return {
             "buffers": {
                 name: {"shape": list(b.shape), "bytes": b.size * FLOAT_BYTES} for name, b in self.buffers.items()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,7 +44,7 @@ class Recorder:
         text: str = "",
         carries: dict[str, np.ndarray] | None = None,
         substeps: list[dict[str, Any]] | None = None,
-        indices: dict[str, int | None] | None = None,
+        indices: Mapping[str, int | None] | None = None,
     ) -> None:
         """Count a step's transfers; keep the step itself when its block is recorded.
 

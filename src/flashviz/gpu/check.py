@@ -47,7 +47,7 @@ def compare(
     lead = inputs[algo.inputs[0]].shape[:-2]
     flat_in = {k: v.reshape(-1, cfg.n, cfg.d) for k, v in inputs.items()}
     flat_out = {k: v.reshape(-1, *spec(cfg.algo).shapes[k](cfg)) for k, v in outputs.items()}
-    heads = []
+    heads: list[dict[str, Any]] = []
     for g in range(math.prod(lead)):
         one_in = {k: v[g] for k, v in flat_in.items()}
         got = {k: v[g] for k, v in flat_out.items()}

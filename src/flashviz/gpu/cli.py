@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,10 +17,25 @@ from ..cli_options import Bounded, FilePath, Number, OneOf, algo_option, causal_
 from ..config import LIMITS, Config, ConfigError, shown
 from ..output import print_line
 
+if TYPE_CHECKING:
+    import numpy as np
+
 MAX_HEADS = 65535  # gridDim.y
 
 
-def build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch) -> tuple[Config, Any]:
+def build(
+    algo: str,
+    n: int,
+    d: int,
+    br: int,
+    bc: int,
+    causal: bool,
+    seed: int,
+    scale: float | None,
+    inputs_path: Path | None,
+    heads: int,
+    batch: int,
+) -> tuple[Config, dict[str, np.ndarray] | None]:
     """The validated Config and the inputs from --inputs (None for random ones)."""
     inputs = None
     if inputs_path is not None:

@@ -19,7 +19,7 @@ class GpuUnavailable(ConfigError):
         super().__init__("GPU", message)
 
 
-def require_gpu():
+def require_gpu() -> Any:  # the cupy module
     """CuPy, once a CUDA device answers; else GpuUnavailable saying what to install."""
     try:
         import cupy

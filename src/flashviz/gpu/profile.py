@@ -140,7 +140,8 @@ def tally(algo: str, kernels: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
     """Each parsed kernel under our metric names, marked counted or not, and the counted kernels' sum."""
     s = spec(algo)
     names = {**METRICS, **EXTRA_METRICS}
-    listed, total = [], {}
+    listed: list[dict[str, Any]] = []
+    total: dict[str, float] = {}
     for k in kernels:
         measured = {key: k["metrics"][metric] for key, metric in names.items() if metric in k["metrics"]}
         counted = s.counts(template_of(k["name"]))

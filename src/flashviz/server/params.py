@@ -5,6 +5,7 @@ and what it accepts: `{"detail": "n: must be an integer in 1..4096 (got 'abc')",
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import Request
@@ -104,7 +105,7 @@ class Query(BaseModel):
 class TraceQuery(Query):
     """GET /api/trace: one launch of one algorithm, its values recorded for some blocks."""
 
-    algo: Literal[ALGOS] = Field(DEFAULT, description="the algorithm")  # type: ignore[valid-type]
+    algo: Literal[ALGOS] = Field(DEFAULT, description="the algorithm")
     n: integer(*API_LIMITS["n"], "sequence length N") = 8
     d: integer(*API_LIMITS["d"], "head dimension D") = 4
     br: integer(*API_LIMITS["br"], "rows of Q per block, Br") = 4
@@ -176,7 +177,7 @@ class CompareQuery(Query):
 QUERIES: dict[str, type[Query]] = {"/api/trace": TraceQuery, "/api/compare": CompareQuery}
 
 
-def block_range(params) -> str:
+def block_range(params: Mapping[str, str]) -> str:
     """0..Tr-1 for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4`."""
     try:
         fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}

@@ -61,6 +61,7 @@ def phase_of(op: str, j: int | None, tc: int) -> int:
         return 0
     if op == "write_back":
         return 1 + 3 * tc
+    assert j is not None, op  # the other steps are inside the loop over tiles
     return 1 + 3 * j + ("load_kv", "scores", "online_softmax").index(op)
 
 

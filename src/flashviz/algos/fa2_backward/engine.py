@@ -63,6 +63,7 @@ def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
         return PRE_PHASES
     if op == "write_back":
         return PRE_PHASES + 1 + len(INNER) * visits
+    assert i is not None, op  # the other steps are inside the loop over blocks of Q
     return PRE_PHASES + 1 + len(INNER) * (i - i0) + INNER.index(op)
 
 

@@ -91,8 +91,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_k -- Kj = K[j]; rows past N stay zero
-        k, tk = rec.hbm.read("K", slice(c0, c1))
-        Kj[:nc], Kj[nc:] = k, 0.0
+        kj, tk = rec.hbm.read("K", slice(c0, c1))
+        Kj[:nc], Kj[nc:] = kj, 0.0
         rec.emit(
             i,
             j,
