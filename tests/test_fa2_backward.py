@@ -1,5 +1,5 @@
 """FA2 backward: gradients against a float64 reference (itself checked by finite differences), HBM counters
-against the closed form, the code of every step cut from kernels/fa2_backward.cu, dO through the CLI."""
+against the closed form, the code of every step cut from fa2_backward.cu, dO through the CLI."""
 
 from __future__ import annotations
 

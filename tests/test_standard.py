@@ -1,5 +1,5 @@
 """Standard attention (three kernels, S and P in HBM): outputs against float64, counters against the closed
-form, steps and shared memory against the model, code cut from kernels/standard.cu."""
+form, steps and shared memory against the model, code cut from standard.cu."""
 
 from __future__ import annotations
 
