@@ -38,7 +38,7 @@ def compile_one(job):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from flashviz.kernels import fa2_triton as km
+    from flashviz.algos.fa2_triton import kernel as km
 
     name, d, causal, t, extra = job
     kernel = getattr(km, {"fwd": "fa2_fwd", "dkdv": "fa2_bwd_dkdv", "dq": "fa2_bwd_dq"}[name])

@@ -43,11 +43,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from flashviz.algorithms import REGISTRY
+    from flashviz.algos import REGISTRY
 
     rows = []
     for algo, entry in REGISTRY.items():
-        model = entry.traffic_model
+        model = entry.traffic
 
         def closed_forms(model=model):
             for causal in (False, True):

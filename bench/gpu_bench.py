@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from flashviz.config import Config
-from flashviz.gpu.profile import model
-from flashviz.gpu.run import device_info, prepare, require_gpu
+from flashviz.gpu.device import device_info, require_gpu
+from flashviz.gpu.launch import prepare
+from flashviz.gpu.sectors import model
 
 TOKENS = 16384  # batch x N, as in the FlashAttention papers' benchmarks
 HEADS = 16  # hidden 1024 at D=64
@@ -142,7 +143,7 @@ def markdown(doc: dict) -> str:
         f"Ceilings measured in the same run: fp32 SGEMM (cuBLAS, TF32 off) {c['fp32_sgemm_gflops'] / 1e3:.1f} "
         f"TFLOP/s; device copy {c['copy_gbs'] / 1e3:.2f} TB/s (read + write).",
         "Shapes: batch x N = 16k tokens, 16 heads, D = 64; FLOPs 4*B*H*N^2*D; model bytes = Q once, K and V once "
-        "per block of Q, O and L once (flashviz.traffic) x 4 B. Time: CUDA events, median after 2 warm-ups, "
+        "per block of Q, O and L once (flashviz.algos.fa2.traffic) x 4 B. Time: CUDA events, median after 2 warm-ups, "
         "input sets rotated so that no launch finds its inputs in L2.",
         "",
         "| N | Br=Bc | threads | B x H | ms (median) | GFLOP/s | % of SGEMM | model GB | GB/s (model) | % of copy "

@@ -165,13 +165,13 @@ def test_steps_table_prints_the_seed_example(capsys):
 def test_count_at_the_largest_sizes_answers_at_once(algo, causal, capsys):
     """N = 2^31 - 1 with one-row tiles: closed forms (no loop over tiles, judged by the lines of Python run, not by
     a clock: bench/cli_bench.py times it), counts past 2^64 printed exactly."""
-    from flashviz import traffic
+    from flashviz.algos import get
 
     args = ["count", "--algo", algo, "--n", "2147483647", "--d", "4096", "--br", "1", "--bc", "1", "--json"]
     code, _ = bounded_work(main, args + (["--causal"] if causal else []))
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
-    model = traffic.count(algo, 2147483647, 4096, 1, 1, causal)
+    model = get(algo).traffic.count(2147483647, 4096, 1, 1, causal)
     assert doc["total"]["read"] == sum(t["read"] for t in model.values())
     assert doc["total"]["read_bytes"] == 4 * doc["total"]["read"]
 

@@ -29,7 +29,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flashviz.cli import Bounded, FilePath, Number, cli
+from flashviz.cli import cli
+from flashviz.cli_options import Bounded, FilePath, Number
 from flashviz.config import Config
 
 HAVE_CUPY = importlib.util.find_spec("cupy") is not None

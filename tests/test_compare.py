@@ -13,13 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import kernels, traffic
-from flashviz.algorithms import REGISTRY
+from flashviz import kernels, tiling
+from flashviz.algos import REGISTRY, get
 from flashviz.cli import main
 from flashviz.compare import compare
 from flashviz.config import Config
 from flashviz.tracer import make_trace
-from flashviz.traffic import tiles
 from helpers import bounded_work
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -28,13 +27,18 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 @given(n=st.integers(1, 300), br=st.integers(1, 70), bc=st.integers(1, 70), causal=st.booleans())
 def test_block_sums_equal_a_loop_over_blocks(n, br, bc, causal):
     tr = -(-n // br)
-    tc = [tiles.tiles_of_block(n, br, bc, i, causal) for i in range(tr)]
+    tc = [tiling.tiles_of_block(n, br, bc, i, causal) for i in range(tr)]
     rows = [min(n, (i + 1) * br) - i * br for i in range(tr)]
     width = [min(n, t * bc) for t in tc]
-    assert tiles.sum_tiles(n, br, bc, causal) == sum(tc)
-    assert tiles.sum_tiles(n, br, bc, causal, weighted=True) == sum(r * t for r, t in zip(rows, tc, strict=True))
-    assert tiles.sum_width(n, br, bc, causal) == sum(width)
-    assert tiles.sum_width(n, br, bc, causal, weighted=True) == sum(r * w for r, w in zip(rows, width, strict=True))
+    assert tiling.sum_tiles(n, br, bc, causal) == sum(tc)
+    assert tiling.sum_tiles(n, br, bc, causal, weighted=True) == sum(r * t for r, t in zip(rows, tc, strict=True))
+    assert tiling.sum_width(n, br, bc, causal) == sum(width)
+    assert tiling.sum_width(n, br, bc, causal, weighted=True) == sum(r * w for r, w in zip(rows, width, strict=True))
+    first = [tiling.first_block(j, br, bc, causal) for j in range(tiling.count(n, bc))]
+    assert tiling.sum_first_blocks(n, br, bc, causal) == sum(first)
+    # tile j's first block is the first whose rows reach its first column; none before it does
+    for j, i0 in enumerate(first):
+        assert i0 == 0 or not causal or tiling.span(i0 - 1, br, n)[1] - 1 < j * bc <= tiling.span(i0, br, n)[1] - 1
 
 
 def test_floor_sum_against_a_loop():
@@ -42,15 +46,11 @@ def test_floor_sum_against_a_loop():
         for m in range(1, 12):
             for a in range(0, 15):
                 for b in range(0, 15):
-                    assert tiles.floor_sum(n, m, a, b) == sum((a * k + b) // m for k in range(n))
+                    assert tiling.floor_sum(n, m, a, b) == sum((a * k + b) // m for k in range(n))
 
 
 def with_closed_forms() -> list[str]:
-    return [
-        name
-        for name, a in REGISTRY.items()
-        if hasattr(a.traffic_model, "sram_bytes") and hasattr(a.traffic_model, "steps")
-    ]
+    return [name for name, a in REGISTRY.items() if hasattr(a.traffic, "sram_bytes") and hasattr(a.traffic, "steps")]
 
 
 def test_every_forward_algorithm_has_closed_forms_for_sram_and_steps():
@@ -72,25 +72,25 @@ def test_sram_and_steps_equal_the_engines(algo, n, d, br, bc, causal):
     cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal)
     blocks = getattr(cfg, "blocks", cfg.tr)  # CUDA blocks of the main kernel (fa2-backward: one per K/V tile)
     t = make_trace(cfg.replace(record=tuple(range(blocks))))
-    module = REGISTRY[algo].traffic_model
+    module = REGISTRY[algo].traffic
     assert t.sram["bytes"] == module.sram_bytes(n, d, br, bc)
     assert len(t.steps) == module.steps(n, d, br, bc, causal=causal)
     assert t.hbm == module.count(n, d, br, bc, causal=causal)
 
 
 def test_fa2_sram_matches_the_kernels_macro():
-    source = (Path(kernels.__file__).parent / "fa2_forward.cu").read_text()
+    source = kernels.source("fa2")
     m = re.search(r"^#define fa2_smem_bytes\(Br, Bc, D\)\s+(\(.*\))\s*$", source, re.MULTILINE)
     assert m
     for br, bc, d in ((4, 4, 4), (64, 64, 64), (16, 32, 128), (3, 5, 7)):
-        assert eval(m[1], {}, {"Br": br, "Bc": bc, "D": d}) == REGISTRY["fa2"].traffic_model.sram_bytes(0, d, br, bc)
+        assert eval(m[1], {}, {"Br": br, "Bc": bc, "D": d}) == REGISTRY["fa2"].traffic.sram_bytes(0, d, br, bc)
 
 
 def test_compare_document_holds_every_algorithm_from_its_model():
     doc = compare(4096, 64, 64, 64)
     assert list(doc["algorithms"]) == list(REGISTRY)
     for name, e in doc["algorithms"].items():
-        counts = traffic.count(name, 4096, 64, 64, 64)
+        counts = get(name).traffic.count(4096, 64, 64, 64)
         assert {k: {"read": v["read"], "written": v["written"]} for k, v in e["tensors"].items()} == counts
         assert e["total"]["read"] == sum(t["read"] for t in counts.values())
         assert e["total"]["bytes"] == 4 * (e["total"]["read"] + e["total"]["written"])
@@ -121,7 +121,7 @@ def test_compare_json_and_causal(capsys):
     for name, e in doc["algorithms"].items():
         assert e["supported"] == REGISTRY[name].causal
         if e["supported"]:
-            assert e["tensors"]["Q"]["read"] == traffic.count(name, 1000, 16, 32, 48, causal=True)["Q"]["read"]
+            assert e["tensors"]["Q"]["read"] == get(name).traffic.count(1000, 16, 32, 48, causal=True)["Q"]["read"]
     full = compare(1000, 16, 32, 48)["algorithms"]["standard"]["total"]["bytes"]
     assert doc["algorithms"]["standard"]["total"]["bytes"] < full
 
@@ -142,7 +142,7 @@ def test_compare_default_is_the_seed_example(capsys):
 def test_forward_models_are_closed_forms_even_for_2_31_rows(algo):
     """No loop over the 2^31 blocks of Q: judged by the Python lines run and the memory taken (bench/cli_bench.py
     times it)."""
-    module = REGISTRY[algo].traffic_model
+    module = REGISTRY[algo].traffic
     for causal in (False, True):
         _, lines = bounded_work(module.count, 2**31 - 1, 128, 1, 3, causal=causal, max_lines=2000)
         assert lines > 0  # the tracer saw the model run

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import reference
+from flashviz.algos import get
+from flashviz.algos.fa2 import engine as fa2
 from flashviz.config import Config
-from flashviz.engine import fa2
 from flashviz.tracer import make_trace
 from helpers import qkv
 
@@ -144,11 +145,12 @@ def test_self_check_judges_small_logits_by_their_absolute_rounding():
     x = {k: rng.standard_normal((1, 10)).astype(np.float32) for k in "QKV"}
     cfg = Config(n=1, d=10, br=1, bc=1)
     t = make_trace(cfg, x)
-    ref = reference.expected(cfg, x)
+    ref = get(cfg.algo).expect.expected(cfg, x)
     assert abs(t.outputs["L"][0]) < 0.02
     assert reference.errors(t.outputs["L"], ref["L"])["max_rel"] > 1e-6  # the case really is the tiny-L one
     assert t.reference["ok"] and t.reference["L"]["ok"]
-    bad = reference.check({"O": t.outputs["O"], "L": t.outputs["L"] + 1e-5}, ref)
+    expect = get("fa2").expect
+    bad = reference.check({"O": t.outputs["O"], "L": t.outputs["L"] + 1e-5}, ref, expect.TOLERANCE, expect.LOG_DOMAIN)
     assert not bad["ok"] and not bad["L"]["ok"]
 
 
@@ -178,7 +180,7 @@ def test_rows_with_no_finite_score_are_nan_as_in_the_kernel(rng, algo, scale):
     trace = make_trace(cfg.replace(record=tuple(range(cfg.blocks))), x)
     O = trace.outputs["O"]
     assert np.isnan(O[:4]).all() and np.isfinite(O[4:]).all()
-    ref = reference.expected(cfg, x)
+    ref = get(cfg.algo).expect.expected(cfg, x)
     np.testing.assert_allclose(O[4:], ref["O"][4:], rtol=0, atol=1e-5 * np.abs(ref["O"][4:]).max())
     assert not trace.reference["ok"] and trace.reference["O"]["nonfinite"] == 16
     if algo in ("fa2", "fa2-backward"):

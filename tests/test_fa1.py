@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.algos.fa1 import engine as fa1
+from flashviz.algos.fa1 import traffic as model
 from flashviz.cli import main
 from flashviz.config import Config
-from flashviz.engine import fa1
 from flashviz.tracer import make_trace
-from flashviz.traffic import fa1 as model
 from helpers import every_block, qkv, region_lines
 
-KERNEL = Path(kernels.__file__).parent / "fa1_forward.cu"
+KERNEL = kernels.path("fa1")
 
 
 def outputs(cfg, x):

@@ -1,11 +1,10 @@
 """FA2 backward: gradients against a float64 reference (itself checked by finite differences), HBM counters
-against the closed form, the code of every step cut from kernels/fa2_backward.cu, dO through the CLI."""
+against the closed form, the code of every step cut from fa2_backward.cu, dO through the CLI."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,20 +12,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.algos.fa2 import engine as fa2
+from flashviz.algos.fa2_backward import engine as fa2_backward
+from flashviz.algos.fa2_backward import expect
+from flashviz.algos.fa2_backward import traffic as model
 from flashviz.cli import main
 from flashviz.config import Config, ConfigError
-from flashviz.engine import fa2, fa2_backward
 from flashviz.inputs import random_inputs
 from flashviz.tracer import make_trace
-from flashviz.traffic import fa2_backward as model
 
 ALGO = "fa2-backward"
 GRADS = ("dQ", "dK", "dV")
 # Max-norm relative error, max|x - ref| / max|ref|, allowed for float32 gradients on O(1) inputs; measured
-# values are 1e-7 .. 1.1e-6 (see reference.TOLERANCE for why gradients get more room than O).
+# values are 1e-7 .. 1.1e-6 (see expect.TOLERANCE for why gradients get more room than O).
 TOL = 1e-4
 U = 2.0**-24  # float32 unit roundoff
-KERNEL = Path(kernels.__file__).parent / "fa2_backward.cu"
+KERNEL = kernels.path("fa2-backward")
 
 
 def draw(rng, n, d, qk_scale=1.0):
@@ -70,7 +71,7 @@ def test_gradients_match_float64(rng, n, d, br, bc, causal):
         got = hbm.tensors[name]
         assert got.dtype == np.float32 and np.all(np.isfinite(got)), f"every element of {name} must be written"
         assert rel(got, ref[name]) <= TOL, (name, rel(got, ref[name]))
-    assert rel(hbm.tensors["O"], ref["O"]) <= reference.TOLERANCE["O"]
+    assert rel(hbm.tensors["O"], ref["O"]) <= expect.TOLERANCE["O"]
 
 
 @given(
@@ -162,7 +163,7 @@ def test_per_element_pattern(n, d, br, bc, causal):
     is <= the last row of r's block; dQ is written once more (zeroed)."""
     cfg = Config(n=n, d=d, br=br, bc=bc, causal=causal)
     hbm = run(cfg.replace(algo=ALGO, record=()), draw(np.random.default_rng(n), n, d))
-    visits = np.array([fa2.tiles_of_block(cfg, r // br) for r in range(n)])[:, None]  # (N, 1) per row
+    visits = np.array([cfg.tiles_of_block(r // br) for r in range(n)])[:, None]  # (N, 1) per row
     for name in ("K", "V", "O"):
         assert np.all(hbm.reads[name] == 1) and not hbm.writes[name].any()
     for name in ("dK", "dV", "D"):

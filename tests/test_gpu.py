@@ -21,6 +21,7 @@ except Exception:
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device")]
 
+from flashviz.gpu import check, launch  # noqa: E402
 from flashviz.gpu import run as gpu_run  # noqa: E402
 
 NS = (8, 10, 100, 1000, 4096)
@@ -97,8 +98,8 @@ def test_head_zero_is_the_engine_trace():
     from flashviz.tracer import make_trace
 
     cfg = Config(n=10, d=4, br=4, bc=4, seed=7)
-    inputs = gpu_run.head_inputs(cfg, 3)
-    outputs, _ = gpu_run.launch(cfg, inputs)
+    inputs = check.head_inputs(cfg, 3)
+    outputs, _ = launch.launch(cfg, inputs)
     trace = make_trace(cfg)
     np.testing.assert_allclose(outputs["O"][0], trace.outputs["O"], rtol=0, atol=1e-6)
     np.testing.assert_allclose(outputs["L"][0], trace.outputs["L"], rtol=0, atol=1e-6)
@@ -107,10 +108,10 @@ def test_head_zero_is_the_engine_trace():
 def test_torch_tensors_in_and_out_through_dlpack():
     torch = pytest.importorskip("torch")
     cfg = Config(n=100, d=16, br=16, bc=16, seed=3)
-    inputs = gpu_run.head_inputs(cfg, 4)
-    want, _ = gpu_run.launch(cfg, {k: v.reshape(2, 2, 100, 16) for k, v in inputs.items()})
+    inputs = check.head_inputs(cfg, 4)
+    want, _ = launch.launch(cfg, {k: v.reshape(2, 2, 100, 16) for k, v in inputs.items()})
     tensors = {k: torch.from_numpy(v).cuda().reshape(2, 2, 100, 16) for k, v in inputs.items()}
-    got, _ = gpu_run.launch(cfg, tensors)
+    got, _ = launch.launch(cfg, tensors)
     assert isinstance(got["O"], torch.Tensor) and got["O"].is_cuda
     assert tuple(got["O"].shape) == (2, 2, 100, 16) and tuple(got["L"].shape) == (2, 2, 100)
     np.testing.assert_array_equal(got["O"].cpu().numpy(), want["O"])
@@ -120,18 +121,18 @@ def test_torch_tensors_in_and_out_through_dlpack():
 def test_same_inputs_same_bits():
     """No race: the same launch twice gives identical bits."""
     cfg = Config(n=1000, d=64, br=32, bc=64, seed=11)
-    inputs = gpu_run.head_inputs(cfg, 2)
-    a, _ = gpu_run.launch(cfg, inputs)
-    b, _ = gpu_run.launch(cfg, inputs)
+    inputs = check.head_inputs(cfg, 2)
+    a, _ = launch.launch(cfg, inputs)
+    b, _ = launch.launch(cfg, inputs)
     np.testing.assert_array_equal(a["O"], b["O"])
     np.testing.assert_array_equal(a["L"], b["L"])
 
 
 def test_launch_limits_are_config_errors():
     with pytest.raises(ConfigError, match="shared memory"):
-        gpu_run.prepare(Config(n=256, d=256, br=256, bc=256))
+        launch.prepare(Config(n=256, d=256, br=256, bc=256))
     with pytest.raises(ConfigError, match="threads"):
-        gpu_run.prepare(Config(n=64, d=4, br=64, bc=4), threads=32)
+        launch.prepare(Config(n=64, d=4, br=64, bc=4), threads=32)
 
 
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="Nsight Compute (ncu) is not installed")

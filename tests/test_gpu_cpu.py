@@ -15,22 +15,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz import kernels, traffic
-from flashviz.algorithms import REGISTRY, get
+from flashviz import kernels
+from flashviz.algos import REGISTRY, get
 from flashviz.cli import main
 from flashviz.config import Config
-from flashviz.gpu import nvrtc, profile, sanitize
-from flashviz.gpu.specs import SPECS, spec
+from flashviz.gpu import launch, ncu, nvrtc, profile, sanitize, sectors
+from flashviz.gpu.specs import spec, specs
 
 FIXTURES = Path(__file__).parent / "fixtures"
-KERNEL_DIR = Path(kernels.__file__).parent
 
 
 # ---- NVRTC: the source is the kernel file, and it compiles ----
 
 
 def test_nvrtc_source_is_the_kernel_file_behind_a_line_directive():
-    text = (KERNEL_DIR / "fa2_forward.cu").read_text()
+    text = kernels.source("fa2")
     assert nvrtc.source("fa2") == '#line 1 "fa2_forward.cu"\n' + text
     assert "--use_fast_math" not in nvrtc.OPTIONS  # expf/logf stay IEEE, as NumPy's in the engine
 
@@ -49,7 +48,7 @@ def test_nvrtc_compiles_any_instantiation_by_name_expression():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_sm90_build_has_no_spills(tmp_path):
     out = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(KERNEL_DIR / "fa2_forward.cu"), "-o", str(tmp_path / "k.o")],
+        ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(kernels.path("fa2")), "-o", str(tmp_path / "k.o")],
         capture_output=True,
         text=True,
     )
@@ -62,8 +61,8 @@ def test_nvcc_sm90_build_has_no_spills(tmp_path):
 
 
 def test_every_algorithm_has_a_spec_covering_its_tensors():
-    assert set(SPECS) == set(REGISTRY)
-    for algo, s in SPECS.items():
+    assert set(specs()) == set(REGISTRY)
+    for algo, s in specs().items():
         a = get(algo)
         assert set(a.inputs) | set(a.outputs) <= set(s.shapes), algo
         used = {name for k in s.kernels for name in k.tensors}
@@ -73,7 +72,7 @@ def test_every_algorithm_has_a_spec_covering_its_tensors():
 _SIGNATURE = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.S)
 
 
-@pytest.mark.parametrize("algo", sorted(SPECS))
+@pytest.mark.parametrize("algo", sorted(specs()))
 def test_every_launch_matches_its_kernels_signature(algo):
     """Pointer and scalar arguments in the order and of the types the __global__ function declares."""
     s = spec(algo)
@@ -89,7 +88,7 @@ def test_every_launch_matches_its_kernels_signature(algo):
 
 
 @pytest.mark.skipif(nvrtc.find_libnvrtc() is None, reason="libnvrtc not found")
-@pytest.mark.parametrize("algo", sorted(SPECS))
+@pytest.mark.parametrize("algo", sorted(specs()))
 def test_every_launch_compiles_with_nvrtc(algo):
     s = spec(algo)
     cfg = Config(algo=algo, n=100, d=16, br=32, bc=16)
@@ -158,13 +157,13 @@ def test_spans_are_the_engines_transfers(cfg):
     ],
 )
 def test_sector_bytes_by_hand(first, count, stride, heads, expected):
-    assert profile.sector_bytes(np.array(first), np.array(count), stride, heads) == expected
+    assert sectors.sector_bytes(np.array(first), np.array(count), stride, heads) == expected
 
 
 def test_model_is_the_traffic_model_times_heads_in_bytes():
     cfg = Config(n=1000, d=64, br=64, bc=64, causal=True)
-    m = profile.model(cfg, 6)
-    t = traffic.count("fa2", 1000, 64, 64, 64, causal=True)
+    m = sectors.model(cfg, 6)
+    t = get("fa2").traffic.count(1000, 64, 64, 64, causal=True)
     for name, x in t.items():
         assert m["tensors"][name]["read_bytes"] == 4 * 6 * x["read"]
         assert m["tensors"][name]["written_bytes"] == 4 * 6 * x["written"]
@@ -173,9 +172,9 @@ def test_model_is_the_traffic_model_times_heads_in_bytes():
 
 
 def test_sector_model_is_the_model_when_every_run_is_sector_aligned():
-    m = profile.model(Config(n=4096, d=64, br=32, bc=32), 2)
+    m = sectors.model(Config(n=4096, d=64, br=32, bc=32), 2)
     assert (m["sector_load_bytes"], m["sector_store_bytes"]) == (m["load_bytes"], m["store_bytes"])
-    seed = profile.model(Config(), 1)  # L of a block is 16 bytes: each warp's store costs a whole sector
+    seed = sectors.model(Config(), 1)  # L of a block is 16 bytes: each warp's store costs a whole sector
     assert seed["sector_bytes"]["L"] == 64 and seed["tensors"]["L"]["written_bytes"] == 32
 
 
@@ -207,10 +206,10 @@ NCU = {  # fixture -> (config, heads, kernels profiled, of which counted, load v
 @pytest.mark.parametrize("fixture", sorted(NCU))
 def test_recorded_ncu_output_parses_and_meets_the_model(fixture):
     cfg, heads, templates, n_counted, load, store = NCU[fixture]
-    kernels = profile.parse_ncu_csv((FIXTURES / fixture).read_text())
-    assert [profile.template_of(k["name"]) for k in kernels] == templates
+    kernels = ncu.parse_ncu_csv((FIXTURES / fixture).read_text())
+    assert [ncu.template_of(k["name"]) for k in kernels] == templates
     for k in kernels:
-        assert set(profile.METRICS.values()) <= set(k["metrics"])
+        assert set(ncu.METRICS.values()) <= set(k["metrics"])
     if cfg.algo == "fa2":
         assert kernels[0]["name"].startswith(f"void fa2<{cfg.br}, {cfg.bc}, {cfg.d}>")
         assert kernels[0]["grid"] == f"({cfg.tr}, {heads}, 1)"
@@ -218,7 +217,7 @@ def test_recorded_ncu_output_parses_and_meets_the_model(fixture):
     assert sum(k["counted"] for k in listed) == n_counted
     assert {"l2_read_sectors_from_l1", "time_ns", "reduction_bytes", "atomic_bytes"} <= set(measured)
     assert measured["time_ns"] > 0
-    m = profile.model(cfg, heads)
+    m = sectors.model(cfg, heads)
     c = profile.compare(m, measured)
     assert (c["load"]["verdict"], c["store"]["verdict"]) == (load, store)
     assert c["ok"]
@@ -242,17 +241,17 @@ def test_ncu_csv_units_and_thousands_separators():
             '"0","1","void fa2<4, 4, 4>(...)","(128, 1, 1)","(2, 1, 1)","odd.sum","","n/a"',
         ]
     )
-    (k,) = profile.parse_ncu_csv(text)
+    (k,) = ncu.parse_ncu_csv(text)
     assert k["metrics"] == {
         "dram__bytes_read.sum": 10750.0,
         "l1tex__t_bytes.sum": 1234567.0,
         "gpu__time_duration.sum": 2500.0,
     }
-    assert profile.parse_ncu_csv("==ERROR== no kernels were profiled") == []
+    assert ncu.parse_ncu_csv("==ERROR== no kernels were profiled") == []
 
 
 def test_a_count_off_the_model_is_a_mismatch():
-    m = profile.model(Config(n=64, d=64, br=32, bc=32), 1)
+    m = sectors.model(Config(n=64, d=64, br=32, bc=32), 1)
     measured = {"load_bytes": m["load_bytes"] + 32, "store_bytes": m["store_bytes"], "dram_read_bytes": 0.0}
     measured["dram_write_bytes"] = 0.0
     c = profile.compare(m, measured)
@@ -260,7 +259,7 @@ def test_a_count_off_the_model_is_a_mismatch():
 
 
 def test_ncu_leaves_the_clocks_alone():
-    cmd = profile.ncu_command(["python", "x.py"], list(profile.METRICS.values()))
+    cmd = ncu.ncu_command(["python", "x.py"], list(ncu.METRICS.values()), "ncu", "fa2")
     assert cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[-2:] == ["python", "x.py"]
 
@@ -330,7 +329,7 @@ def test_the_profiled_launch_is_the_same_launch():
     from flashviz.gpu.cli import group
 
     cfg = Config(n=100, d=16, br=32, bc=16, seed=9, scale=0.25, causal=True)
-    args = profile.launcher(cfg, heads=3, batch=2, threads=64)
+    args = launch.launcher(cfg, heads=3, batch=2, threads=64)
     assert args[1:5] == ["-m", "flashviz", "gpu", "run"]
     ctx = group().commands["run"].make_context("run", args[5:])
     p = ctx.params
@@ -341,21 +340,22 @@ def test_the_profiled_launch_is_the_same_launch():
 # ---- exit codes through the real entry point, with a CPU stand-in for the GPU (issue 8, item 1) ----
 
 # Loaded at start-up by every Python process whose path holds it (the CLI and the children that ncu and
-# compute-sanitizer launch): with FLASHVIZ_FAKE_GPU set, the GPU's part of flashviz.gpu.run is replaced by the
-# engine itself, so everything after the launch (the check, the report, the exit code) runs for real.
+# compute-sanitizer launch): with FLASHVIZ_FAKE_GPU set, the GPU's part of flashviz.gpu (device, launch) is
+# replaced by the engine itself, so everything after the launch (the check, the report, the exit code) runs for real.
 # FLASHVIZ_FAKE_GPU=disagree adds 1 to the first output's first element: a GPU whose result is wrong.
 FAKE_GPU = """
 import os
 if os.environ.get("FLASHVIZ_FAKE_GPU"):
     import numpy as np
-    from flashviz.algorithms import get
-    from flashviz.gpu import run as r
+    from flashviz.algos import get
+    from flashviz.gpu import check, device
+    from flashviz.gpu import launch as launching
 
     def launch(cfg, inputs, threads=None):
         algo = get(cfg.algo)
         lead = inputs[algo.inputs[0]].shape[:-2]
         flat = {k: np.asarray(v).reshape(-1, cfg.n, cfg.d) for k, v in inputs.items()}
-        heads = [r.engine_outputs(cfg, {k: v[g] for k, v in flat.items()}) for g in range(int(np.prod(lead)))]
+        heads = [check.engine_outputs(cfg, {k: v[g] for k, v in flat.items()}) for g in range(int(np.prod(lead)))]
         out = {k: np.stack([h[k] for h in heads]).reshape(*lead, *heads[0][k].shape) for k in algo.outputs}
         if os.environ["FLASHVIZ_FAKE_GPU"] == "disagree":
             out[algo.outputs[0]].flat[0] += 1.0
@@ -366,10 +366,10 @@ if os.environ.get("FLASHVIZ_FAKE_GPU"):
             return {"kernel": "cpu", "file": "-", "grid": [1, 1, 1], "block": [1, 1, 1], "smem_bytes": 0,
                     "registers": 0, "local_bytes": 0}
 
-    r.require_gpu = lambda: None
-    r.device_info = lambda: {"name": "CPU stand-in", "compute_capability": "0.0"}
-    r.prepare = lambda cfg, heads=1, threads=None: Prepared()
-    r.launch = launch
+    device.require_gpu = lambda: None
+    device.device_info = lambda: {"name": "CPU stand-in", "compute_capability": "0.0"}
+    launching.prepare = lambda cfg, heads=1, threads=None: Prepared()
+    launching.launch = launch
 """
 
 # compute-sanitizer's stand-in: runs the program, prints a clean summary, exits with the program's code

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flashviz.algorithms import REGISTRY
+from flashviz.algos import REGISTRY
 from flashviz.config import Config
 from flashviz.tracer import make_trace
 

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from flashviz import kernels
+from flashviz.algos import REGISTRY
 from flashviz.config import Config
 from flashviz.tracer import make_trace
 from helpers import region_lines
 
-KERNEL_DIR = Path(kernels.__file__).parent
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "fa2-kernel-visualization.txt"
 
 
 def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(Config(n=10, d=4, br=4, bc=4))
-    source = (KERNEL_DIR / "fa2_forward.cu").read_text()
+    source = kernels.source("fa2")
     assert t.kernel["source"] == source
     for step in t.steps:
         header, *body = step.code.splitlines()
@@ -71,10 +71,10 @@ def test_substitute_touches_whole_identifiers_only():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("cu", sorted(p.name for p in KERNEL_DIR.glob("*.cu")))
-def test_kernel_compiles_for_sm90(cu, tmp_path):
+@pytest.mark.parametrize("algo", sorted(REGISTRY))
+def test_kernel_compiles_for_sm90(algo, tmp_path):
     out = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", str(KERNEL_DIR / cu), "-o", str(tmp_path / "k.o")],
+        ["nvcc", "-arch=sm_90", "-c", str(kernels.path(algo)), "-o", str(tmp_path / "k.o")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flashviz import server
-from flashviz.algorithms import REGISTRY
+from flashviz.algos import REGISTRY
 from flashviz.compare import compare
 from flashviz.config import Config
 from flashviz.tracer import make_trace

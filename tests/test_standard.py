@@ -1,11 +1,10 @@
 """Standard attention (three kernels, S and P in HBM): outputs against float64, counters against the closed
-form, steps and shared memory against the model, code cut from kernels/standard.cu."""
+form, steps and shared memory against the model, code cut from standard.cu."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.algos.standard import engine as standard
+from flashviz.algos.standard import traffic as model
 from flashviz.cli import main
 from flashviz.config import Config, ConfigError
-from flashviz.engine import standard
 from flashviz.tracer import make_trace
-from flashviz.traffic import standard as model
 from helpers import every_block, qkv, region_lines
 
-KERNEL = Path(kernels.__file__).parent / "standard.cu"
+KERNEL = kernels.path("standard")
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import traffic
+from flashviz.algos.fa2 import engine as fa2
+from flashviz.algos.fa2 import traffic
 from flashviz.config import Config
-from flashviz.engine import fa2
 from flashviz.tracer import make_trace
 
 
@@ -18,7 +18,7 @@ def test_counters_equal_model(n, d, br, bc):
     rng = np.random.default_rng(n * 1000 + d)
     x = {k: rng.standard_normal((n, d), dtype=np.float32) for k in "QKV"}
     run = fa2.execute(cfg, x)
-    assert run.hbm.counters() == traffic.count("fa2", n, d, br, bc)
+    assert run.hbm.counters() == traffic.count(n, d, br, bc)
 
 
 @given(n=st.integers(1, 64), d=st.integers(1, 6), br=st.integers(1, 24), bc=st.integers(1, 24))
@@ -47,7 +47,7 @@ def test_phase_counters_end_at_the_totals_and_never_fall():
 
 
 def test_model_answers_for_a_million_rows_without_the_engine():
-    m = traffic.count("fa2", n=1 << 20, d=128, br=64, bc=64)
+    m = traffic.count(n=1 << 20, d=128, br=64, bc=64)
     assert m["K"]["read"] == (1 << 20) // 64 * (1 << 20) * 128
     assert m["L"]["written"] == 1 << 20
 
@@ -58,6 +58,6 @@ def test_causal_counters_equal_model(n, d, br, bc):
     rng = np.random.default_rng(n + 7)
     x = {k: rng.standard_normal((n, d), dtype=np.float32) for k in "QKV"}
     hbm = fa2.execute(cfg, x).hbm
-    assert hbm.counters() == traffic.count("fa2", n, d, br, bc, causal=True)
-    full = traffic.count("fa2", n, d, br, bc)
+    assert hbm.counters() == traffic.count(n, d, br, bc, causal=True)
+    full = traffic.count(n, d, br, bc)
     assert hbm.counters()["K"]["read"] <= full["K"]["read"]

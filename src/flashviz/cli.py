@@ -10,10 +10,14 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from .config import ALGOS, COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from .algos import REGISTRY, get
+from .cli_options import Bounded, FilePath, Number, algo_option, causal_option, size_options
+from .config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from .gpu.cli import group as gpu_group
 from .output import (
     OutputError,
     flush_stdout,
@@ -26,96 +30,14 @@ from .output import (
 )
 from .units import FLOAT_BYTES, human_bytes
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would take '٥' and ' 5', and strip '\x1f'
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I)
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
-class Bounded(click.ParamType):
-    """An integer flag whose error names its accepted range (click's own message does not)."""
-
-    name = "integer"
-
-    def __init__(self, lo: int, hi: int):
-        self.lo, self.hi = lo, hi
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        elif isinstance(value, str) and _INTEGER.fullmatch(value) and len(value) <= 40:
-            number = int(value)
-        else:  # not an integer, or one of more than 40 digits: far outside any range here
-            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {shown(value)})", param, ctx)
-        if not self.lo <= number <= self.hi:
-            self.fail(f"must be an integer in {self.lo}..{self.hi} (got {shown(number)})", param, ctx)
-        return number
-
-
-class Number(click.ParamType):
-    """A decimal number (nan and inf are let through for the config's own message); the error echoes ~40 chars."""
-
-    name = "number"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, float):
-            return value
-        if isinstance(value, str) and _NUMBER.fullmatch(value) and len(value) <= 40:
-            return float(value)
-        self.fail(f"must be a number such as 0.125 or 1e-3 (got {shown(value)})", param, ctx)
-
-
-class OneOf(click.Choice):
-    """click.Choice whose error echoes at most ~40 characters of the bad value."""
-
-    def convert(self, value, param, ctx):
-        if value in self.choices:
-            return value
-        self.fail(f"must be one of {', '.join(map(str, self.choices))} (got {shown(value)})", param, ctx)
-
-
-class FilePath(click.ParamType):
-    """A file name, as a Path; whether it can be read or written is told where it is used."""
-
-    name = "file"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, Path):
-            return value
-        if not value:
-            self.fail("must name a file (got '')", param, ctx)
-        return Path(value)
-
-
-def size_options(limits: dict[str, tuple[int, int]]):
-    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example."""
-    defaults = Config()
-
-    def decorate(f):
-        for flag, key, help_ in reversed(
-            (
-                ("--n", "n", "sequence length N"),
-                ("--d", "d", "head dimension D"),
-                ("--br", "br", "rows of Q per block, Br"),
-                ("--bc", "bc", "columns of K/V per tile, Bc"),
-            )
-        ):
-            lo, hi = limits[key]
-            f = click.option(
-                flag,
-                key,
-                type=Bounded(lo, hi),
-                default=getattr(defaults, key),
-                show_default=True,
-                help=f"{help_} ({lo}..{hi})",
-            )(f)
-        return f
-
-    return decorate
-
-
-algo_option = click.option("--algo", type=OneOf(ALGOS), default="fa2", show_default=True, help="algorithm")
-causal_option = click.option(
-    "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
-)
+def optional_inputs() -> str:
+    """The inputs beyond Q, K and V that some algorithm takes, as `--inputs` names them: `dO, for fa2-backward`."""
+    extra = {a.name: [k for k in a.inputs if k not in ("Q", "K", "V")] for a in REGISTRY.values()}
+    return "; ".join(f"{', '.join(names)}, for {name}" for name, names in extra.items() if names)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,7 +66,7 @@ def cli(ctx: click.Context) -> None:
     "inputs_path",
     type=FilePath(),
     default=None,
-    help=".npz with float32 arrays Q, K, V (and optionally dO, for fa2-backward; random when absent) of shape (N, D); "
+    help=f".npz with float32 arrays Q, K, V (and optionally {optional_inputs()}; random when absent) of shape (N, D); "
     "N and D are taken from it",
 )
 @click.option(
@@ -182,8 +104,18 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
 
 
-def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=False):
-    from .algorithms import get
+def build_trace(
+    algo: str,
+    n: int,
+    d: int,
+    br: int,
+    bc: int,
+    seed: int,
+    scale: float | None,
+    inputs_path: Path | None,
+    block: int | None,
+    causal: bool = False,
+) -> Trace:
     from .inputs import NAMES, load_npz
     from .tracer import make_trace
 
@@ -214,9 +146,7 @@ def build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal=Fals
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def count(algo, n, d, br, bc, causal, as_json) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
-    from . import traffic
-
-    model = traffic.count(algo, n, d, br, bc, causal)
+    model = get(algo).traffic.count(n, d, br, bc, causal)
     totals = {
         "read": sum(t["read"] for t in model.values()),
         "written": sum(t["written"] for t in model.values()),
@@ -338,9 +268,7 @@ def compare(n, d, br, bc, causal, as_json) -> None:
         Console(file=out).print(render(doc))
 
 
-from .gpu.cli import group as gpu_group  # noqa: E402  (after the option helpers it reuses; imports no GPU library)
-
-cli.add_command(gpu_group())
+cli.add_command(gpu_group())  # imports no GPU library
 
 
 def main(argv: list[str] | None = None) -> int:

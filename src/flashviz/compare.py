@@ -3,27 +3,23 @@ shared memory per block, and the number of steps. What `flashviz compare` prints
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .algorithms import REGISTRY, Algorithm
-from .engine.memory import SMEM_OPTIN_BYTES
-from .units import FLOAT_BYTES, human_bytes, kib
+from .algos import BASELINE, REGISTRY, Algorithm
+from .units import FLOAT_BYTES, SMEM_OPTIN_BYTES, human_bytes, kib
 
-BASELINE = "fa2"  # the algorithm the others' traffic is measured against
-
-
-def direction(algo: Algorithm) -> str:
-    """'backward' for a backward pass (a different computation: its numbers are not a rival to the forward's)."""
-    return "backward" if "backward" in algo.name or "backward" in algo.title.lower() else "forward"
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
-    """One algorithm's entry: its traffic per tensor and in total, SRAM per block, steps (None where its traffic
-    module has no closed form for them), or only `supported: False` when it has no causal variant."""
-    entry: dict[str, Any] = {"title": algo.title, "pass": direction(algo), "supported": not causal or algo.causal}
+    """One algorithm's entry: its traffic per tensor and in total, SRAM per block and steps, or only
+    `supported: False` when it has no causal variant. `pass` is "backward" for a backward pass (a different
+    computation: its numbers are not a rival to the forward's)."""
+    entry: dict[str, Any] = {"title": algo.title, "pass": algo.direction, "supported": not causal or algo.causal}
     if not entry["supported"]:
         return entry
-    module = algo.traffic_model
+    module = algo.traffic
     counts = module.count(n=n, d=d, br=br, bc=bc, causal=causal)
     tensors = {
         name: {**t, "read_bytes": t["read"] * FLOAT_BYTES, "written_bytes": t["written"] * FLOAT_BYTES}
@@ -31,7 +27,7 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
     }
     read = sum(t["read"] for t in counts.values())
     written = sum(t["written"] for t in counts.values())
-    sram = module.sram_bytes(n, d, br, bc) if hasattr(module, "sram_bytes") else None
+    sram = module.sram_bytes(n, d, br, bc)
     return {
         **entry,
         "tensors": tensors,
@@ -43,8 +39,8 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
             "bytes": (read + written) * FLOAT_BYTES,
         },
         "sram_bytes": sram,
-        "sram_fits": None if sram is None else sram <= SMEM_OPTIN_BYTES,
-        "steps": module.steps(n, d, br, bc, causal=causal) if hasattr(module, "steps") else None,
+        "sram_fits": sram <= SMEM_OPTIN_BYTES,
+        "steps": module.steps(n, d, br, bc, causal=causal),
     }
 
 
@@ -64,19 +60,20 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
     }
 
 
-def render(doc: dict[str, Any]):
+def render(doc: dict[str, Any]) -> Table:
     """The document as one rich Table: a row per (tensor, read/written), then totals, bytes, SRAM and steps."""
     from rich.table import Table
 
     c, algos = doc["config"], doc["algorithms"]
     shown = {name: e for name, e in algos.items() if e["supported"]}
+    notes = "; ".join(f"{name}: {REGISTRY[name].sram_note}" for name in algos if REGISTRY[name].sram_note)
     table = Table(
         title=f"HBM trips per head, in elements: N={c['n']} D={c['d']} Br={c['br']} Bc={c['bc']} "
         f"(Tr={c['tr']}, Tc={c['tc']}){', causal' if c['causal'] else ''}",
         caption=" ".join(
             [
                 "Closed-form models, each equal to its engine's per-element counters. SRAM: shared memory one",
-                "CUDA block declares (standard: the largest of its three kernels).",
+                "CUDA block declares" + (f" ({notes})." if notes else "."),
                 *(f"{name}: no causal variant." for name, e in algos.items() if not e["supported"]),
             ]
         ),
@@ -94,15 +91,14 @@ def render(doc: dict[str, Any]):
                 table.add_row(f"{tensor} {kind}", *("—" if x is None else f"{x:,}" for x in cells))
     table.add_section()
     vs = f"traffic_vs_{BASELINE}"
+    budget = kib(SMEM_OPTIN_BYTES)
     rows = {
         "total read": lambda e: f"{e['total']['read']:,}",
         "total written": lambda e: f"{e['total']['written']:,}",
         "HBM traffic (fp32)": lambda e: human_bytes(e["total"]["bytes"], digits=1),
         f"traffic ÷ {BASELINE}'s": lambda e: "—" if e[vs] is None else f"{e[vs]:.2f}×",
-        "SRAM per block": lambda e: "—"
-        if e["sram_bytes"] is None
-        else kib(e["sram_bytes"]) + ("" if e["sram_fits"] else " (over 227 KiB)"),
-        "steps": lambda e: "—" if e["steps"] is None else f"{e['steps']:,}",
+        "SRAM per block": lambda e: kib(e["sram_bytes"]) + ("" if e["sram_fits"] else f" (over {budget})"),
+        "steps": lambda e: f"{e['steps']:,}",
     }  # fmt: skip
     for label, cell in rows.items():
         table.add_row(label, *(cell(e) for e in shown.values()))

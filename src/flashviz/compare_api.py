@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .algorithms import REGISTRY
+from .algos import ALGOS, REGISTRY
 from .compare import compare
-from .config import ALGOS, API_LIMITS, Config, ConfigError
+from .config import API_LIMITS, Config, ConfigError
+from .inputs import random_inputs
 from .units import FLOAT_BYTES
 
-SWEEP_ALGOS = ("standard", "fa1", "fa2")  # the forward passes the chart draws
 SWEEP_EXPONENTS = range(6, 17)  # N = 64 .. 65536, reaching down to (and through) the current N
 MAX_CURVE_POINTS = 240  # phases per algorithm sent for the animation (evenly sampled, the last one kept)
 
@@ -32,8 +32,8 @@ def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
     """Total HBM bytes of each forward algorithm at the N of `sweep_ns(n)` at this D, Br, Bc (closed forms)."""
     ns = sweep_ns(n)
     out: dict[str, list[int]] = {}
-    for name in SWEEP_ALGOS:
-        count = REGISTRY[name].traffic
+    for name in (name for name, a in REGISTRY.items() if a.direction == "forward"):  # the passes the chart draws
+        count = REGISTRY[name].traffic.count
         out[name] = [
             FLOAT_BYTES * sum(t["read"] + t["written"] for t in count(n=n, d=d, br=br, bc=bc, causal=causal).values())
             for n in ns
@@ -45,11 +45,8 @@ def phase_curve(cfg: Config) -> dict[str, Any]:
     """Launch-wide cumulative counters per phase of one algorithm, sampled to at most MAX_CURVE_POINTS phases:
     `phase` (the phase indices kept), `read` and `written` (elements, all tensors), `tensors` {name: [[read,
     written], ...]} at the same phases."""
-    from .algorithms import get
-    from .inputs import random_inputs
-
     # counters only: the engine on this config's inputs, without the float64 check or the Trace around it
-    algo = get(cfg.algo)
+    algo = REGISTRY[cfg.algo]
     rec = algo.engine.execute(cfg.validated(), random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs))
     names = list(rec.hbm.tensors)
     phases = rec.phases(tuple(names))
@@ -100,16 +97,13 @@ def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves
 
 def api_algos() -> list[dict[str, Any]]:
     """The algorithms for the viewer's picker, in registry order: name, title, causal support, N limit."""
-    from .compare import direction
-    from .config import ALGO_MAX_N
-
     return [
         {
             "name": a.name,
             "title": a.title,
             "causal": a.causal,
-            "pass": direction(a),
-            "max_n": min(ALGO_MAX_N.get(a.name, API_LIMITS["n"][1]), API_LIMITS["n"][1]),
+            "pass": a.direction,
+            "max_n": min(a.max_n or API_LIMITS["n"][1], API_LIMITS["n"][1]),
             "kernel_file": a.kernel_file,
         }
         for a in REGISTRY.values()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-ALGOS = ("standard", "fa1", "fa2", "fa2-backward")
+from . import tiling
+from .algos import ALGOS, DEFAULT
+from .algos import get as algorithm
 
 # Safety limits for running the engine (the traffic model in `count` has its own, far larger).
 # They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per input.
@@ -16,14 +18,11 @@ LIMITS = {
     "bc": (1, 256),
     "seed": (0, 2**32 - 1),
 }
-# The engine holds standard attention's S and P in HBM: N x N float32 each, with an int32 read and write counter
-# per element (4 x 4 x N^2 bytes: 256 MB at N=4096).
-ALGO_MAX_N = {"standard": 4096}
 COUNT_LIMITS = {"n": (1, 2**31 - 1), "d": (1, 4096), "br": (1, 4096), "bc": (1, 4096)}
-# The web API answers anyone who can reach it, so one request is bounded to about 1-2 s of engine time
-# and ~60 MB of JSON on one core. The engine costs ~60 us of Python per (block, tile) pair plus the math.
-# The engine spends ~60 us of Python per (block, tile) pair: this many pairs is about 15-30 s on one core.
+# The engine spends ~60 us of Python per (block, tile) pair plus the math: this many pairs is about 15-30 s on one core.
 MAX_TILES = 2**18  # Tr*Tc (N=16384 at Br=Bc=32)
+# The web API answers anyone who can reach it, so one request is bounded to about 1-2 s of engine time
+# and ~60 MB of JSON on one core. An algorithm whose engine is slower per pair (its `api_cost`) gets less.
 API_LIMITS = {**LIMITS, "n": (1, 4096)}
 API_MAX_WORK = 2**30  # N*N*D multiply-adds in all the Sij = Qi @ Kj.T (N=4096, D=64)
 API_MAX_TILES = 2**14  # Tr*Tc (block, tile) pairs (N=4096 at Br=Bc=32)
@@ -59,7 +58,7 @@ class ConfigError(ValueError):
 class Config:
     """One launch. Defaults are the seed's example: two blocks of Q, two tiles of K and V."""
 
-    algo: str = "fa2"
+    algo: str = DEFAULT
     n: int = 8  # sequence length N
     d: int = 4  # head dimension D
     br: int = 4  # rows of Q per block (Br)
@@ -71,16 +70,29 @@ class Config:
 
     @property
     def tr(self) -> int:
-        return -(-self.n // self.br)
+        return tiling.count(self.n, self.br)
 
     @property
     def tc(self) -> int:
-        return -(-self.n // self.bc)
+        return tiling.count(self.n, self.bc)
+
+    def tiles_of_block(self, i: int) -> int:
+        """K/V tiles block i of Q streams: all Tc, or under causal those whose first column <= its last row."""
+        return tiling.tiles_of_block(self.n, self.br, self.bc, i, self.causal)
+
+    def first_block(self, j: int) -> int:
+        """The first block of Q that tile j meets: 0, or under causal the block holding row j*Bc."""
+        return tiling.first_block(j, self.br, self.bc, self.causal)
 
     @property
     def blocks(self) -> int:
-        """CUDA blocks of the (main) kernel: one per block of Q (Tr), or for fa2-backward one per tile of K/V (Tc)."""
-        return self.tc if self.algo == "fa2-backward" else self.tr
+        """CUDA blocks of the algorithm's (main) kernel: one per block of Q (Tr), or one per tile of K/V (Tc)."""
+        return self.tc if algorithm(self.algo).grid == "Tc" else self.tr
+
+    @property
+    def block_size(self) -> str:
+        """What sets the number of blocks, as an error message names it: `Br=4` (blocks of Q) or `Bc=4` (tiles)."""
+        return f"Bc={self.bc}" if algorithm(self.algo).grid == "Tc" else f"Br={self.br}"
 
     @property
     def softmax_scale(self) -> float:
@@ -92,7 +104,7 @@ class Config:
         return tuple(range(self.blocks)) if self.blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
 
     def validated(self, limits: dict[str, tuple[int, int]] = LIMITS, max_tiles: int | None = MAX_TILES) -> Config:
-        if self.algo not in ALGOS:
+        if self.algo not in ALGOS:  # the registry's names
             raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {shown(self.algo)})")
         if not isinstance(self.causal, bool):
             raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
@@ -102,10 +114,11 @@ class Config:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
             if not lo <= value <= hi:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
-        if self.n > ALGO_MAX_N.get(self.algo, self.n):
+        max_n = algorithm(self.algo).max_n
+        if max_n is not None and self.n > max_n:
             raise ConfigError(
                 "n",
-                f"must be at most {ALGO_MAX_N[self.algo]} for {self.algo}, which keeps S and P (N×N) in HBM "
+                f"must be at most {max_n} for {self.algo}, which {algorithm(self.algo).max_n_reason} "
                 f"(got {self.n}); `flashviz compare` counts larger N without running the engine",
             )
         if max_tiles is not None and self.tr * self.tc > max_tiles:
@@ -115,23 +128,21 @@ class Config:
                 "raise br or bc",
             )
         if self.scale is not None:
-            lo, hi = SCALE_RANGE
+            least, most = SCALE_RANGE
             if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale)) or not (
-                lo <= abs(self.scale) <= hi
+                least <= abs(self.scale) <= most
             ):
-                raise ConfigError("scale", f"must be a finite number with {lo:g} <= |scale| <= {hi:g}")
+                raise ConfigError("scale", f"must be a finite number with {least:g} <= |scale| <= {most:g}")
         if self.record is not None:
             bad = [b for b in self.record if not 0 <= b < self.blocks]
             if bad:
-                per = f"Bc={self.bc}" if self.algo == "fa2-backward" else f"Br={self.br}"
-                raise ConfigError("block", f"must be in 0..{self.blocks - 1} for N={self.n}, {per}")
+                raise ConfigError("block", f"must be in 0..{self.blocks - 1} for N={self.n}, {self.block_size}")
         return self
 
     def api_validated(self) -> Config:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
         self.validated(API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
-        # fa2-backward runs the forward, then six steps and five tile products per (block, tile) pair: ~3x the time
-        cost = 3 if self.algo == "fa2-backward" else 1
+        cost = algorithm(self.algo).api_cost  # e.g. 3 for a backward that runs the forward first
         if self.n * self.n * self.d > API_MAX_WORK // cost:
             raise ConfigError(
                 "n",
@@ -144,14 +155,7 @@ class Config:
                 f"Tr*Tc must be at most {API_MAX_TILES // cost:,} for {self.algo} (got {self.tr}*{self.tc} for "
                 f"N={self.n}); raise br or bc",
             )
-        # Per recorded block and tile: Kj Vj, Sij twice, Oi and PV, and the carries (docs/trace-schema.md).
-        per_tile = 2 * self.bc * self.d + 2 * self.br * self.bc + 2 * self.br * self.d + 24 * self.br
-        values = 4 * self.n * self.d + len(self.recorded_blocks()) * self.tc * per_tile
-        if self.algo == "fa2-backward":
-            # Per recorded block j and visit of a block i: Qi dOi, dQ's add and sum, Pij Sij dSij dPij, dVj dKj, Li Di
-            per_visit = 4 * self.br * self.d + 4 * self.br * self.bc + 2 * self.bc * self.d + 4 * self.br
-            pre = 2 * self.n * self.d + 2 * self.n  # every preprocessing block's dOi, Oi, Di
-            values = 9 * self.n * self.d + len(self.recorded_blocks()) * self.tr * per_visit + pre
+        values = algorithm(self.algo).trace_values(self)  # inputs, outputs and the recorded blocks' snapshots
         if values > API_MAX_VALUES:
             many = len(self.recorded_blocks()) > 1
             raise ConfigError(

@@ -24,10 +24,6 @@ def random_inputs(n: int, d: int, seed: int, names: tuple[str, ...] = NAMES) -> 
     return {name: drawn[name] for name in names}
 
 
-def random_qkv(n: int, d: int, seed: int) -> dict[str, np.ndarray]:
-    return random_inputs(n, d, seed)
-
-
 def load_npz(path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Read float arrays of one shape (N, D) from an .npz; every problem is a ConfigError naming it.
 

@@ -34,12 +34,12 @@ class GuardedStdout:
         return self._stream is None or bool(getattr(self._stream, "closed", False))
 
     def write(self, data: Any) -> int:
-        if self.missing:
+        if self._stream is None or self.missing:
             raise OutputError(CLOSED)
-        return self._guard(self._stream.write, data)
+        return int(self._guard(self._stream.write, data))
 
     def flush(self) -> None:
-        if not self.missing:
+        if self._stream is not None and not self.missing:
             self._guard(self._stream.flush)
 
     def _guard(self, method, *args) -> Any:
@@ -148,6 +148,8 @@ def silence_stdout() -> None:
     """After an OutputError: what stdout's buffer still holds would fail again when the interpreter flushes it on
     exit ("Exception ignored ... OSError", exit code 120); point its descriptor at /dev/null instead."""
     stream = sys.__stdout__
+    if stream is None:
+        return
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, stream.fileno())

@@ -5,6 +5,7 @@ refused with one line instead of reaching the page. Keys the panel does not read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -18,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from .config import ALGOS
+from .algos import ALGOS
 
 SCHEMA = "flashviz.profile/1"
 ECHO = 40
@@ -142,7 +143,7 @@ def check(doc: Any) -> None:
         raise ProfileError(describe(exc.errors()[0])) from None
 
 
-def describe(error: dict[str, Any]) -> str:
+def describe(error: Mapping[str, Any]) -> str:
     """A pydantic error as `kernels[0].measured.load_bytes: must be a number (got 'lots')`."""
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.get("loc", ())).lstrip(".")
     where = where or "the profile"

@@ -1,4 +1,5 @@
-"""float64 attention: the reference every output is judged against."""
+"""float64 attention: the reference every output is judged against (each algorithm's `expect` module says which
+of its outputs are checked against what, and how closely), and the check itself."""
 
 from __future__ import annotations
 
@@ -84,50 +85,32 @@ def errors(got: np.ndarray, ref: np.ndarray, floor: float = 0.0) -> dict[str, fl
     return {"max_abs": max_abs, "max_rel": max_abs / scale if scale > 0 else max_abs}
 
 
-# Logits and log-sum-exps (L, m) carry the absolute rounding of a float32 dot product, which does not shrink with
-# the value: a score of 0.04 from a sum of O(1) products is off by ~1e-7. Their relative error is taken against
-# max(1, max |ref|), so that small logits (N = 1, say) are not judged against their own tiny magnitude.
-LOG_DOMAIN = {"L", "m"}
+def check(
+    outputs: dict[str, np.ndarray],
+    ref: dict[str, np.ndarray],
+    tolerance: dict[str, float],
+    log_domain: frozenset[str] = frozenset(),
+) -> dict[str, object]:
+    """The self-check every trace records: per output its errors, the tolerance and a verdict.
 
-
-# float32 arithmetic on O(1) inputs lands far below this; both are max-norm relative errors.
-TOLERANCE = {"O": 1e-5, "L": 1e-6}
-# FA1's m is a max of float32 scores; l a float32 sum of up to N terms, each rescaled as the max rises.
-TOLERANCE.update({"m": 1e-6, "l": 1e-5})
-# Gradients carry more rounding than O: Pij = exp(Sij - Li) inherits Li's float32 rounding, a relative error of
-# about |Li| * 2^-24, and dSij = Pij (dPij - Di) subtracts two O(1) numbers. Standard-normal inputs land at
-# 1e-7 .. 1.1e-6 (N up to 2048, D up to 128), inputs x10 (|L| ~ 400) at <= 1.1e-5: 1e-4 leaves a 10x margin.
-TOLERANCE.update({"dQ": 1e-4, "dK": 1e-4, "dV": 1e-4})
-
-
-def check(outputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, object]:
-    """The self-check every trace records: per output its errors, the tolerance and a verdict."""
+    `tolerance` is the largest max-norm relative error each output may have (every output of `ref` needs one);
+    the outputs in `log_domain` (logits and log-sum-exps: L, m) carry the absolute rounding of a float32 dot
+    product, which does not shrink with the value (a score of 0.04 from a sum of O(1) products is off by ~1e-7),
+    so their relative error is taken against max(1, max |ref|), and small logits (N = 1, say) are not judged
+    against their own tiny magnitude. Each algorithm's `expect` module holds both."""
     report: dict[str, object] = {
         "dtype": "float64",
         "metric": "max |x - ref|, and that over max |ref| (for L and m: over max(1, max |ref|))",
     }
     ok = True
     for name, r in ref.items():
-        e = errors(outputs[name], r, floor=1.0 if name in LOG_DOMAIN else 0.0)
-        e["tolerance_rel"] = TOLERANCE.get(name, 1e-5)
+        e: dict[str, float | int | bool] = dict(errors(outputs[name], r, floor=1.0 if name in log_domain else 0.0))
+        e["tolerance_rel"] = tolerance[name]
         # NaN or inf where float64 has a number (float32 overflow; a row with no finite score): max_abs is NaN then
         e["nonfinite"] = int(np.size(outputs[name]) - np.isfinite(outputs[name]).sum())
-        e["ok"] = bool(e["nonfinite"] == 0 and e["max_rel"] <= e["tolerance_rel"])
-        ok &= e["ok"]
+        verdict = bool(e["nonfinite"] == 0 and e["max_rel"] <= e["tolerance_rel"])
+        e["ok"] = verdict
+        ok = ok and verdict
         report[name] = e
     report["ok"] = ok
     return report
-
-
-def expected(cfg, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The float64 reference of every output `cfg.algo` checks, keyed like the outputs."""
-    if cfg.algo in ("standard", "fa1"):
-        O, _ = attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)
-        if cfg.algo == "standard":
-            return {"O": O}
-        m, l = row_stats(inputs["Q"], inputs["K"], cfg.softmax_scale, cfg.causal)
-        return {"O": O, "l": l, "m": m}
-    if cfg.algo == "fa2-backward":
-        return attention_backward(inputs["Q"], inputs["K"], inputs["V"], inputs["dO"], cfg.softmax_scale, cfg.causal)
-    O, L = attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)
-    return {"O": O, "L": L}

@@ -9,10 +9,14 @@ import re
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from .config import ConfigError
+
+if TYPE_CHECKING:
+    import socket
 
 PROFILE_MAX_BYTES = 16 * 2**20  # the recorded profiles are 9-19 kB; ncu's CSV of many kernels stays far below
 HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,62})(\.[a-z0-9]([a-z0-9-]{0,62}))*\.?")
@@ -147,7 +151,7 @@ def kind(mode: int) -> str:
     return "not a file"
 
 
-def listen(host: str, port: int):
+def listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (port 0: the system picks a free one)."""
     import errno
     import socket

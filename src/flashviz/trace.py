@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -32,15 +32,17 @@ class Step:
     j: int | None  # tile index, None outside the loop over K/V tiles
     phase: int  # position within the block's program: all blocks are at the same phase together
     indices: dict[str, int]  # the loop indices of the code header, outer first (e.g. {"j": 1, "i": 0} for fa1)
-    op: str  # load_q | load_kv | scores | online_softmax | write_back
+    op: str  # the step's name: its `// step: NAME` region in the kernel file (fa2: load_q, load_kv, scores, ...)
     math: str  # the seed's label, e.g. "Sij = Qi @ Kj.T"
     tex: str  # the same in TeX, for typesetting
     code: str  # the marked region of the kernel with i and j substituted
     lines: tuple[int, int]  # 1-based inclusive line range of the region in the kernel file
     transfers: list[Transfer]
     sram: dict[str, np.ndarray]  # buffers this step changed, their contents after it
-    carries: dict[str, np.ndarray] | None  # mi, li (and m_old, l_old, alpha on online_softmax)
-    substeps: list[dict[str, Any]] | None  # the three visible parts of online_softmax
+    carries: (
+        dict[str, np.ndarray] | None
+    )  # the running values a step holds (fa2: mi, li; m_old, alpha ... on its update)
+    substeps: list[dict[str, Any]] | None  # the visible parts of a compound step (fa2's online_softmax has three)
     text: str  # narrative sentence built from the step's real numbers
 
 
@@ -58,10 +60,7 @@ class Trace:
     blocks: list[dict[str, Any]]  # per block: rows, recorded
     phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
     steps: list[Step] = field(default_factory=list)
-    idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algorithms.Idea)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
+    idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
 
     def to_json(self, indent: bool = False) -> bytes:
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
@@ -69,7 +68,7 @@ class Trace:
 
 
 def _plain(trace: Trace) -> dict[str, Any]:
-    # asdict deep-copies numpy arrays; build the dict shallowly instead so large traces stay fast.
+    # shallow, field by field (dataclasses.asdict would deep-copy every array): large traces stay fast
     out: dict[str, Any] = {"schema": SCHEMA}
     for name in trace.__dataclass_fields__:
         out[name] = getattr(trace, name)

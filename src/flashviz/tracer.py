@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels, reference
-from .algorithms import get
+from .algos import get
 from .config import Config
 from .inputs import random_inputs
 from .trace import Trace
-
-VECTORS = ("L", "D", "l", "m")  # 1-D tensors (length N), which HBM holds as N x 1
 
 
 def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
@@ -18,19 +16,16 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     cfg = cfg.validated()
     algo = get(cfg.algo)
     given = inputs is not None
-    inputs = dict(inputs) if given else {}
+    inputs = dict(inputs) if inputs is not None else {}
     drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
     if drawn:
         inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})
     rec = algo.engine.execute(cfg, inputs)
     hbm = rec.hbm
-    outputs = {
-        name: hbm.tensors[name][:, 0] if hbm.tensors[name].shape[1] == 1 and name in VECTORS else hbm.tensors[name]
-        for name in algo.outputs
-    }
-    refs = reference.expected(cfg, inputs)
+    outputs = {name: hbm.value(name) for name in algo.outputs}
+    refs = algo.expect.expected(cfg, inputs)
     counters = hbm.counters()
-    model = algo.traffic(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+    model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     recorded = set(cfg.recorded_blocks())
     return Trace(
         config={
@@ -53,32 +48,22 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         idea=algo.idea.to_dict(),
         inputs={k: inputs[k] for k in algo.inputs},
         outputs=outputs,
-        reference=reference.check({k: outputs[k] for k in refs}, refs),
+        reference=reference.check({k: outputs[k] for k in refs}, refs, algo.expect.TOLERANCE, algo.expect.LOG_DOMAIN),
         hbm=counters,
         model={**model, "matches": counters == model},
         sram=rec.sram_footprint,
         tensors={
             name: {
-                "shape": [int(hbm.tensors[name].shape[0])]
-                if name in VECTORS
-                else [int(s) for s in hbm.tensors[name].shape],
+                "shape": [int(s) for s in hbm.shapes[name]],
                 "dtype": "float32",
                 "role": algo.tensors[name],
             }
             for name in hbm.tensors
         },
         blocks=[  # "block" is blockIdx.x of the main kernel; steps name it in their "block" field
-            {"block": k, **b, "phases": rec.block_phases.get(k, 0)} for k, b in enumerate(blocks(cfg, algo, recorded))
+            {"block": k, **b, "phases": rec.block_phases.get(k, 0)}
+            for k, b in enumerate(algo.engine.trace_blocks(cfg, recorded))
         ],
         phases=rec.phases(tuple(hbm.tensors)),
         steps=rec.steps,
     )
-
-
-def blocks(cfg: Config, algo, recorded: set[int]) -> list[dict]:
-    """The CUDA blocks of the launch: the engine's own list where it has one, else one per block of Q."""
-    if hasattr(algo.engine, "trace_blocks"):
-        return algo.engine.trace_blocks(cfg, recorded)
-    return [
-        {"i": i, "rows": [i * cfg.br, min(cfg.n, (i + 1) * cfg.br)], "recorded": i in recorded} for i in range(cfg.tr)
-    ]

@@ -1,4 +1,4 @@
-"""flashviz.attention: the FlashAttention-2 kernels of `kernels/fa2_triton.py` as a differentiable function.
+"""flashviz.attention: the FlashAttention-2 kernels of `algos/fa2_triton/kernel.py` as a differentiable function.
 
 Checks the inputs, picks the kernels' tiles (autotuned once per shape on a GPU, fixed small tiles under the
 interpreter) and wires forward and backward into torch.autograd. Needs torch and Triton (`flashviz[triton]`).
@@ -153,14 +153,14 @@ FUSED_TILES = {
 
 
 def _load_kernels():
-    """kernels/fa2_triton.py, compiled or interpreted as Triton decided when it was first imported."""
+    """algos/fa2_triton/kernel.py, compiled or interpreted as Triton decided when it was first imported."""
     try:
         import triton  # noqa: F401
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs Triton: {_INSTALL} ({_cut(e)})") from None
     from triton.runtime.interpreter import InterpretedFunction
 
-    from .kernels import fa2_triton
+    from .algos.fa2_triton import kernel as fa2_triton
 
     interpret = isinstance(fa2_triton.fa2_fwd, InterpretedFunction)
     if interpret:
@@ -192,6 +192,8 @@ def _interpreter_fixes() -> None:
         interpreter._patch_lang_tensor = patched_tensor
 
     builder = getattr(interpreter, "InterpreterBuilder", None)
+    if builder is None:  # nothing below to patch
+        return
     create_dot = getattr(builder, "create_dot", None)
     if create_dot is not None:
         import triton.language as tl
@@ -307,11 +309,12 @@ class Launcher:
         """Launch `kernel` with the given tiles (interpreted: the fixed ones); with none on a GPU, tune once per
         key through Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
         if tiles is None and not self.interpret:
-            best = self.best.get((name, d, *key))
+            at = (name, d, *key)
+            best = self.best.get(at)
             if best is None:
                 tuner = self.tuned[name, d]
                 tuner[grid](*args, **kwargs)
-                self.best[(name, d, *key)] = tuner.best_config.all_kwargs()
+                self.best[at] = tuner.best_config.all_kwargs()
                 return
             kernel[grid](*args, **kwargs, **best)
             return
@@ -427,7 +430,7 @@ class Launcher:
                 run = functools.partial(self.main_backward, q, k, v, do, lse, delta, causal, scale, variant, {})
                 run()  # tunes this variant's tiles
                 ms[variant] = do_bench(run, warmup=10, rep=50, return_mode="median")
-            self.bwd_variant[key] = min(ms, key=ms.get)
+            self.bwd_variant[key] = min(ms, key=lambda variant: ms[variant])
             self.variant_ms[key] = ms
         return self.bwd_variant[key]
 

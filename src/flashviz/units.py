@@ -1,4 +1,5 @@
-"""Units every layer shares: the kernels' element size, and bytes as a reader wants them.
+"""Units every layer shares: the kernels' element size, the shared memory a block may have, and bytes as a reader
+wants them.
 
 One convention, the one Nsight Compute and CUDA use: bytes moved across HBM in decimal units (1 kB = 1000 B,
 1 MB = 10^6 B, as ncu and bandwidths quote them), shared memory in binary units (1 KiB = 1024 B, as CUDA sizes
@@ -11,6 +12,11 @@ from __future__ import annotations
 import math
 
 FLOAT_BYTES = 4  # the kernels are fp32
+
+# Shared memory per block on Hopper (H100/H200): 48 KiB without opting in, 227 KiB with
+# cudaFuncAttributeMaxDynamicSharedMemorySize.
+SMEM_STATIC_BYTES = 48 * 1024
+SMEM_OPTIN_BYTES = 227 * 1024
 
 DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
 

@@ -1,1 +1,2 @@
-"""The engine: a memory model and one executor per algorithm, mirroring its kernel's loops."""
+"""The engine every algorithm's executor runs on: the memory model (HBM with per-element counters, SRAM with a
+byte budget) and the recorder of steps. The executors themselves are in the algorithms' folders."""

@@ -3,34 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
 from ..trace import Transfer
-from ..units import FLOAT_BYTES
-
-# Shared memory per block on Hopper (H100/H200): 48 KB without opting in, 227 KB with
-# cudaFuncAttributeMaxDynamicSharedMemorySize.
-SMEM_STATIC_BYTES = 48 * 1024
-SMEM_OPTIN_BYTES = 227 * 1024
+from ..units import FLOAT_BYTES, SMEM_OPTIN_BYTES, SMEM_STATIC_BYTES
 
 
 class HBM:
-    """Global memory: named 2-D float32 tensors, each element with a read and a write counter."""
+    """Global memory: named float32 tensors, each element with a read and a write counter. A vector (L, D) is held
+    as an N x 1 matrix, so that every transfer is a rectangle; `shapes` keeps the shape it was put with."""
 
     def __init__(self) -> None:
         self.tensors: dict[str, np.ndarray] = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}
         self.reads: dict[str, np.ndarray] = {}
         self.writes: dict[str, np.ndarray] = {}
 
     def put(self, name: str, array: np.ndarray) -> None:
         """Place a tensor in HBM (an input the host copied there, or an output buffer)."""
         array = np.asarray(array, dtype=np.float32)
+        self.shapes[name] = array.shape
         if array.ndim == 1:
             array = array[:, None]
         self.tensors[name] = array
         self.reads[name] = np.zeros(array.shape, dtype=np.int32)
         self.writes[name] = np.zeros(array.shape, dtype=np.int32)
+
+    def value(self, name: str) -> np.ndarray:
+        """The tensor as it was put: a vector as a vector."""
+        return self.tensors[name].reshape(self.shapes[name])
 
     def read(self, name: str, rows: slice, cols: slice = slice(None)) -> tuple[np.ndarray, Transfer]:
         t = self.tensors[name]
@@ -43,7 +46,7 @@ class HBM:
         self.writes[name][rows, cols] += 1
         return self._transfer(name, "write", rows, cols)
 
-    def _transfer(self, name: str, kind: str, rows: slice, cols: slice) -> Transfer:
+    def _transfer(self, name: str, kind: Literal["read", "write"], rows: slice, cols: slice) -> Transfer:
         n_rows, n_cols = self.tensors[name].shape
         r = rows.indices(n_rows)
         c = cols.indices(n_cols)
@@ -72,7 +75,7 @@ class SRAM:
     def bytes(self) -> int:
         return sum(b.size * FLOAT_BYTES for b in self.buffers.values())
 
-    def footprint(self) -> dict[str, object]:
+    def footprint(self) -> dict[str, Any]:
         return {
             "buffers": {
                 name: {"shape": list(b.shape), "bytes": b.size * FLOAT_BYTES} for name, b in self.buffers.items()

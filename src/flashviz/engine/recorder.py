@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import cancel, kernels
+from ..tiling import span
 from ..trace import Step, Transfer
 from .memory import HBM
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 class Recorder:
@@ -39,7 +44,7 @@ class Recorder:
         text: str = "",
         carries: dict[str, np.ndarray] | None = None,
         substeps: list[dict[str, Any]] | None = None,
-        indices: dict[str, int | None] | None = None,
+        indices: Mapping[str, int | None] | None = None,
     ) -> None:
         """Count a step's transfers; keep the step itself when its block is recorded.
 
@@ -95,3 +100,8 @@ def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str
     return [
         {"name": name, "math": math, "tex": tex, "values": v} for (name, math, tex), v in zip(spec, values, strict=True)
     ]
+
+
+def blocks_of_q(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
+    """The CUDA blocks of a launch with one block per block of Q (the trace's `blocks`): rows, and whether recorded."""
+    return [{"i": i, "rows": list(span(i, cfg.br, cfg.n)), "recorded": i in recorded} for i in range(cfg.tr)]

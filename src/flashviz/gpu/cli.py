@@ -2,24 +2,40 @@
 
 This module imports no GPU library: CuPy is imported when a command runs, and without it (or without
 a CUDA device) the command prints one line naming the extra to install and exits with code 2.
-It is registered on the root group at the end of `flashviz.cli`, whose option helpers it uses.
+`flashviz.cli` registers it on the root group; both take their shared flags from `flashviz.cli_options`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..cli_options import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
 from ..config import LIMITS, Config, ConfigError, shown
 from ..output import print_line
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_HEADS = 65535  # gridDim.y
 
 
-def build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch) -> tuple[Config, Any]:
+def build(
+    algo: str,
+    n: int,
+    d: int,
+    br: int,
+    bc: int,
+    causal: bool,
+    seed: int,
+    scale: float | None,
+    inputs_path: Path | None,
+    heads: int,
+    batch: int,
+) -> tuple[Config, dict[str, np.ndarray] | None]:
     """The validated Config and the inputs from --inputs (None for random ones)."""
     inputs = None
     if inputs_path is not None:
@@ -73,9 +89,7 @@ def describe_run(report: dict[str, Any]) -> list[str]:
 
 
 def group() -> click.Group:
-    """Build the `gpu` group. Called by `flashviz.cli` once its option helpers (which the flags reuse) exist,
-    so that importing this module first or the root first both work."""
-    from ..cli import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
+    """Build the `gpu` group (`flashviz.cli` adds it to the root group)."""
 
     def launch_options(f):
         """The flags of `flashviz trace` (--algo --n --d --br --bc --causal --seed --scale --inputs), and heads."""
@@ -149,8 +163,8 @@ def group() -> click.Group:
     @click.pass_context
     def profile_cmd(ctx, algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch, threads, output, ncu):
         """Measure global and DRAM bytes with Nsight Compute beside the model's (docs/profile-schema.md)."""
+        from .device import require_gpu
         from .profile import profile
-        from .run import require_gpu
 
         cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
         require_gpu()
@@ -202,7 +216,7 @@ def group() -> click.Group:
         check,
     ):
         """Run the kernel under compute-sanitizer: memcheck, racecheck, synccheck, initcheck (exit 1 if any fails)."""
-        from .run import require_gpu
+        from .device import require_gpu
         from .sanitize import TOOLS, sanitize
 
         cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)

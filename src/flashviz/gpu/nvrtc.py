@@ -14,6 +14,7 @@ import glob
 import os
 import sys
 from functools import cache
+from typing import Any
 
 from .. import kernels
 
@@ -26,7 +27,7 @@ def source(algo: str) -> str:
 
 
 @cache
-def module(algo: str, name_expressions: tuple[str, ...]):
+def module(algo: str, name_expressions: tuple[str, ...]) -> Any:
     """A CuPy RawModule of the algorithm's kernel file with these instantiations (compiled lazily)."""
     import cupy
 
@@ -38,7 +39,7 @@ def module(algo: str, name_expressions: tuple[str, ...]):
     )
 
 
-def function(algo: str, name_expression: str, smem_bytes: int):
+def function(algo: str, name_expression: str, smem_bytes: int) -> Any:
     """The compiled kernel (a CuPy RawKernel), with its dynamic shared-memory limit raised when it needs more
     than 48 KB."""
     fn = module(algo, (name_expression,)).get_function(name_expression)
@@ -107,7 +108,7 @@ def compile_ptx(
         for expr in name_expressions:
             name = ctypes.c_char_p()
             check(nvrtc.nvrtcGetLoweredName(prog, expr.encode(), ctypes.byref(name)), f"lowered name of {expr}")
-            lowered[expr] = name.value.decode()
+            lowered[expr] = (name.value or b"").decode()
         nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(size))
         ptx = ctypes.create_string_buffer(size.value)
         check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")

@@ -17,7 +17,8 @@ import subprocess
 from typing import Any
 
 from ..config import Config, ConfigError, shown
-from .profile import launcher
+from . import device, launch
+from .run import config_dict
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -62,15 +63,15 @@ def sanitize(
     timeout: float = 900,
 ) -> dict[str, Any]:
     """Run each tool on one launch; return {config, runs: [{tool, command, returncode, errors, ok, output}], ok}."""
-    from .run import config_dict, device_info, prepare
-
     cfg = cfg.validated()
     path = shutil.which(sanitizer)
     if path is None:
         raise ConfigError("--sanitizer", f"{shown(sanitizer)} not found (it comes with the CUDA toolkit)")
-    device = device_info()
-    launch = prepare(cfg, heads * batch, threads).describe()  # compile once here, so the child hits CuPy's cache
-    program = launcher(cfg, heads, batch, threads, inputs_path, check=check)
+    facts = device.device_info()
+    launched = launch.prepare(
+        cfg, heads * batch, threads
+    ).describe()  # compile once here, so the child hits CuPy's cache
+    program = launch.launcher(cfg, heads, batch, threads, inputs_path, check=check)
     runs = []
     for tool in tools:
         cmd = command(tool, program, path)
@@ -94,8 +95,8 @@ def sanitize(
         "schema": "flashviz.sanitize/1",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "config": {**config_dict(cfg), "heads": heads, "batch": batch},
-        "launch": launch,
-        "device": device,
+        "launch": launched,
+        "device": facts,
         "runs": runs,
         "ok": all(r["ok"] for r in runs),
     }

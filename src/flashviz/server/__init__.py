@@ -84,8 +84,9 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
     app.allowed_hosts = allowed_hosts
     gate = Gate()
     app.state.gate = gate  # `flashviz serve` warms its cache (warm_trace) while the browser starts
-    app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_exception_handler(ConfigError, config_error)
+    # Starlette types a handler as taking any Exception; these take the one they are registered for
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(ConfigError, config_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, internal_error)
 
     @app.get("/api/trace", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 import anyio
 from fastapi import Request
@@ -15,6 +16,8 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from .. import cancel
+
+T = TypeVar("T")
 
 COMPUTING = 2  # engine runs at once (the server's threads share one GIL; more would only slow each down)
 WAITING = 16  # requests queued for a run; one more is answered 503 at once
@@ -61,7 +64,7 @@ class Gate:
         self.busy = 0
         self.disconnected = 0
 
-    async def answer(self, request: Request, key: Hashable, compute: Callable[[object], bytes], arg) -> Response:
+    async def answer(self, request: Request, key: Hashable, compute: Callable[[T], bytes], arg: T) -> Response:
         body = self.cache.get(key)
         if body is None:
             if self.waiting >= self.max_waiting:
@@ -77,7 +80,7 @@ class Gate:
                 return Response(status_code=499)
         return Response(content=body, media_type="application/json")
 
-    async def run(self, request: Request, key: Hashable, compute, arg) -> bytes | None:
+    async def run(self, request: Request, key: Hashable, compute: Callable[[T], bytes], arg: T) -> bytes | None:
         """Wait for a slot and compute, unless the client goes away first (then None)."""
         gone = threading.Event()
         body: bytes | None = None
@@ -94,8 +97,9 @@ class Gate:
                     if body is None:
                         self.running += 1
                         try:
-                            body = await run_in_threadpool(cancel.run, gone, compute, arg)
-                            self.cache.put(key, body)
+                            made = await run_in_threadpool(cancel.run, gone, compute, arg)
+                            self.cache.put(key, made)
+                            body = made
                         except cancel.Cancelled:
                             self.cancelled += 1
                         except Exception as exc:  # raised below, outside the task group (no ExceptionGroup)

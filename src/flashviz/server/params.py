@@ -5,6 +5,7 @@ and what it accepts: `{"detail": "n: must be an integer in 1..4096 (got 'abc')",
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import Request
@@ -12,7 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from ..config import ALGOS, API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
+from ..algos import ALGOS, DEFAULT
+from ..config import API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,30}")  # [0-9] is ASCII: str.isdigit() and int() also take other digits
 NUMBER = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,4})?")
@@ -103,7 +105,7 @@ class Query(BaseModel):
 class TraceQuery(Query):
     """GET /api/trace: one launch of one algorithm, its values recorded for some blocks."""
 
-    algo: Literal[ALGOS] = Field("fa2", description="the algorithm")  # type: ignore[valid-type]
+    algo: Literal[ALGOS] = Field(DEFAULT, description="the algorithm")
     n: integer(*API_LIMITS["n"], "sequence length N") = 8
     d: integer(*API_LIMITS["d"], "head dimension D") = 4
     br: integer(*API_LIMITS["br"], "rows of Q per block, Br") = 4
@@ -175,15 +177,14 @@ class CompareQuery(Query):
 QUERIES: dict[str, type[Query]] = {"/api/trace": TraceQuery, "/api/compare": CompareQuery}
 
 
-def block_range(params) -> str:
+def block_range(params: Mapping[str, str]) -> str:
     """0..Tr-1 for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4`."""
     try:
         fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
-        cfg = Config(algo=params.get("algo", "fa2"), **fields).validated(API_LIMITS, max_tiles=None)
+        cfg = Config(algo=params.get("algo", DEFAULT), **fields).validated(API_LIMITS, max_tiles=None)
     except ValueError:  # a ConfigError too: the others are wrong as well, and their errors say so
         return "0..Tr-1"
-    per = f"Bc={cfg.bc}" if cfg.algo == "fa2-backward" else f"Br={cfg.br}"
-    return f"0..{cfg.blocks - 1} for N={cfg.n}, {per}"
+    return f"0..{cfg.blocks - 1} for N={cfg.n}, {cfg.block_size}"
 
 
 def api_error(field: str, message: str, status: int = 422) -> JSONResponse:

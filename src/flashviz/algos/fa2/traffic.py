@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..units import FLOAT_BYTES
-from .tiles import sum_tiles, sum_width
+from ...tiling import sum_tiles, sum_width
+from ...units import FLOAT_BYTES
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:

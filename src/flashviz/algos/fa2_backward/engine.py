@@ -1,6 +1,6 @@
-"""The FlashAttention-2 backward executor: kernels/fa2_backward.cu's two kernels, in float32, on the memory model.
+"""The FlashAttention-2 backward executor: fa2_backward.cu's two kernels, in float32, on the memory model.
 
-First the forward (engine.fa2) runs on the same Q, K, V to produce the O and L the backward needs. Then
+First the forward (fa2's engine) runs on the same Q, K, V to produce the O and L the backward needs. Then
 the preprocessing kernel (one block per block i of Q) computes D = rowsum(dO ∘ O) and zeroes dQ, and
 the main kernel (one block per tile j of K/V) streams every block i of Q past its Kj, Vj, keeping dKj,
 dVj in SRAM and adding into dQ[i] in HBM. Blocks are independent apart from those atomic adds into dQ,
@@ -10,15 +10,18 @@ Steps with values are recorded for the chosen blocks; counters are kept for all.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from . import fa2
-from .memory import SRAM
-from .recorder import Recorder
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder
+from ...tiling import span
+from ..fa2 import engine as fa2
+from . import ALGORITHM, narrative
 
-ALGO = "fa2-backward"
+ALGO = ALGORITHM.name
 
 # op -> (label, TeX)
 LABELS = {
@@ -49,12 +52,6 @@ INNER = ("load_q", "probs", "dv", "ds", "dk", "dq")  # one visit of block i by b
 PRE_PHASES = 2  # the preprocessing kernel's program: load_do_o, write_d
 
 
-def first_block(cfg: Config, j: int) -> int:
-    """The first block i of Q that block j visits: under causal the one holding row j·Bc (the blocks
-    before it end above tile j's first column, wholly masked), else 0."""
-    return j * cfg.bc // cfg.br if cfg.causal else 0
-
-
 def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
     """Position of a step in the launch's program: the preprocessing kernel's two steps, then the main
     block's load_kv, six steps per visited block i (i0 its first), write_back (visits: that block's)."""
@@ -66,6 +63,7 @@ def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
         return PRE_PHASES
     if op == "write_back":
         return PRE_PHASES + 1 + len(INNER) * visits
+    assert i is not None, op  # the other steps are inside the loop over blocks of Q
     return PRE_PHASES + 1 + len(INNER) * (i - i0) + INNER.index(op)
 
 
@@ -82,7 +80,7 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
     dOi = sram.alloc("dOi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)
     Di = sram.alloc("Di", (br,))  # (Br,)
-    r0, r1 = i * br, min(n, (i + 1) * br)
+    r0, r1 = span(i, br, n)
     nr = r1 - r0
 
     # step: load_do_o -- dOi, Oi = dO[i], O[i]; rows past N stay zero
@@ -96,7 +94,7 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_do_o", i, 0, 0),
         [tdo, to],
         {"dOi": dOi, "Oi": Oi},
-        narrative.bwd_load_do_o(i, r0, r1, d) if keep else "",
+        narrative.load_do_o(i, r0, r1, d) if keep else "",
         indices={"i": i},
     )
 
@@ -111,7 +109,7 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_d", i, 0, 0),
         [td, tq],
         {"Di": Di},
-        narrative.bwd_write_d(i, r0, r1, d, Di[:nr]) if keep else "",
+        narrative.write_d(i, r0, r1, d, Di[:nr]) if keep else "",
         carries={"Di": Di.copy()} if keep else None,
         indices={"i": i},
     )
@@ -133,10 +131,10 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     Li = sram.alloc("Li", (br,))  # (Br,)
     Di = sram.alloc("Di", (br,))  # (Br,)
     rec.sram_footprint = sram.footprint()
-    c0, c1 = j * bc, min(n, (j + 1) * bc)
+    c0, c1 = span(j, bc, n)
     nc = c1 - c0
     cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
-    i0 = first_block(cfg, j)
+    i0 = cfg.first_block(j)
     visits = cfg.tr - i0
 
     # step: load_kv -- Kj, Vj = K[j], V[j]; dKj = dVj = 0; rows past N stay zero
@@ -150,12 +148,12 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         phase_of("load_kv", None, i0, visits),
         [tk, tv],
         {"Kj": Kj, "Vj": Vj, "dKj": dKj, "dVj": dVj},
-        narrative.bwd_load_kv(j, c0, c1, bc, d, cfg.tr, i0) if keep else "",
+        narrative.load_kv(j, c0, c1, bc, d, cfg.tr, i0) if keep else "",
         indices={"j": j},
     )
 
     for i in range(i0, cfg.tr):
-        r0, r1 = i * br, min(n, (i + 1) * br)
+        r0, r1 = span(i, br, n)
         nr = r1 - r0
         rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
         at = {"j": j, "i": i}
@@ -176,7 +174,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "load_q",
             [tq, tdo, tl, td],
             {"Qi": Qi, "dOi": dOi, "Li": Li, "Di": Di},
-            narrative.bwd_load_q(i, r0, r1, d, fa2.tiles_of_block(cfg, i), Li[:nr]) if keep else "",
+            narrative.load_q(i, r0, r1, d, cfg.tiles_of_block(i), Li[:nr]) if keep else "",
             {"Li": Li.copy(), "Di": Di.copy()} if keep else None,
         )
 
@@ -190,13 +188,13 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "probs",
             [],
             {"Pij": Pij},
-            narrative.bwd_probs(Pij, live, nr, nc, cfg.causal) if keep else "",
+            narrative.probs(Pij, live, nr, nc, cfg.causal) if keep else "",
             {"Sij": np.where(live, S, -np.inf).astype(np.float32)} if keep else None,
         )
 
         # step: dv -- dVj += Pij.T @ dOi
         dVj += Pij.T @ dOi  # (Bc, D)
-        emit("dv", [], {"dVj": dVj}, narrative.bwd_accumulate("dVj", dVj, nc, i, i0, cfg.tr) if keep else "")
+        emit("dv", [], {"dVj": dVj}, narrative.accumulate("dVj", dVj, nc, i, i0, cfg.tr) if keep else "")
 
         # step: ds -- dPij = dOi @ Vj.T; dSij = Pij * (dPij - Di)
         dP = dOi @ Vj.T  # (Br, Bc) dPij, in registers
@@ -205,13 +203,13 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "ds",
             [],
             {"dSij": dSij},
-            narrative.bwd_ds(dSij, dP, Di, nr, nc) if keep else "",
+            narrative.ds(dSij, dP, Di, nr, nc) if keep else "",
             {"dPij": dP} if keep else None,
         )
 
         # step: dk -- dKj += scale * dSij.T @ Qi
         dKj += scale * (dSij.T @ Qi)  # (Bc, D)
-        emit("dk", [], {"dKj": dKj}, narrative.bwd_accumulate("dKj", dKj, nc, i, i0, cfg.tr) if keep else "")
+        emit("dk", [], {"dKj": dKj}, narrative.accumulate("dKj", dKj, nc, i, i0, cfg.tr) if keep else "")
 
         # step: dq -- dQ[i] += scale * dSij @ Kj, one atomicAdd per element: a read and a write of dQ
         add = scale * (dSij @ Kj)  # (Br, D)
@@ -222,7 +220,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "dq",
             [tqr, tqw],
             {},
-            narrative.bwd_dq(i, j, r0, r1, d, fa2.tiles_of_block(cfg, i)) if keep else "",
+            narrative.dq(i, j, r0, r1, d, cfg.tiles_of_block(i)) if keep else "",
             {"dQi_add": add[:nr].copy(), "dQi": dq} if keep else None,
         )
 
@@ -236,7 +234,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         phase_of("write_back", None, i0, visits),
         [tk, tv],
         {},
-        narrative.bwd_write_back(j, c0, c1, d, visits) if keep else "",
+        narrative.write_back(j, c0, c1, d, visits) if keep else "",
         indices={"j": j},
     )
 
@@ -248,7 +246,7 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     for name in ("Q", "K", "V"):
         rec.hbm.put(name, inputs[name])
     rec.hbm.put("O", forward["O"])  # (N, D) the forward's output, an input here
-    rec.hbm.put("L", forward["L"])  # (N, 1) the forward's log-sum-exp: all the softmax statistics needed
+    rec.hbm.put("L", forward["L"][:, 0])  # (N,) the forward's log-sum-exp: all the softmax statistics needed
     rec.hbm.put("dO", inputs["dO"])
     # outputs are poisoned so that an element the kernels never wrote shows up as NaN
     rec.hbm.put("D", np.full(cfg.n, np.nan, dtype=np.float32))
@@ -263,13 +261,13 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     return rec
 
 
-def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict]:
+def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
     """The main kernel's blocks for the trace: block j owns rows [first, end) of K and V."""
     return [
         {
             "j": j,
-            "rows": [j * cfg.bc, min(cfg.n, (j + 1) * cfg.bc)],
-            "first_i": first_block(cfg, j),
+            "rows": list(span(j, cfg.bc, cfg.n)),
+            "first_i": cfg.first_block(j),
             "recorded": j in recorded,
         }
         for j in range(cfg.tc)

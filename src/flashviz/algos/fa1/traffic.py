@@ -1,5 +1,5 @@
 """FlashAttention(-1) forward, one head: K/V on the outer loop, so O, l and m are carried back and forth
-through HBM (kernels/fa1_forward.cu).
+through HBM (fa1_forward.cu).
 
 K and V are read once. Every inner iteration (j, i) reads Qi, Oi, li, mi and writes Oi, li, mi; O, l and m
 are also written once to initialise them. Not causal, every tile visits every block: Tc iterations per row.
@@ -7,8 +7,8 @@ are also written once to initialise them. Not causal, every tile visits every bl
 
 from __future__ import annotations
 
-from ..units import FLOAT_BYTES
-from .tiles import sum_tiles
+from ...tiling import sum_tiles
+from ...units import FLOAT_BYTES
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:

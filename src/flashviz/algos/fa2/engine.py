@@ -1,4 +1,4 @@
-"""The FlashAttention-2 forward executor: kernels/fa2_forward.cu's loops, in float32, on the memory model.
+"""The FlashAttention-2 forward executor: fa2_forward.cu's loops, in float32, on the memory model.
 
 Every block i of the launch runs (blocks are independent, so running them one after another gives
 the same numbers as running them at once). Steps with values are recorded for the chosen blocks;
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from .memory import SRAM
-from .recorder import Recorder, visible_parts
-from .scores import score_tile
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...engine.scores import score_tile
+from ...tiling import span
+from . import ALGORITHM, narrative
 
-ALGO = "fa2"
+ALGO = ALGORITHM.name
 
 # op -> (the seed's label, TeX)
 LABELS = {
@@ -60,22 +61,15 @@ def phase_of(op: str, j: int | None, tc: int) -> int:
         return 0
     if op == "write_back":
         return 1 + 3 * tc
+    assert j is not None, op  # the other steps are inside the loop over tiles
     return 1 + 3 * j + ("load_kv", "scores", "online_softmax").index(op)
-
-
-def tiles_of_block(cfg: Config, i: int) -> int:
-    """K/V tiles block i streams: all Tc, or under causal those whose first column <= its last row."""
-    if not cfg.causal:
-        return cfg.tc
-    last_row = min(cfg.n, (i + 1) * cfg.br) - 1
-    return last_row // cfg.bc + 1
 
 
 def block(rec: Recorder, cfg: Config, i: int) -> None:
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     scale = np.float32(cfg.softmax_scale)
     keep = i in rec.recorded
-    tc = tiles_of_block(cfg, i)
+    tc = cfg.tiles_of_block(i)
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)
@@ -85,7 +79,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     mi = sram.alloc("mi", (br,), fill=-np.inf)  # (Br,)
     li = sram.alloc("li", (br,))  # (Br,)
     rec.sram_footprint = sram.footprint()
-    r0, r1 = i * br, min(n, (i + 1) * br)
+    r0, r1 = span(i, br, n)
     nr = r1 - r0
 
     # step: load_q -- Qi = Q[i]; Oi = 0; mi = -inf; li = 0
@@ -103,7 +97,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
     for j in range(tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_kv -- Kj, Vj = K[j], V[j]; rows past N stay zero
         k, tk = rec.hbm.read("K", slice(c0, c1))
@@ -206,3 +200,6 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         for i in range(cfg.tr):
             block(rec, cfg, i)
     return rec
+
+
+trace_blocks = blocks_of_q  # one CUDA block per block of Q

@@ -1,4 +1,8 @@
-"""The real CUDA kernels, and the cutting of their marked step regions into the code a step shows."""
+"""An algorithm's kernel file, and the cutting of its marked step regions into the code a step shows.
+
+Every algorithm's kernel file lies in its folder (`flashviz/algos/<name>/`); a step is the lines between
+`// step: NAME` and `// end step`, and the code a step shows is that region with the loop indices substituted.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,12 @@ import re
 import textwrap
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from typing import TYPE_CHECKING
+
+from .algos import get
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 _BEGIN = re.compile(r"^\s*// step: (\w+)\s*$")
 _END = re.compile(r"^\s*// end step\s*$")
@@ -23,14 +32,18 @@ class Region:
 
 
 def kernel_file(algo: str) -> str:
-    from ..algorithms import get
-
+    """The kernel file's name, as the trace and NVRTC's messages name it (fa2_forward.cu)."""
     return get(algo).kernel_file
+
+
+def path(algo: str) -> Traversable:
+    """Where the kernel file lies: in the algorithm's folder."""
+    return get(algo).kernel_path
 
 
 @cache
 def source(algo: str) -> str:
-    return resources.files(__package__).joinpath(kernel_file(algo)).read_text()
+    return path(algo).read_text()
 
 
 @cache
@@ -38,7 +51,8 @@ def regions(algo: str) -> dict[str, Region]:
     """Parse the `// step: NAME` ... `// end step` regions of an algorithm's kernel file."""
     lines = source(algo).splitlines()
     found: dict[str, Region] = {}
-    start = op = None
+    op: str | None = None
+    start = 0
     for n, line in enumerate(lines, 1):
         if m := _BEGIN.match(line):
             if op is not None:

@@ -1,4 +1,4 @@
-"""FlashAttention-2 backward, one head: what kernels/fa2_backward.cu moves across HBM, in elements.
+"""FlashAttention-2 backward, one head: what fa2_backward.cu moves across HBM, in elements.
 
 Two launches. The preprocessing kernel reads dO and O once, writes D = rowsum(dO ∘ O) once and zeroes
 dQ (N·D writes). The main kernel's block j reads Kj and Vj once and writes dKj and dVj once; for every
@@ -13,24 +13,13 @@ blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows
 
 from __future__ import annotations
 
-from ..units import FLOAT_BYTES
-from .tiles import floor_sum
-
-
-def first_block(j: int, br: int, bc: int, causal: bool) -> int:
-    """The first block i of Q that block j visits: under causal the one holding row j·Bc, else 0."""
-    return j * bc // br if causal else 0
-
-
-def skipped_blocks(n: int, br: int, bc: int, causal: bool = False) -> int:
-    """Blocks of Q the main kernel's blocks skip, summed over blocks j: sum_j i0(j) = sum_j j·Bc // Br,
-    in O(log) rather than a loop over Tc (N may be 2^31 with Bc = 1)."""
-    return floor_sum(-(-n // bc), br, bc, 0) if causal else 0
+from ... import tiling
+from ...units import FLOAT_BYTES
 
 
 def q_rows_streamed(n: int, br: int, bc: int, causal: bool = False) -> int:
     """Rows of Q (and of dO, L, D, dQ) that the main kernel's blocks stream, summed over blocks j."""
-    return -(-n // bc) * n - br * skipped_blocks(n, br, bc, causal)
+    return tiling.count(n, bc) * n - br * tiling.sum_first_blocks(n, br, bc, causal)
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
@@ -60,5 +49,5 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
     (load_do_o, write_d); per main block load_kv, six per visited block i (load_q, probs, dv, ds, dk,
     dq) and write_back."""
     tr, tc = -(-n // br), -(-n // bc)
-    visits = tc * tr - skipped_blocks(n, br, bc, causal)
+    visits = tc * tr - tiling.sum_first_blocks(n, br, bc, causal)
     return 2 * tr + 2 * tc + 6 * visits

@@ -1,4 +1,4 @@
-"""Standard attention, one head: three kernels with S and P materialized in HBM (kernels/standard.cu).
+"""Standard attention, one head: three kernels with S and P materialized in HBM (standard.cu).
 
 S and P each cross HBM once per pass: written N², read N². Q is read once (block i keeps Qi while it
 streams K); K and V are streamed once per block of Q, Tr times, exactly as FA2 streams them. O is
@@ -7,8 +7,8 @@ written once; no L. Under causal, block i uses only the key columns 0 .. w_i - 1
 
 from __future__ import annotations
 
-from ..units import FLOAT_BYTES
-from .tiles import sum_tiles, sum_width
+from ...tiling import sum_tiles, sum_width
+from ...units import FLOAT_BYTES
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:

@@ -1,4 +1,4 @@
-"""The FlashAttention(-1) forward executor: kernels/fa1_forward.cu's loops, in float32, on the memory model.
+"""The FlashAttention(-1) forward executor: fa1_forward.cu's loops, in float32, on the memory model.
 
 One CUDA block per head runs everything: K/V tiles j on the outer loop, blocks of Q i on the inner loop,
 so the steps come in kernel order (j outer) and blocks of Q take turns. Steps with values are recorded
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from ..traffic.tiles import tiles_of_block
-from .memory import SRAM
-from .recorder import Recorder, visible_parts
-from .scores import score_tile
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...engine.scores import score_tile
+from ...tiling import span
+from . import ALGORITHM, narrative
 
-ALGO = "fa1"
+ALGO = ALGORITHM.name
 
 # op -> (label, TeX)
 LABELS = {
@@ -59,12 +59,6 @@ SUBSTEPS = (
 )
 
 
-def first_block(cfg: Config, j: int) -> int:
-    """The first block of Q the inner loop visits for tile j: 0, or under causal the block holding row j*Bc
-    (the blocks before it lie wholly above the diagonal)."""
-    return j * cfg.bc // cfg.br if cfg.causal else 0
-
-
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the launch (one block per head) on the memory model; return what was recorded."""
     with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently
@@ -94,7 +88,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     phase = 0
 
     for i in range(cfg.tr):
-        r0, r1 = i * br, min(n, (i + 1) * br)
+        r0, r1 = span(i, br, n)
         nr = r1 - r0
         # step: init -- O[i], l[i], m[i] = 0, 0, -inf in HBM
         to = rec.hbm.write("O", slice(r0, r1), np.zeros((nr, d), np.float32))
@@ -108,20 +102,20 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
             phase,
             [to, tl, tm],
             {},
-            narrative.fa1_init(i, r0, r1, d) if keep else "",
+            narrative.init(i, r0, r1, d) if keep else "",
             indices={"i": i},
         )
         phase += 1
 
     for j in range(cfg.tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_kv -- Kj, Vj = K[j], V[j]; rows past N stay zero
         k, tk = rec.hbm.read("K", slice(c0, c1))
         v, tv = rec.hbm.read("V", slice(c0, c1))
         Kj[:nc], Kj[nc:] = k, 0.0
         Vj[:nc], Vj[nc:] = v, 0.0
-        i0 = first_block(cfg, j)
+        i0 = cfg.first_block(j)  # the blocks before it lie wholly above the diagonal
         rec.emit(
             None,
             j,
@@ -129,14 +123,14 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
             phase,
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.fa1_load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
+            narrative.load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
             indices={"j": j},
         )
         phase += 1
 
         for i in range(i0, cfg.tr):
             keep = i in rec.recorded
-            r0, r1 = i * br, min(n, (i + 1) * br)
+            r0, r1 = span(i, br, n)
             nr = r1 - r0
             at = {"j": j, "i": i}
             # step: load_qi -- Qi, Oi, li, mi = Q[i], O[i], l[i], m[i]; rows past N: 0, 0, 0, -inf
@@ -155,7 +149,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                 phase,
                 [tq, to, tl, tm],
                 {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-                narrative.fa1_load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
+                narrative.load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
@@ -222,7 +216,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                     phase,
                     [],
                     {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-                    narrative.fa1_update(j, m_old, mi, alpha, l_old, li, nr),
+                    narrative.update(j, m_old, mi, alpha, l_old, li, nr),
                     carries=carries,
                     substeps=substeps,
                     indices=at,
@@ -242,9 +236,12 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                 phase,
                 [to, tl, tm],
                 {},
-                narrative.fa1_write_back(i, j, tiles_of_block(n, br, bc, i, cfg.causal), r0, r1, d) if keep else "",
+                narrative.write_back(i, j, cfg.tiles_of_block(i), r0, r1, d) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
             phase += 1
     return rec
+
+
+trace_blocks = blocks_of_q  # one CUDA block per block of Q

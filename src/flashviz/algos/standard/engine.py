@@ -1,4 +1,4 @@
-"""The standard-attention executor: kernels/standard.cu's three kernels, in float32, on the memory model.
+"""The standard-attention executor: standard.cu's three kernels, in float32, on the memory model.
 
 Block i of each kernel owns rows i*Br .. of S, P and O, and only reads what block i of the kernel before
 it wrote (rows of S, then rows of P). So running block i through all three kernels before block i+1 gives
@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import narrative
-from ..config import Config
-from ..traffic.tiles import tiles_of_block
-from .memory import SRAM
-from .recorder import Recorder
-from .scores import score_tile
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q
+from ...engine.scores import score_tile
+from ...tiling import span
+from . import ALGORITHM, narrative
 
-ALGO = "standard"
+ALGO = ALGORITHM.name
 
 # op -> (label, TeX)
 LABELS = {
@@ -63,9 +63,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     scale = np.float32(cfg.softmax_scale)
     keep = i in rec.recorded
-    tc = tiles_of_block(n, br, bc, i, cfg.causal)
+    tc = cfg.tiles_of_block(i)
     w = min(n, tc * bc)  # columns of S and P this block's rows use (N unless causal)
-    r0, r1 = i * br, min(n, (i + 1) * br)
+    r0, r1 = span(i, br, n)
     nr = r1 - r0
 
     # kernel 1: standard_scores -- S = scale * Q K^T, tile by tile, each tile stored to HBM
@@ -84,15 +84,15 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "load_q"),
         [t],
         {"Qi": Qi},
-        narrative.standard_load_q(i, r0, r1, br, d) if keep else "",
+        narrative.load_q(i, r0, r1, br, d) if keep else "",
     )
 
     for j in range(tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_k -- Kj = K[j]; rows past N stay zero
-        k, tk = rec.hbm.read("K", slice(c0, c1))
-        Kj[:nc], Kj[nc:] = k, 0.0
+        kj, tk = rec.hbm.read("K", slice(c0, c1))
+        Kj[:nc], Kj[nc:] = kj, 0.0
         rec.emit(
             i,
             j,
@@ -100,7 +100,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_k", j),
             [tk],
             {"Kj": Kj},
-            narrative.standard_load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
+            narrative.load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
@@ -113,7 +113,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "scores", j),
             [ts],
             {"Sij": Sij},
-            narrative.standard_scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
+            narrative.scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
         )
 
     # kernel 2: standard_softmax -- one row of S at a time, whole in SRAM; P = softmax(S) stored to HBM
@@ -136,7 +136,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "softmax_row", k=k),
             [ts, tp],
             {"Sr": Sr, "mr": mr, "lr": lr},
-            narrative.standard_softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
+            narrative.softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
             carries={"mr": mr.copy(), "lr": lr.copy()} if keep else None,
             indices={"i": i, "r": r},
         )
@@ -149,7 +149,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     if rec.sram_footprint is None:
         rec.sram_footprint = footprint(dict(zip(KERNELS, (k1, k2, k3), strict=True)))
     for j in range(tc):
-        c0, c1 = j * bc, min(n, (j + 1) * bc)
+        c0, c1 = span(j, bc, n)
         nc = c1 - c0
         # step: load_pv -- Pij, Vj = P[i][j], V[j]; rows and columns past N stay zero
         p, tp = rec.hbm.read("P", slice(r0, r1), cols=slice(c0, c1))
@@ -164,7 +164,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_pv", j),
             [tp, tv],
             {"Pij": Pij, "Vj": Vj},
-            narrative.standard_load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
+            narrative.load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
         )
 
         # step: accumulate -- Oi += Pij @ Vj (P is already normalised: nothing to rescale)
@@ -176,7 +176,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "accumulate", j),
             [],
             {"Oi": Oi},
-            narrative.standard_accumulate(j, tc, Oi[:nr]) if keep else "",
+            narrative.accumulate(j, tc, Oi[:nr]) if keep else "",
         )
 
     # step: write_o -- O[i] = Oi; rows past N are not stored
@@ -188,7 +188,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "write_o", tc=tc),
         [to],
         {},
-        narrative.standard_write_o(i, r0, r1, d, w) if keep else "",
+        narrative.write_o(i, r0, r1, d, w) if keep else "",
     )
 
 
@@ -205,3 +205,6 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         for i in range(cfg.tr):
             block(rec, cfg, i)
     return rec
+
+
+trace_blocks = blocks_of_q  # one CUDA block per block of Q

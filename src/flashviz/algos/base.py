@@ -1,0 +1,103 @@
+"""What an algorithm is to the machinery: its record (`Algorithm`), its idea in words (`Idea`), and where its
+parts are. Each algorithm is a folder `flashviz/algos/<name>/` (docs/adding-an-algorithm.md):
+
+- `__init__.py`  `ALGORITHM`, this module's record: title, kernel file, tensors, limits, idea
+- the kernel file (`*.cu`), its steps marked `// step: NAME` ... `// end step`
+- `engine.py`    `execute(cfg, inputs) -> Recorder` and `trace_blocks(cfg, recorded)`: the kernel's loops
+- `narrative.py` the sentences of its steps
+- `traffic.py`   closed forms: `count`, `sram_bytes`, `steps`
+- `expect.py`    its float64 expectation: `expected(cfg, inputs)`, `TOLERANCE`, `LOG_DOMAIN`
+- `gpu.py`       `SPEC`, its launches on a GPU (`flashviz.gpu.specs.KernelSpec`)
+
+The record names the parts by module, and they are imported when first used: the record itself imports
+nothing of the engine, so that `config` can read every algorithm's limits without importing an executor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.resources import files
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
+    from ..config import Config
+    from ..gpu.specs import KernelSpec
+
+
+@dataclass(frozen=True)
+class Idea:
+    """What an algorithm does, in a few sentences: section 1 of the web page ("The idea"), from `trace.idea`.
+
+    Each paragraph of `body` is text with inline TeX between single dollars (`stream the tiles $K_j, V_j$`);
+    a paragraph that is one `$$...$$` is a displayed formula. The page renders the text as text and the TeX
+    through KaTeX (trust off), so neither is ever HTML.
+    """
+
+    summary: str  # one line, shown beside the heading while the section is folded
+    body: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary, "body": list(self.body)}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str  # on the command line, in the API and in the trace, e.g. "fa2-backward"
+    title: str
+    package: str  # its folder as a Python package, e.g. "flashviz.algos.fa2_backward"
+    kernel_file: str  # in its folder
+    kernel_name: str  # the __global__ function(s) it launches, first is the main one
+    inputs: tuple[str, ...]  # tensors the host puts in HBM
+    outputs: tuple[str, ...]  # tensors the kernel leaves in HBM for the caller
+    tensors: dict[str, str]  # every HBM tensor it touches -> its role
+    causal: bool  # whether --causal is supported
+    direction: Literal["forward", "backward"]  # a backward pass is a different computation, not a forward's rival
+    grid: Literal["Tr", "Tc"]  # CUDA blocks of its main kernel: one per block of Q (Tr) or per tile of K/V (Tc)
+    idea: Idea  # what it does, in words and formulas (the page's section 1)
+    trace_values: Callable[[Config], int]  # about how many numbers a trace of this launch holds (the API bounds it)
+    api_cost: int = 1  # engine time per (block, tile) pair, relative to fa2's: the API's bounds on work divide by it
+    max_n: int | None = None  # the largest N its engine may run, when that is below config.LIMITS ...
+    max_n_reason: str = ""  # ... and why, as the error says it: "keeps S and P (N×N) in HBM"
+    sram_note: str = ""  # how its shared memory per block is counted, when it is not one kernel's
+
+    def part(self, name: str) -> ModuleType:
+        """One of its modules (engine, narrative, traffic, expect, gpu), imported on first use."""
+        return importlib.import_module(f"{self.package}.{name}")
+
+    @property
+    def engine(self) -> ModuleType:
+        return self.part("engine")
+
+    @property
+    def traffic(self) -> ModuleType:
+        """Its closed forms: count(n, d, br, bc, causal), sram_bytes(n, d, br, bc), steps(n, d, br, bc, causal)."""
+        return self.part("traffic")
+
+    @property
+    def expect(self) -> ModuleType:
+        return self.part("expect")
+
+    @property
+    def gpu(self) -> KernelSpec | None:
+        """Its launches on a GPU, or None when it has none yet."""
+        if importlib.util.find_spec(f"{self.package}.gpu") is None:
+            return None
+        spec: KernelSpec = self.part("gpu").SPEC
+        return spec
+
+    @property
+    def kernel_path(self) -> Traversable:
+        return files(self.package).joinpath(self.kernel_file)
+
+
+def forward_trace_values(cfg: Config) -> int:
+    """The numbers in a trace of a forward pass (fa2, fa1, standard): the N x D inputs and outputs, and per recorded
+    block and tile: Kj Vj, Sij twice, Oi and PV, and the carries (docs/trace-schema.md)."""
+    per_tile = 2 * cfg.bc * cfg.d + 2 * cfg.br * cfg.bc + 2 * cfg.br * cfg.d + 24 * cfg.br
+    return 4 * cfg.n * cfg.d + len(cfg.recorded_blocks()) * cfg.tc * per_tile

@@ -1,0 +1,35 @@
+"""fa2-backward on a GPU: the forward (for O and L), the preprocessing kernel, then the main kernel, one block
+per tile of K/V and head. The model counts the last two: the forward's traffic is fa2's."""
+
+from __future__ import annotations
+
+from ...gpu.specs import Kernel, KernelSpec, nd, rows, tr_grid
+from ..fa2 import gpu as forward
+
+SPEC = KernelSpec(
+    "fa2-backward",
+    {
+        **{name: nd for name in ("Q", "K", "V", "dO", "O", "dQ", "dK", "dV")},
+        "L": rows,
+        "Delta": rows,  # the trace's D (rowsum(dO * O)); D is the head dimension in the kernel
+    },
+    (
+        forward.kernel(file_of="fa2"),  # O and L from the forward kernel itself, as the engine takes them from its
+        Kernel(
+            "fa2_bwd_preprocess",
+            lambda c: (c.br, c.d),
+            ("O", "dO", "Delta", "dQ"),
+            lambda c: (("int", c.n),),
+            tr_grid,
+            min_threads=lambda c: c.br,
+        ),
+        Kernel(
+            "fa2_bwd",
+            lambda c: (c.br, c.bc, c.d),
+            ("Q", "K", "V", "dO", "L", "Delta", "dQ", "dK", "dV"),
+            lambda c: (("int", c.n), ("float", c.softmax_scale), ("int", int(c.causal))),
+            lambda c, heads: (c.tc, heads, 1),
+        ),
+    ),
+    counted=("fa2_bwd_preprocess", "fa2_bwd"),  # the forward's traffic is fa2's model, not this one's
+)

@@ -1,0 +1,20 @@
+"""Standard attention's float64 expectation: O of float64 attention (S and P are intermediates, not checked)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ... import reference
+
+if TYPE_CHECKING:
+    from ...config import Config
+
+TOLERANCE = {"O": 1e-5}  # max-norm relative error; float32 arithmetic on O(1) inputs lands far below it
+LOG_DOMAIN: frozenset[str] = frozenset()
+
+
+def expected(cfg: Config, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    O, _ = reference.attention(inputs["Q"], inputs["K"], inputs["V"], cfg.softmax_scale, cfg.causal)
+    return {"O": O}

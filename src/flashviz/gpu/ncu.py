@@ -1,0 +1,140 @@
+"""Nsight Compute: the command line, its CSV read into kernels and metrics, and a run that falls back to the
+four metrics every GPU has when the extra ones are missing.
+
+`ncu --clock-control none` (the clocks stay as the card has them) and its default `--cache-control all`
+(L1 and L2 are flushed before the profiled kernel, so DRAM reads start cold).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import subprocess
+from typing import Any
+
+# name in the document -> ncu metric
+METRICS = {
+    "load_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+    "store_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+    "dram_read_bytes": "dram__bytes_read.sum",
+    "dram_write_bytes": "dram__bytes_write.sum",
+}
+# asked for too when the GPU has them; without them the L1/L2 split is left out
+EXTRA_METRICS = {
+    "reduction_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum",  # atomicAdd whose result is unused
+    "atomic_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum",
+    "l2_read_sectors_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "l1_load_hit_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "time_ns": "gpu__time_duration.sum",
+}
+
+_UNITS = {
+    "byte": 1,
+    "kbyte": 1e3,
+    "mbyte": 1e6,
+    "gbyte": 1e9,
+    "tbyte": 1e12,
+    "sector": 1,
+    "nsecond": 1,
+    "usecond": 1e3,
+    "msecond": 1e6,
+    "second": 1e9,
+    "ns": 1,
+    "us": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+    "": 1,
+}
+
+
+def ncu_command(program: list[str], metrics: list[str], ncu: str, kernel: str) -> list[str]:
+    """ncu measuring `metrics` of the kernels whose names match the regular expression `kernel`, as CSV."""
+    return [
+        ncu,
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "all",
+        "--kernel-name",
+        f"regex:^{kernel}",
+        "--metrics",
+        ",".join(metrics),
+        "--csv",
+        "--print-units",
+        "base",
+        *program,
+    ]
+
+
+def _number(value: str, unit: str) -> float:
+    v = float(value.replace(",", ""))
+    scale = _UNITS.get(unit.strip().lower())
+    if scale is None:
+        raise ValueError(f"unknown ncu unit {unit!r}")
+    return v * scale
+
+
+def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
+    """ncu --csv (details page) output -> one dict per profiled kernel: id, name, grid, block, metrics.
+
+    Lines before the CSV header (the program's own output, ==PROF== notes) are skipped; values may
+    carry thousands separators and any unit ncu prints (converted to bytes, sectors, nanoseconds).
+    """
+    lines = text.splitlines()
+    start = next((k for k, line in enumerate(lines) if line.startswith('"ID"') and '"Metric Name"' in line), None)
+    if start is None:
+        return []
+    rows = csv.DictReader(io.StringIO("\n".join(line for line in lines[start:] if line.startswith('"'))))
+    kernels: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        k = kernels.setdefault(
+            row["ID"],
+            {
+                "id": int(row["ID"]),
+                "name": row["Kernel Name"],
+                "grid": row.get("Grid Size", ""),
+                "block": row.get("Block Size", ""),
+                "metrics": {},
+            },
+        )
+        try:
+            k["metrics"][row["Metric Name"]] = _number(row["Metric Value"], row.get("Metric Unit", ""))
+        except ValueError:  # "n/a", or a unit this parser does not know: left out, so the caller sees it missing
+            continue
+    return [kernels[key] for key in sorted(kernels, key=int)]
+
+
+def template_of(kernel_name: str) -> str:
+    """`void fa2<32, 32, 64>(const float *, ...)` -> `fa2`."""
+    m = re.match(r"\s*(?:void\s+)?([A-Za-z_]\w*)", kernel_name)
+    return m[1] if m else kernel_name
+
+
+def ncu_version(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return next((line.strip() for line in out.splitlines() if line.strip().startswith("Version")), out.strip())
+
+
+def run_ncu(
+    program: list[str], ncu: str, kernel: str, timeout: float = 600
+) -> tuple[list[dict[str, Any]], str, list[str], list[str]]:
+    """Profile `program` with the four metrics and the extra ones; if ncu measured the four but not every
+    extra, keep what it measured; if it missed any of the four, try again with the four alone.
+
+    Returns (kernels, ncu's output, the command that measured, the metrics asked for but not measured)."""
+    tries = [[*METRICS.values(), *EXTRA_METRICS.values()], list(METRICS.values())]
+    out = ""
+    for metrics in tries:
+        cmd = ncu_command(program, metrics, ncu, kernel)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = proc.stdout + proc.stderr
+        kernels = parse_ncu_csv(proc.stdout)
+        if kernels and all(m in k["metrics"] for k in kernels for m in METRICS.values()):
+            missing = sorted({m for k in kernels for m in metrics if m not in k["metrics"]})
+            return kernels, out, cmd, missing
+    tail = " | ".join(line for line in out.splitlines() if "ERR" in line or "rror" in line)[-400:]
+    raise RuntimeError(f"ncu measured no {kernel} kernel: {tail or out[-400:]}")

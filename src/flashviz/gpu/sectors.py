@@ -1,0 +1,72 @@
+"""What the traffic model predicts a profiler measures for a launch of H heads: the model's bytes, and the same
+after rounding each warp's access out to whole 32-byte sectors (L1 counts sectors, so a warp that stores 16
+bytes of L is counted as 32). The two are equal whenever every contiguous run the kernel moves starts and ends on
+a 32-byte boundary; an algorithm's GPU spec lists those runs (`KernelSpec.spans`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..config import Config
+from .specs import spec
+
+BYTES = 4  # float32
+SECTOR = 32  # bytes
+WARP = 32  # threads, one element each
+
+
+def sector_bytes(first: np.ndarray, count: np.ndarray, head_stride: int, heads: int) -> int:
+    """Bytes L1 counts when each warp's access to a run is rounded out to whole 32-byte sectors.
+
+    A run of `count` float32 elements starting at element `first` (of head 0; head g adds
+    g * head_stride) is moved 32 elements per warp instruction from its first element. Allocations
+    start on a 256-byte boundary, so only the element offset modulo 8 (one sector) matters.
+    """
+    per_sector = SECTOR // BYTES
+    first, count = np.asarray(first, dtype=np.int64), np.asarray(count, dtype=np.int64)
+    residues = np.bincount((np.arange(heads, dtype=np.int64) * head_stride) % per_sector, minlength=per_sector)
+    total = 0
+    for r, n_heads in enumerate(residues):
+        if n_heads == 0:
+            continue
+        e0 = first + r
+        full, rem = count // WARP, count % WARP
+        # a full warp (128 bytes) touches 4 sectors when it starts on a sector boundary, else 5
+        sectors = full * np.where(e0 % per_sector == 0, 4, 5)
+        a = e0 + WARP * full
+        sectors = sectors + np.where(rem > 0, (a + rem - 1) // per_sector - a // per_sector + 1, 0)
+        total += int(n_heads) * int(sectors.sum())
+    return total * SECTOR
+
+
+def model(cfg: Config, heads: int) -> dict[str, Any]:
+    """The traffic model for a launch of `heads` heads, in elements and bytes, plus the sector-rounded bytes
+    (where the spec lists the runs its loops move; else the sector model is the model)."""
+    s = spec(cfg.algo)
+    algo = s.algorithm
+    per_head = algo.traffic.count(cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
+    tensors = {
+        name: {
+            "read_elements": t["read"] * heads,
+            "written_elements": t["written"] * heads,
+            "read_bytes": t["read"] * heads * BYTES,
+            "written_bytes": t["written"] * heads * BYTES,
+        }
+        for name, t in per_head.items()
+    }
+    load = sum(t["read_bytes"] for t in tensors.values())
+    store = sum(t["written_bytes"] for t in tensors.values())
+    out = {"tensors": tensors, "load_bytes": load, "store_bytes": store}
+    if s.spans is not None:
+        spans = s.spans(cfg)
+        sectors = {name: sector_bytes(*spans[name], int(np.prod(s.shapes[name](cfg))), heads) for name in spans}
+        out["sector_bytes"] = sectors
+        out["sector_load_bytes"] = sum(sectors[name] for name in algo.inputs)
+        out["sector_store_bytes"] = sum(sectors[name] for name in algo.outputs)
+    else:
+        out["sector_load_bytes"], out["sector_store_bytes"] = load, store
+    out["unique_input_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.inputs)
+    out["unique_output_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.outputs)
+    return out

@@ -1,0 +1,182 @@
+"""The layers of docs/DESIGN.md, read off the source's imports (with `ast`, nothing imported): no import cycle in
+src/; the machinery (everything outside algos/<name>/) reaches an algorithm only through the registry and never
+names one; an executor does not import the traffic model it is checked against, nor a model its executor;
+tiling is a leaf; the comparison imports no engine. Imports under `if TYPE_CHECKING:` are for the type checker
+only and are left out; imports inside functions count."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from flashviz.algos import FOLDERS, REGISTRY
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "flashviz"
+# The one machinery module that reaches into an algorithm's folder: flashviz.attention's host side (tile choice,
+# autograd) for the Triton kernel in algos/fa2_triton/, which is no registered algorithm yet (issue 12).
+DECLARED = {("flashviz.triton_attention", "flashviz.algos.fa2_triton.kernel")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "viewer" not in p.relative_to(PACKAGE).parts}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_nodes(tree: ast.AST):
+    """Every node but those under `if TYPE_CHECKING:`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and is_type_checking(child):
+                stack.extend(child.orelse)
+            else:
+                stack.append(child)
+
+
+def imports(name: str) -> set[str]:
+    """The flashviz modules `name` imports at run time (`from pkg import sub` counts as pkg.sub when sub is one)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in MODULES else base)
+    return {m for m in found if m == "flashviz" or m.startswith("flashviz.")}
+
+
+GRAPH = {name: imports(name) & set(MODULES) for name in MODULES}
+
+
+def is_algorithm(name: str) -> bool:
+    """A module of one algorithm's folder (flashviz.algos.<folder>...), not the registry or its base."""
+    parts = name.split(".")
+    return len(parts) >= 3 and parts[1] == "algos" and parts[2] != "base"
+
+
+def test_the_graph_is_read():
+    """The reader sees the imports there are (a reader that saw none would pass every test below)."""
+    assert "flashviz.config" in GRAPH["flashviz.tracer"]
+    assert "flashviz.engine.recorder" in GRAPH["flashviz.algos.fa2.engine"]
+    assert "flashviz.algos.fa2.engine" in GRAPH["flashviz.algos.fa2_backward.engine"]  # `from ..fa2 import engine`
+    assert "flashviz.gpu.device" in GRAPH["flashviz.gpu.cli"]  # an import inside a function
+    assert "flashviz.config" not in GRAPH["flashviz.algos.base"]  # under TYPE_CHECKING only
+
+
+def test_no_import_cycle():
+    order: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        order[node] = 1  # on the path
+        path.append(node)
+        for nxt in sorted(GRAPH[node]):
+            if order.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in order:
+                visit(nxt)
+        path.pop()
+        order[node] = 2  # done
+
+    for name in sorted(GRAPH):
+        if name not in order:
+            visit(name)
+
+
+def test_the_machinery_reaches_algorithms_only_through_the_registry():
+    wrong = [
+        (name, target)
+        for name, targets in GRAPH.items()
+        if not is_algorithm(name)
+        for target in targets
+        if is_algorithm(target) and (name, target) not in DECLARED
+    ]
+    assert wrong == []
+
+
+def test_the_machinery_names_no_algorithm():
+    """No string in the machinery's code (docstrings aside) is an algorithm's name or folder: what differs between
+    algorithms is data in their folders, not a branch on a name."""
+    names = set(REGISTRY) | set(FOLDERS)
+    found = []
+    for name, path in MODULES.items():
+        if is_algorithm(name) or name == "flashviz.algos":  # the registry names the folders, and DEFAULT, BASELINE
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        found += [
+            f"{path.relative_to(SRC)}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
+        ]
+    assert found == []
+
+
+def test_an_executor_and_its_traffic_model_do_not_import_each_other():
+    """The engine's counters are checked against the closed forms: neither may be built from the other."""
+    wrong = [
+        (name, target)
+        for name, targets in GRAPH.items()
+        for target in targets
+        if (name.endswith(".engine") and target.endswith(".traffic"))
+        or (name.endswith(".traffic") and (target.endswith(".engine") or target.startswith("flashviz.engine")))
+    ]
+    assert wrong == []
+
+
+def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
+    assert GRAPH["flashviz.tiling"] == set()
+    for name in ("flashviz.compare", "flashviz.compare_api"):
+        assert not {t for t in GRAPH[name] if t.startswith("flashviz.engine")}, name
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_registered_folder_has_its_parts(folder):
+    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the narrative, the closed
+    forms, the float64 expectation, the GPU launch spec."""
+    record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
+    here = PACKAGE / "algos" / folder
+    assert (here / record.kernel_file).is_file()
+    for part in ("__init__", "engine", "narrative", "traffic", "expect", "gpu"):
+        assert f"flashviz.algos.{folder}.{part}".removesuffix(".__init__") in MODULES, part
+    engine, traffic, expect = record.engine, record.traffic, record.expect
+    assert callable(engine.execute) and callable(engine.trace_blocks)
+    assert all(callable(getattr(traffic, f)) for f in ("count", "sram_bytes", "steps"))
+    assert callable(expect.expected) and set(record.outputs) <= set(expect.TOLERANCE)
+
+
+def test_every_algorithm_folder_is_registered_or_said_not_to_be():
+    folders = {p.parent.name for p in (PACKAGE / "algos").glob("*/__init__.py")}
+    assert folders - set(FOLDERS) == {"fa2_triton"}  # not registered yet (issue 12): its __init__ says so
+    assert "ALGORITHM" not in (PACKAGE / "algos" / "fa2_triton" / "__init__.py").read_text()
