@@ -2,8 +2,8 @@
 
     PYTHONPATH=src python bench/parallelism_bench.py [--out bench/results/parallelism] [--ncu ncu]
 
-Part 1, parallelism. kernels/fa1_forward.cu launches one block per head (its blocks of Q take turns inside it);
-kernels/fa2_forward.cu launches Tr blocks per head. Both are timed (CUDA events, median after a warm-up, head 0
+Part 1, parallelism. algos/fa1/fa1_forward.cu launches one block per head (its blocks of Q take turns inside it);
+algos/fa2/fa2_forward.cu launches Tr blocks per head. Both are timed (CUDA events, median after a warm-up, head 0
 checked against float64 first) at long N with few heads and at short N with many heads, D=64, Br=Bc=64, and
 each launch is profiled once by Nsight Compute for its grid, its occupancy and how busy the SMs were:
   launch__grid_size, launch__block_size, launch__registers_per_thread, launch__shared_mem_per_block_dynamic,
@@ -36,8 +36,8 @@ import subprocess
 from pathlib import Path
 
 from flashviz.config import Config
-from flashviz.gpu.profile import launcher
-from flashviz.gpu.run import device_info, prepare, require_gpu
+from flashviz.gpu.device import device_info, require_gpu
+from flashviz.gpu.launch import launcher, prepare
 
 D, TILE = 64, 64
 # (N, heads): long N with few heads, then short N with many heads
@@ -222,7 +222,7 @@ def markdown(doc: dict) -> str:
         "",
         f"{doc['date']}, {doc['device']['name']} ({doc['device']['multiprocessors']} SMs). Command: `{doc['command']}`",
         "",
-        "D=64, Br=Bc=64, fp32 (kernels/fa1_forward.cu, kernels/fa2_forward.cu through NVRTC). Time: CUDA events, "
+        "D=64, Br=Bc=64, fp32 (algos/fa1/fa1_forward.cu, algos/fa2/fa2_forward.cu through NVRTC). Time: CUDA events, "
         "median after a warm-up. Occupancy and SM utilisation: Nsight Compute, one launch each "
         "(`--clock-control none`); SM utilisation = sm__cycles_active.avg / sm__cycles_elapsed.avg.",
         "",
