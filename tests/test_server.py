@@ -225,7 +225,8 @@ class Held:
 
 
 def test_at_most_two_traces_compute_at_once_and_the_loop_stays_free(monkeypatch):
-    """Item 3: states, not times. While two runs are held (the gate full), /api/limits answers."""
+    """Item 3: states, not times. While two runs are held (the gate full), /api/limits answers; a repeat of a
+    request that is running or queued is computed once (it waits for the answer, then reads it from the cache)."""
     held = Held()
     monkeypatch.setattr(server, "compute_json", held)
     app = server.create_app()
@@ -233,8 +234,14 @@ def test_at_most_two_traces_compute_at_once_and_the_loop_stays_free(monkeypatch)
     async def go():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
-            traces = [asyncio.create_task(c.get(f"/api/trace?seed={s}")) for s in (1, 2, 3, 4, 1, 2)]
-            while not (app.state.gate.running == 2 and app.state.gate.waiting == 4):
+            gate = app.state.gate
+            traces = [asyncio.create_task(c.get(f"/api/trace?seed={s}")) for s in (1, 2, 3, 4)]
+            # the gate admits a request before its worker thread enters the engine: wait for both states
+            while not (gate.running == 2 and gate.waiting == 2 and held.running == 2):
+                await asyncio.sleep(0.01)
+            # the repeats queue behind 3 and 4 (tasks reach the gate in no fixed order: sent once the first are in)
+            traces += [asyncio.create_task(c.get(f"/api/trace?seed={s}")) for s in (1, 2)]
+            while gate.waiting != 4:
                 await asyncio.sleep(0.01)
             limits = await c.get("/api/limits")  # answered while the gate is full
             running_then = held.running

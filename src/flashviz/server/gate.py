@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from fastapi import Request
@@ -57,6 +57,9 @@ class Gate:
         self.slots = anyio.Semaphore(computing)
         self.max_waiting = waiting
         self.cache = Cache()
+        # one run per key at a time: a repeat of a request on the engine waits for its answer in the cache
+        # (without a slot) instead of computing it again; [lock, requests holding or waiting for it]
+        self.keys: dict[Hashable, list[Any]] = {}
         self.waiting = 0
         self.running = 0
         self.abandoned = 0
@@ -87,10 +90,12 @@ class Gate:
         error: Exception | None = None
         self.waiting += 1
         queued = True
+        same = self.keys.setdefault(key, [anyio.Lock(), 0])
+        same[1] += 1
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self.watch, request, gone, tasks.cancel_scope)
-                async with self.slots:
+                async with same[0], self.slots:
                     self.waiting -= 1
                     queued = False
                     body = self.cache.get(key)  # a request ahead of this one may have made it
@@ -110,6 +115,9 @@ class Gate:
         finally:
             if queued:
                 self.waiting -= 1
+            same[1] -= 1
+            if not same[1]:
+                del self.keys[key]
         if error is not None:
             raise error
         return None if gone.is_set() else body
