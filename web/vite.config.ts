@@ -5,7 +5,12 @@ import { defineConfig, type Plugin } from "vite";
 // The page's fixed math (elements with data-tex in index.html) is typeset at build time, so the browser
 // does not spend its first few hundred milliseconds running KaTeX on it (src/statics.ts handles any left).
 function staticTex(): Plugin {
-  const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  const unescape = (s: string) =>
+    s
+      .replace(/&quot;/g, '"')
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&amp;/g, "&");
   return {
     name: "flashviz-static-tex",
     transformIndexHtml(html) {

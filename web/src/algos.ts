@@ -77,8 +77,13 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
         tensors: FWD_T(s, ["Q", "K", "V", "O", "l", "m"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none")],
-          [buf("Qi", br, d, "q", "none"), buf("Sij", br, bc, "q", "kv"), buf("mi", br, 1, "q", "none"),
-            buf("li", br, 1, "q", "none"), buf("Oi", br, d, "q", "none")],
+          [
+            buf("Qi", br, d, "q", "none"),
+            buf("Sij", br, bc, "q", "kv"),
+            buf("mi", br, 1, "q", "none"),
+            buf("li", br, 1, "q", "none"),
+            buf("Oi", br, d, "q", "none"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "Oi" },
       };
@@ -89,10 +94,17 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
         tensors: FWD_T(s, ["Q", "K", "V", "S", "P", "O"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none", "standard_scores"), buf("Vj", bc, d, "kv", "none", "standard_pv")],
-          [buf("Qi", br, d, "q", "none", "standard_scores"), buf("Sij", br, bc, "q", "kv", "standard_scores"),
-            buf("Pij", br, bc, "q", "kv", "standard_pv"), buf("Oi", br, d, "q", "none", "standard_pv")],
-          [buf("Sr", 1, n, "none", "none", "standard_softmax"), buf("mr", 1, 1, "none", "none", "standard_softmax"),
-            buf("lr", 1, 1, "none", "none", "standard_softmax")],
+          [
+            buf("Qi", br, d, "q", "none", "standard_scores"),
+            buf("Sij", br, bc, "q", "kv", "standard_scores"),
+            buf("Pij", br, bc, "q", "kv", "standard_pv"),
+            buf("Oi", br, d, "q", "none", "standard_pv"),
+          ],
+          [
+            buf("Sr", 1, n, "none", "none", "standard_softmax"),
+            buf("mr", 1, 1, "none", "none", "standard_softmax"),
+            buf("lr", 1, 1, "none", "none", "standard_softmax"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "Oi" },
       };
@@ -102,11 +114,21 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
         blockAxis: "j",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "L", "dO", "D", "dQ", "dK", "dV"]),
         sram: [
-          [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none"), buf("dKj", bc, d, "kv", "none"),
-            buf("dVj", bc, d, "kv", "none")],
-          [buf("Qi", br, d, "q", "none"), buf("dOi", br, d, "q", "none"),
-            buf("Oi", br, d, "q", "none", "fa2_bwd_preprocess"), buf("Pij", br, bc, "q", "kv"),
-            buf("dSij", br, bc, "q", "kv"), buf("Li", br, 1, "q", "none"), buf("Di", br, 1, "q", "none")],
+          [
+            buf("Kj", bc, d, "kv", "none"),
+            buf("Vj", bc, d, "kv", "none"),
+            buf("dKj", bc, d, "kv", "none"),
+            buf("dVj", bc, d, "kv", "none"),
+          ],
+          [
+            buf("Qi", br, d, "q", "none"),
+            buf("dOi", br, d, "q", "none"),
+            buf("Oi", br, d, "q", "none", "fa2_bwd_preprocess"),
+            buf("Pij", br, bc, "q", "kv"),
+            buf("dSij", br, bc, "q", "kv"),
+            buf("Li", br, 1, "q", "none"),
+            buf("Di", br, 1, "q", "none"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "dOi" },
       };
@@ -117,8 +139,13 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
         tensors: FWD_T(s, ["Q", "K", "V", "O", "L"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none")],
-          [buf("Qi", br, d, "q", "none"), buf("Sij", br, bc, "q", "kv"), buf("mi", br, 1, "q", "none"),
-            buf("li", br, 1, "q", "none"), buf("Oi", br, d, "q", "none")],
+          [
+            buf("Qi", br, d, "q", "none"),
+            buf("Sij", br, bc, "q", "kv"),
+            buf("mi", br, 1, "q", "none"),
+            buf("li", br, 1, "q", "none"),
+            buf("Oi", br, d, "q", "none"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "Oi" },
       };

@@ -21,7 +21,13 @@ export interface Palette {
 
 export function hexToRgb(hex: string): [number, number, number] {
   const h = hex.trim().replace("#", "");
-  const v = h.length === 3 ? h.split("").map((c) => c + c).join("") : h;
+  const v =
+    h.length === 3
+      ? h
+          .split("")
+          .map((c) => c + c)
+          .join("")
+      : h;
   const n = parseInt(v.slice(0, 6), 16);
   if (!Number.isFinite(n)) return [128, 128, 128];
   return [(n >> 16) & 255, (n >> 8) & 255, n & 255];

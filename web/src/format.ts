@@ -49,7 +49,14 @@ export function full(x: Num | undefined): string {
   const sp = special(x);
   if (sp !== null) return sp;
   const v = x as number;
-  return tidy(Number.isInteger(v) ? String(v) : v.toPrecision(7).replace(/\.?0+$/, "").replace(/\.?0+e/, "e"));
+  return tidy(
+    Number.isInteger(v)
+      ? String(v)
+      : v
+          .toPrecision(7)
+          .replace(/\.?0+$/, "")
+          .replace(/\.?0+e/, "e"),
+  );
 }
 
 function tidy(s: string): string {

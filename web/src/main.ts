@@ -9,8 +9,22 @@ import { BadgeTarget, renderStatic } from "./statics";
 import { loadTex, texLoaded } from "./render/tex";
 import { IdeaView } from "./render/idea";
 import {
-  DEFAULT_CONFIG, flightDuration, INITIAL_STATE, keyAction, landingProblems, landingStep, parseUrl, reduce, sameConfig, SPEEDS,
-  stepInBlock, stepInterval, toSearch, type Action, type ConfigParams, type ViewState,
+  DEFAULT_CONFIG,
+  flightDuration,
+  INITIAL_STATE,
+  keyAction,
+  landingProblems,
+  landingStep,
+  parseUrl,
+  reduce,
+  sameConfig,
+  SPEEDS,
+  stepInBlock,
+  stepInterval,
+  toSearch,
+  type Action,
+  type ConfigParams,
+  type ViewState,
 } from "./state";
 import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
@@ -70,15 +84,36 @@ const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
-const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"),
-  byId("why"), byId("causal-saving"));
+const counters = new CountersView(
+  byId<HTMLTableSectionElement>("counters-body"),
+  byId("phase-note"),
+  byId("final-accounting"),
+  byId("why"),
+  byId("causal-saving"),
+);
 const tileMap = new TileMap(byId<HTMLCanvasElement>("tile-map"), byId("tile-map-caption"));
-const blocks = new BlocksView(byId("block-chips"), byId("blocks-summary"), byId<HTMLTableSectionElement>("ops-body"),
-  (b) => pickBlock(b), (k) => dispatch({ type: "goto", step: k }), tileMap);
-const compare = new CompareView(byId("compare-table"), byId("compare-race"), byId("compare-chart"), byId("compare-note"),
-  byId<HTMLButtonElement>("compare-play"));
-const profile = new ProfileView(byId("profile"), byId("profile-drop"), byId<HTMLInputElement>("profile-file"), byId("profile-message"),
-  (p) => openProfileConfig(p));
+const blocks = new BlocksView(
+  byId("block-chips"),
+  byId("blocks-summary"),
+  byId<HTMLTableSectionElement>("ops-body"),
+  (b) => pickBlock(b),
+  (k) => dispatch({ type: "goto", step: k }),
+  tileMap,
+);
+const compare = new CompareView(
+  byId("compare-table"),
+  byId("compare-race"),
+  byId("compare-chart"),
+  byId("compare-note"),
+  byId<HTMLButtonElement>("compare-play"),
+);
+const profile = new ProfileView(
+  byId("profile"),
+  byId("profile-drop"),
+  byId<HTMLInputElement>("profile-file"),
+  byId("profile-message"),
+  (p) => openProfileConfig(p),
+);
 const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
 const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
 const counter = byId("step-counter");
@@ -128,8 +163,14 @@ new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-h"
 for (const s of SPEEDS) speedSel.append(new Option(`${s}\u00d7`, String(s), s === 1, s === 1));
 
 const PLAY_ICON = Array.from(playBtn.childNodes);
-const PAUSE_ICON = [svg("svg", { viewBox: "0 0 16 16", width: 14, height: 14, "aria-hidden": "true", focusable: "false" },
-  svg("rect", { x: 3.5, y: 3, width: 3, height: 10, fill: "currentColor" }), svg("rect", { x: 9.5, y: 3, width: 3, height: 10, fill: "currentColor" }))];
+const PAUSE_ICON = [
+  svg(
+    "svg",
+    { viewBox: "0 0 16 16", width: 14, height: 14, "aria-hidden": "true", focusable: "false" },
+    svg("rect", { x: 3.5, y: 3, width: 3, height: 10, fill: "currentColor" }),
+    svg("rect", { x: 9.5, y: 3, width: 3, height: 10, fill: "currentColor" }),
+  ),
+];
 
 // ---- rendering: every frame from the one state object ----
 let lastStep = -1;
@@ -171,7 +212,9 @@ function render(flight = false): void {
   part("timeline", () => timeline.show(st.step));
   part("compare", () => compare.follow(progressAfter(s.phase, t.phases.length)));
   const where = s.indices
-    ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(" \u00b7 ")
+    ? Object.entries(s.indices)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join(" \u00b7 ")
     : `block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}`;
   // text nodes only: no elements made or dropped per step. Steps are counted from 1 for people (data-step is
   // the index into trace.steps, for tests and the benchmark)
@@ -323,8 +366,16 @@ async function loadCompare(c: ConfigParams): Promise<void> {
 
 function openProfileConfig(p: Profile): void {
   const c = p.config;
-  const next: ConfigParams = { ...app.state.config, algo: c.algo, n: c.n, d: c.d, br: c.br, bc: c.bc, causal: !!c.causal,
-    seed: typeof c.seed === "number" ? c.seed : app.state.config.seed };
+  const next: ConfigParams = {
+    ...app.state.config,
+    algo: c.algo,
+    n: c.n,
+    d: c.d,
+    br: c.br,
+    bc: c.bc,
+    causal: !!c.causal,
+    seed: typeof c.seed === "number" ? c.seed : app.state.config.seed,
+  };
   form.fill(next);
   void loadConfig(next, { push: true });
 }
@@ -361,13 +412,13 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       void interactive.then(() => loadCompare(c));
     }
     const step =
-      to.phase !== undefined && to.phase !== null && block !== null
-        ? findPhase(t, block, to.phase)
-        : landing(t, to.step ?? null, block);
+      to.phase !== undefined && to.phase !== null && block !== null ? findPhase(t, block, to.phase) : landing(t, to.step ?? null, block);
     app.state = { ...app.state, config: c, step, playing: false };
     const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
     if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
-      problems.push(`Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}`);
+      problems.push(
+        `Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}`,
+      );
     }
     if (problems.length) {
       form.setMessage(problems.join(" \u00b7 ") + ".", "info");
@@ -407,7 +458,12 @@ function landing(t: Trace, step: number | null, block: number | null): number {
 /** The step of `block` at `phase` (all blocks run the same program), else its first step. */
 function findPhase(t: Trace, block: number, phase: number): number {
   const k = t.steps.findIndex((s) => s.block === block && s.phase === phase);
-  return k >= 0 ? k : Math.max(0, t.steps.findIndex((s) => s.block === block));
+  return k >= 0
+    ? k
+    : Math.max(
+        0,
+        t.steps.findIndex((s) => s.block === block),
+      );
 }
 
 async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
@@ -417,7 +473,10 @@ async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
     void loadCompare(DEFAULT_CONFIG);
     app.state = { ...app.state, config: DEFAULT_CONFIG, step: 0 };
     render();
-    form.serverError([`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""), err.field);
+    form.serverError(
+      [`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""),
+      err.field,
+    );
   } catch {
     // the server is down: the message already says so
   }
@@ -519,7 +578,8 @@ const ready = (async () => {
   if (app.trace) render();
   void prof.then((doc) => {
     if (doc === null) profile.none();
-    else if (profile.set(doc, "flashviz serve --profile") && app.trace) profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
+    else if (profile.set(doc, "flashviz serve --profile") && app.trace)
+      profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
   });
   const l = await limits;
   if (l) {

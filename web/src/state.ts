@@ -42,7 +42,6 @@ export interface UrlRequest {
   problems: string[];
 }
 
-
 function parseNonNegInt(raw: string | null): number | null {
   if (raw === null || !/^\d+$/.test(raw.trim())) return null;
   const v = Number(raw);
@@ -80,7 +79,10 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   if (rawScale !== null && rawScale.trim() !== "") {
     const v = Number(rawScale);
     if (Number.isFinite(v) && Math.abs(v) >= 1e-6 && Math.abs(v) <= 1e6) config.scale = v;
-    else problems.push(urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"));
+    else
+      problems.push(
+        urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"),
+      );
   }
   const causal = (q.get("causal") ?? "").trim().toLowerCase();
   if (causal === "true" || causal === "1") config.causal = true;
@@ -101,7 +103,8 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   let block: number | null = null;
   if (given("block")) {
     block = parseNonNegInt(q.get("block"));
-    if (block === null) problems.push(urlProblem("block", q.get("block")!, "an integer, at least 0 (blocks count from 0, as blockIdx.x)", "block 0"));
+    if (block === null)
+      problems.push(urlProblem("block", q.get("block")!, "an integer, at least 0 (blocks count from 0, as blockIdx.x)", "block 0"));
   }
   return { config, step, block, speed, problems };
 }
@@ -131,7 +134,16 @@ export function apiQuery(config: ConfigParams, record: number | null = null): st
 }
 
 export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
-  return a.algo === b.algo && a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale && a.causal === b.causal;
+  return (
+    a.algo === b.algo &&
+    a.n === b.n &&
+    a.d === b.d &&
+    a.br === b.br &&
+    a.bc === b.bc &&
+    a.seed === b.seed &&
+    a.scale === b.scale &&
+    a.causal === b.causal
+  );
 }
 
 export function clampStep(step: number, total: number): number {
@@ -159,8 +171,10 @@ export function landingStep(steps: readonly StepIndex[], step: number | null, bl
  *  words of parseUrl's problems; `step` is an index (the URL's value less 1). */
 export function landingProblems(total: number, blocks: number, step: number | null, block: number | null): string[] {
   const out: string[] = [];
-  if (step !== null && step >= total) out.push(urlProblem("step", String(step + 1), `an integer in 1..${total} for this launch`, `step ${total}`));
-  if (block !== null && block >= blocks) out.push(urlProblem("block", String(block), `an integer in 0..${blocks - 1} for this launch`, "block 0"));
+  if (step !== null && step >= total)
+    out.push(urlProblem("step", String(step + 1), `an integer in 1..${total} for this launch`, `step ${total}`));
+  if (block !== null && block >= blocks)
+    out.push(urlProblem("block", String(block), `an integer in 0..${blocks - 1} for this launch`, "block 0"));
   return out;
 }
 
@@ -217,10 +231,7 @@ export function reduce(state: ViewState, action: Action, total: number): ViewSta
 }
 
 /** What a key press means, or null to leave it alone (typing in a field, modifier chords). */
-export function keyAction(
-  key: string,
-  opts: { inField?: boolean; ctrl?: boolean; meta?: boolean; alt?: boolean } = {},
-): Action | null {
+export function keyAction(key: string, opts: { inField?: boolean; ctrl?: boolean; meta?: boolean; alt?: boolean } = {}): Action | null {
   if (opts.inField || opts.ctrl || opts.meta || opts.alt) return null;
   switch (key) {
     case "ArrowRight":

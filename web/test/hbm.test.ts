@@ -39,7 +39,11 @@ describe("FA2 causal, one block recorded: the others placed in lockstep", () => 
 
   it("each block writes O and L back at its own last phase (causal programs differ)", () => {
     const o = h.events.get("O")!;
-    expect(o.map((e) => [e.r0, e.r1])).toEqual([[0, 4], [4, 8], [8, 12]]);
+    expect(o.map((e) => [e.r0, e.r1])).toEqual([
+      [0, 4],
+      [4, 8],
+      [8, 12],
+    ]);
     expect(o.map((e) => e.phase)).toEqual([0, 1, 2].map((b) => lastPhase(FA2C, b)));
     expect(new Set(o.map((e) => e.phase)).size).toBe(3);
     // unrecorded blocks' values come from the final outputs

@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import {
-  apiQuery, clampStep, DEFAULT_CONFIG, INITIAL_STATE, keyAction, landingProblems, landingStep, parseUrl, reduce, stepInBlock,
+  apiQuery,
+  clampStep,
+  DEFAULT_CONFIG,
+  INITIAL_STATE,
+  keyAction,
+  landingProblems,
+  landingStep,
+  parseUrl,
+  reduce,
+  stepInBlock,
   toSearch,
 } from "../src/state";
 

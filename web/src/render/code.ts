@@ -120,7 +120,9 @@ export class CodeView {
     this.showMeta(lines, code, file);
     if (this.concrete.dataset.code !== code) {
       this.concrete.dataset.code = code;
-      this.concrete.replaceChildren(...this.snippet(code).map(([cls, text]) => (cls ? h("span", { class: cls }, text) : document.createTextNode(text))));
+      this.concrete.replaceChildren(
+        ...this.snippet(code).map(([cls, text]) => (cls ? h("span", { class: cls }, text) : document.createTextNode(text))),
+      );
     }
   }
 

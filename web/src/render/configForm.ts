@@ -51,11 +51,13 @@ export class ConfigForm {
     const algos = this.limits.algos?.length ? this.limits.algos : FALLBACK_ALGOS;
     const current = this.algo.value || "fa2";
     if (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name)) {
-      this.algo.replaceChildren(...algos.map((a) => {
-        const o = new Option(a.name, a.name, false, a.name === current);
-        o.title = a.title;
-        return o;
-      }));
+      this.algo.replaceChildren(
+        ...algos.map((a) => {
+          const o = new Option(a.name, a.name, false, a.name === current);
+          o.title = a.title;
+          return o;
+        }),
+      );
     }
     this.algo.value = current;
     for (const f of ["n", "d", "br", "bc", "seed"] as const) {

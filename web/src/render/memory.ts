@@ -5,17 +5,51 @@
 import { blockLetter, endpoint, iOf } from "../algos";
 import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
 import {
-  blockId, blockStatus, firstBlock, isMat, keyValid, kvWidth, lastPhase, pairKind, rowValid, sramAt, type TraceIndex,
+  blockId,
+  blockStatus,
+  firstBlock,
+  isMat,
+  keyValid,
+  kvWidth,
+  lastPhase,
+  pairKind,
+  rowValid,
+  sramAt,
+  type TraceIndex,
 } from "../derive";
 import { frag, h as el } from "../dom";
 import { cell, full, int, slice } from "../format";
 import { HbmHistory, type WriteEvent } from "../hbm";
 import {
-  connectors, fitOne, NOTE_FONT, placeLines, placeNote, regions, separators, separatorSegments,
-  tileCaptionVariants, tipPlace, VEIL_FONT, type Arc, type Measure, type Placed,
+  connectors,
+  fitOne,
+  NOTE_FONT,
+  placeLines,
+  placeNote,
+  regions,
+  separators,
+  separatorSegments,
+  tileCaptionVariants,
+  tipPlace,
+  VEIL_FONT,
+  type Arc,
+  type Measure,
+  type Placed,
 } from "../labels";
-import { cellChars, cellRect, hitTest, layoutMemory, PAD, HEAD, TITLE, type GridBox, type GridName,
-  type Hit, type MemoryLayout, type Rect } from "../layout";
+import {
+  cellChars,
+  cellRect,
+  hitTest,
+  layoutMemory,
+  PAD,
+  HEAD,
+  TITLE,
+  type GridBox,
+  type GridName,
+  type Hit,
+  type MemoryLayout,
+  type Rect,
+} from "../layout";
 import type { Num, Step, Trace, Transfer, Vec, Mat } from "../types";
 import { Backbuffer, type Ctx2D } from "./backbuffer";
 
@@ -23,9 +57,23 @@ const LUT_STEPS = 255;
 const IMAGE_CAP = 1024; // an HBM tensor's image is at most this many pixels a side (S and P at N = 4096)
 
 const SUB: Record<string, string> = {
-  Qi: "Q\u1d62", Kj: "K\u2c7c", Vj: "V\u2c7c", Sij: "S\u1d62\u2c7c", mi: "m\u1d62", li: "\u2113\u1d62", Oi: "O\u1d62",
-  Pij: "P\u1d62\u2c7c", Sr: "S\u1d63", mr: "m\u1d63", lr: "\u2113\u1d63", dKj: "dK\u2c7c", dVj: "dV\u2c7c", dOi: "dO\u1d62",
-  dSij: "dS\u1d62\u2c7c", Li: "L\u1d62", Di: "D\u1d62",
+  Qi: "Q\u1d62",
+  Kj: "K\u2c7c",
+  Vj: "V\u2c7c",
+  Sij: "S\u1d62\u2c7c",
+  mi: "m\u1d62",
+  li: "\u2113\u1d62",
+  Oi: "O\u1d62",
+  Pij: "P\u1d62\u2c7c",
+  Sr: "S\u1d63",
+  mr: "m\u1d63",
+  lr: "\u2113\u1d63",
+  dKj: "dK\u2c7c",
+  dVj: "dV\u2c7c",
+  dOi: "dO\u1d62",
+  dSij: "dS\u1d62\u2c7c",
+  Li: "L\u1d62",
+  Di: "D\u1d62",
 };
 
 /** Buffers that are a copy of an HBM tensor's tile share its colour scale. */
@@ -95,7 +143,8 @@ function asRows(v: Vec | Mat, oneRow = false): Num[][] {
 /** Does this buffer belong to the kernel running at op (standard's three kernels, the backward's two)? */
 function live(algo: string, box: GridBox, op: string): boolean {
   if (algo === "standard" && box.kernel) {
-    const k = op === "softmax_row" ? "standard_softmax" : ["load_pv", "accumulate", "write_o"].includes(op) ? "standard_pv" : "standard_scores";
+    const k =
+      op === "softmax_row" ? "standard_softmax" : ["load_pv", "accumulate", "write_o"].includes(op) ? "standard_pv" : "standard_scores";
     return box.kernel === k;
   }
   if (algo === "fa2-backward") {
@@ -161,9 +210,13 @@ export class MemoryView {
     this.overlay.addEventListener("pointerdown", (e) => {
       if (e.pointerType !== "mouse") this.onMove(e);
     });
-    document.addEventListener("pointerdown", (e) => {
-      if (e.target !== this.overlay && this.hover) this.setHover(null, 0, 0);
-    }, { passive: true });
+    document.addEventListener(
+      "pointerdown",
+      (e) => {
+        if (e.target !== this.overlay && this.hover) this.setHover(null, 0, 0);
+      },
+      { passive: true },
+    );
     new ResizeObserver(() => {
       const w = Math.floor(this.root.clientWidth);
       if (w > 0 && w !== this.width) {
@@ -230,7 +283,10 @@ export class MemoryView {
     if (!this.layout) return null;
     const h = this.hbmDrawn;
     const st = this.stepDrawn;
-    return { ...this.layout, drawn: { labels: [...h.labels, ...st.labels], lines: [...h.lines, ...st.lines], arcs: [...h.arcs, ...st.arcs] } };
+    return {
+      ...this.layout,
+      drawn: { labels: [...h.labels, ...st.labels], lines: [...h.lines, ...st.lines], arcs: [...h.arcs, ...st.arcs] },
+    };
   }
 
   // ---- layout and sizing ----
@@ -339,7 +395,10 @@ export class MemoryView {
     const list = h.events.get(name) ?? [];
     const scale = (this.ranges.get(name) ?? 0) > 0 ? LUT_STEPS / this.ranges.get(name)! : 0;
     const W = c.canvas.width;
-    let y0 = Infinity, y1 = 0, x0 = Infinity, x1 = 0;
+    let y0 = Infinity,
+      y1 = 0,
+      x0 = Infinity,
+      x1 = 0;
     for (let k = c.count; k < target; k++) {
       const e = list[k]!;
       const at = h.sampler(e);
@@ -356,7 +415,10 @@ export class MemoryView {
           c.px[py * W + px] = this.colour(at(r, col), scale);
         }
       }
-      y0 = Math.min(y0, py0); y1 = Math.max(y1, py1); x0 = Math.min(x0, px0); x1 = Math.max(x1, px1);
+      y0 = Math.min(y0, py0);
+      y1 = Math.max(y1, py1);
+      x0 = Math.min(x0, px0);
+      x1 = Math.max(x1, px1);
     }
     c.count = target;
     const g = c.canvas.getContext("2d")!;
@@ -429,7 +491,11 @@ export class MemoryView {
       const { n, d } = t.config;
       this.panel(hctx, l.hbm, [`HBM \u00b7 global memory \u00b7 N=${n}, D=${d}, fp32`, `HBM \u00b7 N=${n}, D=${d}, fp32`, "HBM"]);
       const parts = sramTitle.split(" \u00b7 ");
-      this.panel(hctx, l.sram, parts.map((_, k) => parts.slice(0, parts.length - k).join(" \u00b7 ")));
+      this.panel(
+        hctx,
+        l.sram,
+        parts.map((_, k) => parts.slice(0, parts.length - k).join(" \u00b7 ")),
+      );
       this.drawHbm(hctx);
       this.hbmLayer.present(this.under);
     }
@@ -489,7 +555,9 @@ export class MemoryView {
       }
       case "fa2-backward": {
         const pre = !(s.indices && "j" in s.indices);
-        const rows = pre ? [s.block! * t.config.br, Math.min(t.config.n, (s.block! + 1) * t.config.br)] : t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 0];
+        const rows = pre
+          ? [s.block! * t.config.br, Math.min(t.config.n, (s.block! + 1) * t.config.br)]
+          : (t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 0]);
         return pre
           ? `SRAM of fa2_bwd_preprocess block i = ${s.block} \u00b7 rows ${rows[0]}\u2013${rows[1]! - 1}`
           : `SRAM of fa2_bwd block j = ${s.block} \u00b7 K/V rows ${rows[0]}\u2013${rows[1]! - 1} \u00b7 ${bytes}`;
@@ -565,7 +633,9 @@ export class MemoryView {
       ctx.restore();
       if (!label) return;
       // in the first block or tile of the veiled rows, between its boundaries
-      const inside = regions(b, t.config.bc).filter((q) => q.y >= r.y - 0.5 && q.y + q.h <= r.y + r.h + 1 && q.x >= r.x - 0.5 && q.x + q.w <= r.x + r.w + 0.5);
+      const inside = regions(b, t.config.bc).filter(
+        (q) => q.y >= r.y - 0.5 && q.y + q.h <= r.y + r.h + 1 && q.x >= r.x - 0.5 && q.x + q.w <= r.x + r.w + 0.5,
+      );
       for (const q of inside) {
         const placed = placeLines(q, [[label]], this.measure, VEIL_FONT, 12);
         if (placed) {
@@ -585,7 +655,7 @@ export class MemoryView {
       }
     } else {
       const main = algo === "fa1" || (s.indices !== undefined && "j" in s.indices);
-      const j = algo === "fa1" ? this.idx!.tile[this.step] ?? null : s.block;
+      const j = algo === "fa1" ? (this.idx!.tile[this.step] ?? null) : s.block;
       if (!main || j === null) return;
       const info = t.blocks.find((b, k) => (b.block ?? k) === j);
       const f = algo === "fa2-backward" ? (info?.first_i ?? firstBlock(t, j)) : firstBlock(t, j);
@@ -665,9 +735,17 @@ export class MemoryView {
     // room between the first two boxes of the top row (fa2: between Kj and Vj), else after the last
     const second = row[1] ?? null;
     // down to the next row's titles (or the panel's foot): the row itself may be only a few pixels tall
-    const below = l.sramOrder.map((n) => l.grids[n]!).filter((g) => g.y > first.y + 1).map((g) => g.y - TITLE);
+    const below = l.sramOrder
+      .map((n) => l.grids[n]!)
+      .filter((g) => g.y > first.y + 1)
+      .map((g) => g.y - TITLE);
     const tall = Math.min(...below, l.sram.y + l.sram.h) - first.y;
-    let room: Rect = { x: first.x + first.w + 6, y: first.y, w: (second ? second.x : l.sram.x + l.sram.w) - 12 - first.x - first.w, h: tall };
+    let room: Rect = {
+      x: first.x + first.w + 6,
+      y: first.y,
+      w: (second ? second.x : l.sram.x + l.sram.w) - 12 - first.x - first.w,
+      h: tall,
+    };
     if (room.w < 90) room = { x: last.x + last.w + 6, y: first.y, w: l.sram.x + l.sram.w + PAD / 2 - 10 - last.x - last.w, h: tall };
     if (room.w < 40) return;
     const j = this.idx!.tile[this.step] ?? null;
@@ -786,10 +864,15 @@ export class MemoryView {
       return;
     }
     // null is −∞ (masked or past N) and must show as such; only a missing cell counts as 0
-    this.textCells(ctx, b, (r, c) => {
-      const v = values[r]?.[c];
-      return v === undefined ? 0 : v;
-    }, range);
+    this.textCells(
+      ctx,
+      b,
+      (r, c) => {
+        const v = values[r]?.[c];
+        return v === undefined ? 0 : v;
+      },
+      range,
+    );
   }
 
   /** Cells with their numbers (small sizes): a value, −∞ (null), unknown (undefined) or not written yet. */
@@ -973,8 +1056,16 @@ export class MemoryView {
     let out: Rect | null = null;
     for (const n of names) {
       const b = l.grids[n]!;
-      const r = b.rows === 1 ? cellRect(b, 0, 1, 0, Math.min(b.cols, cols)) : cellRect(b, 0, Math.min(b.rows, rows), 0, Math.min(b.cols, cols));
-      out = out ? { x: Math.min(out.x, r.x), y: Math.min(out.y, r.y), w: Math.max(out.x + out.w, r.x + r.w) - Math.min(out.x, r.x), h: Math.max(out.h, r.h) } : r;
+      const r =
+        b.rows === 1 ? cellRect(b, 0, 1, 0, Math.min(b.cols, cols)) : cellRect(b, 0, Math.min(b.rows, rows), 0, Math.min(b.cols, cols));
+      out = out
+        ? {
+            x: Math.min(out.x, r.x),
+            y: Math.min(out.y, r.y),
+            w: Math.max(out.x + out.w, r.x + r.w) - Math.min(out.x, r.x),
+            h: Math.max(out.h, r.h),
+          }
+        : r;
     }
     return out;
   }
@@ -1045,7 +1136,12 @@ export class MemoryView {
         if (this.history!.written(tr.tensor)) {
           image = this.composite(tr.tensor, s.phase);
           const c = this.composites.get(tr.tensor)!;
-          crop = { x: tr.cols[0] * c.sx, y: tr.rows[0] * c.sy, w: Math.max(1, (tr.cols[1] - tr.cols[0]) * c.sx), h: Math.max(1, (tr.rows[1] - tr.rows[0]) * c.sy) };
+          crop = {
+            x: tr.cols[0] * c.sx,
+            y: tr.rows[0] * c.sy,
+            w: Math.max(1, (tr.cols[1] - tr.cols[0]) * c.sx),
+            h: Math.max(1, (tr.rows[1] - tr.rows[0]) * c.sy),
+          };
         } else {
           const values = this.hbmValues(tr.tensor);
           if (values) {
@@ -1061,8 +1157,13 @@ export class MemoryView {
           crop = { x: 0, y: 0, w: Math.min(image.width, tr.cols[1] - tr.cols[0]), h: Math.min(image.height, tr.rows[1] - tr.rows[0]) };
         }
       }
-      this.flights.push({ from: tr.kind === "read" ? hbm : sram, to: tr.kind === "read" ? sram : hbm, image, crop,
-        colour: tr.kind === "read" ? p.read : p.write });
+      this.flights.push({
+        from: tr.kind === "read" ? hbm : sram,
+        to: tr.kind === "read" ? sram : hbm,
+        image,
+        crop,
+        colour: tr.kind === "read" ? p.read : p.write,
+      });
     }
     if (!this.flights.length) return;
     this.flightStart = performance.now();
@@ -1184,7 +1285,8 @@ export class MemoryView {
     const vec = b.cols === 1;
     if (b.area === "hbm") {
       const idx = vec ? `${g}[${h.r}]` : `${g}[${h.r}, ${h.c}]`;
-      let where = b.axis === "kv" ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc}` : `block i = ${Math.floor(h.r / br)}, row ${h.r % br}`;
+      let where =
+        b.axis === "kv" ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc}` : `block i = ${Math.floor(h.r / br)}, row ${h.r % br}`;
       if (b.colAxis === "kv") where += `; key ${h.c} (tile j = ${Math.floor(h.c / bc)})`;
       const hist = this.history!;
       if (hist.written(g)) {
@@ -1215,7 +1317,12 @@ export class MemoryView {
       note = qrow < n ? `query row ${qrow} (block i = ${i})` : `row ${qrow} \u2265 N = ${n}: padding, never stored`;
       if (b.colAxis === "kv" && j !== null) {
         const key = j * bc + h.c;
-        note += key >= n ? `; key ${key} \u2265 N: scores \u2212\u221e, weighs 0` : t.config.causal && key > qrow ? `, key ${key} > query: masked` : `, key ${key}`;
+        note +=
+          key >= n
+            ? `; key ${key} \u2265 N: scores \u2212\u221e, weighs 0`
+            : t.config.causal && key > qrow
+              ? `, key ${key} > query: masked`
+              : `, key ${key}`;
       }
     } else if (g === "Sr" && s.indices?.r !== undefined) {
       note = `row r = ${s.indices.r} of S, then of P; column ${h.c}`;
@@ -1229,7 +1336,9 @@ export function describe(t: Trace, s: Step): string {
   const algo = t.config.algo;
   const moves = s.transfers.map((tr) => {
     const buf = endpoint(algo, tr.tensor, tr.kind, s.op).join(", ") || "SRAM";
-    return tr.kind === "read" ? `${slice(tr.tensor, tr.rows)} read from HBM into ${buf}` : `${slice(tr.tensor, tr.rows)} written from ${buf} to HBM`;
+    return tr.kind === "read"
+      ? `${slice(tr.tensor, tr.rows)} read from HBM into ${buf}`
+      : `${slice(tr.tensor, tr.rows)} written from ${buf} to HBM`;
   });
   const changed = Object.keys(s.sram).join(", ");
   const who = s.block === null ? "the block's outer loop" : `block ${blockLetter(algo)} = ${s.block}`;
