@@ -5,7 +5,7 @@
 // so that row r of the block lines up across Qi, Sij, mi, li and Oi, Kj sits over Qi and Vj over Oi.
 // Wide enough, HBM sits left of SRAM under a band where the connectors arc from a tensor to its buffer; narrower
 // (a phone), HBM sits above SRAM with the band between them, and SRAM's rows wrap when that lets it print numbers.
-import { algoSpec, type AlgoSpec, type Axis, type BufferSpec, type Shape } from "./algos";
+import { type AlgoSpec, type Axis, algoSpec, type BufferSpec, type Shape } from "./algos";
 
 export type { Shape } from "./algos";
 

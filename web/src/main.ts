@@ -2,13 +2,27 @@
 // (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
 import "./styles.css";
 import { blockLetter, tagline } from "./algos";
-import { ApiError, fetchCompare, fetchLimits, fetchProfile, fetchTrace, type CompareDoc } from "./api";
+import { ApiError, type CompareDoc, fetchCompare, fetchLimits, fetchProfile, fetchTrace } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId, s as svg } from "./dom";
-import { BadgeTarget, renderStatic } from "./statics";
-import { loadTex, texLoaded } from "./render/tex";
+import type { MemoryLayout } from "./layout";
+import { showBadge } from "./render/badge";
+import { BlocksView, TileMap } from "./render/blocks";
+import { CarriesView } from "./render/carries";
+import { LazyCodeView } from "./render/codeLazy";
+import { CompareView, progressAfter } from "./render/compare";
+import { ConfigForm } from "./render/configForm";
+import { CountersView } from "./render/counters";
 import { IdeaView } from "./render/idea";
+import { MemoryView } from "./render/memory";
+import { NarrativeView } from "./render/narrative";
+import { type Profile, ProfileView } from "./render/profile";
+import { showSram } from "./render/sram";
+import { loadTex, texLoaded } from "./render/tex";
+import { Timeline } from "./render/timeline";
 import {
+  type Action,
+  type ConfigParams,
   DEFAULT_CONFIG,
   flightDuration,
   INITIAL_STATE,
@@ -17,31 +31,17 @@ import {
   landingStep,
   parseUrl,
   reduce,
-  sameConfig,
   SPEEDS,
+  sameConfig,
   stepInBlock,
   stepInterval,
   toSearch,
-  type Action,
-  type ConfigParams,
   type ViewState,
 } from "./state";
+import { BadgeTarget, renderStatic } from "./statics";
 import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
-import { showBadge } from "./render/badge";
-import { BlocksView, TileMap } from "./render/blocks";
-import { CarriesView } from "./render/carries";
-import { LazyCodeView } from "./render/codeLazy";
-import { CompareView, progressAfter } from "./render/compare";
-import { ConfigForm } from "./render/configForm";
-import { CountersView } from "./render/counters";
-import { MemoryView } from "./render/memory";
-import type { MemoryLayout } from "./layout";
-import { NarrativeView } from "./render/narrative";
-import { ProfileView, type Profile } from "./render/profile";
-import { showSram } from "./render/sram";
-import { Timeline } from "./render/timeline";
 
 // The trace is asked for before anything else is built: the server computes it while the page sets up.
 const early = (() => {

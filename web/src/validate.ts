@@ -1,6 +1,7 @@
 // The config form's checks against GET /api/limits, with messages in the API's own words.
-import type { Limits } from "./types";
+
 import type { ConfigParams } from "./state";
+import type { Limits } from "./types";
 
 export type Field = "n" | "d" | "br" | "bc" | "seed" | "scale";
 export const FIELDS: readonly Field[] = ["n", "d", "br", "bc", "seed", "scale"];

@@ -1,8 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { bytes, cell, full, int, kib, num, sci } from "../src/format";
-import { validate } from "../src/validate";
-import { FALLBACK_LIMITS } from "../src/validate";
+import { FALLBACK_LIMITS, validate } from "../src/validate";
 
 describe("format", () => {
   it("spells −∞ for null and uses a real minus", () => {

@@ -1,6 +1,6 @@
 // What HBM holds at each phase, on real traces (made by `flashviz trace`, see the file names).
 import { describe, expect, it } from "vitest";
-import { indexTrace, lastPhase, blockStatus } from "../src/derive";
+import { blockStatus, indexTrace, lastPhase } from "../src/derive";
 import { HbmHistory } from "../src/hbm";
 import type { Trace } from "../src/types";
 import fa1 from "./fixtures/fa1_n8.json";

@@ -5,26 +5,26 @@ import {
   connectors,
   crosses,
   fitOne,
-  overlaps as rectsOverlap,
+  type Measure,
+  NOTE_FONT,
   placeLines,
   placeNote,
+  overlaps as rectsOverlap,
   regions,
   separatorSegments,
   tileCaptionVariants,
   tipPlace,
-  NOTE_FONT,
-  type Measure,
 } from "../src/labels";
 import {
   cellRect,
+  type GridBox,
   hitTest,
   layoutMemory,
+  type MemoryLayout,
   padding,
   STACK_BELOW,
   STACK_IF_TEXT_BELOW,
   wrapSram,
-  type GridBox,
-  type MemoryLayout,
 } from "../src/layout";
 import { chartLayout } from "../src/render/compare";
 

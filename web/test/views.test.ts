@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { algoSpec, endpoint, isAlgo, opKind, unitOf } from "../src/algos";
+import { type CompareDoc, type PhaseCurve, parseTrace } from "../src/api";
 import { firstBlock, kvWidth, lastTile, pairKind } from "../src/derive";
 import { int } from "../src/format";
 import { chartDomain, curveAt, decadeLabel, logPos, progressAfter } from "../src/render/compare";
 import { displayed, isIdea, segments } from "../src/render/idea";
 import { cacheEffect, checkProfile, launchOf, type Profile } from "../src/render/profile";
-import { parseUrl, toSearch, DEFAULT_CONFIG, apiQuery } from "../src/state";
+import { apiQuery, DEFAULT_CONFIG, parseUrl, toSearch } from "../src/state";
 import type { Step, Trace } from "../src/types";
-import { parseTrace, type CompareDoc, type PhaseCurve } from "../src/api";
 
 const traceOf = (c: Partial<Trace["config"]>): Trace =>
   ({ config: { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, tr: 3, tc: 3, causal: true, ...c } }) as unknown as Trace;

@@ -1,6 +1,6 @@
 // Exactness: the max error of each output against the float64 reference (O and L for FA2; O, l, m for FA1;
 // dQ, dK, dV and the forward's O, L for the backward), as a badge and as a table.
-import { fill, h, type Child } from "../dom";
+import { type Child, fill, h } from "../dom";
 import { sci } from "../format";
 import type { ErrorCheck, Trace } from "../types";
 

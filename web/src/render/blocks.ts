@@ -2,8 +2,8 @@
 // seed's table of operations with the current row marked (derived from the watched block's steps), the
 // (i, j) tile map (which pairs run, which causal masking skips or masks), and the choice of block.
 import { blockLetter, endpoint, iOf, unitOf } from "../algos";
-import { fill, frag, h, sub } from "../dom";
 import { blockId, blockStatus, lastPhase, pairKind, type TraceIndex } from "../derive";
+import { fill, frag, h, sub } from "../dom";
 import { int, slice } from "../format";
 import type { Counters, Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";

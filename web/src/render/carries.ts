@@ -3,8 +3,8 @@
 // the backward pass: the values the step carries (a row's max and sum; Li, Di, dQ's share), per row.
 // All values from the Trace.
 import { iOf } from "../algos";
-import { fill, h, sub, type Child } from "../dom";
 import { isMat, rowValid, sramAt, sramBefore, type TraceIndex } from "../derive";
+import { type Child, fill, h, sub } from "../dom";
 import { num } from "../format";
 import type { Mat, Num, Step, Trace, Vec } from "../types";
 

@@ -3,7 +3,7 @@
 import { cpp } from "@codemirror/lang-cpp";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
-import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemirror/view";
+import { Decoration, type DecorationSet, EditorView, lineNumbers } from "@codemirror/view";
 import { parser as cppParser } from "@lezer/cpp";
 import { highlightTree, tags } from "@lezer/highlight";
 import { h } from "../dom";

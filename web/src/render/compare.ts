@@ -2,7 +2,7 @@
 // advancing together, and a log–log chart of total HBM traffic against N for standard, FA1 and FA2 from the
 // closed-form models, with the current config marked. Draws only: every number comes from the server.
 import type { CompareDoc, PhaseCurve } from "../api";
-import { fill, frag, h, s, sub, type Child } from "../dom";
+import { type Child, fill, frag, h, s, sub } from "../dom";
 import { bytes, int, kib } from "../format";
 
 export const CHART_ALGOS = ["standard", "fa1", "fa2"] as const;

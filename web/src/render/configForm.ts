@@ -3,7 +3,7 @@
 import { FALLBACK_ALGOS } from "../algos";
 import type { ConfigParams } from "../state";
 import type { Limits } from "../types";
-import { configToRaw, FIELDS, validate, type Field } from "../validate";
+import { configToRaw, FIELDS, type Field, validate } from "../validate";
 
 export class ConfigForm {
   private limits: Limits;

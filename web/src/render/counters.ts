@@ -2,8 +2,8 @@
 // lockstep), then the final accounting against the closed-form model, the rules in words, and under causal
 // masking the bytes it saves (from GET /api/compare).
 import type { CompareDoc } from "../api";
-import { fill, frag, h, sub, type Child } from "../dom";
 import type { TraceIndex } from "../derive";
+import { type Child, fill, frag, h, sub } from "../dom";
 import { bytes, int } from "../format";
 import type { Step, Trace } from "../types";
 

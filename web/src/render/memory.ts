@@ -3,7 +3,7 @@
 // Two canvases: `base` (grids, redrawn once per step; HBM's grids cached as a layer that changes only when a
 // write lands) and `overlay` (flying tiles and the hovered cell, per animation frame).
 import { blockLetter, endpoint, iOf } from "../algos";
-import { absMax, cssOf, luminance, rgbOf, type Palette } from "../colors";
+import { absMax, cssOf, luminance, type Palette, rgbOf } from "../colors";
 import {
   blockId,
   blockStatus,
@@ -17,40 +17,40 @@ import {
   sramAt,
   type TraceIndex,
 } from "../derive";
-import { frag, h as el } from "../dom";
+import { h as el, frag } from "../dom";
 import { cell, full, int, slice } from "../format";
 import { HbmHistory, type WriteEvent } from "../hbm";
 import {
+  type Arc,
   connectors,
   fitOne,
+  type Measure,
   NOTE_FONT,
+  type Placed,
   placeLines,
   placeNote,
   regions,
-  separators,
   separatorSegments,
+  separators,
   tileCaptionVariants,
   tipPlace,
   VEIL_FONT,
-  type Arc,
-  type Measure,
-  type Placed,
 } from "../labels";
 import {
   cellChars,
   cellRect,
-  hitTest,
-  layoutMemory,
-  PAD,
-  HEAD,
-  TITLE,
   type GridBox,
   type GridName,
+  HEAD,
   type Hit,
+  hitTest,
+  layoutMemory,
   type MemoryLayout,
+  PAD,
   type Rect,
+  TITLE,
 } from "../layout";
-import type { Num, Step, Trace, Transfer, Vec, Mat } from "../types";
+import type { Mat, Num, Step, Trace, Transfer, Vec } from "../types";
 import { Backbuffer, type Ctx2D } from "./backbuffer";
 
 const LUT_STEPS = 255;

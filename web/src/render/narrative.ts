@@ -1,8 +1,8 @@
 // The narrative: the step's sentence and its math, and for online_softmax its three sub-operations
 // (new max, rescaled sum, rescaled output) with their values per row.
 import { iOf } from "../algos";
-import { fill, frag, h } from "../dom";
 import { rowValid } from "../derive";
+import { fill, frag, h } from "../dom";
 import { num } from "../format";
 import type { Mat, Step, Trace, Vec } from "../types";
 import { setTexCached, texEl, texLoaded } from "./tex";
