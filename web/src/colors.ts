@@ -37,7 +37,7 @@ export function hexToRgb(hex: string): [number, number, number] {
 export function intensity(x: number, range: number): number {
   if (!(range > 0)) return 0;
   const t = Math.min(1, Math.abs(x) / range);
-  return Math.pow(t, 0.75);
+  return t ** 0.75;
 }
 
 export function rgbOf(x: Num, range: number, p: Palette): [number, number, number] {

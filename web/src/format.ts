@@ -5,7 +5,7 @@
 import type { Num } from "./types";
 
 export const MINUS = "\u2212";
-export const NEG_INF = MINUS + "\u221e";
+export const NEG_INF = `${MINUS}\u221e`;
 export const NO_VALUE = "\u2014";
 
 /** The text for a value that has no finite digits to show, or null when it has. */

@@ -33,12 +33,12 @@ export class HbmHistory {
     private readonly idx: TraceIndex,
   ) {
     const all = trace.config.algo === "fa1" ? this.fa1Events() : this.lockstepEvents();
-    all.forEach((e, k) => (e.order = k));
+    for (const [k, e] of all.entries()) e.order = k;
     all.sort((a, b) => a.phase - b.phase || a.order - b.order);
     for (const e of all) {
-      let list = this.events.get(e.tensor);
-      if (!list) this.events.set(e.tensor, (list = []));
-      list.push(e);
+      const list = this.events.get(e.tensor);
+      if (list) list.push(e);
+      else this.events.set(e.tensor, [e]);
     }
     for (const [t, list] of this.events) {
       // final: the last event over each row range (events of one tensor cover whole rows of a block)

@@ -38,7 +38,7 @@ import {
   toSearch,
   type ViewState,
 } from "./state";
-import { BadgeTarget, renderStatic } from "./statics";
+import { type BadgeTarget, renderStatic } from "./statics";
 import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
@@ -421,7 +421,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       );
     }
     if (problems.length) {
-      form.setMessage(problems.join(" \u00b7 ") + ".", "info");
+      form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
     } else if (form.check(false)) {
       form.setMessage("", "");
     }

@@ -111,7 +111,7 @@ function bool(x: unknown, path: string): boolean {
 }
 function strings(x: unknown, path: string): string[] {
   if (!Array.isArray(x)) fail(path, "a list of sentences", x);
-  x.forEach((s, k) => str(s, `${path}[${k}]`));
+  for (const [k, s] of x.entries()) str(s, `${path}[${k}]`);
   return x as string[];
 }
 function numbers(x: unknown, path: string): Record<string, number> {

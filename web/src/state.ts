@@ -120,7 +120,7 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
   q.set("step", String(step + 1));
   q.set("block", String(block));
   if (speed !== 1) q.set("speed", String(speed));
-  return "?" + q.toString();
+  return `?${q.toString()}`;
 }
 
 /** The query string for GET /api/trace. `record` asks the server to record one block's values. */

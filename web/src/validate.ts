@@ -30,7 +30,7 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
     const text = raw[f].trim();
     const v = Number(text);
     if (text === "" || !/^-?\d+$/.test(text) || !Number.isSafeInteger(v)) {
-      errors[f] = `must be an integer in ${lo}..${hi}` + (text === "" ? "" : ` (got ${text})`);
+      errors[f] = `must be an integer in ${lo}..${hi}${text === "" ? "" : ` (got ${text})`}`;
     } else if (v < lo || v > hi) {
       errors[f] = `must be an integer in ${lo}..${hi} (got ${v})`;
     } else if (f === "n" && v > maxN(limits, algo)) {

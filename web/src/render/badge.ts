@@ -34,7 +34,7 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
   badge.className = `badge ${r.ok ? "ok" : "bad"}`;
   // each output's error in a no-wrap span: the badge wraps between outputs, never inside one
   const parts: Child[] = [];
-  shown.forEach(([k, e], q) => parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, `${k} ${err(e)}`)));
+  for (const [q, [k, e]] of shown.entries()) parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, `${k} ${err(e)}`));
   fill(badge, h("span", { "aria-hidden": "true" }, r.ok ? "\u2713" : "\u2717"), " ", ...parts);
   badge.title =
     `Against a float64 reference (${r.metric}). ` +

@@ -22,7 +22,7 @@ function mat(v: Vec | Mat | null | undefined): Mat | null {
 function rowNodes(row: Num[] | undefined): Child[] {
   if (!row) return ["\u2014"];
   const out: Child[] = [];
-  row.slice(0, MAX_COLS).forEach((x, q) => out.push(q ? " " : null, h("span", { class: "n" }, num(x))));
+  for (const [q, x] of row.slice(0, MAX_COLS).entries()) out.push(q ? " " : null, h("span", { class: "n" }, num(x)));
   if (row.length > MAX_COLS) out.push(" ", h("span", { class: "n" }, "\u2026"));
   return out;
 }

@@ -21,7 +21,7 @@ const activeLines = StateField.define<DecorationSet>({
       const b = new RangeSetBuilder<Decoration>();
       const doc = tr.state.doc;
       for (let n = Math.max(1, first); n <= Math.min(doc.lines, last); n++) {
-        const cls = "cm-fv-active" + (n === first ? " cm-fv-first" : "") + (n === last ? " cm-fv-last" : "");
+        const cls = `cm-fv-active${n === first ? " cm-fv-first" : ""}${n === last ? " cm-fv-last" : ""}`;
         b.add(doc.line(n).from, doc.line(n).from, Decoration.line({ attributes: { class: cls, "data-testid": "code-active-line" } }));
       }
       return b.finish();

@@ -73,7 +73,10 @@ export class IdeaView {
         eqs = null;
         nodes.push(h("p", {}, ...segments(p).map((seg) => (seg.tex ? texEl(seg.text) : seg.text))));
       } else {
-        if (!eqs) nodes.push((eqs = h("div", { class: "eqs" })));
+        if (!eqs) {
+          eqs = h("div", { class: "eqs" });
+          nodes.push(eqs);
+        }
         eqs.append(texEl(tex, true));
       }
     }

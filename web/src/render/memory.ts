@@ -1200,7 +1200,7 @@ export class MemoryView {
     this.overlayDirty = this.flights.length > 0 || this.hover !== null;
     if (this.flights.length) {
       const u = Math.min(1, (performance.now() - this.flightStart) / Math.max(1, this.flightDur));
-      const e = u < 0.5 ? 2 * u * u : 1 - Math.pow(-2 * u + 2, 2) / 2; // ease in-out
+      const e = u < 0.5 ? 2 * u * u : 1 - (-2 * u + 2) ** 2 / 2; // ease in-out
       const lift = Math.sin(Math.PI * e) * 36; // arc up on the way
       for (const f of this.flights) {
         const r = {
