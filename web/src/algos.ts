@@ -47,8 +47,6 @@ export interface TensorSpec {
 
 export interface AlgoSpec {
   name: AlgoName;
-  /** what one CUDA block of the main kernel owns: a block of Q (i), a tile of K/V (j), or everything (fa1) */
-  blockAxis: "i" | "j" | "one";
   tensors: TensorSpec[];
   /** SRAM rows of the picture, top to bottom; a buffer in `align` sits over the one named */
   sram: BufferSpec[][];
@@ -73,7 +71,6 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
     case "fa1":
       return {
         name: "fa1",
-        blockAxis: "one",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "l", "m"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none")],
@@ -90,7 +87,6 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
     case "standard":
       return {
         name: "standard",
-        blockAxis: "i",
         tensors: FWD_T(s, ["Q", "K", "V", "S", "P", "O"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none", "standard_scores"), buf("Vj", bc, d, "kv", "none", "standard_pv")],
@@ -111,7 +107,6 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
     case "fa2-backward":
       return {
         name: "fa2-backward",
-        blockAxis: "j",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "L", "dO", "D", "dQ", "dK", "dV"]),
         sram: [
           [
@@ -135,7 +130,6 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
     default:
       return {
         name: "fa2",
-        blockAxis: "i",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "L"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none")],

@@ -52,11 +52,6 @@ export function rgbOf(x: Num, range: number, p: Palette): [number, number, numbe
   ];
 }
 
-export function cssOf(x: Num, range: number, p: Palette): string {
-  const [r, g, b] = rgbOf(x, range, p);
-  return `rgb(${r},${g},${b})`;
-}
-
 /** Largest |x| over finite entries (nulls are −∞ and do not set the scale). */
 export function absMax(values: ArrayLike<Num> | Num[][]): number {
   let m = 0;

@@ -38,7 +38,7 @@ import {
   toSearch,
   type ViewState,
 } from "./state";
-import { type BadgeTarget, renderStatic } from "./statics";
+import { renderStatic } from "./statics";
 import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
@@ -138,7 +138,6 @@ const blockSel = byId<HTMLSelectElement>("block-picker");
 const blockLabel = byId("block-label");
 const tag = byId("tagline");
 const loadingEl = byId("loading");
-const badge: BadgeTarget = { badge: byId("error-badge"), detail: byId("exactness-detail") };
 renderStatic(document);
 
 // "The idea" stays as the reader left it (open the first time)
@@ -189,7 +188,7 @@ function render(flight = false): void {
     memory.setTrace(t, idx);
     code.setSource(t.kernel.file, t.kernel.source);
     timeline.setTrace(t);
-    showBadge(badge.badge, badge.detail, t);
+    showBadge(byId("error-badge"), byId("exactness-detail"), t);
     showSram(byId("sram-footprint"), t);
     fillBlockPicker(t);
     tag.textContent = tagline(t.config.algo);
@@ -204,7 +203,7 @@ function render(flight = false): void {
   part("memory", () => memory.show(st.step, flight ? flightDuration(st.speed) : 0));
   part("code", () => code.showMeta(s.lines, s.code, t.kernel.file));
   lazy("code", () => code.show(s.lines, s.code, t.kernel.file));
-  part("narrative", () => narrative.show(t, s));
+  part("narrative", () => narrative.show(s));
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
   part("counters", () => counters.show(t, idx, s));

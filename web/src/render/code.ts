@@ -163,9 +163,4 @@ export class CodeView {
       },
     });
   }
-
-  /** The active line numbers as rendered (for tests and the benchmark). */
-  get active(): [number, number] | null {
-    return this.range;
-  }
 }

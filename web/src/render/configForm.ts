@@ -1,4 +1,4 @@
-// The config form: N, D, Br, Bc, seed, scale, validated in place against /api/limits. A server 4xx
+// The config form: the algorithm, N, D, Br, Bc, seed, scale and causal, validated in place against /api/limits. A server 4xx
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
 import { FALLBACK_ALGOS } from "../algos";
 import type { ConfigParams } from "../state";

@@ -3,7 +3,7 @@
 // Two canvases: `base` (grids, redrawn once per step; HBM's grids cached as a layer that changes only when a
 // write lands) and `overlay` (flying tiles and the hovered cell, per animation frame).
 import { blockLetter, endpoint, iOf } from "../algos";
-import { absMax, cssOf, luminance, type Palette, rgbOf } from "../colors";
+import { absMax, luminance, type Palette, rgbOf } from "../colors";
 import {
   blockId,
   blockStatus,
@@ -19,7 +19,7 @@ import {
 } from "../derive";
 import { h as el, frag } from "../dom";
 import { cell, full, int, slice } from "../format";
-import { HbmHistory, type WriteEvent } from "../hbm";
+import { HbmHistory } from "../hbm";
 import {
   type Arc,
   connectors,
@@ -1184,10 +1184,6 @@ export class MemoryView {
     this.flights = [];
   }
 
-  get flying(): boolean {
-    return this.flights.length > 0;
-  }
-
   private overlayDirty = true;
 
   private drawOverlay(): void {
@@ -1344,6 +1340,3 @@ export function describe(t: Trace, s: Step): string {
   const who = s.block === null ? "the block's outer loop" : `block ${blockLetter(algo)} = ${s.block}`;
   return `Memory picture, ${who}, step ${s.index + 1} of ${t.steps.length}: ${moves.length ? moves.join("; ") : "no trip across HBM"}. SRAM buffers changed: ${changed || "none"}. N=${t.config.n}, D=${t.config.d}, Br=${t.config.br}, Bc=${t.config.bc}.`;
 }
-
-export type { WriteEvent };
-export { cssOf };

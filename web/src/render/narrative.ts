@@ -53,8 +53,7 @@ export class NarrativeView {
   ) {}
 
   /** The stage caption: the step's math and sentence. */
-  show(t: Trace, s: Step): void {
-    void t;
+  show(s: Step): void {
     setTexCached(this.mathEl, s.tex, false, s.math);
     if (this.mathEl.getAttribute("aria-label") !== s.math) this.mathEl.setAttribute("aria-label", s.math);
     if (this.caption.textContent !== s.text) this.caption.textContent = s.text;
