@@ -14,7 +14,7 @@ import { CompareView, progressAfter } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
 import { IdeaView } from "./render/idea";
-import { MemoryView } from "./render/memory";
+import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
 import { type Profile, ProfileView } from "./render/profile";
 import { showSram } from "./render/sram";
@@ -79,7 +79,7 @@ applyTheme(app.theme);
 // ---- the views ----
 // the palette is read once the page is built (setTheme below): reading CSS now would force a style pass
 // over a page that is about to change again
-const memory = new MemoryView(byId("memory-host"), null);
+const memory = new MemoryView(byId("memory-host"));
 const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
