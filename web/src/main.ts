@@ -1,7 +1,7 @@
 // The app: one state object, one render function that draws every view from it, and the wiring
 // (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
 import "./styles.css";
-import { blockLetter, tagline } from "./algos";
+import { tagline } from "./algos";
 import { ApiError, type CompareDoc, fetchCompare, fetchLimits, fetchProfile, fetchTrace } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId, s as svg } from "./dom";
@@ -22,6 +22,7 @@ import { loadTex, texLoaded } from "./render/tex";
 import { Timeline } from "./render/timeline";
 import {
   type Action,
+  blockChoices,
   type ConfigParams,
   DEFAULT_CONFIG,
   flightDuration,
@@ -30,12 +31,14 @@ import {
   landingProblems,
   landingStep,
   parseUrl,
+  phaseStep,
+  pickStep,
   reduce,
   SPEEDS,
   sameConfig,
-  stepInBlock,
   stepInterval,
   toSearch,
+  unrecordedProblem,
   type ViewState,
 } from "./state";
 import { renderStatic } from "./statics";
@@ -288,16 +291,9 @@ function part(name: string, fn: () => void): void {
 }
 
 function fillBlockPicker(t: Trace): void {
-  blockSel.replaceChildren();
-  const letter = blockLetter(t.config.algo);
-  blockLabel.textContent = t.config.algo === "fa1" ? "block of Q, i" : `block ${letter}`;
-  const many = t.blocks.length > 512;
-  t.blocks.forEach((b, k) => {
-    const id = b.block ?? k;
-    if (many && !b.recorded && id % Math.ceil(t.blocks.length / 256) !== 0) return;
-    const label = `${id} \u00b7 ${letter === "j" ? "keys" : "rows"} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`;
-    blockSel.append(new Option(label, String(id)));
-  });
+  const { label, options } = blockChoices(t.config.algo, t.blocks);
+  blockLabel.textContent = label;
+  blockSel.replaceChildren(...options.map(([text, value]) => new Option(text, value)));
 }
 
 // ---- transitions ----
@@ -323,23 +319,13 @@ function schedule(): void {
 function pickBlock(b: number): void {
   const t = app.trace;
   if (!t) return;
-  const k = t.config.algo === "fa1" ? fa1Visit(t, app.state.step, b) : stepInBlock(t.steps, app.state.step, b);
+  const k = pickStep(t.config.algo, t.steps, app.idx?.tile ?? [], app.state.step, b);
   if (k >= 0) {
     dispatch({ type: "goto", step: k });
     return;
   }
   const phase = t.steps[app.state.step]?.phase ?? 0;
   void loadConfig(app.state.config, { block: b, phase });
-}
-
-/** FA1 has one CUDA block: "another block" is another block of Q, visited in the same tile j (same op). */
-function fa1Visit(t: Trace, from: number, i: number): number {
-  const s = t.steps[from];
-  const j = app.idx?.tile[from] ?? null;
-  const same = t.steps.findIndex((x) => x.block === i && x.op === s?.op && (app.idx?.tile[x.index] ?? null) === j);
-  if (same >= 0) return same;
-  const visit = t.steps.findIndex((x) => x.block === i && (app.idx?.tile[x.index] ?? null) === j);
-  return visit >= 0 ? visit : t.steps.findIndex((x) => x.block === i);
 }
 
 /** The comparison of every algorithm at this config (cheap: closed forms, and counters-only engine runs). */
@@ -411,14 +397,13 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       void interactive.then(() => loadCompare(c));
     }
     const step =
-      to.phase !== undefined && to.phase !== null && block !== null ? findPhase(t, block, to.phase) : landing(t, to.step ?? null, block);
+      to.phase !== undefined && to.phase !== null && block !== null
+        ? phaseStep(t.steps, block, to.phase)
+        : landingStep(t.steps, to.step ?? null, block, t.config.algo);
     app.state = { ...app.state, config: c, step, playing: false };
     const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
-    if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
-      problems.push(
-        `Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}`,
-      );
-    }
+    const unrecorded = unrecordedProblem(t.config.tr, t.config.recorded_blocks, block, t.steps[step]?.block ?? 0);
+    if (unrecorded) problems.push(unrecorded);
     if (problems.length) {
       form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
     } else if (form.check(false)) {
@@ -442,27 +427,6 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       loadingEl.hidden = true;
     }
   }
-}
-
-/** Where a URL lands: its step, else the block's first step (the backward: its fa2_bwd block j, not the
- *  preprocessing kernel's block of the same number), else step 0. */
-function landing(t: Trace, step: number | null, block: number | null): number {
-  if (step === null && block !== null && t.config.algo === "fa2-backward") {
-    const k = t.steps.findIndex((s) => s.block === block && s.indices !== undefined && "j" in s.indices);
-    if (k >= 0) return k;
-  }
-  return landingStep(t.steps, step, block);
-}
-
-/** The step of `block` at `phase` (all blocks run the same program), else its first step. */
-function findPhase(t: Trace, block: number, phase: number): number {
-  const k = t.steps.findIndex((s) => s.block === block && s.phase === phase);
-  return k >= 0
-    ? k
-    : Math.max(
-        0,
-        t.steps.findIndex((s) => s.block === block),
-      );
 }
 
 async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
@@ -498,11 +462,13 @@ blockSel.addEventListener("change", () => pickBlock(Number(blockSel.value)));
 
 document.addEventListener("keydown", (e) => {
   const target = e.target as HTMLElement | null;
-  const tag = target?.tagName ?? "";
-  const inField = tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || !!target?.isContentEditable;
-  // space on a focused button or link activates it; leave that alone
-  if (e.key === " " && (tag === "BUTTON" || tag === "A" || tag === "SUMMARY")) return;
-  const a = keyAction(e.key, { inField, ctrl: e.ctrlKey, meta: e.metaKey, alt: e.altKey });
+  const a = keyAction(e.key, {
+    tag: target?.tagName ?? "",
+    editable: !!target?.isContentEditable,
+    ctrl: e.ctrlKey,
+    meta: e.metaKey,
+    alt: e.altKey,
+  });
   if (!a || !app.trace) return;
   e.preventDefault();
   dispatch(a);
@@ -541,7 +507,7 @@ async function openUrl(first: boolean): Promise<void> {
   if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
   form.fill(req.config);
   if (!first && app.trace && sameConfig(req.config, app.state.config)) {
-    dispatch({ type: "goto", step: landing(app.trace, req.step, req.block) });
+    dispatch({ type: "goto", step: landingStep(app.trace.steps, req.step, req.block, app.trace.config.algo) });
     return;
   }
   await loadConfig(req.config, { block: req.block, step: req.step, problems: req.problems });
