@@ -27,6 +27,7 @@ import {
   wrapSram,
 } from "../src/layout";
 import { chartLayout } from "../src/render/compare";
+import { COMPARE } from "./fixtures";
 
 const overlaps = (a: GridBox, b: GridBox) =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h + b.padRows * b.ch && b.y < a.y + a.h + a.padRows * a.ch;
@@ -385,6 +386,7 @@ describe("the traffic chart's words (item 20: the y-axis title collided with a t
     doc(1024, 64, pow2(6, 16), traffic(64)),
     doc(65536, 256, pow2(6, 16), traffic(256)),
     doc(876706528, 4, [...pow2(6, 16), 876706528], traffic(4)),
+    COMPARE, // a real /api/compare document (N=12, causal)
   ];
   for (const width of [300, 352, 420, 560, 580]) {
     it(`keeps every word apart and inside at ${width} px`, () => {

@@ -8,6 +8,7 @@ import { displayed, isIdea, segments } from "../src/render/idea";
 import { cacheEffect, checkProfile, launchOf, type Profile } from "../src/render/profile";
 import { apiQuery, DEFAULT_CONFIG, parseUrl, toSearch } from "../src/state";
 import type { Step, Trace } from "../src/types";
+import { COMPARE, FA2C } from "./fixtures";
 
 const traceOf = (c: Partial<Trace["config"]>): Trace =>
   ({ config: { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, tr: 3, tc: 3, causal: true, ...c } }) as unknown as Trace;
@@ -124,6 +125,21 @@ describe("the comparison view", () => {
       tensors: {},
     };
     expect(curveAt(std, progressAfter(0, 8)).phase).toBe(Math.round(130 / 8) - 1);
+  });
+
+  it("reads a real /api/compare document at the watched launch's own phases, and its totals at the end", () => {
+    // the same config as the FA2 causal trace: after each of its phases the comparison shows its very counters
+    const fa2 = COMPARE.curves!.fa2 as PhaseCurve;
+    expect(fa2.phases).toBe(FA2C.phases.length);
+    FA2C.phases.forEach((p, k) => {
+      const at = curveAt(fa2, progressAfter(k, FA2C.phases.length));
+      const sum = (kind: "read" | "written") => Object.values(p.hbm).reduce((a, c) => a + c[kind], 0);
+      expect(at).toMatchObject({ phase: k, read: sum("read"), written: sum("written") });
+    });
+    for (const [a, e] of Object.entries(COMPARE.algorithms)) {
+      const c = COMPARE.curves![a] as PhaseCurve;
+      expect(curveAt(c, 1), a).toMatchObject({ read: e.total!.read, written: e.total!.written });
+    }
   });
 
   it("draws on log axes rounded out to decades", () => {
