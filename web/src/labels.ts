@@ -53,7 +53,7 @@ export function separators(b: GridBox, bc: number): { ys: number[]; xs: number[]
   return { ys, xs };
 }
 
-/** The separators as segments (what memory.ts strokes: the row lines stick out 3 px each side). */
+/** The separators as segments (what render/memory/grids.ts strokes: the row lines stick out 3 px each side). */
 export function separatorSegments(b: GridBox, bc: number): Rect[] {
   const { ys, xs } = separators(b, bc);
   return [...ys.map((y) => segmentRect(b.x - 3, y, b.x + b.w + 3, y)), ...xs.map((x) => segmentRect(x, b.y, x, b.y + b.h))];
