@@ -5,14 +5,19 @@ import { defineConfig, type Plugin } from "vite";
 // The page's fixed math (elements with data-tex in index.html) is typeset at build time, so the browser
 // does not spend its first few hundred milliseconds running KaTeX on it (src/statics.ts handles any left).
 function staticTex(): Plugin {
-  const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  const unescapeHtml = (s: string) =>
+    s
+      .replace(/&quot;/g, '"')
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&amp;/g, "&");
   return {
     name: "flashviz-static-tex",
     transformIndexHtml(html) {
       return html.replace(
         /<(span|div) class="tex"( data-display)? data-tex="([^"]*)"><\/\1>/g,
         (_m, tag: string, display: string | undefined, tex: string) =>
-          `<${tag} class="tex"${display ?? ""}>${katex.renderToString(unescape(tex), { displayMode: !!display, throwOnError: true, output: "htmlAndMathml", strict: "ignore" })}</${tag}>`,
+          `<${tag} class="tex"${display ?? ""}>${katex.renderToString(unescapeHtml(tex), { displayMode: !!display, throwOnError: true, output: "htmlAndMathml", strict: "ignore" })}</${tag}>`,
       );
     },
   };

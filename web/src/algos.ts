@@ -47,8 +47,6 @@ export interface TensorSpec {
 
 export interface AlgoSpec {
   name: AlgoName;
-  /** what one CUDA block of the main kernel owns: a block of Q (i), a tile of K/V (j), or everything (fa1) */
-  blockAxis: "i" | "j" | "one";
   tensors: TensorSpec[];
   /** SRAM rows of the picture, top to bottom; a buffer in `align` sits over the one named */
   sram: BufferSpec[][];
@@ -73,52 +71,75 @@ export function algoSpec(algo: string, s: Shape): AlgoSpec {
     case "fa1":
       return {
         name: "fa1",
-        blockAxis: "one",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "l", "m"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none")],
-          [buf("Qi", br, d, "q", "none"), buf("Sij", br, bc, "q", "kv"), buf("mi", br, 1, "q", "none"),
-            buf("li", br, 1, "q", "none"), buf("Oi", br, d, "q", "none")],
+          [
+            buf("Qi", br, d, "q", "none"),
+            buf("Sij", br, bc, "q", "kv"),
+            buf("mi", br, 1, "q", "none"),
+            buf("li", br, 1, "q", "none"),
+            buf("Oi", br, d, "q", "none"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "Oi" },
       };
     case "standard":
       return {
         name: "standard",
-        blockAxis: "i",
         tensors: FWD_T(s, ["Q", "K", "V", "S", "P", "O"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none", "standard_scores"), buf("Vj", bc, d, "kv", "none", "standard_pv")],
-          [buf("Qi", br, d, "q", "none", "standard_scores"), buf("Sij", br, bc, "q", "kv", "standard_scores"),
-            buf("Pij", br, bc, "q", "kv", "standard_pv"), buf("Oi", br, d, "q", "none", "standard_pv")],
-          [buf("Sr", 1, n, "none", "none", "standard_softmax"), buf("mr", 1, 1, "none", "none", "standard_softmax"),
-            buf("lr", 1, 1, "none", "none", "standard_softmax")],
+          [
+            buf("Qi", br, d, "q", "none", "standard_scores"),
+            buf("Sij", br, bc, "q", "kv", "standard_scores"),
+            buf("Pij", br, bc, "q", "kv", "standard_pv"),
+            buf("Oi", br, d, "q", "none", "standard_pv"),
+          ],
+          [
+            buf("Sr", 1, n, "none", "none", "standard_softmax"),
+            buf("mr", 1, 1, "none", "none", "standard_softmax"),
+            buf("lr", 1, 1, "none", "none", "standard_softmax"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "Oi" },
       };
     case "fa2-backward":
       return {
         name: "fa2-backward",
-        blockAxis: "j",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "L", "dO", "D", "dQ", "dK", "dV"]),
         sram: [
-          [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none"), buf("dKj", bc, d, "kv", "none"),
-            buf("dVj", bc, d, "kv", "none")],
-          [buf("Qi", br, d, "q", "none"), buf("dOi", br, d, "q", "none"),
-            buf("Oi", br, d, "q", "none", "fa2_bwd_preprocess"), buf("Pij", br, bc, "q", "kv"),
-            buf("dSij", br, bc, "q", "kv"), buf("Li", br, 1, "q", "none"), buf("Di", br, 1, "q", "none")],
+          [
+            buf("Kj", bc, d, "kv", "none"),
+            buf("Vj", bc, d, "kv", "none"),
+            buf("dKj", bc, d, "kv", "none"),
+            buf("dVj", bc, d, "kv", "none"),
+          ],
+          [
+            buf("Qi", br, d, "q", "none"),
+            buf("dOi", br, d, "q", "none"),
+            buf("Oi", br, d, "q", "none", "fa2_bwd_preprocess"),
+            buf("Pij", br, bc, "q", "kv"),
+            buf("dSij", br, bc, "q", "kv"),
+            buf("Li", br, 1, "q", "none"),
+            buf("Di", br, 1, "q", "none"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "dOi" },
       };
     default:
       return {
         name: "fa2",
-        blockAxis: "i",
         tensors: FWD_T(s, ["Q", "K", "V", "O", "L"]),
         sram: [
           [buf("Kj", bc, d, "kv", "none"), buf("Vj", bc, d, "kv", "none")],
-          [buf("Qi", br, d, "q", "none"), buf("Sij", br, bc, "q", "kv"), buf("mi", br, 1, "q", "none"),
-            buf("li", br, 1, "q", "none"), buf("Oi", br, d, "q", "none")],
+          [
+            buf("Qi", br, d, "q", "none"),
+            buf("Sij", br, bc, "q", "kv"),
+            buf("mi", br, 1, "q", "none"),
+            buf("li", br, 1, "q", "none"),
+            buf("Oi", br, d, "q", "none"),
+          ],
         ],
         align: { Kj: "Qi", Vj: "Oi" },
       };

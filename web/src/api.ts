@@ -1,4 +1,5 @@
-// The two calls the page makes, both to the server that served it (relative URLs: any mount works).
+// The four calls the page makes (trace, limits, compare, profile), all to the server that served it (relative URLs:
+// any mount works).
 import { apiQuery, type ConfigParams } from "./state";
 import type { Limits, Trace } from "./types";
 

@@ -21,7 +21,13 @@ export interface Palette {
 
 export function hexToRgb(hex: string): [number, number, number] {
   const h = hex.trim().replace("#", "");
-  const v = h.length === 3 ? h.split("").map((c) => c + c).join("") : h;
+  const v =
+    h.length === 3
+      ? h
+          .split("")
+          .map((c) => c + c)
+          .join("")
+      : h;
   const n = parseInt(v.slice(0, 6), 16);
   if (!Number.isFinite(n)) return [128, 128, 128];
   return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
@@ -31,7 +37,7 @@ export function hexToRgb(hex: string): [number, number, number] {
 export function intensity(x: number, range: number): number {
   if (!(range > 0)) return 0;
   const t = Math.min(1, Math.abs(x) / range);
-  return Math.pow(t, 0.75);
+  return t ** 0.75;
 }
 
 export function rgbOf(x: Num, range: number, p: Palette): [number, number, number] {
@@ -44,11 +50,6 @@ export function rgbOf(x: Num, range: number, p: Palette): [number, number, numbe
     Math.round(p.neutral[1] + (end[1] - p.neutral[1]) * t),
     Math.round(p.neutral[2] + (end[2] - p.neutral[2]) * t),
   ];
-}
-
-export function cssOf(x: Num, range: number, p: Palette): string {
-  const [r, g, b] = rgbOf(x, range, p);
-  return `rgb(${r},${g},${b})`;
 }
 
 /** Largest |x| over finite entries (nulls are −∞ and do not set the scale). */

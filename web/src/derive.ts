@@ -1,7 +1,7 @@
 // Look-ups over a Trace: the SRAM contents at a step, the launch-wide counters at a step, which rows and columns
 // are padding, which tiles causal masking skips, what each block is doing at a phase. Indexing only: the numbers
 // all come from the Trace.
-import { iOf, unitOf } from "./algos";
+import { unitOf } from "./algos";
 import type { BufferName, Counters, Mat, Step, Trace, Vec } from "./types";
 
 export interface TraceIndex {
@@ -13,12 +13,8 @@ export interface TraceIndex {
   counters: Counters[];
   /** true when trace.phases had to be repaired (see phaseCounters) */
   repairedPhases: boolean;
-  /** first step of each recorded block */
-  firstStep: Map<number, number>;
   /** the tile of K/V held in SRAM at each step (null before the first) */
   tile: (number | null)[];
-  /** the HBM tensors in the order of `trace.tensors` */
-  tensors: string[];
 }
 
 export function indexTrace(trace: Trace): TraceIndex {
@@ -38,7 +34,6 @@ export function indexTrace(trace: Trace): TraceIndex {
   const latest = new Int32Array(buffers.length).fill(-1);
   let unit = "";
   let held: number | null = null;
-  const firstStep = new Map<number, number>();
   trace.steps.forEach((s, k) => {
     const u = unitOf(algo, s);
     if (u !== unit) {
@@ -46,14 +41,13 @@ export function indexTrace(trace: Trace): TraceIndex {
       unit = u;
       held = null;
     }
-    if (s.block !== null && !firstStep.has(s.block)) firstStep.set(s.block, k);
     for (const b of Object.keys(s.sram)) latest[at.get(b)!] = k;
     if (s.j !== null) held = s.j;
     tile.push(held);
     source.push(latest.slice());
   });
   const { counters, repaired } = phaseCounters(trace);
-  return { buffers, source, counters, repairedPhases: repaired, firstStep, tile, tensors: Object.keys(trace.tensors) };
+  return { buffers, source, counters, repairedPhases: repaired, tile };
 }
 
 /** A buffer's contents after step k (the latest snapshot at or before k in the same block and kernel). */
@@ -69,11 +63,6 @@ export function sramBefore(trace: Trace, idx: TraceIndex, k: number, buf: Buffer
   const prev = trace.steps[k - 1];
   if (!s || !prev || unitOf(trace.config.algo, prev) !== unitOf(trace.config.algo, s)) return null;
   return sramAt(trace, idx, k - 1, buf);
-}
-
-/** Did step k write this buffer? */
-export function changedAt(trace: Trace, k: number, buf: BufferName): boolean {
-  return trace.steps[k]?.sram[buf] !== undefined;
 }
 
 function zeroCounters(names: string[]): Counters {
@@ -130,21 +119,6 @@ export function keyValid(trace: Trace, j: number | null, c: number): boolean {
   return j === null ? true : j * trace.config.bc + c < trace.config.n;
 }
 
-/** The tile of K/V held in SRAM at step k (the latest one loaded in this block), or null before the first. */
-export function tileAt(trace: Trace, k: number, idx?: TraceIndex): number | null {
-  if (idx) return idx.tile[k] ?? null;
-  const s = trace.steps[k];
-  if (!s) return null;
-  if (s.j !== null) return s.j;
-  const u = unitOf(trace.config.algo, s);
-  for (let q = k - 1; q >= 0; q--) {
-    const p = trace.steps[q]!;
-    if (unitOf(trace.config.algo, p) !== u) break;
-    if (p.j !== null) return p.j;
-  }
-  return null;
-}
-
 // ---- causal masking: which (i, j) pairs run ----
 
 /** The last K/V tile block i of Q reads: all of them, or under causal the one holding its last row. */
@@ -199,13 +173,6 @@ export function blockStatus(trace: Trace, b: number, p: number): "same" | "last"
   const recorded = trace.config.recorded_blocks.includes(b) && trace.config.algo !== "fa1";
   if (recorded && !trace.steps.some((s) => s.block === b && s.phase === p)) return "idle";
   return "same";
-}
-
-/** The block of Q a step works on, the K/V tile it holds. */
-export function stepIJ(trace: Trace, idx: TraceIndex, k: number): { i: number | null; j: number | null } {
-  const s = trace.steps[k];
-  if (!s) return { i: null, j: null };
-  return { i: iOf(trace.config.algo, s), j: tileAt(trace, k, idx) };
 }
 
 export function isMat(x: Vec | Mat | null | undefined): x is Mat {

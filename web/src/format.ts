@@ -5,7 +5,7 @@
 import type { Num } from "./types";
 
 export const MINUS = "\u2212";
-export const NEG_INF = MINUS + "\u221e";
+export const NEG_INF = `${MINUS}\u221e`;
 export const NO_VALUE = "\u2014";
 
 /** The text for a value that has no finite digits to show, or null when it has. */
@@ -49,7 +49,14 @@ export function full(x: Num | undefined): string {
   const sp = special(x);
   if (sp !== null) return sp;
   const v = x as number;
-  return tidy(Number.isInteger(v) ? String(v) : v.toPrecision(7).replace(/\.?0+$/, "").replace(/\.?0+e/, "e"));
+  return tidy(
+    Number.isInteger(v)
+      ? String(v)
+      : v
+          .toPrecision(7)
+          .replace(/\.?0+$/, "")
+          .replace(/\.?0+e/, "e"),
+  );
 }
 
 function tidy(s: string): string {

@@ -33,12 +33,12 @@ export class HbmHistory {
     private readonly idx: TraceIndex,
   ) {
     const all = trace.config.algo === "fa1" ? this.fa1Events() : this.lockstepEvents();
-    all.forEach((e, k) => (e.order = k));
+    for (const [k, e] of all.entries()) e.order = k;
     all.sort((a, b) => a.phase - b.phase || a.order - b.order);
     for (const e of all) {
-      let list = this.events.get(e.tensor);
-      if (!list) this.events.set(e.tensor, (list = []));
-      list.push(e);
+      const list = this.events.get(e.tensor);
+      if (list) list.push(e);
+      else this.events.set(e.tensor, [e]);
     }
     for (const [t, list] of this.events) {
       // final: the last event over each row range (events of one tensor cover whole rows of a block)
@@ -49,7 +49,10 @@ export class HbmHistory {
         e.final = !seen.has(key);
         seen.add(key);
       }
-      this.phaseOf.set(t, Int32Array.from(list, (e) => e.phase));
+      this.phaseOf.set(
+        t,
+        Int32Array.from(list, (e) => e.phase),
+      );
     }
   }
 
@@ -151,7 +154,18 @@ export class HbmHistory {
   private fromStep(s: Step): WriteEvent[] {
     return s.transfers
       .filter((x) => x.kind === "write")
-      .map((x) => ({ tensor: x.tensor, r0: x.rows[0], r1: x.rows[1], c0: x.cols[0], c1: x.cols[1], phase: s.phase, order: 0, step: s.index, op: s.op, final: false }));
+      .map((x) => ({
+        tensor: x.tensor,
+        r0: x.rows[0],
+        r1: x.rows[1],
+        c0: x.cols[0],
+        c1: x.cols[1],
+        phase: s.phase,
+        order: 0,
+        step: s.index,
+        op: s.op,
+        final: false,
+      }));
   }
 
   /** fa2, standard, backward: recorded steps, plus every unrecorded block in lockstep with a recorded one. */
@@ -171,7 +185,8 @@ export class HbmHistory {
       const tmpl = pre.filter((s) => s.block === pre[0]?.block);
       for (let i = 0; i < tr; i++) {
         if (done.has(i)) continue;
-        for (const s of tmpl) for (const e of this.fromStep(s)) out.push(this.shift(e, i * br - (s.block ?? 0) * br, Math.min(n, (i + 1) * br), e.phase));
+        for (const s of tmpl)
+          for (const e of this.fromStep(s)) out.push(this.shift(e, i * br - (s.block ?? 0) * br, Math.min(n, (i + 1) * br), e.phase));
       }
     }
     if (!unrecorded.length) return out;
@@ -220,7 +235,11 @@ export class HbmHistory {
       const s = byPhase.get(p.phase);
       const r0 = block * br;
       const r1 = Math.min(n, r0 + br);
-      for (const [tensor, cols] of [["O", d], ["l", 1], ["m", 1]] as const) {
+      for (const [tensor, cols] of [
+        ["O", d],
+        ["l", 1],
+        ["m", 1],
+      ] as const) {
         out.push({ tensor, r0, r1, c0: 0, c1: cols, phase: p.phase, order: 0, step: s ? s.index : null, op: p.op, final: false });
       }
     }

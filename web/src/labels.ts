@@ -53,13 +53,10 @@ export function separators(b: GridBox, bc: number): { ys: number[]; xs: number[]
   return { ys, xs };
 }
 
-/** The separators as segments (what memory.ts strokes: the row lines stick out 3 px each side). */
+/** The separators as segments (what render/memory/grids.ts strokes: the row lines stick out 3 px each side). */
 export function separatorSegments(b: GridBox, bc: number): Rect[] {
   const { ys, xs } = separators(b, bc);
-  return [
-    ...ys.map((y) => segmentRect(b.x - 3, y, b.x + b.w + 3, y)),
-    ...xs.map((x) => segmentRect(x, b.y, x, b.y + b.h)),
-  ];
+  return [...ys.map((y) => segmentRect(b.x - 3, y, b.x + b.w + 3, y)), ...xs.map((x) => segmentRect(x, b.y, x, b.y + b.h))];
 }
 
 /** The rectangles of a grid's real rows between its separators, top to bottom, left to right. */
@@ -151,13 +148,20 @@ export function fitOne(variants: string[], width: number, font: string, measure:
 }
 
 /** The tile caption's words: which tile is held, or what the loop is doing. */
-export function tileCaptionVariants(j: number | null, tc: number, rows: [number, number], state: "before" | "after" | "tile", noLoop = false): string[][] {
+export function tileCaptionVariants(
+  j: number | null,
+  tc: number,
+  rows: [number, number],
+  state: "before" | "after" | "tile",
+  noLoop = false,
+): string[][] {
   if (state === "before") {
     return noLoop
       ? [["no tile yet:", "this kernel has no loop over j"], ["no tile yet:", "no loop over j"], ["no tile yet"]]
       : [["no tile yet:", "the loop over j starts next"], ["no tile yet:", "loop over j next"], ["no tile yet"]];
   }
-  if (state === "after") return [["loop over j done:", "all tiles this block needs seen"], ["loop over j done:", "all tiles seen"], ["loop over j done"]];
+  if (state === "after")
+    return [["loop over j done:", "all tiles this block needs seen"], ["loop over j done:", "all tiles seen"], ["loop over j done"]];
   const span = `[${rows[0]}:${rows[1]}]`;
   return [
     [`tile j = ${j} of Tc = ${tc}`, `K${span}, V${span} held`],
@@ -179,7 +183,12 @@ export interface Arc {
 }
 
 /** Bounds of a cubic Bézier (its extrema), enough for intersection tests. */
-export function bezierBox(p0: { x: number; y: number }, p1: { x: number; y: number }, p2: { x: number; y: number }, p3: { x: number; y: number }): Rect {
+export function bezierBox(
+  p0: { x: number; y: number },
+  p1: { x: number; y: number },
+  p2: { x: number; y: number },
+  p3: { x: number; y: number },
+): Rect {
   const ts = [0, 1];
   for (const k of ["x", "y"] as const) {
     // derivative: 3[(p1-p0)(1-t)^2 + 2(p2-p1)t(1-t) + (p3-p2)t^2] = 0 -> a t^2 + b t + c = 0
@@ -193,7 +202,8 @@ export function bezierBox(p0: { x: number; y: number }, p1: { x: number; y: numb
       if (disc >= 0) ts.push((-b + Math.sqrt(disc)) / (2 * a), (-b - Math.sqrt(disc)) / (2 * a));
     }
   }
-  const at = (t: number, k: "x" | "y") => (1 - t) ** 3 * p0[k] + 3 * (1 - t) ** 2 * t * p1[k] + 3 * (1 - t) * t ** 2 * p2[k] + t ** 3 * p3[k];
+  const at = (t: number, k: "x" | "y") =>
+    (1 - t) ** 3 * p0[k] + 3 * (1 - t) ** 2 * t * p1[k] + 3 * (1 - t) * t ** 2 * p2[k] + t ** 3 * p3[k];
   const xs = ts.filter((t) => t >= 0 && t <= 1).map((t) => at(t, "x"));
   const ys = ts.filter((t) => t >= 0 && t <= 1).map((t) => at(t, "y"));
   const x = Math.min(...xs);
@@ -246,7 +256,11 @@ export function connectors(l: MemoryLayout, ends: { hbmX: number; sramX: number;
     const [ca, cz] = read ? [c1, c2] : [c2, c1];
     // the head points along the curve's end tangent (vertical at both ends here): into the panel
     const dir = Math.sign(z.y - cz.y) || 1;
-    const head: [number, number][] = [[z.x, z.y], [z.x - 4, z.y - dir * HEAD_LEN], [z.x + 4, z.y - dir * HEAD_LEN]];
+    const head: [number, number][] = [
+      [z.x, z.y],
+      [z.x - 4, z.y - dir * HEAD_LEN],
+      [z.x + 4, z.y - dir * HEAD_LEN],
+    ];
     const hb: Rect = { x: z.x - 4, y: Math.min(z.y, z.y - dir * HEAD_LEN), w: 8, h: HEAD_LEN };
     out.push({ a, c1: ca, c2: cz, z, head, kind: e.kind, box: union(bezierBox(a, ca, cz, z), hb) });
   });

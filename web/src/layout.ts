@@ -5,7 +5,7 @@
 // so that row r of the block lines up across Qi, Sij, mi, li and Oi, Kj sits over Qi and Vj over Oi.
 // Wide enough, HBM sits left of SRAM under a band where the connectors arc from a tensor to its buffer; narrower
 // (a phone), HBM sits above SRAM with the band between them, and SRAM's rows wrap when that lets it print numbers.
-import { algoSpec, type AlgoSpec, type Axis, type BufferSpec, type Shape } from "./algos";
+import { type AlgoSpec, type Axis, algoSpec, type BufferSpec, type Shape } from "./algos";
 
 export type { Shape } from "./algos";
 
@@ -166,8 +166,21 @@ function placeSram(spec: AlgoSpec, p: Panel, x0: number, y0: number): Placed {
       const bx = xs.get(b.name) ?? x;
       const cellW = isVec(b.cols) ? vec : cw;
       const box: GridBox = {
-        name: b.name, area: "sram", x: bx, y, w: b.cols * cellW, h: b.rows * p.ch, rows: b.rows, cols: b.cols, cw: cellW,
-        ch: p.ch, text: p.text && cellW >= TEXT_MIN_W, padRows: 0, group: 0, axis: b.rowAxis, colAxis: b.colAxis,
+        name: b.name,
+        area: "sram",
+        x: bx,
+        y,
+        w: b.cols * cellW,
+        h: b.rows * p.ch,
+        rows: b.rows,
+        cols: b.cols,
+        cw: cellW,
+        ch: p.ch,
+        text: p.text && cellW >= TEXT_MIN_W,
+        padRows: 0,
+        group: 0,
+        axis: b.rowAxis,
+        colAxis: b.colAxis,
         ...(b.kernel ? { kernel: b.kernel } : {}),
       };
       boxes.push(box);
@@ -286,16 +299,36 @@ function placeHbm(spec: AlgoSpec, s: Shape, hbm: Panel, x0: number, y0: number, 
     const cw = isVec(t.cols) ? hv : t.colAxis === "kv" ? (hbm.cwn ?? hbm.cw) : hbm.cw;
     const group = t.axis === "kv" ? s.bc : s.br;
     grids.push({
-      name: t.name, area: "hbm", x, y: hy, w: t.cols * cw, h: t.rows * hbm.ch, rows: t.rows, cols: t.cols, cw, ch: hbm.ch,
-      text: hbm.text, padRows: t.axis === "kv" ? pad.kv : pad.q, group, axis: t.axis, colAxis: t.colAxis,
+      name: t.name,
+      area: "hbm",
+      x,
+      y: hy,
+      w: t.cols * cw,
+      h: t.rows * hbm.ch,
+      rows: t.rows,
+      cols: t.cols,
+      cw,
+      ch: hbm.ch,
+      text: hbm.text,
+      padRows: t.axis === "kv" ? pad.kv : pad.q,
+      group,
+      axis: t.axis,
+      colAxis: t.colAxis,
     });
     x += t.cols * cw + (k < spec.tensors.length - 1 ? GAP : 0);
   });
   return { grids, rect: { x: x0, y: y0, w: x - x0, h: HEAD + TITLE + hbmRows * hbm.ch } as Rect };
 }
 
-function assemble(hbmPlaced: { grids: GridBox[]; rect: Rect }, sramPlaced: Placed, sramRect: Rect, hbm: Panel, sram: Panel,
-  stacked: boolean, band: Rect): MemoryLayout {
+function assemble(
+  hbmPlaced: { grids: GridBox[]; rect: Rect },
+  sramPlaced: Placed,
+  sramRect: Rect,
+  hbm: Panel,
+  sram: Panel,
+  stacked: boolean,
+  band: Rect,
+): MemoryLayout {
   const grids: Record<GridName, GridBox> = {};
   for (const b of hbmPlaced.grids) grids[b.name] = b;
   for (const b of sramPlaced.boxes) grids[b.name] = b;
@@ -410,9 +443,10 @@ function layoutStacked(spec0: AlgoSpec, s: Shape, width: number, maxHeight: numb
   const labels = hbmLabels(spec).size * LABEL_W;
   const hbmText = textWidth((cw) => hbmWidth(spec, { cw, ch: 0, text: true }, cw) <= avail);
   const hbmTH = textHeight(hbmRows, hbmCellsH);
-  const hbm: Panel = hbmText && hbmTH
-    ? { cw: hbmText, ch: hbmTH, text: true }
-    : hbmColour(spec, avail - labels - (spec.tensors.length - 1) * GAP, hbmCellsH, hbmRows);
+  const hbm: Panel =
+    hbmText && hbmTH
+      ? { cw: hbmText, ch: hbmTH, text: true }
+      : hbmColour(spec, avail - labels - (spec.tensors.length - 1) * GAP, hbmCellsH, hbmRows);
   const hbmPlaced = placeHbm(spec, s, hbm, PAD, PAD, hbmRows);
   const bandY = hbmPlaced.rect.y + hbmPlaced.rect.h + PAD / 2;
   const sy = bandY + STACK_GAP;

@@ -1,20 +1,11 @@
 // The app: one state object, one render function that draws every view from it, and the wiring
 // (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
 import "./styles.css";
-import { blockLetter, tagline } from "./algos";
-import { ApiError, fetchCompare, fetchLimits, fetchProfile, fetchTrace, type CompareDoc } from "./api";
+import { tagline } from "./algos";
+import { ApiError, type CompareDoc, fetchCompare, fetchLimits, fetchProfile, fetchTrace } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId, s as svg } from "./dom";
-import { BadgeTarget, renderStatic } from "./statics";
-import { loadTex, texLoaded } from "./render/tex";
-import { IdeaView } from "./render/idea";
-import {
-  DEFAULT_CONFIG, flightDuration, INITIAL_STATE, keyAction, landingProblems, landingStep, parseUrl, reduce, sameConfig, SPEEDS,
-  stepInBlock, stepInterval, toSearch, type Action, type ConfigParams, type ViewState,
-} from "./state";
-import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
-import type { Limits, Trace } from "./types";
-import { FALLBACK_LIMITS } from "./validate";
+import type { MemoryLayout } from "./layout";
 import { showBadge } from "./render/badge";
 import { BlocksView, TileMap } from "./render/blocks";
 import { CarriesView } from "./render/carries";
@@ -22,12 +13,38 @@ import { LazyCodeView } from "./render/codeLazy";
 import { CompareView, progressAfter } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
-import { MemoryView } from "./render/memory";
-import type { MemoryLayout } from "./layout";
+import { IdeaView } from "./render/idea";
+import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
-import { ProfileView, type Profile } from "./render/profile";
+import { type Profile, ProfileView } from "./render/profile";
 import { showSram } from "./render/sram";
+import { loadTex, texLoaded } from "./render/tex";
 import { Timeline } from "./render/timeline";
+import {
+  type Action,
+  blockChoices,
+  type ConfigParams,
+  DEFAULT_CONFIG,
+  flightDuration,
+  INITIAL_STATE,
+  keyAction,
+  landingProblems,
+  landingStep,
+  parseUrl,
+  phaseStep,
+  pickStep,
+  reduce,
+  SPEEDS,
+  sameConfig,
+  stepInterval,
+  toSearch,
+  unrecordedProblem,
+  type ViewState,
+} from "./state";
+import { renderStatic } from "./statics";
+import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
+import type { Limits, Trace } from "./types";
+import { FALLBACK_LIMITS } from "./validate";
 
 // The trace is asked for before anything else is built: the server computes it while the page sets up.
 const early = (() => {
@@ -65,20 +82,41 @@ applyTheme(app.theme);
 // ---- the views ----
 // the palette is read once the page is built (setTheme below): reading CSS now would force a style pass
 // over a page that is about to change again
-const memory = new MemoryView(byId("memory-host"), null);
+const memory = new MemoryView(byId("memory-host"));
 const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
-const counters = new CountersView(byId<HTMLTableSectionElement>("counters-body"), byId("phase-note"), byId("final-accounting"),
-  byId("why"), byId("causal-saving"));
+const counters = new CountersView(
+  byId<HTMLTableSectionElement>("counters-body"),
+  byId("phase-note"),
+  byId("final-accounting"),
+  byId("why"),
+  byId("causal-saving"),
+);
 const tileMap = new TileMap(byId<HTMLCanvasElement>("tile-map"), byId("tile-map-caption"));
-const blocks = new BlocksView(byId("block-chips"), byId("blocks-summary"), byId<HTMLTableSectionElement>("ops-body"),
-  (b) => pickBlock(b), (k) => dispatch({ type: "goto", step: k }), tileMap);
-const compare = new CompareView(byId("compare-table"), byId("compare-race"), byId("compare-chart"), byId("compare-note"),
-  byId<HTMLButtonElement>("compare-play"));
-const profile = new ProfileView(byId("profile"), byId("profile-drop"), byId<HTMLInputElement>("profile-file"), byId("profile-message"),
-  (p) => openProfileConfig(p));
+const blocks = new BlocksView(
+  byId("block-chips"),
+  byId("blocks-summary"),
+  byId<HTMLTableSectionElement>("ops-body"),
+  (b) => pickBlock(b),
+  (k) => dispatch({ type: "goto", step: k }),
+  tileMap,
+);
+const compare = new CompareView(
+  byId("compare-table"),
+  byId("compare-race"),
+  byId("compare-chart"),
+  byId("compare-note"),
+  byId<HTMLButtonElement>("compare-play"),
+);
+const profile = new ProfileView(
+  byId("profile"),
+  byId("profile-drop"),
+  byId<HTMLInputElement>("profile-file"),
+  byId("profile-message"),
+  (p) => openProfileConfig(p),
+);
 const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
 const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
 const counter = byId("step-counter");
@@ -103,7 +141,6 @@ const blockSel = byId<HTMLSelectElement>("block-picker");
 const blockLabel = byId("block-label");
 const tag = byId("tagline");
 const loadingEl = byId("loading");
-const badge: BadgeTarget = { badge: byId("error-badge"), detail: byId("exactness-detail") };
 renderStatic(document);
 
 // "The idea" stays as the reader left it (open the first time)
@@ -128,8 +165,14 @@ new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-h"
 for (const s of SPEEDS) speedSel.append(new Option(`${s}\u00d7`, String(s), s === 1, s === 1));
 
 const PLAY_ICON = Array.from(playBtn.childNodes);
-const PAUSE_ICON = [svg("svg", { viewBox: "0 0 16 16", width: 14, height: 14, "aria-hidden": "true", focusable: "false" },
-  svg("rect", { x: 3.5, y: 3, width: 3, height: 10, fill: "currentColor" }), svg("rect", { x: 9.5, y: 3, width: 3, height: 10, fill: "currentColor" }))];
+const PAUSE_ICON = [
+  svg(
+    "svg",
+    { viewBox: "0 0 16 16", width: 14, height: 14, "aria-hidden": "true", focusable: "false" },
+    svg("rect", { x: 3.5, y: 3, width: 3, height: 10, fill: "currentColor" }),
+    svg("rect", { x: 9.5, y: 3, width: 3, height: 10, fill: "currentColor" }),
+  ),
+];
 
 // ---- rendering: every frame from the one state object ----
 let lastStep = -1;
@@ -148,7 +191,7 @@ function render(flight = false): void {
     memory.setTrace(t, idx);
     code.setSource(t.kernel.file, t.kernel.source);
     timeline.setTrace(t);
-    showBadge(badge.badge, badge.detail, t);
+    showBadge(byId("error-badge"), byId("exactness-detail"), t);
     showSram(byId("sram-footprint"), t);
     fillBlockPicker(t);
     tag.textContent = tagline(t.config.algo);
@@ -163,7 +206,7 @@ function render(flight = false): void {
   part("memory", () => memory.show(st.step, flight ? flightDuration(st.speed) : 0));
   part("code", () => code.showMeta(s.lines, s.code, t.kernel.file));
   lazy("code", () => code.show(s.lines, s.code, t.kernel.file));
-  part("narrative", () => narrative.show(t, s));
+  part("narrative", () => narrative.show(s));
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
   part("counters", () => counters.show(t, idx, s));
@@ -171,7 +214,9 @@ function render(flight = false): void {
   part("timeline", () => timeline.show(st.step));
   part("compare", () => compare.follow(progressAfter(s.phase, t.phases.length)));
   const where = s.indices
-    ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(" \u00b7 ")
+    ? Object.entries(s.indices)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join(" \u00b7 ")
     : `block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}`;
   // text nodes only: no elements made or dropped per step. Steps are counted from 1 for people (data-step is
   // the index into trace.steps, for tests and the benchmark)
@@ -246,16 +291,9 @@ function part(name: string, fn: () => void): void {
 }
 
 function fillBlockPicker(t: Trace): void {
-  blockSel.replaceChildren();
-  const letter = blockLetter(t.config.algo);
-  blockLabel.textContent = t.config.algo === "fa1" ? "block of Q, i" : `block ${letter}`;
-  const many = t.blocks.length > 512;
-  t.blocks.forEach((b, k) => {
-    const id = b.block ?? k;
-    if (many && !b.recorded && id % Math.ceil(t.blocks.length / 256) !== 0) return;
-    const label = `${id} \u00b7 ${letter === "j" ? "keys" : "rows"} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`;
-    blockSel.append(new Option(label, String(id)));
-  });
+  const { label, options } = blockChoices(t.config.algo, t.blocks);
+  blockLabel.textContent = label;
+  blockSel.replaceChildren(...options.map(([text, value]) => new Option(text, value)));
 }
 
 // ---- transitions ----
@@ -281,23 +319,13 @@ function schedule(): void {
 function pickBlock(b: number): void {
   const t = app.trace;
   if (!t) return;
-  const k = t.config.algo === "fa1" ? fa1Visit(t, app.state.step, b) : stepInBlock(t.steps, app.state.step, b);
+  const k = pickStep(t.config.algo, t.steps, app.idx?.tile ?? [], app.state.step, b);
   if (k >= 0) {
     dispatch({ type: "goto", step: k });
     return;
   }
   const phase = t.steps[app.state.step]?.phase ?? 0;
   void loadConfig(app.state.config, { block: b, phase });
-}
-
-/** FA1 has one CUDA block: "another block" is another block of Q, visited in the same tile j (same op). */
-function fa1Visit(t: Trace, from: number, i: number): number {
-  const s = t.steps[from];
-  const j = app.idx?.tile[from] ?? null;
-  const same = t.steps.findIndex((x) => x.block === i && x.op === s?.op && (app.idx?.tile[x.index] ?? null) === j);
-  if (same >= 0) return same;
-  const visit = t.steps.findIndex((x) => x.block === i && (app.idx?.tile[x.index] ?? null) === j);
-  return visit >= 0 ? visit : t.steps.findIndex((x) => x.block === i);
 }
 
 /** The comparison of every algorithm at this config (cheap: closed forms, and counters-only engine runs). */
@@ -323,8 +351,16 @@ async function loadCompare(c: ConfigParams): Promise<void> {
 
 function openProfileConfig(p: Profile): void {
   const c = p.config;
-  const next: ConfigParams = { ...app.state.config, algo: c.algo, n: c.n, d: c.d, br: c.br, bc: c.bc, causal: !!c.causal,
-    seed: typeof c.seed === "number" ? c.seed : app.state.config.seed };
+  const next: ConfigParams = {
+    ...app.state.config,
+    algo: c.algo,
+    n: c.n,
+    d: c.d,
+    br: c.br,
+    bc: c.bc,
+    causal: !!c.causal,
+    seed: typeof c.seed === "number" ? c.seed : app.state.config.seed,
+  };
   form.fill(next);
   void loadConfig(next, { push: true });
 }
@@ -362,15 +398,14 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     }
     const step =
       to.phase !== undefined && to.phase !== null && block !== null
-        ? findPhase(t, block, to.phase)
-        : landing(t, to.step ?? null, block);
+        ? phaseStep(t.steps, block, to.phase)
+        : landingStep(t.steps, to.step ?? null, block, t.config.algo);
     app.state = { ...app.state, config: c, step, playing: false };
     const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
-    if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
-      problems.push(`Block ${block}'s values are not in this trace (recorded: ${t.config.recorded_blocks.join(", ")}); showing block ${t.steps[step]?.block ?? 0}`);
-    }
+    const unrecorded = unrecordedProblem(t.config.tr, t.config.recorded_blocks, block, t.steps[step]?.block ?? 0);
+    if (unrecorded) problems.push(unrecorded);
     if (problems.length) {
-      form.setMessage(problems.join(" \u00b7 ") + ".", "info");
+      form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
     } else if (form.check(false)) {
       form.setMessage("", "");
     }
@@ -394,22 +429,6 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
   }
 }
 
-/** Where a URL lands: its step, else the block's first step (the backward: its fa2_bwd block j, not the
- *  preprocessing kernel's block of the same number), else step 0. */
-function landing(t: Trace, step: number | null, block: number | null): number {
-  if (step === null && block !== null && t.config.algo === "fa2-backward") {
-    const k = t.steps.findIndex((s) => s.block === block && s.indices !== undefined && "j" in s.indices);
-    if (k >= 0) return k;
-  }
-  return landingStep(t.steps, step, block);
-}
-
-/** The step of `block` at `phase` (all blocks run the same program), else its first step. */
-function findPhase(t: Trace, block: number, phase: number): number {
-  const k = t.steps.findIndex((s) => s.block === block && s.phase === phase);
-  return k >= 0 ? k : Math.max(0, t.steps.findIndex((s) => s.block === block));
-}
-
 async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
   try {
     const t = await fetchTrace(DEFAULT_CONFIG);
@@ -417,7 +436,10 @@ async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
     void loadCompare(DEFAULT_CONFIG);
     app.state = { ...app.state, config: DEFAULT_CONFIG, step: 0 };
     render();
-    form.serverError([`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""), err.field);
+    form.serverError(
+      [`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""),
+      err.field,
+    );
   } catch {
     // the server is down: the message already says so
   }
@@ -440,11 +462,13 @@ blockSel.addEventListener("change", () => pickBlock(Number(blockSel.value)));
 
 document.addEventListener("keydown", (e) => {
   const target = e.target as HTMLElement | null;
-  const tag = target?.tagName ?? "";
-  const inField = tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || !!target?.isContentEditable;
-  // space on a focused button or link activates it; leave that alone
-  if (e.key === " " && (tag === "BUTTON" || tag === "A" || tag === "SUMMARY")) return;
-  const a = keyAction(e.key, { inField, ctrl: e.ctrlKey, meta: e.metaKey, alt: e.altKey });
+  const a = keyAction(e.key, {
+    tag: target?.tagName ?? "",
+    editable: !!target?.isContentEditable,
+    ctrl: e.ctrlKey,
+    meta: e.metaKey,
+    alt: e.altKey,
+  });
   if (!a || !app.trace) return;
   e.preventDefault();
   dispatch(a);
@@ -483,7 +507,7 @@ async function openUrl(first: boolean): Promise<void> {
   if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
   form.fill(req.config);
   if (!first && app.trace && sameConfig(req.config, app.state.config)) {
-    dispatch({ type: "goto", step: landing(app.trace, req.step, req.block) });
+    dispatch({ type: "goto", step: landingStep(app.trace.steps, req.step, req.block, app.trace.config.algo) });
     return;
   }
   await loadConfig(req.config, { block: req.block, step: req.step, problems: req.problems });
@@ -519,7 +543,8 @@ const ready = (async () => {
   if (app.trace) render();
   void prof.then((doc) => {
     if (doc === null) profile.none();
-    else if (profile.set(doc, "flashviz serve --profile") && app.trace) profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
+    else if (profile.set(doc, "flashviz serve --profile") && app.trace)
+      profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
   });
   const l = await limits;
   if (l) {

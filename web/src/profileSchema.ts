@@ -111,7 +111,7 @@ function bool(x: unknown, path: string): boolean {
 }
 function strings(x: unknown, path: string): string[] {
   if (!Array.isArray(x)) fail(path, "a list of sentences", x);
-  x.forEach((s, k) => str(s, `${path}[${k}]`));
+  for (const [k, s] of x.entries()) str(s, `${path}[${k}]`);
   return x as string[];
 }
 function numbers(x: unknown, path: string): Record<string, number> {
@@ -201,7 +201,10 @@ export function checkProfile(x: unknown): string | null {
 }
 
 /** The L2 effect in numbers: what the caches served (global loads − DRAM reads). */
-export function cacheEffect(measured: Record<string, number>, c: ProfileCompare): { loads: number; dram: number; caught: number; fraction: number } {
+export function cacheEffect(
+  measured: Record<string, number>,
+  c: ProfileCompare,
+): { loads: number; dram: number; caught: number; fraction: number } {
   const loads = measured.load_bytes ?? 0;
   const dram = measured.dram_read_bytes ?? 0;
   const caught = c.caches?.caught_bytes ?? loads - dram;

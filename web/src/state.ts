@@ -1,7 +1,8 @@
-// The one state object every frame is drawn from, its URL round trip, and the pure transitions
-// (stepping, clamping, keys). Nothing here touches the DOM.
-import { ALGOS, isAlgo } from "./algos";
-import type { Limits } from "./types";
+// The one state object every frame is drawn from, its URL round trip, and the pure transitions: stepping and
+// clamping, where a URL or a picked block lands, which blocks the picker offers, and what a key means. Nothing here
+// touches the DOM.
+import { ALGOS, blockLetter, isAlgo } from "./algos";
+import type { BlockInfo, Limits } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 
 export interface ConfigParams {
@@ -42,7 +43,6 @@ export interface UrlRequest {
   problems: string[];
 }
 
-
 function parseNonNegInt(raw: string | null): number | null {
   if (raw === null || !/^\d+$/.test(raw.trim())) return null;
   const v = Number(raw);
@@ -80,7 +80,10 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   if (rawScale !== null && rawScale.trim() !== "") {
     const v = Number(rawScale);
     if (Number.isFinite(v) && Math.abs(v) >= 1e-6 && Math.abs(v) <= 1e6) config.scale = v;
-    else problems.push(urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"));
+    else
+      problems.push(
+        urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"),
+      );
   }
   const causal = (q.get("causal") ?? "").trim().toLowerCase();
   if (causal === "true" || causal === "1") config.causal = true;
@@ -101,7 +104,8 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   let block: number | null = null;
   if (given("block")) {
     block = parseNonNegInt(q.get("block"));
-    if (block === null) problems.push(urlProblem("block", q.get("block")!, "an integer, at least 0 (blocks count from 0, as blockIdx.x)", "block 0"));
+    if (block === null)
+      problems.push(urlProblem("block", q.get("block")!, "an integer, at least 0 (blocks count from 0, as blockIdx.x)", "block 0"));
   }
   return { config, step, block, speed, problems };
 }
@@ -117,7 +121,7 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
   q.set("step", String(step + 1));
   q.set("block", String(block));
   if (speed !== 1) q.set("speed", String(speed));
-  return "?" + q.toString();
+  return `?${q.toString()}`;
 }
 
 /** The query string for GET /api/trace. `record` asks the server to record one block's values. */
@@ -131,7 +135,16 @@ export function apiQuery(config: ConfigParams, record: number | null = null): st
 }
 
 export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
-  return a.algo === b.algo && a.n === b.n && a.d === b.d && a.br === b.br && a.bc === b.bc && a.seed === b.seed && a.scale === b.scale && a.causal === b.causal;
+  return (
+    a.algo === b.algo &&
+    a.n === b.n &&
+    a.d === b.d &&
+    a.br === b.br &&
+    a.bc === b.bc &&
+    a.seed === b.seed &&
+    a.scale === b.scale &&
+    a.causal === b.causal
+  );
 }
 
 export function clampStep(step: number, total: number): number {
@@ -143,25 +156,65 @@ export function clampStep(step: number, total: number): number {
 export interface StepIndex {
   block: number | null;
   phase: number;
+  op?: string;
+  /** loop indices, outer loop first (the backward's fa2_bwd steps have a `j`, its preprocessing kernel's do not) */
+  indices?: Record<string, number>;
 }
 
-/** Where a URL lands: its step if given (clamped), else the first step of its block, else step 0. */
-export function landingStep(steps: readonly StepIndex[], step: number | null, block: number | null): number {
+/** Where a URL lands: its step if given (clamped), else the first step of its block (the backward: its fa2_bwd
+ *  block j, not the preprocessing kernel's block of the same number), else step 0. */
+export function landingStep(steps: readonly StepIndex[], step: number | null, block: number | null, algo = "fa2"): number {
   if (step !== null) return clampStep(step, steps.length);
   if (block !== null) {
+    if (algo === "fa2-backward") {
+      const k = steps.findIndex((s) => s.block === block && s.indices !== undefined && "j" in s.indices);
+      if (k >= 0) return k;
+    }
     const k = steps.findIndex((s) => s.block === block);
     if (k >= 0) return k;
   }
   return 0;
 }
 
+/** The step of `block` at `phase` (all blocks run the same program), else its first step, else step 0: where a
+ *  block fetched from the picker lands. */
+export function phaseStep(steps: readonly StepIndex[], block: number, phase: number): number {
+  const k = steps.findIndex((s) => s.block === block && s.phase === phase);
+  return k >= 0
+    ? k
+    : Math.max(
+        0,
+        steps.findIndex((s) => s.block === block),
+      );
+}
+
 /** What a URL's step and block got wrong for the launch it opened (`blocks`: how many blocks it has), in the
  *  words of parseUrl's problems; `step` is an index (the URL's value less 1). */
 export function landingProblems(total: number, blocks: number, step: number | null, block: number | null): string[] {
   const out: string[] = [];
-  if (step !== null && step >= total) out.push(urlProblem("step", String(step + 1), `an integer in 1..${total} for this launch`, `step ${total}`));
-  if (block !== null && block >= blocks) out.push(urlProblem("block", String(block), `an integer in 0..${blocks - 1} for this launch`, "block 0"));
+  if (step !== null && step >= total)
+    out.push(urlProblem("step", String(step + 1), `an integer in 1..${total} for this launch`, `step ${total}`));
+  if (block !== null && block >= blocks)
+    out.push(urlProblem("block", String(block), `an integer in 0..${blocks - 1} for this launch`, "block 0"));
   return out;
+}
+
+/** Picking another block while at step `from`: the step of `block` at the same phase (all blocks run the same
+ *  program), else its first step; -1 when the trace did not record it (then it is fetched). FA1 has one CUDA block:
+ *  "another block" is another block of Q, visited in the same tile j (same op); `tile` is the tile held at each step
+ *  (derive.ts's TraceIndex.tile). */
+export function pickStep(algo: string, steps: readonly StepIndex[], tile: readonly (number | null)[], from: number, block: number): number {
+  return algo === "fa1" ? visitStep(steps, tile, from, block) : stepInBlock(steps, from, block);
+}
+
+/** FA1: block i's visit of the tile held at `from`, at the same op if it has one. */
+function visitStep(steps: readonly StepIndex[], tile: readonly (number | null)[], from: number, i: number): number {
+  const s = steps[from];
+  const j = tile[from] ?? null;
+  const same = steps.findIndex((x, k) => x.block === i && x.op === s?.op && (tile[k] ?? null) === j);
+  if (same >= 0) return same;
+  const visit = steps.findIndex((x, k) => x.block === i && (tile[k] ?? null) === j);
+  return visit >= 0 ? visit : steps.findIndex((x) => x.block === i);
 }
 
 /** The step of `block` at the same phase as `from` (all blocks run the same program); -1 if not recorded. */
@@ -216,12 +269,17 @@ export function reduce(state: ViewState, action: Action, total: number): ViewSta
   }
 }
 
-/** What a key press means, or null to leave it alone (typing in a field, modifier chords). */
+/** What a key press means, or null to leave it alone: typing in a field (`inField`, or `tag` an INPUT, SELECT or
+ *  TEXTAREA, or an `editable` element), modifier chords, and space on a focused button, link or summary (which it
+ *  activates). `tag` is the focused element's tagName. */
 export function keyAction(
   key: string,
-  opts: { inField?: boolean; ctrl?: boolean; meta?: boolean; alt?: boolean } = {},
+  opts: { inField?: boolean; tag?: string; editable?: boolean; ctrl?: boolean; meta?: boolean; alt?: boolean } = {},
 ): Action | null {
-  if (opts.inField || opts.ctrl || opts.meta || opts.alt) return null;
+  const tag = opts.tag ?? "";
+  const inField = opts.inField || tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || !!opts.editable;
+  if (inField || opts.ctrl || opts.meta || opts.alt) return null;
+  if (key === " " && (tag === "BUTTON" || tag === "A" || tag === "SUMMARY")) return null;
   switch (key) {
     case "ArrowRight":
       return { type: "next" };
@@ -237,6 +295,30 @@ export function keyAction(
     default:
       return null;
   }
+}
+
+/** The block picker: its label and its options [text, blockIdx.x] (past 512 blocks, every recorded one and about 256
+ *  others, evenly spaced). */
+export function blockChoices(algo: string, blocks: readonly BlockInfo[]): { label: string; options: [string, string][] } {
+  const letter = blockLetter(algo);
+  const label = algo === "fa1" ? "block of Q, i" : `block ${letter}`;
+  const many = blocks.length > 512;
+  const options: [string, string][] = [];
+  blocks.forEach((b, k) => {
+    const id = b.block ?? k;
+    if (many && !b.recorded && id % Math.ceil(blocks.length / 256) !== 0) return;
+    options.push([
+      `${id} \u00b7 ${letter === "j" ? "keys" : "rows"} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`,
+      String(id),
+    ]);
+  });
+  return { label, options };
+}
+
+/** What the config bar says when a block asked for is not in the trace fetched for it (`shown`: the block shown). */
+export function unrecordedProblem(tr: number, recorded: readonly number[], block: number | null, shown: number): string | null {
+  if (block === null || block >= tr || recorded.includes(block)) return null;
+  return `Block ${block}'s values are not in this trace (recorded: ${recorded.join(", ")}); showing block ${shown}`;
 }
 
 /** Milliseconds between steps while playing, and how long a transfer's flight takes. */

@@ -1,10 +1,6 @@
-// Typesets the page's fixed math (elements with data-tex) once at start-up.
+// Typesets the page's fixed math (elements with data-tex) once at start-up: what the build's Vite plugin (vite.config.ts,
+// staticTex) did not already typeset.
 import { setTex } from "./render/tex";
-
-export interface BadgeTarget {
-  badge: HTMLElement;
-  detail: HTMLElement;
-}
 
 export function renderStatic(root: ParentNode): void {
   root.querySelectorAll<HTMLElement>("[data-tex]").forEach((el) => {

@@ -5,10 +5,6 @@ export type Num = number | null;
 export type Vec = Num[];
 export type Mat = Num[][];
 
-/** The seed's FA2 tensors and buffers (other algorithms name theirs in `trace.tensors` and the steps' `sram`). */
-export const TENSORS = ["Q", "K", "V", "O", "L"] as const;
-export const BUFFERS = ["Qi", "Kj", "Vj", "Sij", "mi", "li", "Oi"] as const;
-
 /** An HBM tensor's name (`Q`, `S`, `dO`, `l`, ...): a key of `trace.tensors`. */
 export type TensorName = string;
 /** An SRAM buffer's name (`Qi`, `Sr`, `dKj`, ...): a key of a step's `sram`. */

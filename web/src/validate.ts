@@ -1,6 +1,7 @@
 // The config form's checks against GET /api/limits, with messages in the API's own words.
-import type { Limits } from "./types";
+
 import type { ConfigParams } from "./state";
+import type { Limits } from "./types";
 
 export type Field = "n" | "d" | "br" | "bc" | "seed" | "scale";
 export const FIELDS: readonly Field[] = ["n", "d", "br", "bc", "seed", "scale"];
@@ -29,7 +30,7 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
     const text = raw[f].trim();
     const v = Number(text);
     if (text === "" || !/^-?\d+$/.test(text) || !Number.isSafeInteger(v)) {
-      errors[f] = `must be an integer in ${lo}..${hi}` + (text === "" ? "" : ` (got ${text})`);
+      errors[f] = `must be an integer in ${lo}..${hi}${text === "" ? "" : ` (got ${text})`}`;
     } else if (v < lo || v > hi) {
       errors[f] = `must be an integer in ${lo}..${hi} (got ${v})`;
     } else if (f === "n" && v > maxN(limits, algo)) {

@@ -1,8 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { bytes, cell, full, int, kib, num, sci } from "../src/format";
-import { validate } from "../src/validate";
-import { FALLBACK_LIMITS } from "../src/validate";
+import { FALLBACK_LIMITS, validate } from "../src/validate";
 
 describe("format", () => {
   it("spells −∞ for null and uses a real minus", () => {
@@ -62,10 +61,15 @@ describe("units (item 5): bytes moved in decimal units, shared memory in KiB", (
     for (let k = 0; k < 600; k++) sizes.push(Math.floor(2 ** (Math.random() * 62)));
     for (let e = 3; e <= 15; e += 3) for (const d of [-50, -1, 0, 1, 49, 50, 51]) sizes.push(Math.round(10 ** e + d * 10 ** (e - 4)));
     for (const d of [-1, 0, 1, 51, 52, 256, 512]) sizes.push(1024 + d, 10 * 1024 + d);
-    const script = "import json, sys\nfrom flashviz.units import human_bytes, kib\nprint(json.dumps([[human_bytes(b), kib(b)] for b in map(int, json.load(sys.stdin))]))";
+    const script =
+      "import json, sys\nfrom flashviz.units import human_bytes, kib\nprint(json.dumps([[human_bytes(b), kib(b)] for b in map(int, json.load(sys.stdin))]))";
     const src = decodeURIComponent(new URL("../../src", import.meta.url).pathname);
     const env = { ...process.env, PYTHONPATH: [src, process.env.PYTHONPATH].filter(Boolean).join(":") };
-    const out = execFileSync(process.env.PYTHON ?? "python3", ["-c", script], { input: JSON.stringify(sizes.map((b) => BigInt(b).toString())), env, encoding: "utf8" });
+    const out = execFileSync(process.env.PYTHON ?? "python3", ["-c", script], {
+      input: JSON.stringify(sizes.map((b) => BigInt(b).toString())),
+      env,
+      encoding: "utf8",
+    });
     const py = JSON.parse(out) as [string, string][];
     expect(sizes.map((b) => [bytes(b), kib(b)])).toEqual(py);
   });
@@ -74,10 +78,17 @@ describe("units (item 5): bytes moved in decimal units, shared memory in KiB", (
 describe("validate", () => {
   const ok = { n: "8", d: "4", br: "4", bc: "4", seed: "0", scale: "" };
   it("accepts the seed's example", () => {
-    expect(validate(ok, FALLBACK_LIMITS)).toEqual({ config: { algo: "fa2", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false }, errors: {} });
+    expect(validate(ok, FALLBACK_LIMITS)).toEqual({
+      config: { algo: "fa2", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false },
+      errors: {},
+    });
   });
   it("holds standard to its own N limit (S and P are N x N)", () => {
-    const limits = { ...FALLBACK_LIMITS, n: [1, 8192] as [number, number], algos: [{ name: "standard", title: "", causal: true, pass: "forward" as const, max_n: 4096 }] };
+    const limits = {
+      ...FALLBACK_LIMITS,
+      n: [1, 8192] as [number, number],
+      algos: [{ name: "standard", title: "", causal: true, pass: "forward" as const, max_n: 4096 }],
+    };
     expect(validate({ ...ok, n: "5000" }, limits, false, "standard").errors.n).toContain("at most 4096 for standard");
     expect(validate({ ...ok, n: "5000" }, limits, false, "fa2").errors.n).toBeUndefined();
   });

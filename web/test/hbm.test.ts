@@ -1,13 +1,8 @@
-// What HBM holds at each phase, on real traces (made by `flashviz trace`, see the file names).
+// What HBM holds at each phase, on real traces (generated from `flashviz trace`: test/fixtures.ts).
 import { describe, expect, it } from "vitest";
-import { indexTrace, lastPhase, blockStatus } from "../src/derive";
+import { blockStatus, indexTrace, lastPhase } from "../src/derive";
 import { HbmHistory } from "../src/hbm";
-import type { Trace } from "../src/types";
-import fa1 from "./fixtures/fa1_n8.json";
-import fa2c from "./fixtures/fa2_causal_n12_block0.json";
-
-const FA1 = fa1 as unknown as Trace; // flashviz trace --algo fa1 (N=8, D=4, Br=Bc=4)
-const FA2C = fa2c as unknown as Trace; // flashviz trace --n 12 --causal --block 0 (only block 0 recorded)
+import { FA1, FA2C } from "./fixtures";
 
 describe("FA1: O, l, m carried through HBM", () => {
   const h = new HbmHistory(FA1, indexTrace(FA1));
@@ -39,7 +34,11 @@ describe("FA2 causal, one block recorded: the others placed in lockstep", () => 
 
   it("each block writes O and L back at its own last phase (causal programs differ)", () => {
     const o = h.events.get("O")!;
-    expect(o.map((e) => [e.r0, e.r1])).toEqual([[0, 4], [4, 8], [8, 12]]);
+    expect(o.map((e) => [e.r0, e.r1])).toEqual([
+      [0, 4],
+      [4, 8],
+      [8, 12],
+    ]);
     expect(o.map((e) => e.phase)).toEqual([0, 1, 2].map((b) => lastPhase(FA2C, b)));
     expect(new Set(o.map((e) => e.phase)).size).toBe(3);
     // unrecorded blocks' values come from the final outputs

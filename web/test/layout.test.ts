@@ -2,11 +2,32 @@ import { describe, expect, it } from "vitest";
 import { algoSpec } from "../src/algos";
 import type { CompareDoc } from "../src/api";
 import {
-  connectors, crosses, fitOne, overlaps as rectsOverlap, placeLines, placeNote, regions, separatorSegments, tileCaptionVariants,
-  tipPlace, NOTE_FONT, type Measure,
+  connectors,
+  crosses,
+  fitOne,
+  type Measure,
+  NOTE_FONT,
+  placeLines,
+  placeNote,
+  overlaps as rectsOverlap,
+  regions,
+  separatorSegments,
+  tileCaptionVariants,
+  tipPlace,
 } from "../src/labels";
-import { cellRect, hitTest, layoutMemory, padding, STACK_BELOW, STACK_IF_TEXT_BELOW, wrapSram, type GridBox, type MemoryLayout } from "../src/layout";
+import {
+  cellRect,
+  type GridBox,
+  hitTest,
+  layoutMemory,
+  type MemoryLayout,
+  padding,
+  STACK_BELOW,
+  STACK_IF_TEXT_BELOW,
+  wrapSram,
+} from "../src/layout";
 import { chartLayout } from "../src/render/compare";
+import { COMPARE } from "./fixtures";
 
 const overlaps = (a: GridBox, b: GridBox) =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h + b.padRows * b.ch && b.y < a.y + a.h + a.padRows * a.ch;
@@ -122,10 +143,14 @@ describe("layoutMemory for every algorithm", () => {
 
   it("holds each algorithm's own HBM tensors and SRAM buffers", () => {
     const names = (algo: string) => Object.keys(layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, 1220, 440).grids);
-    expect(names("standard")).toEqual(expect.arrayContaining(["Q", "K", "V", "S", "P", "O", "Qi", "Kj", "Sij", "Sr", "mr", "lr", "Pij", "Vj", "Oi"]));
+    expect(names("standard")).toEqual(
+      expect.arrayContaining(["Q", "K", "V", "S", "P", "O", "Qi", "Kj", "Sij", "Sr", "mr", "lr", "Pij", "Vj", "Oi"]),
+    );
     expect(names("fa1")).toEqual(expect.arrayContaining(["O", "l", "m", "mi", "li"]));
     expect(names("fa1")).not.toContain("L");
-    expect(names("fa2-backward")).toEqual(expect.arrayContaining(["dO", "D", "dQ", "dK", "dV", "dKj", "dVj", "dOi", "Pij", "dSij", "Li", "Di"]));
+    expect(names("fa2-backward")).toEqual(
+      expect.arrayContaining(["dO", "D", "dQ", "dK", "dV", "dKj", "dVj", "dOi", "Pij", "dSij", "Li", "Di"]),
+    );
   });
 
   it("makes S and P N x N and lines every HBM tensor up on N rows", () => {
@@ -220,11 +245,15 @@ describe("connectors (item 20: dashed arrows crossed labels)", () => {
       for (const width of WIDTHS) {
         const l = layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, width, 440);
         // one connector from every HBM tensor to every SRAM buffer, both ways
-        const ends = l.hbmOrder.flatMap((t) => l.sramOrder.flatMap((b) => (["read", "write"] as const).map((kind) => {
-          const g = l.grids[t]!;
-          const s = l.grids[b]!;
-          return { hbmX: g.x + g.w / 2, sramX: s.x + s.w / 2, kind };
-        })));
+        const ends = l.hbmOrder.flatMap((t) =>
+          l.sramOrder.flatMap((b) =>
+            (["read", "write"] as const).map((kind) => {
+              const g = l.grids[t]!;
+              const s = l.grids[b]!;
+              return { hbmX: g.x + g.w / 2, sramX: s.x + s.w / 2, kind };
+            }),
+          ),
+        );
         const band = l.band;
         const arcs = connectors(l, ends);
         expect(arcs).toHaveLength(ends.length);
@@ -264,7 +293,13 @@ describe("the tile caption (item 20: 'K[4:8], V[…] held')", () => {
 describe("the cell tooltip (item 20: clipped)", () => {
   const bounds = { x: 0, y: 0, w: 1000, h: 400 };
   it("stays inside the picture near every edge", () => {
-    for (const [x, y] of [[5, 5], [990, 5], [5, 395], [990, 395], [500, 200]] as const) {
+    for (const [x, y] of [
+      [5, 5],
+      [990, 5],
+      [5, 395],
+      [990, 395],
+      [500, 200],
+    ] as const) {
       const at = tipPlace(x, y, 260, 70, bounds);
       expect(at.left).toBeGreaterThanOrEqual(0);
       expect(at.top).toBeGreaterThanOrEqual(0);
@@ -305,7 +340,11 @@ describe("the phone layout (item 21)", () => {
     expect(l.grids.mi!.y).toBe(l.grids.Oi!.y);
     expect(l.grids.mi!.y).toBeGreaterThan(l.grids.Qi!.y);
     const wrapped = wrapSram(algoSpec("fa2", { n: 8, d: 4, br: 4, bc: 4 }), 328);
-    expect(wrapped.sram.map((r) => r.map((b) => b.name))).toEqual([["Kj", "Vj"], ["Qi", "Sij"], ["mi", "li", "Oi"]]);
+    expect(wrapped.sram.map((r) => r.map((b) => b.name))).toEqual([
+      ["Kj", "Vj"],
+      ["Qi", "Sij"],
+      ["mi", "li", "Oi"],
+    ]);
   });
 
   it("stacks on a tablet only when that prints numbers, and keeps a desktop side by side", () => {
@@ -320,26 +359,34 @@ describe("the phone layout (item 21)", () => {
 });
 
 describe("the traffic chart's words (item 20: the y-axis title collided with a tick)", () => {
-  const doc = (n: number, d: number, sweepN: number[], bytes: (n: number) => [number, number, number]) => ({
-    config: { n, d, br: 4, bc: 4, causal: false, tr: 2, tc: 2 },
-    sweep: {
-      n: sweepN,
-      bytes: {
-        standard: sweepN.map((x) => bytes(x)[0]),
-        fa1: sweepN.map((x) => bytes(x)[1]),
-        fa2: sweepN.map((x) => bytes(x)[2]),
+  const doc = (n: number, d: number, sweepN: number[], bytes: (n: number) => [number, number, number]) =>
+    ({
+      config: { n, d, br: 4, bc: 4, causal: false, tr: 2, tc: 2 },
+      sweep: {
+        n: sweepN,
+        bytes: {
+          standard: sweepN.map((x) => bytes(x)[0]),
+          fa1: sweepN.map((x) => bytes(x)[1]),
+          fa2: sweepN.map((x) => bytes(x)[2]),
+        },
       },
-    },
-    algorithms: { fa2: { total: { bytes: bytes(n)[2] } }, standard: { total: { bytes: bytes(n)[0] } }, fa1: { total: { bytes: bytes(n)[1] } } },
-  }) as unknown as CompareDoc;
+      algorithms: {
+        fa2: { total: { bytes: bytes(n)[2] } },
+        standard: { total: { bytes: bytes(n)[0] } },
+        fa1: { total: { bytes: bytes(n)[1] } },
+      },
+    }) as unknown as CompareDoc;
   const pow2 = (lo: number, hi: number) => Array.from({ length: hi - lo + 1 }, (_, k) => 2 ** (lo + k));
-  const traffic = (d: number) => (n: number): [number, number, number] => [8 * n * n + 16 * n * d, 4 * n * d * (n / 4), 16 * n * d];
+  const traffic =
+    (d: number) =>
+    (n: number): [number, number, number] => [8 * n * n + 16 * n * d, 4 * n * d * (n / 4), 16 * n * d];
   const docs = [
     doc(8, 4, pow2(3, 16), traffic(4)),
     doc(1, 4, pow2(0, 16), traffic(4)),
     doc(1024, 64, pow2(6, 16), traffic(64)),
     doc(65536, 256, pow2(6, 16), traffic(256)),
     doc(876706528, 4, [...pow2(6, 16), 876706528], traffic(4)),
+    COMPARE, // a real /api/compare document (N=12, causal)
   ];
   for (const width of [300, 352, 420, 560, 580]) {
     it(`keeps every word apart and inside at ${width} px`, () => {
@@ -350,7 +397,8 @@ describe("the traffic chart's words (item 20: the y-axis title collided with a t
           expect(a.y, a.text).toBeGreaterThanOrEqual(0);
           expect(a.x + a.w, a.text).toBeLessThanOrEqual(width);
           expect(a.y + a.h, a.text).toBeLessThanOrEqual(300);
-          for (const b of L.boxes) if (a !== b) expect(rectsOverlap(a, b), `"${a.text}" overlaps "${b.text}" (N=${d.config.n})`).toBe(false);
+          for (const b of L.boxes)
+            if (a !== b) expect(rectsOverlap(a, b), `"${a.text}" overlaps "${b.text}" (N=${d.config.n})`).toBe(false);
         }
         // the plot (lines, dots) stays clear of the words on its left, below and above
         const plot = { x: L.m.l, y: L.m.t, w: L.W, h: L.H };

@@ -1,8 +1,24 @@
 import { describe, expect, it } from "vitest";
+import { indexTrace } from "../src/derive";
 import {
-  apiQuery, clampStep, DEFAULT_CONFIG, INITIAL_STATE, keyAction, landingProblems, landingStep, parseUrl, reduce, stepInBlock,
+  apiQuery,
+  blockChoices,
+  clampStep,
+  DEFAULT_CONFIG,
+  INITIAL_STATE,
+  keyAction,
+  landingProblems,
+  landingStep,
+  parseUrl,
+  phaseStep,
+  pickStep,
+  reduce,
+  stepInBlock,
   toSearch,
+  unrecordedProblem,
 } from "../src/state";
+import type { BlockInfo } from "../src/types";
+import { BWD, FA1, FA2C } from "./fixtures";
 
 // the seed's default trace: 2 blocks x 8 phases
 const STEPS = Array.from({ length: 16 }, (_, k) => ({ block: Math.floor(k / 8), phase: k % 8 }));
@@ -95,6 +111,64 @@ describe("step clamping and landing", () => {
     expect(stepInBlock(STEPS, 13, 0)).toBe(5);
     expect(stepInBlock(STEPS, 5, 9)).toBe(-1);
   });
+
+  it("lands the backward's block j on its fa2_bwd block, not the preprocessing kernel's block of that number", () => {
+    const k = landingStep(BWD.steps, null, 1, "fa2-backward");
+    expect(BWD.steps[k]).toMatchObject({ block: 1, op: "load_kv", indices: { j: 1 } });
+    expect(BWD.steps[landingStep(BWD.steps, null, 1)]!.op).toBe("load_do_o"); // any other algorithm: the first step
+    expect(landingStep(BWD.steps, 3, 1, "fa2-backward")).toBe(3); // a step given wins
+  });
+
+  it("lands a fetched block at the phase it was picked at, else its first step", () => {
+    const k = phaseStep(BWD.steps, 1, 4);
+    expect(BWD.steps[k]).toMatchObject({ block: 1, phase: 4 });
+    expect(phaseStep(STEPS, 1, 99)).toBe(8);
+    expect(phaseStep(FA2C.steps, 2, 3)).toBe(0); // not in the trace at all
+  });
+
+  it("picks another block at the same phase; FA1's one block visits block i at the same tile and op", () => {
+    expect(pickStep("fa2", STEPS, [], 5, 1)).toBe(13);
+    expect(pickStep("fa2", FA2C.steps, indexTrace(FA2C).tile, 2, 1)).toBe(-1); // not recorded: fetched
+    const tile = indexTrace(FA1).tile;
+    const from = FA1.steps.findIndex((s) => s.block === 0 && s.op === "update" && s.j === 1);
+    const to = pickStep("fa1", FA1.steps, tile, from, 1);
+    expect(FA1.steps[to]).toMatchObject({ block: 1, op: "update", j: 1 });
+    // on the outer loop's K/V load (no block of Q): block i's first step in that tile
+    const load = FA1.steps.findIndex((s) => s.op === "load_kv" && s.j === 1);
+    expect(FA1.steps[pickStep("fa1", FA1.steps, tile, load, 0)]).toMatchObject({ block: 0, op: "load_qi", j: 1 });
+  });
+
+  it("offers the trace's blocks in the picker, in each algorithm's words", () => {
+    expect(blockChoices("fa2", FA2C.blocks)).toEqual({
+      label: "block i",
+      options: [
+        ["0 \u00b7 rows 0\u20133", "0"],
+        ["1 \u00b7 rows 4\u20137 (fetch)", "1"],
+        ["2 \u00b7 rows 8\u201311 (fetch)", "2"],
+      ],
+    });
+    expect(blockChoices("fa1", FA1.blocks).label).toBe("block of Q, i");
+    expect(blockChoices("fa2-backward", BWD.blocks)).toMatchObject({
+      label: "block j",
+      options: [
+        ["0 \u00b7 keys 0\u20133", "0"],
+        ["1 \u00b7 keys 4\u20137", "1"],
+      ],
+    });
+    // past 512 blocks: every recorded one, and about 256 others evenly spaced
+    const many: BlockInfo[] = Array.from({ length: 1024 }, (_, k) => ({ block: k, rows: [4 * k, 4 * k + 4], recorded: k === 5 }));
+    const ids = blockChoices("fa2", many).options.map(([, v]) => Number(v));
+    expect(ids).toContain(5);
+    expect(ids.length).toBe(257);
+    expect(ids.filter((b) => b !== 5).every((b) => b % 4 === 0)).toBe(true);
+  });
+
+  it("says when a block asked for is not in the trace fetched for it", () => {
+    expect(unrecordedProblem(3, [0], 2, 0)).toBe("Block 2's values are not in this trace (recorded: 0); showing block 0");
+    expect(unrecordedProblem(3, [0, 2], 2, 2)).toBeNull();
+    expect(unrecordedProblem(3, [0], 7, 0)).toBeNull(); // past the launch: landingProblems says so
+    expect(unrecordedProblem(3, [0], null, 0)).toBeNull();
+  });
 });
 
 describe("transitions", () => {
@@ -132,6 +206,12 @@ describe("keys", () => {
     expect(keyAction("Home")).toEqual({ type: "first" });
     expect(keyAction("End")).toEqual({ type: "last" });
     expect(keyAction("x")).toBeNull();
+    expect(keyAction("ArrowRight", { tag: "INPUT" })).toBeNull(); // typing in a field
+    expect(keyAction("ArrowRight", { tag: "DIV", editable: true })).toBeNull();
+    expect(keyAction(" ", { tag: "BUTTON" })).toBeNull(); // space activates the focused button
+    expect(keyAction(" ", { tag: "SUMMARY" })).toBeNull();
+    expect(keyAction("ArrowRight", { tag: "BUTTON" })).toEqual({ type: "next" });
+    expect(keyAction(" ", { tag: "CANVAS" })).toEqual({ type: "toggle" });
   });
 
   it("leaves typing and browser shortcuts alone", () => {

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { algoSpec, endpoint, isAlgo, opKind, unitOf } from "../src/algos";
+import { type CompareDoc, type PhaseCurve, parseTrace } from "../src/api";
 import { firstBlock, kvWidth, lastTile, pairKind } from "../src/derive";
 import { int } from "../src/format";
 import { chartDomain, curveAt, decadeLabel, logPos, progressAfter } from "../src/render/compare";
 import { displayed, isIdea, segments } from "../src/render/idea";
 import { cacheEffect, checkProfile, launchOf, type Profile } from "../src/render/profile";
-import { parseUrl, toSearch, DEFAULT_CONFIG, apiQuery } from "../src/state";
+import { apiQuery, DEFAULT_CONFIG, parseUrl, toSearch } from "../src/state";
 import type { Step, Trace } from "../src/types";
-import { parseTrace, type CompareDoc, type PhaseCurve } from "../src/api";
+import { COMPARE, FA2C } from "./fixtures";
 
 const traceOf = (c: Partial<Trace["config"]>): Trace =>
   ({ config: { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, tr: 3, tc: 3, causal: true, ...c } }) as unknown as Trace;
@@ -45,7 +46,6 @@ describe("algorithms as data", () => {
     const s = { n: 8, d: 4, br: 4, bc: 4 };
     expect(algoSpec("standard", s).tensors.map((t) => t.name)).toEqual(["Q", "K", "V", "S", "P", "O"]);
     expect(algoSpec("fa1", s).tensors.map((t) => t.name)).toEqual(["Q", "K", "V", "O", "l", "m"]);
-    expect(algoSpec("fa2-backward", s).blockAxis).toBe("j");
   });
 
   it("sends each transfer to its buffer", () => {
@@ -94,17 +94,52 @@ describe("the comparison view", () => {
 
   it("puts the watched launch at the very phase it shows, not one ahead (item 4)", () => {
     // the seed's example: 8 phases, every one sampled; after phase p the comparison reads phase p
-    const fa2: PhaseCurve = { phases: 8, phase: [0, 1, 2, 3, 4, 5, 6, 7], op: ["load_q", "load_kv", "scores", "online_softmax", "load_kv", "scores", "online_softmax", "write_back"],
-      read: [32, 96, 96, 96, 160, 160, 160, 160], written: [0, 0, 0, 0, 0, 0, 0, 40], tensors: {} };
+    const fa2: PhaseCurve = {
+      phases: 8,
+      phase: [0, 1, 2, 3, 4, 5, 6, 7],
+      op: ["load_q", "load_kv", "scores", "online_softmax", "load_kv", "scores", "online_softmax", "write_back"],
+      read: [32, 96, 96, 96, 160, 160, 160, 160],
+      written: [0, 0, 0, 0, 0, 0, 0, 40],
+      tensors: {},
+    };
     for (let p = 0; p < 8; p++) expect(curveAt(fa2, progressAfter(p, 8))).toMatchObject({ phase: p, op: fa2.op[p], read: fa2.read[p] });
     // any phase count: the same launch is read at its own phase
     for (const phases of [1, 2, 3, 7, 50, 241, 1000]) {
-      const c: PhaseCurve = { phases, phase: [...Array(phases).keys()], op: Array(phases).fill(null), read: [...Array(phases).keys()], written: Array(phases).fill(0), tensors: {} };
+      const c: PhaseCurve = {
+        phases,
+        phase: [...Array(phases).keys()],
+        op: Array(phases).fill(null),
+        read: [...Array(phases).keys()],
+        written: Array(phases).fill(0),
+        tensors: {},
+      };
       for (const p of [0, Math.floor(phases / 3), phases - 1]) expect(curveAt(c, progressAfter(p, phases)).phase).toBe(p);
     }
     // another algorithm at the same fraction of its own phases: FA2's phase 1 of 8 is standard's 16 of 130 (1/8 of 130)
-    const std: PhaseCurve = { phases: 130, phase: [...Array(130).keys()], op: Array(130).fill(null), read: [...Array(130).keys()], written: Array(130).fill(0), tensors: {} };
+    const std: PhaseCurve = {
+      phases: 130,
+      phase: [...Array(130).keys()],
+      op: Array(130).fill(null),
+      read: [...Array(130).keys()],
+      written: Array(130).fill(0),
+      tensors: {},
+    };
     expect(curveAt(std, progressAfter(0, 8)).phase).toBe(Math.round(130 / 8) - 1);
+  });
+
+  it("reads a real /api/compare document at the watched launch's own phases, and its totals at the end", () => {
+    // the same config as the FA2 causal trace: after each of its phases the comparison shows its very counters
+    const fa2 = COMPARE.curves!.fa2 as PhaseCurve;
+    expect(fa2.phases).toBe(FA2C.phases.length);
+    FA2C.phases.forEach((p, k) => {
+      const at = curveAt(fa2, progressAfter(k, FA2C.phases.length));
+      const sum = (kind: "read" | "written") => Object.values(p.hbm).reduce((a, c) => a + c[kind], 0);
+      expect(at).toMatchObject({ phase: k, read: sum("read"), written: sum("written") });
+    });
+    for (const [a, e] of Object.entries(COMPARE.algorithms)) {
+      const c = COMPARE.curves![a] as PhaseCurve;
+      expect(curveAt(c, 1), a).toMatchObject({ read: e.total!.read, written: e.total!.written });
+    }
   });
 
   it("draws on log axes rounded out to decades", () => {
@@ -159,27 +194,42 @@ describe("the GPU profile", () => {
     expect(checkProfile({ ...profile, summary: ["ok", { html: "<b>" }] })).toBe('summary[1] must be a string (got {"html":"<b>"})');
     expect(checkProfile({ ...profile, kernels: [{ name: 7, measured: {} }] })).toBe("kernels[0].name must be a string (got 7)");
     expect(checkProfile({ ...profile, device: { name: ["x"] } })).toBe('device.name must be a string (got ["x"])');
-    expect(checkProfile({ ...profile, model: { ...profile.model, tensors: { Q: { read_bytes: null, written_bytes: 0 } } } }))
-      .toBe("model.tensors.Q.read_bytes must be a finite number (got null)");
+    expect(checkProfile({ ...profile, model: { ...profile.model, tensors: { Q: { read_bytes: null, written_bytes: 0 } } } })).toBe(
+      "model.tensors.Q.read_bytes must be a finite number (got null)",
+    );
     // strings the panel shows as text may hold anything
     expect(checkProfile({ ...profile, device: { name: meta }, summary: [meta], date: meta })).toBeNull();
   });
 
   it("reads the launch-wide comparison, or an older profile's one kernel", () => {
     expect(launchOf(profile)?.comparison.load.verdict).toBe("exact");
-    const old = { ...profile, comparison: undefined, measured: undefined, kernels: [{ ...profile.kernels[0], comparison }] } as unknown as Profile;
+    const old = {
+      ...profile,
+      comparison: undefined,
+      measured: undefined,
+      kernels: [{ ...profile.kernels[0], comparison }],
+    } as unknown as Profile;
     expect(launchOf(old)?.measured.dram_read_bytes).toBe(100);
   });
 
   it("states the L2 effect as loads minus DRAM reads", () => {
-    expect(cacheEffect({ load_bytes: 1000, dram_read_bytes: 100 }, { ...comparison, caches: undefined } as never)).toEqual({ loads: 1000, dram: 100, caught: 900, fraction: 0.9 });
+    expect(cacheEffect({ load_bytes: 1000, dram_read_bytes: 100 }, { ...comparison, caches: undefined } as never)).toEqual({
+      loads: 1000,
+      dram: 100,
+      caught: 900,
+      fraction: 0.9,
+    });
   });
 });
 
 describe("the idea, from the trace (item 18)", () => {
   it("splits a paragraph into text and inline TeX", () => {
     expect(segments("For $q$, stream $K_j, V_j$.")).toEqual([
-      { tex: false, text: "For " }, { tex: true, text: "q" }, { tex: false, text: ", stream " }, { tex: true, text: "K_j, V_j" }, { tex: false, text: "." },
+      { tex: false, text: "For " },
+      { tex: true, text: "q" },
+      { tex: false, text: ", stream " },
+      { tex: true, text: "K_j, V_j" },
+      { tex: false, text: "." },
     ]);
     expect(segments("no formula")).toEqual([{ tex: false, text: "no formula" }]);
     expect(segments("costs $5")).toEqual([{ tex: false, text: "costs $5" }]); // an unmatched dollar is text
@@ -202,8 +252,12 @@ describe("the idea, from the trace (item 18)", () => {
 
 describe("reading a trace (item 10)", () => {
   it("reads null as \u2212\u221e and the strings NaN and Infinity in arrays as the numbers they stand for", () => {
-    const t = parseTrace('{"schema": "flashviz.trace/1", "op": "NaN", "sram": {"li": [0, null, "NaN", "Infinity"]}, "text": "Infinity"}') as unknown as {
-      op: string; text: string; sram: { li: (number | null)[] };
+    const t = parseTrace(
+      '{"schema": "flashviz.trace/1", "op": "NaN", "sram": {"li": [0, null, "NaN", "Infinity"]}, "text": "Infinity"}',
+    ) as unknown as {
+      op: string;
+      text: string;
+      sram: { li: (number | null)[] };
     };
     expect(t.sram.li[0]).toBe(0);
     expect(t.sram.li[1]).toBeNull();

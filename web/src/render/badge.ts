@@ -1,6 +1,6 @@
 // Exactness: the max error of each output against the float64 reference (O and L for FA2; O, l, m for FA1;
 // dQ, dK, dV and the forward's O, L for the backward), as a badge and as a table.
-import { fill, h, type Child } from "../dom";
+import { type Child, fill, h } from "../dom";
 import { sci } from "../format";
 import type { ErrorCheck, Trace } from "../types";
 
@@ -34,20 +34,41 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
   badge.className = `badge ${r.ok ? "ok" : "bad"}`;
   // each output's error in a no-wrap span: the badge wraps between outputs, never inside one
   const parts: Child[] = [];
-  shown.forEach(([k, e], q) => parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, `${k} ${err(e)}`)));
+  for (const [q, [k, e]] of shown.entries()) parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, `${k} ${err(e)}`));
   fill(badge, h("span", { "aria-hidden": "true" }, r.ok ? "\u2713" : "\u2717"), " ", ...parts);
-  badge.title = `Against a float64 reference (${r.metric}). ` + all.map(([k, e]) => `${k}: ${nonfinite(e) ? `${nonfinite(e)} values not finite` : `max abs ${sci(e.max_abs)}, max rel ${sci(e.max_rel)}`} (tolerance ${sci(e.tolerance_rel)}).`).join(" ");
+  badge.title =
+    `Against a float64 reference (${r.metric}). ` +
+    all
+      .map(
+        ([k, e]) =>
+          `${k}: ${nonfinite(e) ? `${nonfinite(e)} values not finite` : `max abs ${sci(e.max_abs)}, max rel ${sci(e.max_rel)}`} (tolerance ${sci(e.tolerance_rel)}).`,
+      )
+      .join(" ");
   badge.setAttribute("aria-label", `${r.ok ? "Exact within tolerance" : "Outside tolerance"}: ${badge.title}`);
   const num = (x: string) => h("td", { class: "num" }, x);
   const row = ([name, e]: [string, ErrorCheck]) =>
-    h("tr", {}, h("th", { scope: "row" }, name),
-      num(nonfinite(e) ? `${nonfinite(e)} not finite` : sci(e.max_abs)), num(nonfinite(e) ? "\u2014" : sci(e.max_rel)), num(sci(e.tolerance_rel)),
-      h("td", {}, e.ok ? h("span", { class: "ok" }, "\u2713 within") : h("span", { class: "bad" }, "\u2717 outside")));
+    h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, name),
+      num(nonfinite(e) ? `${nonfinite(e)} not finite` : sci(e.max_abs)),
+      num(nonfinite(e) ? "\u2014" : sci(e.max_rel)),
+      num(sci(e.tolerance_rel)),
+      h("td", {}, e.ok ? h("span", { class: "ok" }, "\u2713 within") : h("span", { class: "bad" }, "\u2717 outside")),
+    );
   const col = (x: string) => h("th", { scope: "col" }, x);
-  fill(detail,
-    h("table", { class: "final" },
+  fill(
+    detail,
+    h(
+      "table",
+      { class: "final" },
       h("thead", {}, h("tr", {}, col("output"), col("max |x \u2212 ref|"), col("relative"), col("tolerance (rel)"), col(""))),
-      h("tbody", {}, ...all.map(row))),
-    h("p", { class: "muted small" },
-      `The engine runs in float32 in the kernel's loop order; the reference is ${t.config.algo === "fa2-backward" ? "the float64 gradients of plain softmax attention" : "plain softmax attention"} in ${String(r.dtype ?? "float64")}. Metric: ${String(r.metric)}.`));
+      h("tbody", {}, ...all.map(row)),
+    ),
+    h(
+      "p",
+      { class: "muted small" },
+      `The engine runs in float32 in the kernel's loop order; the reference is ${t.config.algo === "fa2-backward" ? "the float64 gradients of plain softmax attention" : "plain softmax attention"} in ${String(r.dtype ?? "float64")}. Metric: ${String(r.metric)}.`,
+    ),
+  );
 }

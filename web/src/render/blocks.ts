@@ -2,8 +2,8 @@
 // seed's table of operations with the current row marked (derived from the watched block's steps), the
 // (i, j) tile map (which pairs run, which causal masking skips or masks), and the choice of block.
 import { blockLetter, endpoint, iOf, unitOf } from "../algos";
-import { fill, frag, h, sub } from "../dom";
 import { blockId, blockStatus, lastPhase, pairKind, type TraceIndex } from "../derive";
+import { fill, frag, h, sub } from "../dom";
 import { int, slice } from "../format";
 import type { Counters, Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";
@@ -40,7 +40,10 @@ export function action(t: Trace, s: Step): string {
   // every other algorithm: its transfers, in the direction they go, else what changed in SRAM
   const moves = s.transfers.map((x) => {
     const buf = endpoint(t.config.algo, x.tensor, x.kind, s.op).join(", ");
-    const hbm = x.cols[1] - x.cols[0] < (t.tensors[x.tensor]?.shape[1] ?? 1) ? `${x.tensor}[${x.rows[0]}:${x.rows[1]}, ${x.cols[0]}:${x.cols[1]}]` : slice(x.tensor, x.rows);
+    const hbm =
+      x.cols[1] - x.cols[0] < (t.tensors[x.tensor]?.shape[1] ?? 1)
+        ? `${x.tensor}[${x.rows[0]}:${x.rows[1]}, ${x.cols[0]}:${x.cols[1]}]`
+        : slice(x.tensor, x.rows);
     return x.kind === "read" ? `${buf || "SRAM"} \u2190 ${hbm}` : `${hbm} \u2190 ${buf || (s.op === "write_d" ? "0" : "SRAM")}`;
   });
   if (moves.length) return moves.join("; ");
@@ -65,21 +68,58 @@ function summary(t: Trace, s: Step, phases: number): Node {
   const plural = (k: number, w: string) => frag(h("b", {}, k), ` ${w}${k === 1 ? "" : "s"}`);
   const at = () => frag("phase ", h("b", { "data-testid": "blocks-phase" }, p + 1), ` of ${phases}`);
   const code = () => h("code", {}, s.math);
-  const causal = t.config.causal ? " Under causal masking blocks run programs of different lengths: a block whose rows end early finishes early (its chip fills sooner)." : "";
+  const causal = t.config.causal
+    ? " Under causal masking blocks run programs of different lengths: a block whose rows end early finishes early (its chip fills sooner)."
+    : "";
   switch (t.config.algo) {
     case "fa1":
-      return frag("FlashAttention-1 runs ", h("b", {}, "one"), " CUDA block per head: it loops over the ", plural(tc, "tile"), " of K/V outside and visits the ",
-        plural(tr, "block"), " of Q one after another inside, at ", at(), ": ", code(), ". The chips are the blocks of Q it visits; pick one to jump to its visit in this tile.");
+      return frag(
+        "FlashAttention-1 runs ",
+        h("b", {}, "one"),
+        " CUDA block per head: it loops over the ",
+        plural(tc, "tile"),
+        " of K/V outside and visits the ",
+        plural(tr, "block"),
+        " of Q one after another inside, at ",
+        at(),
+        ": ",
+        code(),
+        ". The chips are the blocks of Q it visits; pick one to jump to its visit in this tile.",
+      );
     case "standard":
-      return frag("Three kernels, one after another; in each, all ", plural(tr, "block"), ` of Q run at once on their own Br = ${br} rows. Every block is at `, at(), ", ", code(),
-        `. Block i of a kernel reads only what block i of the one before wrote.${causal}`);
+      return frag(
+        "Three kernels, one after another; in each, all ",
+        plural(tr, "block"),
+        ` of Q run at once on their own Br = ${br} rows. Every block is at `,
+        at(),
+        ", ",
+        code(),
+        `. Block i of a kernel reads only what block i of the one before wrote.${causal}`,
+      );
     case "fa2-backward":
-      return frag("After the preprocessing kernel, all ", plural(tc, "block"), " of ", h("code", {}, "fa2_bwd"), ` run at once, each on its own tile of Bc = ${bc} keys: every one is at `,
-        at(), ", ", code(), `. They share only dQ, which they add into with atomicAdd.${causal}`);
+      return frag(
+        "After the preprocessing kernel, all ",
+        plural(tc, "block"),
+        " of ",
+        h("code", {}, "fa2_bwd"),
+        ` run at once, each on its own tile of Bc = ${bc} keys: every one is at `,
+        at(),
+        ", ",
+        code(),
+        `. They share only dQ, which they add into with atomicAdd.${causal}`,
+      );
     default: {
       const ph = t.phases[p];
-      return frag("All ", plural(tr, "block"), ` of Q run at once, each on its own Br = ${br} rows: every one is at `, at(), ", ", code(),
-        ph?.j !== null && ph?.j !== undefined ? ` on tile j = ${ph.j}` : "", `. No block needs anything from another.${causal}`);
+      return frag(
+        "All ",
+        plural(tr, "block"),
+        ` of Q run at once, each on its own Br = ${br} rows: every one is at `,
+        at(),
+        ", ",
+        code(),
+        ph?.j !== null && ph?.j !== undefined ? ` on tile j = ${ph.j}` : "",
+        `. No block needs anything from another.${causal}`,
+      );
     }
   }
 }
@@ -157,31 +197,59 @@ export class BlocksView {
         const id = b.block ?? k;
         const on = id === watched;
         const title = b.recorded
-          ? on ? `block ${letter} = ${id}: watching` : `look inside block ${letter} = ${id}`
+          ? on
+            ? `block ${letter} = ${id}: watching`
+            : `look inside block ${letter} = ${id}`
           : `block ${id}: its values are not recorded in this trace (pick it in the block menu to fetch them)`;
         const bar = h("span");
-        const chip = h("button", { type: "button", class: `chip${on ? " watched" : ""}${b.recorded ? "" : " unrecorded"}`, "data-block": id, "aria-pressed": String(on), title },
+        const chip = h(
+          "button",
+          {
+            type: "button",
+            class: `chip${on ? " watched" : ""}${b.recorded ? "" : " unrecorded"}`,
+            "data-block": id,
+            "aria-pressed": String(on),
+            title,
+          },
           h("span", { class: "chip-i" }, `${letter}=${id}`),
           h("span", { class: "chip-rows" }, `${b.rows[0]}\u2013${b.rows[1] - 1}${b.rows[1] - b.rows[0] < full ? "*" : ""}`),
-          h("span", { class: "bar" }, bar));
+          h("span", { class: "bar" }, bar),
+        );
         this.chipEls.push(chip);
         this.bars.push(bar);
         return chip;
       });
-      fill(this.chips, ...chips,
-        t.blocks.length > MAX_CHIPS ? h("span", { class: "chip more" }, `+ ${int(t.blocks.length - MAX_CHIPS)} more, all at the same phase`) : null);
+      fill(
+        this.chips,
+        ...chips,
+        t.blocks.length > MAX_CHIPS
+          ? h("span", { class: "chip more" }, `+ ${int(t.blocks.length - MAX_CHIPS)} more, all at the same phase`)
+          : null,
+      );
       // the ops table for the watched block: one row per step of its program (fa1: the one block's); phases
       // counted from 1, as everywhere on the page
       const steps = t.steps.filter((x) => unitOf(algo, x) === unit);
-      fill(this.table, ...steps.map((x) => {
-        const prev = idx.counters[x.phase - 1];
-        const ij = x.indices ? Object.entries(x.indices).map(([k, v]) => `${k}=${v}`).join(" ") : x.j !== null ? `j=${x.j}` : "";
-        return h("tr", { "data-step": x.index, "data-phase": x.phase + 1, tabindex: "-1" },
-          h("td", { class: "ph" }, x.phase + 1),
-          h("td", {}, h("code", {}, x.math), ij ? frag(" ", h("span", { class: "muted" }, ij)) : null),
-          h("td", {}, action(t, x)),
-          h("td", { class: "small" }, delta(prev, idx.counters[x.phase]!)));
-      }));
+      fill(
+        this.table,
+        ...steps.map((x) => {
+          const prev = idx.counters[x.phase - 1];
+          const ij = x.indices
+            ? Object.entries(x.indices)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(" ")
+            : x.j !== null
+              ? `j=${x.j}`
+              : "";
+          return h(
+            "tr",
+            { "data-step": x.index, "data-phase": x.phase + 1, tabindex: "-1" },
+            h("td", { class: "ph" }, x.phase + 1),
+            h("td", {}, h("code", {}, x.math), ij ? frag(" ", h("span", { class: "muted" }, ij)) : null),
+            h("td", {}, action(t, x)),
+            h("td", { class: "small" }, delta(prev, idx.counters[x.phase]!)),
+          );
+        }),
+      );
       this.rows = Array.from(this.table.querySelectorAll("tr"));
       this.current = null;
     }
@@ -300,7 +368,8 @@ export class TileMap {
     ctx.strokeStyle = this.colour("--watch");
     ctx.lineWidth = 1.5;
     ctx.setLineDash([3, 2]);
-    if (algo === "fa2-backward" && s.block !== null && s.indices && "j" in s.indices) ctx.strokeRect(lab + s.block * cell - 1, lab - 1, cell + 1, tr * cell + 1);
+    if (algo === "fa2-backward" && s.block !== null && s.indices && "j" in s.indices)
+      ctx.strokeRect(lab + s.block * cell - 1, lab - 1, cell + 1, tr * cell + 1);
     else if (i !== null) ctx.strokeRect(lab - 1, lab + i * cell - 1, tc * cell + 1, cell + 1);
     ctx.setLineDash([]);
     if (i !== null && j !== null) {
@@ -310,12 +379,29 @@ export class TileMap {
     }
     this.back.present(this.canvas);
     const total = tr * tc;
-    this.canvas.setAttribute("aria-label", `Tile map: ${total - skipped} of ${total} (i, j) pairs computed, ${masked} on the diagonal masked, ${skipped} skipped`);
+    this.canvas.setAttribute(
+      "aria-label",
+      `Tile map: ${total - skipped} of ${total} (i, j) pairs computed, ${masked} on the diagonal masked, ${skipped} skipped`,
+    );
     if (t.config.causal) {
-      fill(this.caption, bold(total - skipped), ` of ${total} (i, j) pairs run; `, bold(skipped), " wholly above the diagonal are skipped (never loaded), ",
-        bold(masked), " crossing it are loaded and masked (\u2212\u221e where key > query).");
+      fill(
+        this.caption,
+        bold(total - skipped),
+        ` of ${total} (i, j) pairs run; `,
+        bold(skipped),
+        " wholly above the diagonal are skipped (never loaded), ",
+        bold(masked),
+        " crossing it are loaded and masked (\u2212\u221e where key > query).",
+      );
     } else {
-      fill(this.caption, `All ${total} (i, j) pairs run: `, sub("T", "r"), ` = ${tr} blocks of Q \u00d7 `, sub("T", "c"), ` = ${tc} tiles of K/V.`);
+      fill(
+        this.caption,
+        `All ${total} (i, j) pairs run: `,
+        sub("T", "r"),
+        ` = ${tr} blocks of Q \u00d7 `,
+        sub("T", "c"),
+        ` = ${tc} tiles of K/V.`,
+      );
     }
   }
 }

@@ -3,8 +3,8 @@
 // the backward pass: the values the step carries (a row's max and sum; Li, Di, dQ's share), per row.
 // All values from the Trace.
 import { iOf } from "../algos";
-import { fill, h, sub, type Child } from "../dom";
 import { isMat, rowValid, sramAt, sramBefore, type TraceIndex } from "../derive";
+import { type Child, fill, h, sub } from "../dom";
 import { num } from "../format";
 import type { Mat, Num, Step, Trace, Vec } from "../types";
 
@@ -22,7 +22,7 @@ function mat(v: Vec | Mat | null | undefined): Mat | null {
 function rowNodes(row: Num[] | undefined): Child[] {
   if (!row) return ["\u2014"];
   const out: Child[] = [];
-  row.slice(0, MAX_COLS).forEach((x, q) => out.push(q ? " " : null, h("span", { class: "n" }, num(x))));
+  for (const [q, x] of row.slice(0, MAX_COLS).entries()) out.push(q ? " " : null, h("span", { class: "n" }, num(x)));
   if (row.length > MAX_COLS) out.push(" ", h("span", { class: "n" }, "\u2026"));
   return out;
 }
@@ -33,8 +33,14 @@ function change(before: string, now: string): Child[] {
 }
 
 const LABEL: Record<string, string> = {
-  mr: "m\u1d63 (row max)", lr: "\u2113\u1d63 (row sum)", Li: "L\u1d62", Di: "D\u1d62 = rowsum(dO\u2218O)", Sij: "S\u1d62\u2c7c row",
-  dPij: "dP\u1d62\u2c7c row", dQi_add: "this block's share of dQ row", dQi: "dQ row after the add",
+  mr: "m\u1d63 (row max)",
+  lr: "\u2113\u1d63 (row sum)",
+  Li: "L\u1d62",
+  Di: "D\u1d62 = rowsum(dO\u2218O)",
+  Sij: "S\u1d62\u2c7c row",
+  dPij: "dP\u1d62\u2c7c row",
+  dQi_add: "this block's share of dQ row",
+  dQi: "dQ row after the add",
 };
 
 export class CarriesView {
@@ -57,10 +63,29 @@ export class CarriesView {
     if (!c || !Object.keys(c).length) {
       fill(this.table, h("tbody", {}, h("tr", {}, h("td", { class: "muted" }, "This step carries no values between steps."))));
       if (t.config.algo === "standard") {
-        fill(this.note, "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (", code("softmax_row"), " steps).");
+        fill(
+          this.note,
+          "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax kernel (",
+          code("softmax_row"),
+          " steps).",
+        );
       } else {
-        fill(this.note, "The backward's per-row values: ", sub("L", "i"), " and ", sub("D", "i"), " on ", code("load_q"), ", the scores on ", code("probs"),
-          ", dP on ", code("ds"), ", dQ's share on ", code("dq"), ".");
+        fill(
+          this.note,
+          "The backward's per-row values: ",
+          sub("L", "i"),
+          " and ",
+          sub("D", "i"),
+          " on ",
+          code("load_q"),
+          ", the scores on ",
+          code("probs"),
+          ", dP on ",
+          code("ds"),
+          ", dQ's share on ",
+          code("dq"),
+          ".",
+        );
       }
       return;
     }
@@ -78,11 +103,26 @@ export class CarriesView {
       }
       body.append(tr);
     }
-    fill(this.table, h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "c-row" }, "row"),
-      ...keys.map((k, q) => h("th", { scope: "col", class: arrays[q] ? "c-vec" : "c-num" }, LABEL[k] ?? k)))), body);
-    fill(this.note, t.config.algo === "standard"
-      ? `Row ${s.indices?.r ?? r0} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the whole row at once (the row was written to HBM first, and is read back whole).`
-      : "Per row of the block: what this step carries, from the Trace.");
+    fill(
+      this.table,
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col", class: "c-row" }, "row"),
+          ...keys.map((k, q) => h("th", { scope: "col", class: arrays[q] ? "c-vec" : "c-num" }, LABEL[k] ?? k)),
+        ),
+      ),
+      body,
+    );
+    fill(
+      this.note,
+      t.config.algo === "standard"
+        ? `Row ${s.indices?.r ?? r0} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the whole row at once (the row was written to HBM first, and is read back whole).`
+        : "Per row of the block: what this step carries, from the Trace.",
+    );
   }
 
   /** FA2 and FA1: the online softmax's carries. */
@@ -99,9 +139,21 @@ export class CarriesView {
     const oOld = mat(sramBefore(t, idx, k, "Oi"));
     const alpha = soft ? vec(c.alpha) : null;
     const i = iOf(t.config.algo, s);
-    const cols: [string, string][] = [["row", "c-row"], ["m\u1d62", "c-num"], ["\u03b1 = e^(m_old \u2212 m_new)", "c-alpha"], ["\u2113\u1d62", "c-num"]];
+    const cols: [string, string][] = [
+      ["row", "c-row"],
+      ["m\u1d62", "c-num"],
+      ["\u03b1 = e^(m_old \u2212 m_new)", "c-alpha"],
+      ["\u2113\u1d62", "c-num"],
+    ];
     if (back) cols.push(["L = m\u1d62 + log \u2113\u1d62", "c-num"]);
-    cols.push([back ? "O row = O\u1d62 / \u2113\u1d62" : t.config.algo === "fa1" ? "O\u1d62 row (normalised each visit)" : "O\u1d62 row (unnormalised)", "c-vec"]);
+    cols.push([
+      back
+        ? "O row = O\u1d62 / \u2113\u1d62"
+        : t.config.algo === "fa1"
+          ? "O\u1d62 row (normalised each visit)"
+          : "O\u1d62 row (unnormalised)",
+      "c-vec",
+    ]);
     const body = h("tbody");
     const changedO = s.sram.Oi !== undefined && oOld;
     for (let r = 0; r < t.config.br; r++) {
@@ -114,15 +166,29 @@ export class CarriesView {
         changed && before !== undefined
           ? h("td", { class: "changed" }, ...change(num(before ?? null), num(now ?? null)))
           : h("td", {}, num(now ?? null));
-      body.append(h("tr", pad ? { class: "pad", title: "row past N: padding, never stored" } : {},
-        h("th", { scope: "row" }, i === null ? r : i * t.config.br + r),
-        cell(mi?.[r], mOld?.[r], changedM),
-        a === undefined || a === null ? h("td", { class: "muted" }, "\u2014") : h("td", { class: rescaled ? "rescaled" : undefined }, num(a)),
-        cell(li?.[r], lOld?.[r], changedL),
-        back ? h("td", {}, num(vec(c.L)?.[r] ?? null)) : null,
-        changedO
-          ? h("td", { class: "mono changed" }, h("span", { class: "old" }, ...rowNodes(oOld[r])), h("br"), "\u2192 ", ...rowNodes(oi?.[r]))
-          : h("td", { class: "mono" }, ...rowNodes(oi?.[r]))));
+      body.append(
+        h(
+          "tr",
+          pad ? { class: "pad", title: "row past N: padding, never stored" } : {},
+          h("th", { scope: "row" }, i === null ? r : i * t.config.br + r),
+          cell(mi?.[r], mOld?.[r], changedM),
+          a === undefined || a === null
+            ? h("td", { class: "muted" }, "\u2014")
+            : h("td", { class: rescaled ? "rescaled" : undefined }, num(a)),
+          cell(li?.[r], lOld?.[r], changedL),
+          back ? h("td", {}, num(vec(c.L)?.[r] ?? null)) : null,
+          changedO
+            ? h(
+                "td",
+                { class: "mono changed" },
+                h("span", { class: "old" }, ...rowNodes(oOld[r])),
+                h("br"),
+                "\u2192 ",
+                ...rowNodes(oi?.[r]),
+              )
+            : h("td", { class: "mono" }, ...rowNodes(oi?.[r])),
+        ),
+      );
     }
     fill(this.table, h("thead", {}, h("tr", {}, ...cols.map(([x, cls]) => h("th", { scope: "col", class: cls }, x)))), body);
     // rows with no finite score (every score −∞): the kernel's exp(−∞ − (−∞)) makes their ℓ and O NaN

@@ -3,7 +3,7 @@
 import { cpp } from "@codemirror/lang-cpp";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
-import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemirror/view";
+import { Decoration, type DecorationSet, EditorView, lineNumbers } from "@codemirror/view";
 import { parser as cppParser } from "@lezer/cpp";
 import { highlightTree, tags } from "@lezer/highlight";
 import { h } from "../dom";
@@ -21,7 +21,7 @@ const activeLines = StateField.define<DecorationSet>({
       const b = new RangeSetBuilder<Decoration>();
       const doc = tr.state.doc;
       for (let n = Math.max(1, first); n <= Math.min(doc.lines, last); n++) {
-        const cls = "cm-fv-active" + (n === first ? " cm-fv-first" : "") + (n === last ? " cm-fv-last" : "");
+        const cls = `cm-fv-active${n === first ? " cm-fv-first" : ""}${n === last ? " cm-fv-last" : ""}`;
         b.add(doc.line(n).from, doc.line(n).from, Decoration.line({ attributes: { class: cls, "data-testid": "code-active-line" } }));
       }
       return b.finish();
@@ -120,7 +120,9 @@ export class CodeView {
     this.showMeta(lines, code, file);
     if (this.concrete.dataset.code !== code) {
       this.concrete.dataset.code = code;
-      this.concrete.replaceChildren(...this.snippet(code).map(([cls, text]) => (cls ? h("span", { class: cls }, text) : document.createTextNode(text))));
+      this.concrete.replaceChildren(
+        ...this.snippet(code).map(([cls, text]) => (cls ? h("span", { class: cls }, text) : document.createTextNode(text))),
+      );
     }
   }
 
@@ -160,10 +162,5 @@ export class CodeView {
         v.scrollDOM.scrollTop = Math.max(0, target);
       },
     });
-  }
-
-  /** The active line numbers as rendered (for tests and the benchmark). */
-  get active(): [number, number] | null {
-    return this.range;
   }
 }

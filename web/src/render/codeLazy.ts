@@ -45,8 +45,4 @@ export class LazyCodeView {
     if (this.view) this.view.show(lines, code, file);
     else this.showMeta(lines, code, file);
   }
-
-  get active(): [number, number] | null {
-    return this.view?.active ?? null;
-  }
 }

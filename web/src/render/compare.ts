@@ -2,7 +2,7 @@
 // advancing together, and a log–log chart of total HBM traffic against N for standard, FA1 and FA2 from the
 // closed-form models, with the current config marked. Draws only: every number comes from the server.
 import type { CompareDoc, PhaseCurve } from "../api";
-import { fill, frag, h, s, sub, type Child } from "../dom";
+import { type Child, fill, frag, h, s, sub } from "../dom";
 import { bytes, int, kib } from "../format";
 
 export const CHART_ALGOS = ["standard", "fa1", "fa2"] as const;
@@ -158,7 +158,12 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): SVGSVGElem
   const { m, W, H, X, Y } = L;
   const c = doc.config;
   const svg = s("svg", {
-    viewBox: `0 0 ${width} ${height}`, width, height, class: "chart", role: "img", "data-testid": "traffic-chart",
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    class: "chart",
+    role: "img",
+    "data-testid": "traffic-chart",
     "aria-label": `Total HBM traffic against N, log-log, for standard attention, FlashAttention-1 and FlashAttention-2 at D=${c.d}, Br=${c.br}, Bc=${c.bc}${c.causal ? ", causal" : ""}; the current N=${c.n} marked`,
   });
   // grid and axes
@@ -176,7 +181,11 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): SVGSVGElem
   }
   svg.append(
     s("text", { class: "axis", x: m.l + W / 2, y: height - 4, "text-anchor": "middle" }, "sequence length N (log)"),
-    s("text", { class: "axis", transform: `translate(${L.ytx} ${m.t + H / 2}) rotate(-90)`, "text-anchor": "middle" }, "HBM traffic, bytes (log)"),
+    s(
+      "text",
+      { class: "axis", transform: `translate(${L.ytx} ${m.t + H / 2}) rotate(-90)`, "text-anchor": "middle" },
+      "HBM traffic, bytes (log)",
+    ),
   );
   // the current N
   svg.append(s("line", { class: "now", x1: L.cx, x2: L.cx, y1: m.t, y2: m.t + H, "data-testid": "chart-now", "data-n": c.n }));
@@ -190,7 +199,13 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): SVGSVGElem
     svg.append(s("text", { class: `label s-${a}`, x: L.lx, y: ly + 4, "text-anchor": "start" }, LABEL[a]));
     const here = doc.algorithms[a]?.total?.bytes;
     if (here) {
-      svg.append(s("circle", { class: `dot s-${a}`, cx: L.cx, cy: Y(here), r: 4.5, "data-algo": a }, s("title", {}, `${LABEL[a]} at N=${c.n}: ${bytes(here)}`)));
+      svg.append(
+        s(
+          "circle",
+          { class: `dot s-${a}`, cx: L.cx, cy: Y(here), r: 4.5, "data-algo": a },
+          s("title", {}, `${LABEL[a]} at N=${c.n}: ${bytes(here)}`),
+        ),
+      );
     }
   }
   svg.append(s("text", { class: "now-label", x: L.nx, y: m.t - 6 }, `N = ${int(c.n)}`));
@@ -276,35 +291,74 @@ export class CompareView {
     const names = Object.keys(d.algorithms).filter((a) => d.algorithms[a]!.supported);
     const e = (a: string) => d.algorithms[a]!;
     const row = (label: Child, cell: (a: string) => Child, testid?: string) =>
-      h("tr", { "data-testid": testid }, h("th", { scope: "row" }, label), ...names.map((a) => h("td", { class: "num", "data-algo": a }, cell(a))));
-    const head = h("thead", {}, h("tr", {}, h("th", { scope: "col" }),
-      ...names.map((a) => h("th", { scope: "col", class: "num" }, LABEL[a] ?? a,
-        e(a).pass === "backward" ? frag(h("br"), h("span", { class: "muted" }, "(backward pass)")) : null))));
-    const body = h("tbody", {},
+      h(
+        "tr",
+        { "data-testid": testid },
+        h("th", { scope: "row" }, label),
+        ...names.map((a) => h("td", { class: "num", "data-algo": a }, cell(a))),
+      );
+    const head = h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }),
+        ...names.map((a) =>
+          h(
+            "th",
+            { scope: "col", class: "num" },
+            LABEL[a] ?? a,
+            e(a).pass === "backward" ? frag(h("br"), h("span", { class: "muted" }, "(backward pass)")) : null,
+          ),
+        ),
+      ),
+    );
+    const body = h(
+      "tbody",
+      {},
       row("HBM read", (a) => bytes(e(a).total?.read_bytes ?? 0)),
       row("HBM written", (a) => bytes(e(a).total?.written_bytes ?? 0)),
       row(h("b", {}, "HBM traffic"), (a) => h("b", {}, bytes(e(a).total?.bytes ?? 0)), "compare-total"),
       row("traffic \u00f7 FA2's", (a) => (typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014")),
-      row("SRAM per block", (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"), "compare-sram"),
+      row(
+        "SRAM per block",
+        (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"),
+        "compare-sram",
+      ),
       row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014")),
       d.config.causal ? row("causal saves", (a) => (e(a).saved_bytes ? bytes(e(a).saved_bytes!) : "\u2014"), "compare-saved") : null,
     );
     // the tensors, each algorithm's own
     const tensors: string[] = [];
     for (const a of names) for (const t of Object.keys(e(a).tensors ?? {})) if (!tensors.includes(t)) tensors.push(t);
-    const per = h("tbody", { class: "tensors" },
+    const per = h(
+      "tbody",
+      { class: "tensors" },
       h("tr", {}, h("th", { scope: "rowgroup", colspan: names.length + 1 }, "per tensor: read / written")),
-      ...tensors.map((t) => row(h("span", { class: "tensor" }, t), (a) => {
-        const x = e(a).tensors?.[t];
-        return x ? `${bytes(x.read_bytes)} / ${bytes(x.written_bytes)}` : "\u2014";
-      })),
+      ...tensors.map((t) =>
+        row(h("span", { class: "tensor" }, t), (a) => {
+          const x = e(a).tensors?.[t];
+          return x ? `${bytes(x.read_bytes)} / ${bytes(x.written_bytes)}` : "\u2014";
+        }),
+      ),
     );
     fill(this.table, head, body, per);
     const c = d.config;
-    fill(this.note,
-      `N = ${int(c.n)}, D = ${c.d}, `, sub("B", "r"), ` = ${c.br}, `, sub("B", "c"), ` = ${c.bc} (`, sub("T", "r"), ` = ${c.tr}, `,
-      sub("T", "c"), ` = ${c.tc})${c.causal ? ", causal" : ""}; fp32, one head. Closed-form models, each equal to its engine's per-element counters (the same numbers as `,
-      h("code", {}, "flashviz compare"), "). Bytes moved in decimal units (1 kB = 1000 B), shared memory in KiB (1024 B), as Nsight Compute and CUDA write them.");
+    fill(
+      this.note,
+      `N = ${int(c.n)}, D = ${c.d}, `,
+      sub("B", "r"),
+      ` = ${c.br}, `,
+      sub("B", "c"),
+      ` = ${c.bc} (`,
+      sub("T", "r"),
+      ` = ${c.tr}, `,
+      sub("T", "c"),
+      ` = ${c.tc})${c.causal ? ", causal" : ""}; fp32, one head. Closed-form models, each equal to its engine's per-element counters (the same numbers as `,
+      h("code", {}, "flashviz compare"),
+      "). Bytes moved in decimal units (1 kB = 1000 B), shared memory in KiB (1024 B), as Nsight Compute and CUDA write them.",
+    );
   }
 
   private renderRace(): void {
@@ -318,8 +372,14 @@ export class CompareView {
       const text = h("span", { class: "race-text num" });
       const op = h("span", { class: "race-op muted small" }, skipped ? `counters not animated: ${skipped}` : "");
       this.bars.set(a, { bar, text, op });
-      return h("div", { class: "race-row", "data-testid": `race-${a}`, "data-algo": a },
-        h("span", { class: "race-name" }, LABEL[a] ?? a), h("span", { class: "race-track" }, bar), text, op);
+      return h(
+        "div",
+        { class: "race-row", "data-testid": `race-${a}`, "data-algo": a },
+        h("span", { class: "race-name" }, LABEL[a] ?? a),
+        h("span", { class: "race-track" }, bar),
+        text,
+        op,
+      );
     });
     fill(this.race, ...rows);
   }
@@ -341,7 +401,10 @@ export class CompareView {
         const at = curveAt(curve, u);
         done = String(at.phase + 1);
         moved = (at.read + at.written) * per;
-        phase = at.phase < 0 ? `before phase 1 of ${int(curve.phases)}` : `after phase ${int(at.phase + 1)} of ${int(curve.phases)}${at.op ? ` \u00b7 ${at.op}` : ""}`;
+        phase =
+          at.phase < 0
+            ? `before phase 1 of ${int(curve.phases)}`
+            : `after phase ${int(at.phase + 1)} of ${int(curve.phases)}${at.op ? ` \u00b7 ${at.op}` : ""}`;
       }
       el.bar.style.transform = `scaleX(${moved / max})`;
       el.text.textContent = `${bytes(Math.round(moved))} of ${bytes(total)}`;

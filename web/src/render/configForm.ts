@@ -1,9 +1,9 @@
-// The config form: N, D, Br, Bc, seed, scale, validated in place against /api/limits. A server 4xx
+// The config form: the algorithm, N, D, Br, Bc, seed, scale and causal, validated in place against /api/limits. A server 4xx
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
 import { FALLBACK_ALGOS } from "../algos";
 import type { ConfigParams } from "../state";
 import type { Limits } from "../types";
-import { configToRaw, FIELDS, validate, type Field } from "../validate";
+import { configToRaw, FIELDS, type Field, validate } from "../validate";
 
 export class ConfigForm {
   private limits: Limits;
@@ -51,11 +51,13 @@ export class ConfigForm {
     const algos = this.limits.algos?.length ? this.limits.algos : FALLBACK_ALGOS;
     const current = this.algo.value || "fa2";
     if (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name)) {
-      this.algo.replaceChildren(...algos.map((a) => {
-        const o = new Option(a.name, a.name, false, a.name === current);
-        o.title = a.title;
-        return o;
-      }));
+      this.algo.replaceChildren(
+        ...algos.map((a) => {
+          const o = new Option(a.name, a.name, false, a.name === current);
+          o.title = a.title;
+          return o;
+        }),
+      );
     }
     this.algo.value = current;
     for (const f of ["n", "d", "br", "bc", "seed"] as const) {

@@ -57,7 +57,10 @@ export class IdeaView {
     this.body.dataset.algo = algo;
     if (!isIdea(idea)) {
       this.summary.textContent = "";
-      fill(this.body, h("p", { class: "muted" }, "This trace does not say what its algorithm does (it was made before traces carried their idea)."));
+      fill(
+        this.body,
+        h("p", { class: "muted" }, "This trace does not say what its algorithm does (it was made before traces carried their idea)."),
+      );
       return;
     }
     this.summary.textContent = idea.summary;
@@ -70,7 +73,10 @@ export class IdeaView {
         eqs = null;
         nodes.push(h("p", {}, ...segments(p).map((seg) => (seg.tex ? texEl(seg.text) : seg.text))));
       } else {
-        if (!eqs) nodes.push((eqs = h("div", { class: "eqs" })));
+        if (!eqs) {
+          eqs = h("div", { class: "eqs" });
+          nodes.push(eqs);
+        }
         eqs.append(texEl(tex, true));
       }
     }

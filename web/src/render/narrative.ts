@@ -1,8 +1,8 @@
 // The narrative: the step's sentence and its math, and for online_softmax its three sub-operations
 // (new max, rescaled sum, rescaled output) with their values per row.
 import { iOf } from "../algos";
-import { fill, frag, h } from "../dom";
 import { rowValid } from "../derive";
+import { fill, frag, h } from "../dom";
 import { num } from "../format";
 import type { Mat, Step, Trace, Vec } from "../types";
 import { setTexCached, texEl, texLoaded } from "./tex";
@@ -53,8 +53,7 @@ export class NarrativeView {
   ) {}
 
   /** The stage caption: the step's math and sentence. */
-  show(t: Trace, s: Step): void {
-    void t;
+  show(s: Step): void {
     setTexCached(this.mathEl, s.tex, false, s.math);
     if (this.mathEl.getAttribute("aria-label") !== s.math) this.mathEl.setAttribute("aria-label", s.math);
     if (this.caption.textContent !== s.text) this.caption.textContent = s.text;
@@ -67,37 +66,72 @@ export class NarrativeView {
     this.subs.dataset.key = key;
     if (!s.substeps) {
       const own = t.config.algo === "fa2" || t.config.algo === "fa1";
-      fill(this.subs,
+      fill(
+        this.subs,
         h("p", { class: "muted" }, OP_NOTE[s.op] ?? ""),
-        h("p", { class: "muted small" }, "Step ", h("code", {}, s.math), " \u2014 ",
-          own ? frag("the sub-operations appear on each ", h("code", {}, "mi, li, Oi = \u2026"), " step") : "this algorithm's steps have no sub-operations", "."));
+        h(
+          "p",
+          { class: "muted small" },
+          "Step ",
+          h("code", {}, s.math),
+          " \u2014 ",
+          own
+            ? frag("the sub-operations appear on each ", h("code", {}, "mi, li, Oi = \u2026"), " step")
+            : "this algorithm's steps have no sub-operations",
+          ".",
+        ),
+      );
       return;
     }
     const rows = Math.min(t.config.br, MAX_ROWS);
     const i = iOf(t.config.algo, s);
-    fill(this.subs, ...s.substeps.map((sub, n) => {
-      const keys = Object.keys(sub.values ?? {});
-      const body = h("tbody");
-      for (let r = 0; r < rows; r++) {
-        const pad = !rowValid(t, i, r);
-        const tr = h("tr", pad ? { class: "pad", title: "row past N: padding" } : {}, h("th", { scope: "row" }, (i ?? 0) * t.config.br + r));
-        for (const k of keys) {
-          const v = sub.values[k] as Vec | Mat;
-          const x = Array.isArray(v) ? v[r] : undefined;
-          const text = Array.isArray(x)
-            ? x.slice(0, MAX_COLS).map((y) => num(y)).join(", ") + (x.length > MAX_COLS ? ", \u2026" : "")
-            : num(x ?? null);
-          tr.append(h("td", { class: k === "alpha" && typeof x === "number" && x < 1 ? "rescaled" : undefined }, text));
+    fill(
+      this.subs,
+      ...s.substeps.map((sub, n) => {
+        const keys = Object.keys(sub.values ?? {});
+        const body = h("tbody");
+        for (let r = 0; r < rows; r++) {
+          const pad = !rowValid(t, i, r);
+          const tr = h(
+            "tr",
+            pad ? { class: "pad", title: "row past N: padding" } : {},
+            h("th", { scope: "row" }, (i ?? 0) * t.config.br + r),
+          );
+          for (const k of keys) {
+            const v = sub.values[k] as Vec | Mat;
+            const x = Array.isArray(v) ? v[r] : undefined;
+            const text = Array.isArray(x)
+              ? x
+                  .slice(0, MAX_COLS)
+                  .map((y) => num(y))
+                  .join(", ") + (x.length > MAX_COLS ? ", \u2026" : "")
+              : num(x ?? null);
+            tr.append(h("td", { class: k === "alpha" && typeof x === "number" && x < 1 ? "rescaled" : undefined }, text));
+          }
+          body.append(tr);
         }
-        body.append(tr);
-      }
-      return h("article", { class: "substep", "data-testid": `substep-${n}` },
-        h("h4", {}, h("span", { class: "num" }, n + 1), " ", String(sub.name)),
-        texEl(String(sub.tex), true, "div"),
-        h("div", { class: "table-wrap" }, h("table", { class: "values" },
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "row"), ...keys.map((k) => h("th", { scope: "col" }, texEl(VALUE_TEX[k] ?? k))))),
-          body)),
-        t.config.br > rows ? h("p", { class: "muted small" }, `first ${rows} of Br = ${t.config.br} rows`) : null);
-    }));
+        return h(
+          "article",
+          { class: "substep", "data-testid": `substep-${n}` },
+          h("h4", {}, h("span", { class: "num" }, n + 1), " ", String(sub.name)),
+          texEl(String(sub.tex), true, "div"),
+          h(
+            "div",
+            { class: "table-wrap" },
+            h(
+              "table",
+              { class: "values" },
+              h(
+                "thead",
+                {},
+                h("tr", {}, h("th", { scope: "col" }, "row"), ...keys.map((k) => h("th", { scope: "col" }, texEl(VALUE_TEX[k] ?? k)))),
+              ),
+              body,
+            ),
+          ),
+          t.config.br > rows ? h("p", { class: "muted small" }, `first ${rows} of Br = ${t.config.br} rows`) : null,
+        );
+      }),
+    );
   }
 }

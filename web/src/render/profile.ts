@@ -107,9 +107,15 @@ export class ProfileView {
     if (same) {
       fill(el, "The page shows this very launch: the engine's counters above are the model's bytes \u00f7 4 per head.");
     } else {
-      fill(el, `The page shows another launch (${c.algo}, N=${c.n}, D=${c.d}, `, sub("B", "r"), `=${c.br}, `, sub("B", "c"),
+      fill(
+        el,
+        `The page shows another launch (${c.algo}, N=${c.n}, D=${c.d}, `,
+        sub("B", "r"),
+        `=${c.br}, `,
+        sub("B", "c"),
         `=${c.bc}${c.causal ? ", causal" : ""}). `,
-        h("button", { type: "button", "data-action": "open-config", "data-testid": "profile-open" }, "Show the profiled config"));
+        h("button", { type: "button", "data-action": "open-config", "data-testid": "profile-open" }, "Show the profiled config"),
+      );
     }
   }
 
@@ -126,24 +132,58 @@ export class ProfileView {
     const heads = (c.heads ?? 1) * (c.batch ?? 1);
     this.drop.hidden = true;
     this.host.dataset.state = "loaded";
-    const head = h("p", { class: "small", "data-testid": "profile-head" },
+    const head = h(
+      "p",
+      { class: "small", "data-testid": "profile-head" },
       h("b", {}, String(dev.name ?? "GPU")),
       dev.compute_capability !== undefined && dev.compute_capability !== null ? ` (sm ${String(dev.compute_capability)})` : "",
-      " \u00b7 ", h("code", {}, String(p.launch?.kernel ?? c.algo)),
-      ` \u00b7 ${c.algo}, N=${int(c.n)}, D=${c.d}, `, sub("B", "r"), `=${c.br}, `, sub("B", "c"), `=${c.bc}${c.causal ? ", causal" : ""}, ${heads} head${heads === 1 ? "" : "s"} `,
+      " \u00b7 ",
+      h("code", {}, String(p.launch?.kernel ?? c.algo)),
+      ` \u00b7 ${c.algo}, N=${int(c.n)}, D=${c.d}, `,
+      sub("B", "r"),
+      `=${c.br}, `,
+      sub("B", "c"),
+      `=${c.bc}${c.causal ? ", causal" : ""}, ${heads} head${heads === 1 ? "" : "s"} `,
       p.date ? frag("\u00b7 ", h("span", { class: "muted" }, p.date.slice(0, 10)), " ") : null,
-      h("span", { class: "muted" }, `(${this.source})`));
+      h("span", { class: "muted" }, `(${this.source})`),
+    );
     const tensors = Object.entries(p.model.tensors).map(([t, x]) =>
-      h("tr", {}, h("th", { scope: "row" }, h("span", { class: "tensor" }, t)), h("td", { class: "num" }, bytes(x.read_bytes)), h("td", { class: "num" }, bytes(x.written_bytes))));
-    fill(this.host,
+      h(
+        "tr",
+        {},
+        h("th", { scope: "row" }, h("span", { class: "tensor" }, t)),
+        h("td", { class: "num" }, bytes(x.read_bytes)),
+        h("td", { class: "num" }, bytes(x.written_bytes)),
+      ),
+    );
+    fill(
+      this.host,
       head,
       h("p", { class: "small muted", "data-testid": "profile-match" }),
       this.launch(p),
       this.kernelTable(p),
-      h("details", { class: "small" }, h("summary", {}, "The model's bytes per tensor (all heads)"),
-        h("table", { class: "final" },
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "tensor"), h("th", { scope: "col", class: "num" }, "read"), h("th", { scope: "col", class: "num" }, "written"))),
-          h("tbody", {}, ...tensors))));
+      h(
+        "details",
+        { class: "small" },
+        h("summary", {}, "The model's bytes per tensor (all heads)"),
+        h(
+          "table",
+          { class: "final" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col" }, "tensor"),
+              h("th", { scope: "col", class: "num" }, "read"),
+              h("th", { scope: "col", class: "num" }, "written"),
+            ),
+          ),
+          h("tbody", {}, ...tensors),
+        ),
+      ),
+    );
     if (this.shown) this.match(this.shown);
   }
 
@@ -153,16 +193,30 @@ export class ProfileView {
     const rows = p.kernels.map((k) => {
       const m = k.measured;
       const short = k.name.replace(/^void\s+/, "").replace(/\(.*$/, "");
-      return h("tr", { class: k.counted === false ? "muted" : undefined },
+      return h(
+        "tr",
+        { class: k.counted === false ? "muted" : undefined },
         h("th", { scope: "row" }, h("code", {}, short), k.counted === false ? " (not counted)" : ""),
-        h("td", { class: "num" }, bytes(m.load_bytes ?? 0)), h("td", { class: "num" }, bytes(m.store_bytes ?? 0)),
+        h("td", { class: "num" }, bytes(m.load_bytes ?? 0)),
+        h("td", { class: "num" }, bytes(m.store_bytes ?? 0)),
         h("td", { class: "num" }, bytes(m.dram_read_bytes ?? 0)),
-        h("td", { class: "num" }, m.time_ns ? `${(m.time_ns / 1e3).toFixed(1)} \u00b5s` : ""));
+        h("td", { class: "num" }, m.time_ns ? `${(m.time_ns / 1e3).toFixed(1)} \u00b5s` : ""),
+      );
     });
     const col = (t: string, num = true) => h("th", { scope: "col", class: num ? "num" : undefined }, t);
-    return frag(h("h4", {}, "Per kernel"), h("div", { class: "table-wrap" }, h("table", { class: "final", "data-testid": "profile-kernels" },
-      h("thead", {}, h("tr", {}, col("kernel", false), col("loads"), col("stores"), col("DRAM reads"), col("time"))),
-      h("tbody", {}, ...rows))));
+    return frag(
+      h("h4", {}, "Per kernel"),
+      h(
+        "div",
+        { class: "table-wrap" },
+        h(
+          "table",
+          { class: "final", "data-testid": "profile-kernels" },
+          h("thead", {}, h("tr", {}, col("kernel", false), col("loads"), col("stores"), col("DRAM reads"), col("time"))),
+          h("tbody", {}, ...rows),
+        ),
+      ),
+    );
   }
 
   /** The whole launch against the model: loads, stores, DRAM, and what the caches served. */
@@ -172,38 +226,95 @@ export class ProfileView {
     const load = l.comparison.load;
     const store = l.comparison.store;
     const cache = cacheEffect(m, l.comparison);
-    const verdict = (x: ProfileComparison) => h("span", { class: x.verdict === "mismatch" ? "bad" : "ok" }, VERDICT[x.verdict] ?? x.verdict);
-    const ratio = (x: ProfileComparison) => (x.measured_over_model !== undefined && x.measured_over_model !== 1 ? ` ${x.measured_over_model.toFixed(3)}\u00d7` : "");
+    const verdict = (x: ProfileComparison) =>
+      h("span", { class: x.verdict === "mismatch" ? "bad" : "ok" }, VERDICT[x.verdict] ?? x.verdict);
+    const ratio = (x: ProfileComparison) =>
+      x.measured_over_model !== undefined && x.measured_over_model !== 1 ? ` ${x.measured_over_model.toFixed(3)}\u00d7` : "";
     const sector = (x: ProfileComparison) =>
-      x.sector_model !== undefined && x.sector_model !== x.model ? frag(h("br"), h("span", { class: "muted" }, `in 32-byte sectors ${bytes(x.sector_model)}`)) : null;
+      x.sector_model !== undefined && x.sector_model !== x.model
+        ? frag(h("br"), h("span", { class: "muted" }, `in 32-byte sectors ${bytes(x.sector_model)}`))
+        : null;
     const uniq = p.model.unique_input_bytes;
     const reread = p.config.algo === "fa2" ? " \u2014 mostly K and V, which every block of Q re-reads" : "";
     const words =
       cache.caught >= 0
-        ? frag("Of the ", h("b", {}, bytes(cache.loads)), " the kernels loaded, DRAM supplied only ", h("b", {}, bytes(cache.dram)),
-          ": the caches (L1 and L2) served ", h("b", {}, bytes(cache.caught)), `, ${(100 * cache.fraction).toFixed(1)}% of the loads${reread}.`,
-          uniq ? ` DRAM read ${(cache.dram / uniq).toFixed(2)}\u00d7 the ${bytes(uniq)} of distinct inputs.` : "")
+        ? frag(
+            "Of the ",
+            h("b", {}, bytes(cache.loads)),
+            " the kernels loaded, DRAM supplied only ",
+            h("b", {}, bytes(cache.dram)),
+            ": the caches (L1 and L2) served ",
+            h("b", {}, bytes(cache.caught)),
+            `, ${(100 * cache.fraction).toFixed(1)}% of the loads${reread}.`,
+            uniq ? ` DRAM read ${(cache.dram / uniq).toFixed(2)}\u00d7 the ${bytes(uniq)} of distinct inputs.` : "",
+          )
         : `DRAM read more (${bytes(cache.dram)}) than the kernels loaded (${bytes(cache.loads)}): at this size the kernel's code and parameters come from DRAM too after the cache flush, so no cache effect can be read off it.`;
     const td = (...c: (Node | string | null)[]) => h("td", { class: "num" }, ...c);
     const side = (x: ProfileComparison, testid: string, label: string) =>
-      h("tr", { "data-testid": testid, "data-measured": x.measured, "data-model": x.model },
-        h("th", { scope: "row" }, label), td(bytes(x.measured)), td(bytes(x.model), sector(x)), h("td", {}, verdict(x), ratio(x)));
-    return h("article", { class: "gpu-kernel", "data-testid": "profile-launch" },
-      h("table", { class: "final profile" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "whole launch"), h("th", { scope: "col", class: "num" }, "measured"),
-          h("th", { scope: "col", class: "num" }, "model"), h("th", { scope: "col" }))),
-        h("tbody", {},
+      h(
+        "tr",
+        { "data-testid": testid, "data-measured": x.measured, "data-model": x.model },
+        h("th", { scope: "row" }, label),
+        td(bytes(x.measured)),
+        td(bytes(x.model), sector(x)),
+        h("td", {}, verdict(x), ratio(x)),
+      );
+    return h(
+      "article",
+      { class: "gpu-kernel", "data-testid": "profile-launch" },
+      h(
+        "table",
+        { class: "final profile" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            h("th", { scope: "col" }, "whole launch"),
+            h("th", { scope: "col", class: "num" }, "measured"),
+            h("th", { scope: "col", class: "num" }, "model"),
+            h("th", { scope: "col" }),
+          ),
+        ),
+        h(
+          "tbody",
+          {},
           side(load, "profile-load", "global loads"),
           side(store, "profile-store", "global stores"),
-          h("tr", { "data-testid": "profile-dram-read" }, h("th", { scope: "row" }, "DRAM reads"), td(bytes(m.dram_read_bytes ?? 0)),
-            h("td", { class: "num muted" }, uniq ? `${bytes(uniq)} distinct inputs` : ""), h("td")),
-          h("tr", { "data-testid": "profile-dram-write" }, h("th", { scope: "row" }, "DRAM writes"), td(bytes(m.dram_write_bytes ?? 0)),
-            h("td", { class: "num muted" }, p.model.unique_output_bytes ? `${bytes(p.model.unique_output_bytes)} of outputs` : ""), h("td")),
-          h("tr", { "data-testid": "profile-l2", "data-caught": cache.caught },
+          h(
+            "tr",
+            { "data-testid": "profile-dram-read" },
+            h("th", { scope: "row" }, "DRAM reads"),
+            td(bytes(m.dram_read_bytes ?? 0)),
+            h("td", { class: "num muted" }, uniq ? `${bytes(uniq)} distinct inputs` : ""),
+            h("td"),
+          ),
+          h(
+            "tr",
+            { "data-testid": "profile-dram-write" },
+            h("th", { scope: "row" }, "DRAM writes"),
+            td(bytes(m.dram_write_bytes ?? 0)),
+            h("td", { class: "num muted" }, p.model.unique_output_bytes ? `${bytes(p.model.unique_output_bytes)} of outputs` : ""),
+            h("td"),
+          ),
+          h(
+            "tr",
+            { "data-testid": "profile-l2", "data-caught": cache.caught },
             h("th", { scope: "row" }, "caches served", h("br"), h("span", { class: "muted small" }, "loads \u2212 DRAM reads")),
-            td(h("b", {}, `${cache.caught < 0 ? "\u2212" : ""}${bytes(Math.abs(cache.caught))}`)), td(`${(100 * cache.fraction).toFixed(1)}% of loads`), h("td")))),
+            td(h("b", {}, `${cache.caught < 0 ? "\u2212" : ""}${bytes(Math.abs(cache.caught))}`)),
+            td(`${(100 * cache.fraction).toFixed(1)}% of loads`),
+            h("td"),
+          ),
+        ),
+      ),
       h("p", { class: "small", "data-testid": "profile-l2-words" }, words),
-      l.summary.length ? h("ul", { class: "small muted summary", "data-testid": "profile-summary" }, ...l.summary.map((x) => h("li", {}, x))) : null,
-      m.time_ns ? h("p", { class: "small muted" }, `time in the kernels ${(m.time_ns / 1e6).toFixed(3)} ms (ncu, clocks as they were)`) : null);
+      l.summary.length
+        ? h("ul", { class: "small muted summary", "data-testid": "profile-summary" }, ...l.summary.map((x) => h("li", {}, x)))
+        : null,
+      m.time_ns
+        ? h("p", { class: "small muted" }, `time in the kernels ${(m.time_ns / 1e6).toFixed(3)} ms (ncu, clocks as they were)`)
+        : null,
+    );
   }
 }

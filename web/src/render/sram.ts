@@ -10,13 +10,27 @@ export function showSram(el: HTMLElement, t: Trace): void {
   const pct = (b: number) => `${Math.min(100, (100 * b) / max)}%`;
   const code = (x: string) => h("code", {}, x);
   const verdict = !s.fits
-    ? h("p", { class: "bad", "data-testid": "sram-verdict" }, h("b", {}, "Would not fit:"),
-      ` ${kib(s.bytes)} per block exceeds the ${kib(s.budget_bytes)} a block can opt into on H100/H200. The kernel could not launch with Br = ${t.config.br}, Bc = ${t.config.bc}, D = ${t.config.d}; make the tiles smaller.`)
+    ? h(
+        "p",
+        { class: "bad", "data-testid": "sram-verdict" },
+        h("b", {}, "Would not fit:"),
+        ` ${kib(s.bytes)} per block exceeds the ${kib(s.budget_bytes)} a block can opt into on H100/H200. The kernel could not launch with Br = ${t.config.br}, Bc = ${t.config.bc}, D = ${t.config.d}; make the tiles smaller.`,
+      )
     : s.needs_opt_in
-      ? h("p", { class: "warn", "data-testid": "sram-verdict" }, h("b", {}, "Fits with opt-in:"),
-        ` ${kib(s.bytes)} is over the ${kib(s.static_limit_bytes)} static limit, so the launch must raise `, code("cudaFuncAttributeMaxDynamicSharedMemorySize"),
-        ` (up to ${kib(s.budget_bytes)}).`)
-      : h("p", { class: "ok", "data-testid": "sram-verdict" }, h("b", {}, "Fits:"), ` ${kib(s.bytes)} per block, under the ${kib(s.static_limit_bytes)} static limit.`);
+      ? h(
+          "p",
+          { class: "warn", "data-testid": "sram-verdict" },
+          h("b", {}, "Fits with opt-in:"),
+          ` ${kib(s.bytes)} is over the ${kib(s.static_limit_bytes)} static limit, so the launch must raise `,
+          code("cudaFuncAttributeMaxDynamicSharedMemorySize"),
+          ` (up to ${kib(s.budget_bytes)}).`,
+        )
+      : h(
+          "p",
+          { class: "ok", "data-testid": "sram-verdict" },
+          h("b", {}, "Fits:"),
+          ` ${kib(s.bytes)} per block, under the ${kib(s.static_limit_bytes)} static limit.`,
+        );
   const list = (buffers: typeof s.buffers) =>
     Object.entries(buffers).map(([name, b]) => h("li", {}, code(name), ` ${b.shape.join("\u00d7")} \u00b7 ${kib(b.bytes)}`));
   const parts = s.kernels
@@ -26,11 +40,17 @@ export function showSram(el: HTMLElement, t: Trace): void {
       ])
     : list(s.buffers);
   const fillClass = s.fits ? (s.needs_opt_in ? "warn" : "ok") : "bad";
-  const bar = h("div", { class: "sram-bar", role: "img",
-    "aria-label": `${kib(s.bytes)} of shared memory per block; static limit ${kib(s.static_limit_bytes)}, opt-in budget ${kib(s.budget_bytes)}` },
+  const bar = h(
+    "div",
+    {
+      class: "sram-bar",
+      role: "img",
+      "aria-label": `${kib(s.bytes)} of shared memory per block; static limit ${kib(s.static_limit_bytes)}, opt-in budget ${kib(s.budget_bytes)}`,
+    },
     h("span", { class: `fill ${fillClass}` }),
     h("span", { class: "mark" }, h("span", {}, `${kib(s.static_limit_bytes)} static`)),
-    h("span", { class: "mark" }, h("span", {}, `${kib(s.budget_bytes)} opt-in`)));
+    h("span", { class: "mark" }, h("span", {}, `${kib(s.budget_bytes)} opt-in`)),
+  );
   const [fillEl, staticMark, budgetMark] = Array.from(bar.children) as HTMLElement[];
   fillEl!.style.width = pct(s.bytes);
   staticMark!.style.left = pct(s.static_limit_bytes);

@@ -1,6 +1,6 @@
 // Math typesetting with KaTeX (bundled with its fonts: nothing is fetched from elsewhere). KaTeX is most of
 // the page's script, so it loads as its own chunk right after start-up; until it has, a formula shows as
-// its plain label and is typeset once KaTeX arrives (main.ts redraws on `texReady`).
+// its plain label and is typeset once KaTeX arrives (main.ts renders again once `loadTex()` has resolved).
 import "katex/dist/katex.min.css";
 
 type Katex = typeof import("katex").default;

@@ -14,7 +14,10 @@ export class Timeline {
   private height = 34; // the element's height (taller on a phone, for the thumb); read by the observer, never mid-step
   private readonly back = new Backbuffer();
 
-  constructor(host: HTMLElement, private readonly onSeek: (k: number) => void) {
+  constructor(
+    host: HTMLElement,
+    private readonly onSeek: (k: number) => void,
+  ) {
     this.el = document.createElement("div");
     this.el.className = "timeline";
     this.el.tabIndex = 0;
@@ -184,6 +187,10 @@ export class Timeline {
 }
 
 export function label(s: Step): string {
-  const where = s.indices ? Object.entries(s.indices).map(([k, v]) => `${k} = ${v}`).join(", ") : `block ${s.block}${s.j === null ? "" : `, tile ${s.j}`}`;
+  const where = s.indices
+    ? Object.entries(s.indices)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join(", ")
+    : `block ${s.block}${s.j === null ? "" : `, tile ${s.j}`}`;
   return `${where}: ${s.math}`;
 }

@@ -1,0 +1,178 @@
+// Marks over the grids: what the step touches and what it never does. The HBM tile a transfer moves, the watched
+// block's rows and the tile held (dashed), the other blocks doing the same in lockstep (fainter), the SRAM buffer a
+// step wrote (boxed), padding rows and keys past N in SRAM, and under causal masking what the watched block never
+// touches (veiled, "skipped").
+import { blockId, blockStatus, firstBlock, keyValid, kvWidth, lastPhase, rowValid } from "../../derive";
+import { placeLines, regions, VEIL_FONT } from "../../labels";
+import { cellRect, type GridBox, type Rect } from "../../layout";
+import type { Transfer } from "../../types";
+import type { Ctx2D } from "../backbuffer";
+import type { Pen } from "./pen";
+import { rowBlock, type Scene, tileHeld } from "./scene";
+
+/** Causal: what the watched block never touches is veiled, with the reason. */
+export function causalVeils(ctx: Ctx2D, pen: Pen, sc: Scene): void {
+  const { trace: t, layout: l, s } = sc;
+  if (!t.config.causal) return;
+  const { br, n } = t.config;
+  const algo = t.config.algo;
+  const veil = (r: Rect, label: string, b: GridBox) => {
+    if (r.w <= 0 || r.h <= 0) return;
+    ctx.save();
+    ctx.fillStyle = pen.palette.panel;
+    ctx.globalAlpha = 0.72;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.globalAlpha = 0.5;
+    ctx.fillStyle = pen.pattern(ctx) ?? pen.palette.hatch;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.globalAlpha = 1;
+    ctx.restore();
+    if (!label) return;
+    // in the first block or tile of the veiled rows, between its boundaries
+    const inside = regions(b, t.config.bc).filter(
+      (q) => q.y >= r.y - 0.5 && q.y + q.h <= r.y + r.h + 1 && q.x >= r.x - 0.5 && q.x + q.w <= r.x + r.w + 0.5,
+    );
+    for (const q of inside) {
+      const placed = placeLines(q, [[label]], pen.measure, VEIL_FONT, 12);
+      if (placed) {
+        pen.lines(ctx, placed, pen.palette.inkMuted, "veil");
+        break;
+      }
+    }
+  };
+  if (algo === "fa2" || algo === "standard") {
+    const i = s.block ?? 0;
+    const w = kvWidth(t, i);
+    if (w >= n) return;
+    for (const name of l.hbmOrder) {
+      const b = l.grids[name]!;
+      if (b.axis === "kv") veil(cellRect(b, w, n), "skipped", b);
+      if (b.colAxis === "kv") veil(cellRect(b, i * br, Math.min(n, (i + 1) * br), w, n), "", b);
+    }
+  } else {
+    const main = algo === "fa1" || (s.indices !== undefined && "j" in s.indices);
+    const j = algo === "fa1" ? tileHeld(sc) : s.block;
+    if (!main || j === null) return;
+    const info = t.blocks.find((b, k) => (b.block ?? k) === j);
+    const f = algo === "fa2-backward" ? (info?.first_i ?? firstBlock(t, j)) : firstBlock(t, j);
+    if (f <= 0) return;
+    for (const name of l.hbmOrder) {
+      const b = l.grids[name]!;
+      if (b.axis !== "q" || (algo === "fa2-backward" && name === "O")) continue;
+      veil(cellRect(b, 0, Math.min(n, f * br)), "skipped", b);
+    }
+  }
+}
+
+/** The watched block's rows and the tile now in SRAM, dashed. */
+export function watched(ctx: Ctx2D, pen: Pen, sc: Scene): void {
+  const { trace: t, layout: l } = sc;
+  const { br, bc, n } = t.config;
+  const i = rowBlock(sc);
+  const j = tileHeld(sc);
+  ctx.save();
+  ctx.strokeStyle = pen.palette.watch;
+  ctx.lineWidth = 1.5;
+  ctx.setLineDash([4, 3]);
+  for (const name of l.hbmOrder) {
+    const b = l.grids[name]!;
+    const k = b.axis === "q" ? i : j;
+    if (k === null || k === undefined) continue;
+    const g = b.axis === "q" ? br : bc;
+    const r = cellRect(b, k * g, Math.min(k * g + g, n + b.padRows));
+    ctx.strokeRect(r.x - 1.5, r.y - 1.5, r.w + 3, r.h + 3);
+  }
+  ctx.restore();
+}
+
+/** Lockstep: every other block moves its own rows in the same phase (dashed, fainter). */
+export function lockstep(ctx: Ctx2D, pen: Pen, sc: Scene): void {
+  const { trace: t, layout: l, s } = sc;
+  const algo = t.config.algo;
+  if (algo === "fa1" || s.block === null) return;
+  const pre = algo === "fa2-backward" && !(s.indices && "j" in s.indices);
+  const axis = algo === "fa2-backward" && !pre ? "kv" : "q";
+  const g = axis === "kv" ? t.config.bc : t.config.br;
+  const own0 = s.block * g;
+  const myLast = s.phase === lastPhase(t, s.block);
+  const ids = pre ? Array.from({ length: t.config.tr }, (_, k) => k) : t.blocks.map((_, k) => blockId(t, k));
+  ctx.save();
+  ctx.globalAlpha = 0.55;
+  ctx.setLineDash([2, 3]);
+  for (const tr of s.transfers) {
+    const b = l.grids[tr.tensor];
+    if (!b || b.axis !== axis || tr.rows[0] < own0 || tr.rows[1] > own0 + g) continue;
+    ctx.strokeStyle = tr.kind === "read" ? pen.palette.read : pen.palette.write;
+    for (const o of ids) {
+      if (o === s.block) continue;
+      if (!pre) {
+        const st = blockStatus(t, o, s.phase);
+        if (myLast ? st !== "last" : st !== "same") continue;
+      }
+      const r0 = tr.rows[0] - own0 + o * g;
+      const r1 = Math.min(t.config.n, tr.rows[1] - own0 + o * g);
+      if (r1 <= r0) continue;
+      const r = cellRect(b, r0, r1, tr.cols[0], tr.cols[1]);
+      ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, Math.max(1, r.h - 1));
+    }
+  }
+  ctx.restore();
+}
+
+/** A cell range veiled: the panel's colour, then the context's fill (the hatch) over it. */
+function veilCells(ctx: Ctx2D, pen: Pen, r: Rect): void {
+  const fill = ctx.fillStyle;
+  const alpha = ctx.globalAlpha;
+  ctx.globalAlpha = 0.55 * alpha;
+  ctx.fillStyle = pen.palette.panel;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.globalAlpha = alpha;
+  ctx.fillStyle = fill;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+}
+
+/** In an SRAM buffer: the rows (and, for scores, the key columns) past N, hatched. */
+export function sramPadding(ctx: Ctx2D, pen: Pen, sc: Scene, b: GridBox): void {
+  const t = sc.trace;
+  ctx.save();
+  ctx.fillStyle = pen.pattern(ctx) ?? pen.palette.hatch;
+  const j = tileHeld(sc);
+  const i = rowBlock(sc);
+  if (b.axis === "kv") {
+    for (let r = 0; r < b.rows; r++) if (!keyValid(t, j, r)) veilCells(ctx, pen, cellRect(b, r, r + 1));
+  } else if (b.axis === "q") {
+    for (let r = 0; r < b.rows; r++) if (!rowValid(t, i, r)) veilCells(ctx, pen, cellRect(b, r, r + 1));
+  }
+  if (b.colAxis === "kv" && j !== null) {
+    for (let c = 0; c < b.cols; c++) if (!keyValid(t, j, c)) veilCells(ctx, pen, cellRect(b, 0, b.rows, c, c + 1));
+  }
+  ctx.restore();
+}
+
+/** The box around an SRAM buffer the step wrote. */
+export function changedBox(ctx: Ctx2D, pen: Pen, b: GridBox): void {
+  ctx.save();
+  ctx.strokeStyle = pen.palette.changed;
+  ctx.lineWidth = 2;
+  ctx.strokeRect(b.x - 2, b.y - 2, b.w + 4, b.h + 4);
+  ctx.restore();
+}
+
+/** The HBM tile a transfer moves, highlighted; returns its rectangle (null when HBM has no such grid). */
+export function transferMark(ctx: Ctx2D, pen: Pen, sc: Scene, tr: Transfer): Rect | null {
+  const p = pen.palette;
+  const b = sc.layout.grids[tr.tensor];
+  if (!b) return null;
+  const r = cellRect(b, tr.rows[0], tr.rows[1], tr.cols[0], tr.cols[1]);
+  const colour = tr.kind === "read" ? p.read : p.write;
+  ctx.save();
+  ctx.fillStyle = colour;
+  ctx.globalAlpha = 0.22;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.globalAlpha = 1;
+  ctx.strokeStyle = colour;
+  ctx.lineWidth = 2.5;
+  ctx.strokeRect(r.x - 1, r.y - 1, r.w + 2, r.h + 2);
+  ctx.restore();
+  return r;
+}

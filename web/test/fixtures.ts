@@ -1,0 +1,17 @@
+// The generated fixtures (web/test/fixtures/generate.py writes them from `flashviz trace` and flashviz.compare_api),
+// typed as the viewer reads them.
+import type { CompareDoc } from "../src/api";
+import type { Trace } from "../src/types";
+import compare from "./fixtures/compare_n12_causal.json";
+import fa1 from "./fixtures/fa1_n8.json";
+import fa2c from "./fixtures/fa2_causal_n12_block0.json";
+import bwd from "./fixtures/fa2-backward_causal_n8_d2.json";
+
+/** flashviz trace --algo fa1 (N=8, D=4, Br=Bc=4): one CUDA block, blocks of Q visited inside each tile j */
+export const FA1 = fa1 as unknown as Trace;
+/** flashviz trace --n 12 --causal --block 0: three blocks of Q, only block 0 recorded */
+export const FA2C = fa2c as unknown as Trace;
+/** flashviz trace --algo fa2-backward --n 8 --d 2 --causal: the preprocessing kernel's two blocks, then fa2_bwd's two */
+export const BWD = bwd as unknown as Trace;
+/** compare_document(n=12, d=4, br=4, bc=4, causal=True): what GET /api/compare answers */
+export const COMPARE = compare as unknown as CompareDoc;
