@@ -19,7 +19,7 @@ from .units import human_bytes
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
-DATA = "data/ladder"  # inside the package
+DATA = "data/ladder"  # inside the package (as flashviz/DATA)
 
 
 class NoRecordedRun(LadderError):
@@ -28,7 +28,7 @@ class NoRecordedRun(LadderError):
 
 def shipped() -> list[Traversable]:
     """The recorded runs that ship with the package, oldest first (their names start with the date)."""
-    folder = files("flashviz").joinpath(DATA)
+    folder = files("flashviz").joinpath("data").joinpath("ladder")
     if not folder.is_dir():
         return []
     return sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
