@@ -21,8 +21,10 @@ measurement, not a guess:
  6. triton-bf16-tiles  the autotuner's tiles and warps for this shape, still one stage;
  7. triton-bf16-tuned  the autotuner's config as flashviz.attention launches it (its stages: pipelining);
  8. sdpa-flash, 9. sdpa-cudnn  PyTorch's FlashAttention-2 and cuDNN backends, the ceiling.
-Every rung is checked against float64 attention of the inputs it was given (fp32, or their bf16 rounding)
-before it is timed, its output memory poisoned with NaN first; a rung that fails records no time.
+They run in another order (the seed, PyTorch's backends, Triton's bf16, then the new fp32 path last, so that a
+fault in it cannot cost the others) and are written in this one. Every rung is checked against float64 attention
+of the inputs it was given (fp32, or their bf16 rounding) before it is timed, its output memory poisoned with NaN
+first; a rung that fails records no time.
 Time: triton.testing.do_bench median (L2 flushed before each launch) after a warm-up; launches over 25 ms by
 CUDA events, a few, L2 flushed before each. TFLOP/s = 4*B*H*N^2*D / time. Peaks in the same run: bf16 and tf32
 8192^3 matmuls and an fp32 one with TF32 off (torch), fp32 FMA chains on the CUDA cores (CuPy).
@@ -315,6 +317,9 @@ def triton_rung(
 ) -> dict:
     """fa2_fwd at fixed tiles (None: the autotuner's choice, as flashviz.attention launches it)."""
     run = ta.launcher()
+    failed = PRECHECK.get((torch.float32 if dtype == "fp32" else torch.bfloat16, tiles, precision))
+    if failed:
+        raise CheckFailed(f"not launched: in the compile step at N=256 it failed: {failed}")
     if dtype == "fp32":
         assert precision is not None
 
@@ -437,6 +442,8 @@ PEAK_WORDS = {
     "tf32_matmul": "cuBLAS's tf32 matmul",
     "bf16_matmul": "cuBLAS's bf16 matmul",
 }
+ORDER = ["seed", "seed-best", "triton-fp32-ieee", "triton-fp32-tf32", "triton-bf16", "triton-bf16-tiles",
+         "triton-bf16-tuned", "sdpa-flash", "sdpa-cudnn"]  # fmt: skip  # bottom to top, whatever order they ran in
 # the rung each is set against, in order of preference (a rung that was not measured is passed over)
 AGAINST = {
     "seed-best": ("seed",),
@@ -615,7 +622,7 @@ class Run:
         try:
             self.write()
         except Exception:
-            self.doc["rungs"].pop()  # the file keeps the last good state
+            self.doc["rungs"] = [r for r in self.doc["rungs"] if r is not rung]  # the file keeps its last good state
             raise
 
     def skip(self, name: str, why: str) -> None:
@@ -624,6 +631,7 @@ class Run:
         self.write()
 
     def write(self) -> None:
+        self.doc["rungs"].sort(key=lambda r: ORDER.index(r["name"]) if r["name"] in ORDER else len(ORDER))
         explain(self.doc["rungs"], self.doc["peaks"])
         if self.doc["rungs"]:
             check(json.loads(json.dumps(self.doc)))  # never write what flashviz ladder would refuse
@@ -660,7 +668,8 @@ def rung_record(name, label, kernel, dtype, tc, tiles, peak, element_bytes, shap
     }
     seen = m.get("tiles_seen")
     if t is not None and seen and (seen["warps"], seen["stages"]) != (t["warps"], t["stages"]):
-        raise RuntimeError(f"{name}: the compiled kernel has {seen}, not the tiles asked for {t}")
+        log(f"{name}: asked for {t}, the compiled kernel has {seen}: recording what ran")
+        r["tiles"] = {**t, **seen}
     if candidates is not None:
         r["candidates"] = candidates
     log(f"{name}: {r['ms']:.4g} ms, err {r['max_rel_err']:.2g}, tiles {tiles_text(t)}, timing: {m.get('timing')}")
@@ -711,6 +720,8 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
             raise OutOfBudget(name)
         try:
             body()
+        except OutOfBudget:
+            raise
         except Exception as e:
             run.skip(name, one_line(e))
             if not isinstance(e, CheckFailed):
@@ -738,7 +749,47 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
     else:
         run.skip("seed", "the seed's CUDA kernel needs a GPU (CuPy and NVRTC); this is a CPU smoke run")
 
-    # 3-5: Triton, fp32 (CUDA cores, tensor cores), then bf16, at one set of tiles
+    # 8-9: the ceiling, measured before the new fp32 Triton path runs (a fault there would end the run)
+    for name, backend, label in (("sdpa-flash", "FLASH_ATTENTION", "SDPA FlashAttention-2"),
+                                 ("sdpa-cudnn", "CUDNN_ATTENTION", "SDPA cuDNN")):  # fmt: skip
+
+        def sdpa(name=name, backend=backend, label=label):
+            m = sdpa_rung(x, backend, quick)
+            run.add(rung_record(name, label, f"torch.nn.functional.scaled_dot_product_attention, {backend}", "bf16",
+                                True, None, "bf16_matmul", 2, shape, m))  # fmt: skip
+
+        step(name, sdpa)
+
+    # 6-7: the autotuner's config (flashviz.attention's), then its tiles without pipelining
+    def tuned():
+        r = ta.launcher()
+        r.forward(x.q16, x.k16, x.v16, False, x.scale)  # tunes once for this shape, as flashviz.attention does
+        if r.interpret:
+            best = ta.INTERPRET_TILES["fwd"]
+            cands = None
+        else:
+            key = ("fwd", ta._padded(shape["d"]), shape["n"], shape["d"], False, torch.bfloat16)
+            kw = r.best[key]
+            best = Tiles(kw["Br"], kw["Bc"], kw["num_warps"], kw["num_stages"], kw.get("maxnreg"))
+            timings = getattr(r.tuned["fwd", ta._padded(shape["d"])], "configs_timings", None) or {}
+            cands = [autotuned(c, v) for c, v in timings.items()] or None
+        m = triton_rung(x, "bf16", best, None, quick)
+        label = "Triton bf16, autotuned"
+        run.add(rung_record("triton-bf16-tuned", label, triton_file, "bf16", m["mma"] != "none", best,
+                            "bf16_matmul", 2, shape, m, cands))  # fmt: skip
+        flat = Tiles(best.Br, best.Bc, best.num_warps, 1, best.maxnreg)
+
+        def unpipelined():  # the same tiles and warps, one stage
+            m = triton_rung(x, "bf16", flat, None, quick)
+            run.add(rung_record("triton-bf16-tiles", "Triton bf16, tuned tiles", triton_file, "bf16",
+                                m["mma"] != "none", flat, "bf16_matmul", 2, shape, m))  # fmt: skip
+
+        if best.num_stages != 1:
+            step("triton-bf16-tiles", unpipelined)
+
+    step("triton-bf16-tuned", tuned)
+
+    # 3-5: Triton, fp32 (CUDA cores, tensor cores), then bf16, at one set of tiles: the new fp32 path, last
     chosen: dict = {}
 
     def ieee():
@@ -768,67 +819,38 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
         step("triton-fp32-tf32", tf32)
         step("triton-bf16", bf16)
 
-    # 6-7: the autotuner's tiles, without and with pipelining
-    def tuned():
-        r = ta.launcher()
-        r.forward(x.q16, x.k16, x.v16, False, x.scale)  # tunes once for this shape, as flashviz.attention does
-        if r.interpret:
-            best = ta.INTERPRET_TILES["fwd"]
-            cands = None
-        else:
-            key = ("fwd", ta._padded(shape["d"]), shape["n"], shape["d"], False, torch.bfloat16)
-            kw = r.best[key]
-            best = Tiles(kw["Br"], kw["Bc"], kw["num_warps"], kw["num_stages"], kw.get("maxnreg"))
-            timings = getattr(r.tuned["fwd", ta._padded(shape["d"])], "configs_timings", None) or {}
-            cands = [autotuned(c, v) for c, v in timings.items()] or None
-        flat = Tiles(best.Br, best.Bc, best.num_warps, 1, best.maxnreg)
-        t0 = chosen.get("t0")
-        repeat = t0 is not None and (t0.Br, t0.Bc, t0.num_warps, t0.num_stages) == (flat.Br, flat.Bc, flat.num_warps, 1)
-        if best.num_stages != 1 and not repeat and time.time() < budget_end:
-            try:
-                m = triton_rung(x, "bf16", flat, None, quick)
-                run.add(rung_record("triton-bf16-tiles", "Triton bf16, tuned tiles", triton_file, "bf16",
-                                    m["mma"] != "none", flat, "bf16_matmul", 2, shape, m))  # fmt: skip
-            except Exception as e:
-                run.skip("triton-bf16-tiles", one_line(e))
-        m = triton_rung(x, "bf16", best, None, quick)
-        label = "Triton bf16, autotuned"
-        run.add(rung_record("triton-bf16-tuned", label, triton_file, "bf16", m["mma"] != "none", best,
-                            "bf16_matmul", 2, shape, m, cands))  # fmt: skip
-
-    step("triton-bf16-tuned", tuned)
-
-    # 8-9: the ceiling
-    for name, backend, label in (("sdpa-flash", "FLASH_ATTENTION", "SDPA FlashAttention-2"),
-                                 ("sdpa-cudnn", "CUDNN_ATTENTION", "SDPA cuDNN")):  # fmt: skip
-
-        def sdpa(name=name, backend=backend, label=label):
-            m = sdpa_rung(x, backend, quick)
-            run.add(rung_record(name, label, f"torch.nn.functional.scaled_dot_product_attention, {backend}", "bf16",
-                                True, None, "bf16_matmul", 2, shape, m))  # fmt: skip
-
-        step(name, sdpa)
-
 
 # ----------------------------------------------------------------------------------------------------------
 # Compiling ahead: worker processes fill Triton's cache before the parent touches CUDA
 # ----------------------------------------------------------------------------------------------------------
+PRECHECK: dict = {}  # (torch dtype, Tiles, precision) -> why it failed at N=256 in a worker: not launched again
+
+
 def precompile(job) -> tuple:
+    """In a worker: compile one config and check it at N=256 against float64, so that the parent finds it in
+    Triton's cache, and a config that fails (or faults, which would poison the parent's CUDA context) is known
+    before the parent launches it."""
     dtype, t, precision = job
     start = time.time()
     try:
         q, k, v = (torch.randn(1, 2, 256, 64, device="cuda", dtype=dtype) for _ in range(3))
         if dtype == torch.float32:
-            ta._forward_fp32(q, k, v, t, precision)
+            o = ta._forward_fp32(q, k, v, t, precision)[0]
+            limit = LIMITS["fp32" if precision == "ieee" else "tf32"]
         else:
-            ta.launcher().forward(q, k, v, False, 0.125, tiles=t)
+            o = ta.launcher().forward(q, k, v, False, 0.125, tiles=t)[0]
+            limit = LIMITS["bf16"]
         torch.cuda.synchronize()
-        return job, "ok", time.time() - start
+        err = max_rel_err(o, reference(q, k, v, 0.125))
+        status = "ok" if err <= limit else f"max rel err {err:.3g} at N=256, limit {limit:g}"
+        return job, status, time.time() - start
     except Exception as e:
         return job, one_line(e), time.time() - start
 
 
 def precompile_all(args) -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
     ieee = IEEE_TILES_QUICK if args.mode == "quick" else IEEE_TILES
     jobs = [(torch.float32, t, p) for p in ("ieee", "tf32") for t in ieee]
     jobs += [(torch.bfloat16, t, None) for t in ieee]
@@ -836,12 +858,21 @@ def precompile_all(args) -> None:
         for job in ((torch.bfloat16, t, None), (torch.bfloat16, Tiles(t.Br, t.Bc, t.num_warps, 1, t.maxnreg), None)):
             if job not in jobs:
                 jobs.append(job)
-    log(f"compiling {len(jobs)} Triton configs in {args.workers} processes")
-    with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        for job, status, secs in pool.map(precompile, jobs):
-            if status != "ok":
-                log(f"  {job[0]} {job[1]} {job[2]}: {status} ({secs:.1f}s)")
-    log("compiled")
+    log(f"compiling and checking {len(jobs)} Triton configs at N=256 in {args.workers} processes")
+    done = set()
+    try:
+        with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for job, status, secs in pool.map(precompile, jobs):
+                done.add(job)
+                if status != "ok":
+                    PRECHECK[job] = status
+                    log(f"  {job[0]} {tiles_text(tiles_dict(job[1]))} {job[2] or ''}: {status} ({secs:.1f}s)")
+    except BrokenProcessPool as e:  # a worker died (a fault in a kernel): the unfinished configs are not trusted
+        for job in jobs:
+            if job not in done:
+                PRECHECK[job] = f"its compile worker died ({one_line(e)})"
+        log(f"  a compile worker died; {len(jobs) - len(done)} configs not checked: they will not be launched")
+    log(f"compiled; {len(PRECHECK)} of {len(jobs)} failed")
 
 
 # ----------------------------------------------------------------------------------------------------------
