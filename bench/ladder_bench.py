@@ -929,9 +929,15 @@ def markdown(doc: dict) -> str:
 
 def install(path: str) -> int:
     """Record a run: copy FILE (and the .md beside it) into bench/results/ladder and the package's data."""
+    from flashviz.ladder import load
+    from flashviz.ladder_schema import LadderError
+
     src = Path(path)
-    doc = json.loads(src.read_text())
-    check(doc)
+    try:
+        doc = load(src)
+    except LadderError as e:
+        print(f"--install: {e}", file=sys.stderr)
+        return 2
     if doc["mode"] != "full":
         print(f"{src}: a {doc['mode']} run; only full runs are recorded", file=sys.stderr)
         return 2

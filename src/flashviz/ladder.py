@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .ladder_schema import LadderError, check
-from .units import human_bytes
+from .units import human_bytes, kib
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -99,7 +99,8 @@ def render(doc: dict[str, Any]) -> list[Any]:
     caption = (
         f"Recorded {doc['date']} on {doc['gpu']}{mode}{'' if doc['complete'] else ', incomplete'}. Peaks measured in "
         "the same run: " + "; ".join(f"{k} {v['tflops']:.1f} TFLOP/s" for k, v in peaks.items()) + ". "
-        "HBM: the traffic model's bytes at the rung's tiles (the L2 serves many re-reads of K and V)."
+        "HBM: the traffic model's bytes at the rung's tiles (the L2 serves many re-reads of K and V); "
+        "SRAM: shared memory per block."
     )
     table = Table(title=title, caption=caption, caption_justify="left")
     for col, justify in (
@@ -128,7 +129,7 @@ def render(doc: dict[str, Any]) -> list[Any]:
             f"{r['tflops']:.4g}",
             Text(f"{100 * r['share_of_peak']:.1f}% {SHORT_PEAK.get(r['peak'], r['peak'])}"),
             "–" if r["hbm_bytes"] is None else human_bytes(r["hbm_bytes"]),
-            "–" if r["sram_bytes_per_block"] is None else human_bytes(r["sram_bytes_per_block"]),
+            "–" if r["sram_bytes_per_block"] is None else kib(r["sram_bytes_per_block"]),
             f"{r['max_rel_err']:.1e}",
         )
     notes = Text()
