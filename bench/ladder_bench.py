@@ -32,8 +32,9 @@ HBM bytes: the traffic model of flashviz.algos.fa2 at the rung's tiles (Q once, 
 O and L once) times the element size (L is fp32 throughout). SRAM per block: the seed's launch spec, Triton's
 compiled kernel (metadata.shared).
 
-Writes <out>/<date>-<gpu>.json (schema flashviz.ladder/1, docs/ladder-schema.md) after every rung, and
-<date>-<gpu>.md at the end; prints the table last. --quick: fewer candidates and shorter timing (same shape).
+Writes <out>/<date>-<gpu>.json (schema flashviz.ladder/1, docs/ladder-schema.md) and <date>-<gpu>.md (the
+table, the sentences, the candidates) after every rung; prints the short table last. --quick: fewer candidates
+and shorter timing (same shape).
 """
 
 from __future__ import annotations
@@ -595,7 +596,7 @@ class Run:
             "gpu": gpu,
             "mode": args.mode,
             "complete": False,
-            "command": "PYTHONPATH=src python bench/ladder_bench.py " + " ".join(sys.argv[1:]),
+            "command": " ".join(["PYTHONPATH=src python bench/ladder_bench.py", *flags(sys.argv[1:])]),
             "versions": versions,
             "shape": {**shape, "causal": False, "tokens": shape["batch"] * shape["n"], "flops": flops(shape)},
             "timing": (
@@ -637,6 +638,21 @@ class Run:
             check(json.loads(json.dumps(self.doc)))  # never write what flashviz ladder would refuse
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps(self.doc, indent=1, ensure_ascii=False) + "\n")
+        self.path.with_suffix(".md").write_text(markdown(self.doc))
+
+
+def flags(argv: list[str]) -> list[str]:
+    """The command's flags without --out and its folder (a path on the machine that ran it)."""
+    out, skip = [], False
+    for a in argv:
+        if skip or a.startswith("--out="):
+            skip = False
+            continue
+        if a == "--out":
+            skip = True
+            continue
+        out.append(a)
+    return out
 
 
 def sig(x: float) -> float:
@@ -1038,10 +1054,7 @@ def main() -> int:
         run.skip(str(e), f"the budget of {args.budget_s:g} s ran out before this rung and those after it")
     finally:
         run.write()
-        md = markdown(run.doc)
-        run.path.with_suffix(".md").write_text(md)
-        print(md, flush=True)
-        print_table(run.path)
+        print_table(run.path)  # short: the sentences, candidates and notes are in the .md beside the JSON
     return 0 if run.doc["rungs"] and run.doc["complete"] else 1
 
 
@@ -1051,9 +1064,13 @@ def print_table(path: Path) -> None:
     from flashviz.ladder import load, render
 
     try:
-        Console(width=160).print(*render(load(path)))
+        doc = load(path)
+        Console(width=150).print(render(doc)[0])
+        for sk in doc["skipped"]:
+            print(f"not measured: {sk['name']}: {sk['why'][:150]}")
+        print(f"wrote {path} and {path.with_suffix('.md').name}")
     except Exception as e:
-        print(f"(no table: {one_line(e)})")
+        print(f"(no table: {one_line(e)}; {path})")
 
 
 if __name__ == "__main__":
