@@ -279,8 +279,9 @@ def compare(n, d, br, bc, causal, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the recorded run's JSON instead of a table")
 def ladder(source, as_json) -> None:
     """From the seed's kernel to tensor cores: one recorded GPU run, rung by rung (shown, never measured here)."""
-    from .ladder import load, render
+    from .ladder import load
     from .ladder_schema import LadderError
+    from .ladder_table import render
 
     try:
         doc = load(source)
