@@ -1,6 +1,6 @@
 """The ladder: one attention shape from the seed's fp32 kernel to tensor cores, every rung measured in one GPU run.
 
-    PYTHONPATH=src python bench/ladder_bench.py --out "$OUT" --budget-s 200 [--quick]   # on the GPU machine
+    PYTHONPATH=src python3 bench/ladder_bench.py --out "$OUT" --budget-s 200 [--quick]  # on the GPU machine
     PYTHONPATH=src python bench/ladder_bench.py --install FILE.json   # here: record a run (bench/results + package)
     PYTHONPATH=src python bench/ladder_compile_check.py               # no GPU: every config compiled for sm_90
     TRITON_INTERPRET=1 PYTHONPATH=src python bench/ladder_bench.py --smoke --out DIR    # no GPU: the plumbing
