@@ -532,8 +532,14 @@ def _sentence(r: dict, below: dict | None, peaks_: dict, by: dict) -> str:
         bytes_ = ""
         if below and r["hbm_bytes"] is not None and below["hbm_bytes"]:
             bytes_ = f"{_gb(r['hbm_bytes'])} of modeled traffic against {_gb(below['hbm_bytes'])}, "
+        where = {
+            "wgmma": " on the tensor cores (wgmma)",
+            "mma.sync": " on the tensor cores (mma.sync)",
+            "none": " (yet no matrix instructions in the compiled code)",
+            None: "",
+        }[r.get("mma")]
         return (
-            f"{same}Q, K, V and O in bf16 instead of fp32: {bytes_}bf16 products on the tensor cores{rate}, "
+            f"{same}Q, K, V and O in bf16 instead of fp32: {bytes_}bf16 products{where}{rate}, "
             f"P rounded to bf16 before P·V{tail}"
         )
     if name == "triton-bf16-tiles":
@@ -559,7 +565,7 @@ def _sentence(r: dict, below: dict | None, peaks_: dict, by: dict) -> str:
     if name == "sdpa-flash":
         return (
             "PyTorch's FLASH_ATTENTION backend: Tri Dao's FlashAttention-2 CUDA kernels, written for Ampere's "
-            "mma.sync, without Hopper's wgmma or TMA (FlashAttention-3 paper, section 1); its tiles are not "
+            "mma.sync, without Hopper's wgmma or TMA (the FlashAttention-3 paper, introduction); its tiles are not "
             f"reported{tail}"
         )
     if name == "sdpa-cudnn":
