@@ -268,6 +268,47 @@ def compare(n, d, br, bc, causal, as_json) -> None:
         Console(file=out).print(render(doc))
 
 
+@cli.command()
+@click.option(
+    "--from",
+    "source",
+    type=FilePath(),
+    default=None,
+    help="a ladder JSON (bench/ladder_bench.py writes one) instead of the run that ships with flashviz",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the recorded run's JSON instead of a table")
+def ladder(source, as_json) -> None:
+    """From the seed's kernel to tensor cores: one recorded GPU run, rung by rung (shown, never measured here)."""
+    from .ladder import load
+    from .ladder_schema import LadderError
+    from .ladder_table import render
+
+    try:
+        doc = load(source)
+    except LadderError as exc:
+        if source is not None:
+            raise ConfigError("--from", str(exc)) from None
+        raise NoLadder(str(exc)) from None
+    if as_json:
+        import json
+
+        print_line(json.dumps(doc, indent=1, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    with to_stdout() as out:
+        console = Console(file=out)
+        if not console.is_terminal:  # a pipe or a file: wide enough for the table's eleven columns
+            console = Console(file=out, width=150)
+        console.print(*render(doc))
+
+
+class NoLadder(click.ClickException):
+    """No run to show (none shipped, or the shipped one unreadable): exit code 2, like bad input."""
+
+    exit_code = 2
+
+
 cli.add_command(gpu_group())  # imports no GPU library
 
 

@@ -169,13 +169,16 @@ def _load_kernels():
 
 
 def _interpreter_fixes() -> None:
-    """Two gaps of Triton 3.6's interpreter that these kernels step on, filled the way upstream fills them:
+    """Gaps of Triton 3.6's interpreter that these kernels step on, filled the way upstream fills them:
     - a loop bound computed at run time becomes a Python int by int() of a one-element array, which NumPy 2.4
       refuses ("only 0-dimensional arrays can be converted"; triton-lang/triton#9171): take the element;
     - tl.dot multiplies bfloat16 operands as their raw 16-bit patterns (it widens only 8-bit floats): widen
       bfloat16 to float32 first, which is exact, as the tensor cores' products are;
     - float32 -> bfloat16 casts truncate, where the GPU (cvt.rn) and torch round to nearest even, which doubles
-      the rounding error of P and of every output: round to nearest even."""
+      the rounding error of P and of every output: round to nearest even;
+    - tl.dot ignores input_precision: float32 operands of a "tf32" dot (the ladder's fp32 runs) keep all 23
+      mantissa bits, where the tensor cores take tf32's 10: cut the 13 low bits of each operand (a model of
+      the tensor cores' tf32 mode, not a bit-exact copy of it; "ieee" dots stay exact float32)."""
     import numpy as np
     from triton.runtime import interpreter
 
@@ -204,7 +207,17 @@ def _interpreter_fixes() -> None:
             wide = interpreter._convert_float(x.data, tl.bfloat16, tl.float32, None).view(np.float32)
             return interpreter.TensorHandle(wide, tl.float32)
 
+        from triton._C.libtriton import ir
+
+        def tf32(x):
+            if x.dtype.scalar != tl.float32:
+                return x
+            bits = np.ascontiguousarray(x.data, dtype=np.float32).view(np.uint32)
+            return interpreter.TensorHandle((bits & np.uint32(0xFFFFE000)).view(np.float32), tl.float32)
+
         def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            if input_precision == ir.INPUT_PRECISION.TF32:
+                a, b = tf32(a), tf32(b)
             return create_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
         builder.create_dot = patched_dot
@@ -274,6 +287,7 @@ class Launcher:
         self.best: dict = {}  # (kernel, D, N, Dv, causal, dtype) -> the autotuner's choice, launched directly
         self.bwd_variant: dict = {}  # (N, D, causal, dtype) -> the faster of BWD_VARIANTS, timed once
         self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
+        self.compiled: dict = {}  # kernel name ("fwd", "dq", ...) -> its last launch's CompiledKernel (on a GPU)
         if self.interpret:
             return
         key = ["N", "Dv", "CAUSAL"]
@@ -313,18 +327,19 @@ class Launcher:
             best = self.best.get(at)
             if best is None:
                 tuner = self.tuned[name, d]
-                tuner[grid](*args, **kwargs)
+                self.compiled[name] = tuner[grid](*args, **kwargs)
                 self.best[at] = tuner.best_config.all_kwargs()
                 return
-            kernel[grid](*args, **kwargs, **best)
+            self.compiled[name] = kernel[grid](*args, **kwargs, **best)
             return
         t = tiles or INTERPRET_TILES["dkdv" if name.startswith("dkdv") else name]
         kw = t.kwargs()
         if name == "fwd":
             kw["WARP_SPECIALIZE"] = t.warp_specialize
-        kernel[grid](*args, **kwargs, **kw)
+        self.compiled[name] = kernel[grid](*args, **kwargs, **kw)
 
-    def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None):
+    def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None):
+        """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`)."""
         import triton
 
         if not self.interpret:
@@ -338,6 +353,7 @@ class Launcher:
             "fwd", self.km.fa2_fwd, D, tiles, (N, Dv, causal, q.dtype), grid,
             q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
             H, N, Dv, scale * _LOG2E, D=D, CAUSAL=causal,
+            **({} if precision is None else {"INPUT_PRECISION": precision}),
         )  # fmt: skip
         return o, lse
 
@@ -492,3 +508,25 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     o, lse = _Attention.apply(q, k, v, causal, scale)
     return (o, lse) if return_lse else o
+
+
+FP32_PRECISIONS = ("ieee", "tf32")
+
+
+def _forward_fp32(q, k, v, tiles: Tiles | None, precision: str, causal: bool = False, scale: float | None = None):
+    """The ladder's private fp32 rungs (bench/ladder_bench.py), not part of `attention`'s API: fa2_fwd on float32
+    q, k, v (B, H, N, D) with fixed tiles (on a GPU), tl.dot at `precision` -- "ieee" (CUDA cores, fp32 products)
+    or "tf32" (tensor cores, operands cut to tf32). Returns (O float32, L). Forward only, no autograd."""
+    if precision not in FP32_PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(FP32_PRECISIONS)}; got {_cut(repr(precision))}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+            raise ValueError(f"{name} must be a float32 torch.Tensor; got {_cut(getattr(t, 'dtype', type(t)))}")
+    if q.dim() != 4 or not (q.shape == k.shape == v.shape) or q.shape[-1] not in SUPPORTED_D:
+        raise ValueError(f"q, k, v must share one shape (B, H, N, D), D in {SUPPORTED_D}; got {_cut(tuple(q.shape))}")
+    run = launcher()
+    if tiles is None and not run.interpret:
+        raise ValueError("tiles must be given on a GPU: the autotuner's candidates are bf16 tile sets")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    q, k, v = (_tma_ready(t) for t in (q, k, v))
+    return run.forward(q, k, v, causal, scale, tiles=tiles, precision=precision)

@@ -40,6 +40,7 @@ MASK_CAUSAL = tl.constexpr(2)  # a diagonal tile: key column > query row is mask
 def _fwd_tiles(
     Oi, mi, li, Qi, desc_k, desc_v, i, lo, hi, N, qk_scale,
     Br: tl.constexpr, Bc: tl.constexpr, MASK: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
 ):  # fmt: skip
     """Stream the tiles Kj, Vj of rows [lo, hi) past block i, updating the carries Oi, mi, li."""
     rows = i * Br + tl.arange(0, Br)
@@ -50,7 +51,7 @@ def _fwd_tiles(
         # end step
 
         # step: scores
-        Sij = tl.dot(Qi, Kj.T)  # (Br, Bc), fp32, not yet scaled
+        Sij = tl.dot(Qi, Kj.T, input_precision=INPUT_PRECISION)  # (Br, Bc), fp32, not yet scaled
         if MASK == MASK_CAUSAL:
             cols = start + tl.arange(0, Bc)
             Sij = tl.where(rows[:, None] >= cols[None, :], Sij, float("-inf"))
@@ -65,7 +66,7 @@ def _fwd_tiles(
         alpha = tl.math.exp2(mi - m_new)  # rescales what the carries hold to the new max
         li = li * alpha + tl.sum(Pij, 1)
         Oi = Oi * alpha[:, None]
-        Oi = tl.dot(Pij.to(Vj.dtype), Vj, Oi)
+        Oi = tl.dot(Pij.to(Vj.dtype), Vj, Oi, input_precision=INPUT_PRECISION)
         mi = m_new
         # end step
     return Oi, mi, li
@@ -77,11 +78,13 @@ def fa2_fwd(
     sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sob, soh, son,
     H, N, Dv, qk_scale,
     D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr = "tf32",
 ):  # fmt: skip
     """Grid (Tr, B*H). Q, K, V, O: (B, H, N, Dv) with unit last stride; L: (B, H, N) contiguous fp32.
 
     D is Dv rounded up to a power of two (the columns past Dv read as zeros and are never stored);
-    qk_scale = scale * log2(e).
+    qk_scale = scale * log2(e). INPUT_PRECISION is tl.dot's for float32 Q, K, V (the ladder's private fp32
+    runs: "ieee" multiplies on the CUDA cores, "tf32" on the tensor cores); bf16 and fp16 tiles ignore it.
     """
     Tr = tl.num_programs(0)
     # causal: the blocks with the most tiles start first, so the last wave is made of short programs
@@ -106,16 +109,16 @@ def fa2_fwd(
     if CAUSAL:
         # tiles wholly below the diagonal, then the diagonal tiles of block i (Br is a multiple of Bc)
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, 0, i * Br, N, qk_scale,
-                                Br, Bc, NO_MASK, WARP_SPECIALIZE)  # fmt: skip
+                                Br, Bc, NO_MASK, WARP_SPECIALIZE, INPUT_PRECISION)  # fmt: skip
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, i * Br, tl.minimum((i + 1) * Br, N), N,
-                                qk_scale, Br, Bc, MASK_CAUSAL, WARP_SPECIALIZE)  # fmt: skip
+                                qk_scale, Br, Bc, MASK_CAUSAL, WARP_SPECIALIZE, INPUT_PRECISION)  # fmt: skip
     else:
         full = (N // Bc) * Bc  # tiles wholly inside N, then the ragged last one (if any)
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, 0, full, N, qk_scale,
-                                Br, Bc, NO_MASK, WARP_SPECIALIZE)  # fmt: skip
+                                Br, Bc, NO_MASK, WARP_SPECIALIZE, INPUT_PRECISION)  # fmt: skip
         if full < N:
             Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, full, N, N, qk_scale,
-                                    Br, Bc, MASK_COLUMNS, False)  # fmt: skip
+                                    Br, Bc, MASK_COLUMNS, False, INPUT_PRECISION)  # fmt: skip
 
     # step: write_back
     Oi = Oi / li[:, None]  # the only division
