@@ -498,7 +498,8 @@ def _sentence(r: dict, below: dict | None, peaks_: dict, by: dict) -> str:
             f"{32 * t['warps']} threads; one thread per row of Qi does the softmax and P·V{_mma(r)}), every product "
             f"on the CUDA cores: {100 * r['share_of_peak']:.1f}% of {PEAK_WORDS.get(r['peak'], r['peak'])}.{best}"
         )
-    if name == "seed-best":
+    if name == "seed-best":  # the candidates tried are recorded on the seed rung
+        measured = sum(1 for c in by.get("seed", {}).get("candidates") or [] if c["ms"] is not None)
         return (
             f"Same kernel; only the tile and block size changed, to {t['br']}×{t['bc']} and {32 * t['warps']} "
             f"threads, the fastest of {measured} measured{tail}"
