@@ -65,6 +65,7 @@ import torch  # noqa: E402
 from flashviz import triton_attention as ta  # noqa: E402
 from flashviz.algos.fa2 import traffic  # noqa: E402
 from flashviz.ladder_table import render  # noqa: E402
+from flashviz.units import human_bytes, kib  # noqa: E402
 
 try:
     from flashviz.ladder_schema import SCHEMA, check
@@ -579,12 +580,12 @@ def _sentence(r: dict, below: dict | None, peaks_: dict, by: dict) -> str:
     return r.get("what_changed") or r["label"]
 
 
-def _gb(b: int | None) -> str:
-    return "?" if b is None else f"{b / 1e9:.2f} GB"
+def _gb(b: int | None) -> str:  # bytes moved: decimal units, as units.py writes them everywhere
+    return "?" if b is None else human_bytes(b)
 
 
-def _kib(b: int | None) -> str:
-    return "–" if b is None else f"{b / 1024:.1f} KiB"
+def _kib(b: int | None) -> str:  # shared memory: KiB, as units.py writes it everywhere
+    return "–" if b is None else kib(b)
 
 
 def _tiles_of(r: dict | None) -> str:
