@@ -4,7 +4,8 @@
 // shows its final values (`outputs`); the last write of each element of one written again and again shows its final
 // value; the rest is "written, its value not in this trace".
 import { isMat, sramAt, type TraceIndex } from "./derive";
-import type { Num, Step, Transfer, Trace, Write } from "./types";
+import { isOneRow } from "./picture";
+import type { Num, Step, Trace, Transfer, Write } from "./types";
 
 export interface WriteEvent {
   tensor: string;
@@ -118,12 +119,7 @@ export class HbmHistory {
     const s: Step | undefined = e.step === null ? undefined : t.steps[e.step];
     const tr = s?.transfers.find(
       (x) =>
-        x.kind === "write" &&
-        x.tensor === e.tensor &&
-        x.rows[0] === e.r0 &&
-        x.rows[1] === e.r1 &&
-        x.cols[0] === e.c0 &&
-        x.cols[1] === e.c1,
+        x.kind === "write" && x.tensor === e.tensor && x.rows[0] === e.r0 && x.rows[1] === e.r1 && x.cols[0] === e.c0 && x.cols[1] === e.c1,
     );
     if (!s || !tr?.source) return e.final && hasFinal ? final : none;
     return this.fromSource(s, tr, e);
@@ -140,8 +136,7 @@ export class HbmHistory {
     if (!v) return () => undefined;
     if (isMat(v)) return (r, c) => this.cell(v, r - e.r0, c - e.c0);
     // a vector: one value per row, or (a buffer of one long row, standard's Sr) one per column
-    const b = "buffer" in src ? this.trace.buffers[src.buffer] : undefined;
-    const byColumn = b !== undefined && b.dims.length === 1 && b.axes[0] === "none";
+    const byColumn = "buffer" in src && isOneRow(this.trace, src.buffer);
     return byColumn ? (_r, c) => this.vec(v, c - e.c0) : (r) => this.vec(v, r - e.r0);
   }
 

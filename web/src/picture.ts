@@ -117,6 +117,14 @@ function rowsCols(dims: string[], axes: [Axis, Axis], s: Shape): [number, number
   return axes[0] === "none" ? [1, len] : [len, 1];
 }
 
+/** A buffer of one long row (standard's Sr): its values, a vector, run along its columns. */
+export function isOneRow(t: Trace, name: string): boolean {
+  const b = t.buffers[name];
+  if (!b) return false;
+  const [rows, cols] = rowsCols(b.dims, b.axes, t.config);
+  return rows === 1 && cols > 1;
+}
+
 /** What the memory picture holds, from the trace's own description, laid out at `shape` (its own by default). */
 export function pictureSpec(t: Trace, shape: Shape = t.config): PictureSpec {
   const tensors = Object.entries(t.tensors).map(([name, x]) => {

@@ -154,7 +154,8 @@ export function checkProfile(x: unknown): string | null {
     opt(p, "date", "", str);
     const c = obj(p.config, "config");
     // the algorithm's name is only shown as text and compared with the page's: any name the server may give
-    if (typeof c.algo !== "string" || !/^[\w.-]{1,40}$/.test(c.algo)) fail("config.algo", "an algorithm's name (letters, digits, _ . -)", c.algo);
+    if (typeof c.algo !== "string" || !/^[\w.-]{1,40}$/.test(c.algo))
+      fail("config.algo", "an algorithm's name (letters, digits, _ . -)", c.algo);
     for (const f of ["n", "d", "br", "bc"]) posInt(c[f], `config.${f}`);
     opt(c, "causal", "config", bool);
     opt(c, "heads", "config", posInt);

@@ -65,7 +65,8 @@ export function urlProblem(name: string, raw: string, accepts: string, instead: 
 export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlRequest {
   const q = new URLSearchParams(search);
   const problems: string[] = [];
-  const config: ConfigParams = { ...DEFAULT_CONFIG };
+  // the server's default algorithm, once it has said which (before: "", the server picks)
+  const config: ConfigParams = { ...DEFAULT_CONFIG, algo: limits.default ?? DEFAULT_CONFIG.algo };
   const given = (k: string) => q.get(k) !== null;
   // the algorithms are the server's (/api/limits); before it answers any name goes, and the server judges it
   const algo = (q.get("algo") ?? "").trim();

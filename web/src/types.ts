@@ -24,13 +24,7 @@ export type Counters = Record<TensorName, Counter>;
 
 /** Rich text: runs of text, bold, a subscripted name, code, a value the viewer fills in (`slot`), or runs shown only
  *  when a slot has a value (`when`). Rendered as text nodes, never as HTML. */
-export type Run =
-  | string
-  | { b: string }
-  | { sub: [string, string] }
-  | { code: string }
-  | { slot: string }
-  | { when: string; runs: Run[] };
+export type Run = string | { b: string } | { sub: [string, string] } | { code: string } | { slot: string } | { when: string; runs: Run[] };
 export type Rich = Run[];
 
 export interface TraceConfig {
@@ -285,7 +279,7 @@ export interface AlgoInfo {
   causal: boolean;
   pass: "forward" | "backward";
   max_n: number;
-  /** why max_n is lower than the API's bound, when it is (standard: "which keeps S and P (N×N) in HBM") */
+  /** why max_n is lower than the API's bound ("keeps S and P (N×N) in HBM"), else "" */
   max_n_reason?: string;
   kernel_file?: string;
 }

@@ -35,7 +35,7 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
       errors[f] = `must be an integer in ${lo}..${hi} (got ${v})`;
     } else if (f === "n" && v > maxN(limits, algo)) {
       const why = limits.algos?.find((x) => x.name === algo)?.max_n_reason;
-      errors[f] = `must be at most ${maxN(limits, algo)} for ${algo}${why ? `, ${why}` : ""} (got ${v})`;
+      errors[f] = `must be at most ${maxN(limits, algo)} for ${algo}${why ? `, which ${why}` : ""} (got ${v})`;
     } else {
       out[f] = v;
     }

@@ -334,7 +334,9 @@ export class CompareView {
       row("HBM read", (a) => bytes(e(a).total?.read_bytes ?? 0)),
       row("HBM written", (a) => bytes(e(a).total?.written_bytes ?? 0)),
       row(h("b", {}, "HBM traffic"), (a) => h("b", {}, bytes(e(a).total?.bytes ?? 0)), "compare-total"),
-      row(`traffic \u00f7 ${d.baseline ? `${shortName(d, d.baseline)}'s` : "the baseline's"}`, (a) => (typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014")),
+      row(`traffic \u00f7 ${d.baseline ? `${shortName(d, d.baseline)}'s` : "the baseline's"}`, (a) =>
+        typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014",
+      ),
       row(
         "SRAM per block",
         (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"),
