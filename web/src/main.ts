@@ -46,12 +46,16 @@ import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 
-// The trace is asked for before anything else is built: the server computes it while the page sets up.
+// The trace is asked for before anything else is built: the server computes it while the page sets up. A URL that
+// names an algorithm waits for /api/limits' list first (a name the server does not know is said in the config bar,
+// not sent to it); without one the server's default runs.
+const earlyLimits = fetchLimits();
 const early = (() => {
   const req = parseUrl(location.search);
-  return { config: req.config, trace: fetchTrace(req.config).catch(() => null) as Promise<Trace | null> | null };
+  const known = (l: Limits | null) => !l?.algos || l.algos.some((a) => a.name === req.config.algo);
+  const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? fetchTrace(req.config) : null)) : fetchTrace(req.config);
+  return { config: req.config, trace: trace.catch(() => null) as Promise<Trace | null> | null };
 })();
-const earlyLimits = fetchLimits();
 
 // ---- the state ----
 interface App {
@@ -382,7 +386,9 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
   const slow = window.setTimeout(() => (loadingEl.hidden = false), 150);
   const block = to.block ?? null;
   try {
-    const pre = early.trace && sameConfig(c, early.config) ? await early.trace : null;
+    // the early request named no algorithm: the server's default ran
+    const asked = { ...early.config, algo: early.config.algo || (app.limits.default ?? "") };
+    const pre = early.trace && sameConfig(c, asked) ? await early.trace : null;
     early.trace = null; // used once: later loads of this config ask again (it may be another block)
     let t = pre ?? (await fetchTrace(c, null, ctl.signal));
     // the block asked for is not recorded by default (large launches record block 0 only): ask for it
