@@ -59,11 +59,11 @@ export class CarriesView {
     }
     const keys = Object.keys(c);
     const rows = Math.max(0, ...keys.map((k) => (Array.isArray(c[k]) ? (c[k] as unknown[]).length : 0)));
-    const r0 = s.indices?.r ?? (i === null ? 0 : i * t.config.br);
+    const r0 = s.indices.r ?? (i === null ? 0 : i * t.config.br);
     const arrays = keys.map((k) => Array.isArray(c[k]) && (c[k] as unknown[]).some((v) => Array.isArray(v)));
     const body = h("tbody");
     for (let r = 0; r < rows; r++) {
-      const pad = s.indices?.r === undefined && !rowValid(t, i, r);
+      const pad = s.indices.r === undefined && !rowValid(t, i, r);
       const tr = h("tr", pad ? { class: "pad", title: "row past N: padding" } : {}, h("th", { scope: "row" }, r0 + r));
       for (const k of keys) {
         const v = (c[k] as (Num | Num[])[])[r];
