@@ -1,16 +1,11 @@
 // Look-ups over what a trace says about its own picture (docs/trace-schema.md): the unit a step belongs to, the pick
 // it shows, the block of Q whose rows it holds, the kernel it runs, Rich text, the picture's shapes. Generic: nothing
 // here knows an algorithm; every answer comes from the trace.
-import type { Axis, BlockInfo, KernelInfo, Rich, Run, Step, Trace } from "./types";
+import type { Axis, BlockInfo, Rich, Run, Step, Trace } from "./types";
 
 /** The steps whose SRAM belongs together: the same kernel scope and the same block. */
 export function unitKey(t: Trace, s: Step): string {
   return `${t.kernels[s.kernel]?.scope ?? s.kernel}:${s.block}`;
-}
-
-/** The kernel a step runs. */
-export function kernelOf(t: Trace, s: Step): KernelInfo | undefined {
-  return t.kernels[s.kernel];
 }
 
 /** The pick a step shows (what the block picker chooses), or null (a step of a kernel the picks are not of, or one
@@ -30,11 +25,6 @@ export function pickId(t: Pick<Trace, "picker">, b: BlockInfo): number {
 /** The block of Q whose rows the step's q-axis buffers hold (its loop index `i`), or null. */
 export function rowBlock(s: Step): number | null {
   return s.indices.i ?? null;
-}
-
-/** The trace's `blocks` entry of a pick. */
-export function blockOfPick(t: Trace, pick: number): BlockInfo | undefined {
-  return t.blocks.find((b) => pickId(t, b) === pick);
 }
 
 // ---- Rich text ----
