@@ -141,7 +141,7 @@ def test_the_tiling_is_the_masks_own(n, br, bc, causal):
     """Each (i, j) pair: skipped when no row of block i reaches column j·Bc, masked when some key of the tile is
     after some row of the block, full otherwise; judged element by element, not with flashviz.tiling."""
     cfg = Config(n=n, br=br, bc=bc, causal=causal, record=())
-    from flashviz.picture import tiling_of
+    from flashviz.assemble import tiling_of
 
     t = tiling_of(cfg)
     assert len(t["pairs"]) == cfg.tr and all(len(row) == cfg.tc for row in t["pairs"])
