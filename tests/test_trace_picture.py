@@ -7,7 +7,10 @@ forms are the traffic model's; the writes' sources hold the values HBM ends up w
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -138,7 +141,7 @@ def test_the_tiling_is_the_masks_own(n, br, bc, causal):
     """Each (i, j) pair: skipped when no row of block i reaches column j·Bc, masked when some key of the tile is
     after some row of the block, full otherwise; judged element by element, not with flashviz.tiling."""
     cfg = Config(n=n, br=br, bc=bc, causal=causal, record=())
-    from flashviz.picture import tiling_of
+    from flashviz.assemble import tiling_of
 
     t = tiling_of(cfg)
     assert len(t["pairs"]) == cfg.tr and all(len(row) == cfg.tc for row in t["pairs"])
@@ -319,3 +322,20 @@ def test_rows_with_no_finite_score_are_named_in_the_carries_note(tmp_path):
     assert not any("no finite score" in n[0] for n in doc["carries"]["notes"][:1])  # load_q: nothing is NaN yet
     last = next(s for s in doc["steps"] if s["indices"].get("i") == 1 and s["op"] == "write_back")
     assert "Rows 4, 5: no finite score" in doc["carries"]["notes"][last["carries_note"]][0]  # padding rows left out
+
+
+def test_the_step_table_names_blockidx_and_the_loop_indices():
+    """`flashviz steps`: the block column is blockIdx.x (fa1: 0 on every row), i and j the loop indices."""
+    out = subprocess.run(
+        [sys.executable, "-m", "flashviz", "steps", "--algo", "fa1", "--n", "8"],
+        capture_output=True,
+        encoding="utf-8",
+        env={**os.environ, "COLUMNS": "200"},
+        check=True,
+    ).stdout
+    header = next(line for line in out.splitlines() if "operation" in line)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")][:4] == ["#", "block", "i", "j"]
+    rows = [line for line in out.splitlines() if line.startswith("│") and line.split("│")[1].strip().isdigit()]
+    cells = [[c.strip() for c in r.split("│")[1:5]] for r in rows]
+    assert len(cells) == 2 + 2 * (1 + 2 * 4)  # init per block of Q; per tile load_kv and four steps per block
+    assert {c[1] for c in cells} == {"0"} and {c[2] for c in cells} == {"0", "1", ""}

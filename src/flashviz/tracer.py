@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, picture, reference
+from . import assemble, kernels, picture, reference
 from .algos import get
 from .config import Config
 from .inputs import random_inputs
@@ -31,7 +31,7 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     shapes = {name: [int(s) for s in hbm.shapes[name]] for name in hbm.tensors}
     module = algo.part("picture")
     texts = module.picture(cfg)
-    pic = picture.assemble(cfg, module, texts, rec.steps, shapes, tuple(hbm.tensors))
+    pic = assemble.assemble(cfg, module, texts, rec.steps, tuple(hbm.tensors))
     main = next(k for k in module.KERNELS if k.name == module.PICKER.kernels[0])  # the picker's kernel
     blocks = []
     along = "keys" if module.PICKER.letter == "j" else "rows"
@@ -42,12 +42,12 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
                 "block": 0 if main.letter is None else k,  # blockIdx.x: 0 where one block per head visits them all
                 **b,
                 "phases": phases,
-                "idle": picture.idle_ranges(rec.pick_phases.get(k, []), phases - 1),
+                "idle": assemble.idle_ranges(rec.pick_phases.get(k, []), phases - 1),
                 "label": f"{k} \u00b7 {along} {picture.rows_text(*b['rows'])}",
             }
         )
     phases = rec.phases(tuple(hbm.tensors))
-    picture.fill_writes(module, phases)
+    assemble.fill_writes(module, phases)
     drawn_as = pic.pop("tensors")
     tensors = {
         name: {"shape": shapes[name], "dtype": "float32", "role": algo.tensors[name], **drawn_as[name]}

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import cancel, kernels
 from ..algos import get
-from ..picture import locator
+from ..assemble import locator
 from ..tiling import span
 from ..trace import Step, Transfer
 from .memory import HBM

@@ -22,7 +22,6 @@ from ...picture import (
     code,
     grouped,
     moves_action,
-    no_score_note,
     plural,
     rows_before_veil,
     slot,
@@ -111,7 +110,7 @@ def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
             "write_back": "The carries go back to HBM: O\u1d62, \u2113\u1d62, m\u1d62 written, to be read again by "
             "the next tile's visit.",
         }[s.op]
-    return [text + no_score_note(state, "li", s, cfg)]
+    return [text + fa2.no_score_note(state, "li", s, cfg)]
 
 
 STALE = fa2.STALE + ", and O\u1d62 is divided by the new \u2113\u1d62 (FA1 normalises on every visit)."

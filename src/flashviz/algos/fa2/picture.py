@@ -21,7 +21,6 @@ from ...picture import (
     b,
     code,
     grouped,
-    no_score_note,
     plural,
     precision3,
     slot,
@@ -138,6 +137,23 @@ def action(cfg: Config, s: Step) -> str:
     if s.op == "online_softmax":
         return f"new max, rescale li and Oi by \u03b1, add tile j = {s.j}"
     return f"{at['O']} \u2190 Oi/li; {at['L']} \u2190 mi + log(li)"
+
+
+def no_score_note(state: Mapping[str, np.ndarray], buffer: str, s: Step, cfg: Config) -> str:
+    """The online carries' note on rows with no finite score: the real rows whose running sum is NaN at the step."""
+    held = state.get(buffer)
+    if held is None:
+        return ""
+    i = s.indices.get("i")
+    first = 0 if i is None else i * cfg.br
+    lost = [first + r for r in np.flatnonzero(np.isnan(held)) if i is None or first + r < cfg.n]
+    if not lost:
+        return ""
+    return (
+        f" Row{'' if len(lost) == 1 else 's'} {', '.join(map(str, lost))}: no finite score (every score \u2212\u221e), "
+        "so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and "
+        "O\u1d62 are NaN from then on, as the kernel computes them."
+    )
 
 
 def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:

@@ -14,7 +14,7 @@ blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows
 from __future__ import annotations
 
 from ... import tiling
-from ...picture import Rule, times
+from ...picture import CAUSAL_SUM, Rule, times
 from ...units import FLOAT_BYTES
 
 
@@ -57,14 +57,13 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
 def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Rule]:
     """Each tensor's count in words and as the page shows its closed form (`read`/`written`: without causal)."""
     tc = -(-n // bc)
-    sigma = "\u03a3 over the tiles each block visits"
     nd = f"N\u00b7D = {n}\u00b7{d}"
     kv = Rule("read once (the outer loop)", nd, read="N*D")
     out = Rule("accumulated in SRAM, written once", nd, written="N*D")
     return {
         "Q": Rule(
             times(tc, "read once per tile of K/V that visits it"),
-            sigma if causal else f"Tc\u00b7N\u00b7D = {tc}\u00b7{n}\u00b7{d}",
+            CAUSAL_SUM if causal else f"Tc\u00b7N\u00b7D = {tc}\u00b7{n}\u00b7{d}",
             read="Tc*N*D",
         ),
         "K": kv,
@@ -72,23 +71,23 @@ def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, R
         "O": Rule("read once, by the preprocessing kernel", nd, read="N*D"),
         "L": Rule(
             "the forward's L, read on every visit: P = exp(S \u2212 L) is recomputed, never stored",
-            sigma if causal else f"Tc\u00b7N = {tc}\u00b7{n}",
+            CAUSAL_SUM if causal else f"Tc\u00b7N = {tc}\u00b7{n}",
             read="Tc*N",
         ),
         "dO": Rule(
             "read by the preprocessing kernel, then on every visit",
-            sigma if causal else f"(1+Tc)\u00b7N\u00b7D, Tc = {tc}",
+            CAUSAL_SUM if causal else f"(1+Tc)\u00b7N\u00b7D, Tc = {tc}",
             read="(1+Tc)*N*D",
         ),
         "Delta": Rule(
             "written once (rowsum(dO\u2218O)), read on every visit",
-            sigma if causal else f"written N, read Tc\u00b7N, Tc = {tc}",
+            CAUSAL_SUM if causal else f"written N, read Tc\u00b7N, Tc = {tc}",
             read="Tc*N",
             written="N",
         ),
         "dQ": Rule(
             "zeroed once, then each atomicAdd counts one read and one write",
-            sigma if causal else "read Tc\u00b7N\u00b7D, written (1+Tc)\u00b7N\u00b7D",
+            CAUSAL_SUM if causal else "read Tc\u00b7N\u00b7D, written (1+Tc)\u00b7N\u00b7D",
             read="Tc*N*D",
             written="(1+Tc)*N*D",
         ),

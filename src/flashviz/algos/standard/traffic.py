@@ -7,7 +7,7 @@ written once; no L. Under causal, block i uses only the key columns 0 .. w_i - 1
 
 from __future__ import annotations
 
-from ...picture import Rule, times
+from ...picture import CAUSAL_SUM, Rule, times
 from ...tiling import sum_tiles, sum_width
 from ...units import FLOAT_BYTES
 
@@ -49,13 +49,12 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
 def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Rule]:
     """Each tensor's count in words and as the page shows its closed form (`read`/`written`: without causal)."""
     tr = -(-n // br)
-    sigma = "\u03a3 over the tiles each block visits"
     kv = Rule(
         times(tr, "read once per block of Q"),
-        sigma if causal else f"Tr\u00b7N\u00b7D = {tr}\u00b7{n}\u00b7{d}",
+        CAUSAL_SUM if causal else f"Tr\u00b7N\u00b7D = {tr}\u00b7{n}\u00b7{d}",
         read="Tr*N*D",
     )
-    square = sigma if causal else f"N\u00b2 = {n}\u00b2"
+    square = CAUSAL_SUM if causal else f"N\u00b2 = {n}\u00b2"
     return {
         "Q": Rule("read once", f"N\u00b7D = {n}\u00b7{d}", read="N*D"),
         "K": kv,
