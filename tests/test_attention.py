@@ -212,7 +212,7 @@ def test_step_markers_balanced_with_seed_names():
             open_step = None
     assert open_step is None
     seed_names = {"load_q", "load_kv", "scores", "online_softmax", "write_back"}  # fa2_forward.cu
-    seed_names |= {"load_do_o", "write_d", "probs", "dv", "ds", "dk", "dq"}  # fa2_backward.cu
+    seed_names |= {"load_do_o", "write_delta", "probs", "dv", "ds", "dk", "dq"}  # fa2_backward.cu
     assert set(names) <= seed_names
     assert {"load_q", "load_kv", "scores", "online_softmax", "write_back"} <= set(names)
 

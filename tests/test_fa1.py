@@ -101,7 +101,8 @@ def test_headline_counts_for_n4096():
 def test_loop_order_is_kv_outer_q_inner():
     cfg = Config(algo="fa1", n=10, d=2, br=4, bc=4)
     t = make_trace(every_block(cfg))
-    ops = [(s.op, s.block, s.j) for s in t.steps]
+    assert {s.block for s in t.steps} == {0}, "one CUDA block per head: blockIdx.x is 0 on every step"
+    ops = [(s.op, s.indices.get("i"), s.j) for s in t.steps]
     assert ops[: cfg.tr] == [("init", i, None) for i in range(cfg.tr)]
     body = ops[cfg.tr :]
     expected = []
@@ -111,7 +112,7 @@ def test_loop_order_is_kv_outer_q_inner():
             expected += [(op, i, j) for op in ("load_qi", "scores", "update", "write_back")]
     assert body == expected
     # the carries travel: what the visit with tile j wrote is what the visit with tile j+1 reads
-    visits = [s for s in t.steps if s.block == 1 and s.op in ("load_qi", "write_back")]
+    visits = [s for s in t.steps if s.indices.get("i") == 1 and s.op in ("load_qi", "write_back")]
     for wrote, read in zip(visits[1::2], visits[2::2], strict=False):
         np.testing.assert_array_equal(wrote.carries["mi"], read.carries["mi"])
         np.testing.assert_array_equal(wrote.carries["li"], read.carries["li"])
@@ -121,7 +122,7 @@ def test_causal_inner_loop_starts_at_the_diagonal():
     cfg = Config(algo="fa1", n=13, d=2, br=3, bc=5, causal=True)
     t = make_trace(every_block(cfg))
     for j in range(cfg.tc):
-        visited = [s.block for s in t.steps if s.op == "load_qi" and s.j == j]
+        visited = [s.indices["i"] for s in t.steps if s.op == "load_qi" and s.j == j]
         assert visited == list(range(j * cfg.bc // cfg.br, cfg.tr))
         # every block visited has a row at or below the tile's first column
         assert all(min(cfg.n, (i + 1) * cfg.br) - 1 >= j * cfg.bc for i in visited)
@@ -147,14 +148,16 @@ def test_every_step_code_is_its_region_with_indices_substituted():
     assert set(kernels.regions("fa1")) == set(fa1.LABELS)
     for step in t.steps:
         header, *body = step.code.splitlines()
+        i = step.indices.get("i")  # the block of Q the one block visits; blockIdx.x is 0
+        assert step.block == 0 and step.kernel == "fa1"
         if step.op == "init":
-            assert header == f"// i = {step.block}"
+            assert header == f"// i = {i}" and step.indices == {"i": i}
         elif step.op == "load_kv":
-            assert header == f"// j = {step.j}" and step.block is None
+            assert header == f"// j = {step.j}" and step.indices == {"j": step.j}
         else:
-            assert header == f"// j = {step.j}, i = {step.block}"  # the outer index first
+            assert header == f"// j = {step.j}, i = {i}" and list(step.indices) == ["j", "i"]  # the outer index first
         expected = region_lines(source, step.op)
-        for name, value in (("i", step.block), ("j", step.j)):
+        for name, value in (("i", i), ("j", step.j)):
             if value is not None:
                 expected = [re.sub(rf"\b{name}\b", str(value), line) for line in expected]
         assert body == expected
@@ -183,7 +186,7 @@ def test_steps_name_the_real_tensors_and_buffers():
 def test_only_recorded_blocks_keep_values_but_all_are_counted():
     cfg = Config(algo="fa1", n=40, d=2, br=4, bc=8)  # Tr = 10 > 8: only block 0 is recorded
     t = make_trace(cfg)
-    assert {s.block for s in t.steps} == {0, None}
+    assert {s.indices.get("i") for s in t.steps} == {0, None}  # block of Q 0, and the outer loop's load_kv
     assert [s.j for s in t.steps if s.op == "load_kv"] == list(range(cfg.tc))
     assert t.hbm == model.count(40, 2, 4, 8) and t.phases[-1]["hbm"] == t.hbm
 
@@ -195,7 +198,8 @@ def test_cli_trace_writes_outputs(capsysbinary):
     assert set(doc["outputs"]) == {"O", "l", "m"}
     assert np.array(doc["outputs"]["O"]).shape == (10, 3) and len(doc["outputs"]["l"]) == 10
     assert doc["reference"]["ok"] and doc["model"]["matches"]
-    assert {s["block"] for s in doc["steps"] if s["op"] == "load_kv"} == {None}
+    assert {s["block"] for s in doc["steps"]} == {0}  # blockIdx.x: one block per head
+    assert all("i" not in s["indices"] for s in doc["steps"] if s["op"] == "load_kv")  # the outer loop's
 
 
 @pytest.mark.parametrize("n,d,br,bc", [(64, 16, 16, 16), (37, 8, 8, 4)])

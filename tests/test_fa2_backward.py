@@ -153,7 +153,7 @@ def test_forward_o_and_l_are_the_forward_engines(causal):
     assert set(t.outputs) == {"dQ", "dK", "dV", "O", "L"} and set(t.inputs) == {"Q", "K", "V", "dO"}
     assert set(t.reference) >= {"dQ", "dK", "dV", "O", "L"} and t.reference["ok"]
     assert t.model["matches"]
-    assert list(t.tensors) == ["Q", "K", "V", "O", "L", "dO", "D", "dQ", "dK", "dV"]
+    assert list(t.tensors) == ["Q", "K", "V", "O", "L", "dO", "Delta", "dQ", "dK", "dV"]
 
 
 @given(n=st.integers(1, 40), d=st.integers(1, 4), br=st.integers(1, 12), bc=st.integers(1, 12), causal=st.booleans())
@@ -166,11 +166,11 @@ def test_per_element_pattern(n, d, br, bc, causal):
     visits = np.array([cfg.tiles_of_block(r // br) for r in range(n)])[:, None]  # (N, 1) per row
     for name in ("K", "V", "O"):
         assert np.all(hbm.reads[name] == 1) and not hbm.writes[name].any()
-    for name in ("dK", "dV", "D"):
+    for name in ("dK", "dV", "Delta"):
         assert np.all(hbm.writes[name] == 1)
     assert not hbm.reads["dK"].any() and not hbm.reads["dV"].any()
     assert np.all(hbm.reads["dO"] == 1 + visits)
-    for name in ("Q", "L", "D"):
+    for name in ("Q", "L", "Delta"):
         assert np.all(hbm.reads[name] == visits), name
     assert np.all(hbm.reads["dQ"] == visits) and np.all(hbm.writes["dQ"] == 1 + visits)
     assert not any(hbm.writes[t].any() for t in ("Q", "K", "V", "O", "L", "dO"))
@@ -225,7 +225,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
         region = lines[first - 1 : last]
         indent = min(len(x) - len(x.lstrip()) for x in region if x.strip())
         header, *body = s.code.splitlines()
-        if s.op in ("load_do_o", "write_d"):  # the preprocessing kernel: block i
+        if s.op in ("load_do_o", "write_delta"):  # the preprocessing kernel: block i
             assert header == f"// i = {s.block}" and s.j is None
             subs = {"i": s.block}
         elif s.op in ("load_kv", "write_back"):  # the main kernel's block j, outside the loop over i
@@ -260,7 +260,7 @@ def test_sram_bytes_is_the_kernels_macro():
 def test_phases_preprocessing_first_then_totals():
     t = make_trace(Config(algo=ALGO, n=10, d=3, br=4, bc=3))
     after_pre = t.phases[1]["hbm"]
-    assert after_pre["D"]["written"] == 10 and after_pre["dQ"]["written"] == 30
+    assert after_pre["Delta"]["written"] == 10 and after_pre["dQ"]["written"] == 30
     assert after_pre["dO"]["read"] == after_pre["O"]["read"] == 30 and after_pre["K"]["read"] == 0
     assert t.phases[-1]["hbm"] == t.hbm
     for before, after in zip(t.phases, t.phases[1:], strict=False):

@@ -164,16 +164,42 @@ def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_registered_folder_has_its_parts(folder):
     """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the narrative, the closed
-    forms, the float64 expectation, the GPU launch spec."""
+    forms, the float64 expectation, the GPU launch spec, the picture."""
     record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
     here = PACKAGE / "algos" / folder
     assert (here / record.kernel_file).is_file()
-    for part in ("__init__", "engine", "narrative", "traffic", "expect", "gpu"):
+    for part in ("__init__", "engine", "narrative", "traffic", "expect", "gpu", "picture"):
         assert f"flashviz.algos.{folder}.{part}".removesuffix(".__init__") in MODULES, part
     engine, traffic, expect = record.engine, record.traffic, record.expect
     assert callable(engine.execute) and callable(engine.trace_blocks)
     assert all(callable(getattr(traffic, f)) for f in ("count", "sram_bytes", "steps"))
     assert callable(expect.expected) and set(record.outputs) <= set(expect.TOLERANCE)
+    assert callable(traffic.rules)
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_registered_folder_declares_its_picture(folder):
+    """The picture is data in the folder (docs/trace-schema.md): its kernels own every op of the kernel file, once;
+    the picker picks blocks of its kernels; every buffer lives in declared kernels and every SRAM row names
+    declared buffers; every op's moves land in declared buffers."""
+    from flashviz import kernels
+    from flashviz.picture import Buffer, Kernel, Op, Picker
+
+    record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
+    pic = record.part("picture")
+    assert all(isinstance(k, Kernel) for k in pic.KERNELS) and sum(k.main for k in pic.KERNELS) == 1
+    ops = [op for k in pic.KERNELS for op in k.ops]
+    assert sorted(ops) == sorted(kernels.regions(record.name)) == sorted(pic.OPS), "every region in one kernel"
+    names = {k.name for k in pic.KERNELS}
+    assert isinstance(pic.PICKER, Picker) and set(pic.PICKER.kernels) <= names
+    assert all(isinstance(b, Buffer) and set(b.kernels) <= names for b in pic.BUFFERS.values())
+    rows = [b for row in pic.SRAM_ROWS for b in row]
+    assert sorted(rows) == sorted(pic.BUFFERS), "each buffer in one SRAM row"
+    for op in pic.OPS.values():
+        assert isinstance(op, Op)
+        assert {b for m in op.moves.values() for b in m.buffers} <= set(pic.BUFFERS)
+        assert set(op.notes) | set(op.notes_masked) <= set(pic.BUFFERS)
+    assert callable(pic.picture)
 
 
 def test_every_algorithm_folder_is_registered_or_said_not_to_be():

@@ -73,7 +73,8 @@ def cli(ctx: click.Context) -> None:
     "--block",
     type=Bounded(0, LIMITS["n"][1] - 1),
     default=None,
-    help="record values for this block only (default: all blocks when Tr <= 8, else block 0)",
+    help="record values for this block only: blockIdx.x of the main kernel (a block of Q; fa2-backward: a tile "
+    "of K/V; fa1, one block per head: the block of Q it visits) (default: all when there are at most 8, else 0)",
 )
 @click.option(
     "-o",
@@ -207,7 +208,10 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
 @causal_option
 @click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True)
 @click.option(
-    "--block", type=Bounded(0, LIMITS["n"][1] - 1), default=None, help="the block to show (default: all when Tr <= 8)"
+    "--block",
+    type=Bounded(0, LIMITS["n"][1] - 1),
+    default=None,
+    help="the block to show, as --block of `flashviz trace` (default: all when there are at most 8)",
 )
 def steps(algo, n, d, br, bc, causal, seed, block) -> None:
     """Print a trace as a step table in the terminal."""

@@ -16,7 +16,12 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
     """One algorithm's entry: its traffic per tensor and in total, SRAM per block and steps, or only
     `supported: False` when it has no causal variant. `pass` is "backward" for a backward pass (a different
     computation: its numbers are not a rival to the forward's)."""
-    entry: dict[str, Any] = {"title": algo.title, "pass": algo.direction, "supported": not causal or algo.causal}
+    entry: dict[str, Any] = {
+        "title": algo.title,
+        "short": algo.short,
+        "pass": algo.direction,
+        "supported": not causal or algo.causal,
+    }
     if not entry["supported"]:
         return entry
     module = algo.traffic

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .algos import ALGOS, REGISTRY
+from .algos import ALGOS, BASELINE, REGISTRY
 from .compare import compare
 from .config import API_LIMITS, Config, ConfigError
 from .inputs import random_inputs
@@ -49,7 +49,7 @@ def phase_curve(cfg: Config) -> dict[str, Any]:
     algo = REGISTRY[cfg.algo]
     rec = algo.engine.execute(cfg.validated(), random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs))
     names = list(rec.hbm.tensors)
-    phases = rec.phases(tuple(names))
+    phases = rec.phases(tuple(names), writes=False)
     total = len(phases)
     if total <= MAX_CURVE_POINTS:
         keep = list(range(total))
@@ -90,6 +90,7 @@ def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves
         mine = entry.get("total", {}).get("bytes")
         entry["noncausal_bytes"] = base
         entry["saved_bytes"] = None if base is None or mine is None else base - mine
+    doc["baseline"] = BASELINE  # the algorithm traffic_vs_<baseline> divides by
     doc["sweep"] = sweep(n, d, br, bc, causal)
     doc["curves"] = curves(n, d, br, bc, causal) if with_curves else None
     return doc
@@ -104,6 +105,7 @@ def api_algos() -> list[dict[str, Any]]:
             "causal": a.causal,
             "pass": a.direction,
             "max_n": min(a.max_n or API_LIMITS["n"][1], API_LIMITS["n"][1]),
+            "max_n_reason": a.max_n_reason,  # why max_n is lower than the API's, as an error says it (or "")
             "kernel_file": a.kernel_file,
         }
         for a in REGISTRY.values()

@@ -86,7 +86,9 @@ class Config:
 
     @property
     def blocks(self) -> int:
-        """CUDA blocks of the algorithm's (main) kernel: one per block of Q (Tr), or one per tile of K/V (Tc)."""
+        """What --block and the API's `block` choose among, and a trace's `blocks` lists (its picks): the blocks of the
+        main kernel, one per block of Q (Tr) or per tile of K/V (Tc); for fa1, whose one block per head visits the
+        blocks of Q in turn, the Tr blocks of Q (docs/trace-schema.md, `picker`)."""
         return self.tc if algorithm(self.algo).grid == "Tc" else self.tr
 
     @property

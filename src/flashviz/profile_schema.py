@@ -69,6 +69,7 @@ class TrafficModel(Part):
     sector_store_bytes: Number | None = None
     unique_input_bytes: Number | None = None
     unique_output_bytes: Number | None = None
+    reread: str | None = None  # what the loads the caches served mostly are, in the algorithm's words
 
 
 class Verdict(Part):

@@ -8,7 +8,22 @@ from typing import Any, Literal
 import numpy as np
 import orjson
 
-SCHEMA = "flashviz.trace/1"
+SCHEMA = "flashviz.trace/2"
+
+
+class SchemaError(ValueError):
+    """A trace of another schema version than this code reads."""
+
+
+def check_schema(doc: dict[str, Any]) -> None:
+    """Refuse a trace of another version, naming both: there is no compatibility path for older traces."""
+    found = doc.get("schema") if isinstance(doc, dict) else None
+    if found != SCHEMA:
+        shown = repr(found)[:40] if found is not None else "no schema key"
+        raise SchemaError(
+            f"schema: this flashviz reads {SCHEMA} traces; this trace is {shown} "
+            "(make it again with this version's `flashviz trace`)"
+        )
 
 
 @dataclass
@@ -19,6 +34,9 @@ class Transfer:
     kind: Literal["read", "write"]
     rows: tuple[int, int]  # half-open [first, end)
     cols: tuple[int, int]  # half-open [first, end)
+    buffers: list[str] = field(default_factory=list)  # the SRAM buffers it fills or empties (the picture's Move)
+    source: dict[str, Any] | None = None  # a write's values in the trace: {"buffer"}, {"carry"} or {"fill"}
+    note: str | None = None  # words after the HBM slice in the buffer's note
 
     @property
     def elements(self) -> int:
@@ -28,7 +46,7 @@ class Transfer:
 @dataclass
 class Step:
     index: int  # position in `steps`
-    block: int | None  # i (None: a step of no block of Q, FA1's outer-loop load_kv)
+    block: int  # blockIdx.x of the step's kernel (fa1: 0, its one block; the block of Q it visits is indices["i"])
     j: int | None  # tile index, None outside the loop over K/V tiles
     phase: int  # position within the block's program: all blocks are at the same phase together
     indices: dict[str, int]  # the loop indices of the code header, outer first (e.g. {"j": 1, "i": 0} for fa1)
@@ -44,6 +62,11 @@ class Step:
     )  # the running values a step holds (fa2: mi, li; m_old, alpha ... on its update)
     substeps: list[dict[str, Any]] | None  # the visible parts of a compound step (fa2's online_softmax has three)
     text: str  # narrative sentence built from the step's real numbers
+    kernel: str = ""  # the kernel it belongs to (flashviz.picture fills it, and the fields below)
+    tile: int | None = None  # the tile of K/V held in SRAM at the step (the last its unit loaded)
+    veil: int | None = None  # index into the trace's veils: what its unit never touches under causal masking
+    action: str = ""  # the seed's "Action" column
+    carries_note: int | None = None  # index into the trace's carries notes
 
 
 @dataclass
@@ -61,6 +84,19 @@ class Trace:
     phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
     steps: list[Step] = field(default_factory=list)
     idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
+    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.picture
+    title: str = ""
+    tagline: str = ""
+    kernels: dict[str, Any] = field(default_factory=dict)
+    picker: dict[str, Any] = field(default_factory=dict)
+    buffers: dict[str, Any] = field(default_factory=dict)
+    picture: dict[str, Any] = field(default_factory=dict)
+    ops: dict[str, Any] = field(default_factory=dict)
+    carries: dict[str, Any] = field(default_factory=dict)
+    substeps_note: list[Any] = field(default_factory=list)
+    counting: list[Any] = field(default_factory=list)
+    tiling: dict[str, Any] = field(default_factory=dict)
+    veils: list[Any] = field(default_factory=list)
 
     def to_json(self, indent: bool = False) -> bytes:
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
@@ -79,14 +115,27 @@ def _plain(trace: Trace) -> dict[str, Any]:
 
 def _step(step: Step) -> dict[str, Any]:
     d = {name: getattr(step, name) for name in step.__dataclass_fields__}
-    d["transfers"] = [
-        {"tensor": t.tensor, "kind": t.kind, "rows": t.rows, "cols": t.cols, "elements": t.elements}
-        for t in step.transfers
-    ]
+    d["transfers"] = [_transfer(t) for t in step.transfers]
     d["sram"] = _values(step.sram)
     d["carries"] = _values(step.carries)
     if step.substeps is not None:
         d["substeps"] = [{**s, "values": _values(s["values"])} for s in step.substeps]
+    return d
+
+
+def _transfer(t: Transfer) -> dict[str, Any]:
+    d = {
+        "tensor": t.tensor,
+        "kind": t.kind,
+        "rows": t.rows,
+        "cols": t.cols,
+        "elements": t.elements,
+        "buffers": t.buffers,
+    }
+    if t.kind == "write":
+        d["source"] = t.source
+    if t.note is not None:
+        d["note"] = t.note
     return d
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, reference
+from . import assemble, kernels, picture, reference
 from .algos import get
 from .config import Config
 from .inputs import random_inputs
 from .trace import Trace
+from .units import FLOAT_BYTES
 
 
 def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
@@ -27,6 +28,32 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     counters = hbm.counters()
     model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     recorded = set(cfg.recorded_blocks())
+    shapes = {name: [int(s) for s in hbm.shapes[name]] for name in hbm.tensors}
+    module = algo.part("picture")
+    texts = module.picture(cfg)
+    pic = assemble.assemble(cfg, module, texts, rec.steps, tuple(hbm.tensors))
+    main = next(k for k in module.KERNELS if k.name == module.PICKER.kernels[0])  # the picker's kernel
+    blocks = []
+    along = "keys" if module.PICKER.letter == "j" else "rows"
+    for k, b in enumerate(algo.engine.trace_blocks(cfg, recorded)):
+        phases = rec.block_phases.get(k, 0)
+        blocks.append(
+            {
+                "block": 0 if main.letter is None else k,  # blockIdx.x: 0 where one block per head visits them all
+                **b,
+                "phases": phases,
+                "idle": assemble.idle_ranges(rec.pick_phases.get(k, []), phases - 1),
+                "label": f"{k} \u00b7 {along} {picture.rows_text(*b['rows'])}",
+            }
+        )
+    phases = rec.phases(tuple(hbm.tensors))
+    assemble.fill_writes(module, phases)
+    drawn_as = pic.pop("tensors")
+    tensors = {
+        name: {"shape": shapes[name], "dtype": "float32", "role": algo.tensors[name], **drawn_as[name]}
+        for name in hbm.tensors
+    }
+    checked = reference.check({k: outputs[k] for k in refs}, refs, algo.expect.TOLERANCE, algo.expect.LOG_DOMAIN)
     return Trace(
         config={
             "algo": cfg.algo,
@@ -42,28 +69,22 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             "tr": cfg.tr,
             "tc": cfg.tc,
             "dtype": "float32",
+            "element_bytes": FLOAT_BYTES,
             "recorded_blocks": sorted(recorded),
         },
         kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(cfg.algo)},
         idea=algo.idea.to_dict(),
         inputs={k: inputs[k] for k in algo.inputs},
         outputs=outputs,
-        reference=reference.check({k: outputs[k] for k in refs}, refs, algo.expect.TOLERANCE, algo.expect.LOG_DOMAIN),
+        reference={**checked, "headline": list(texts.headline), "against": texts.against},
         hbm=counters,
         model={**model, "matches": counters == model},
         sram=rec.sram_footprint,
-        tensors={
-            name: {
-                "shape": [int(s) for s in hbm.shapes[name]],
-                "dtype": "float32",
-                "role": algo.tensors[name],
-            }
-            for name in hbm.tensors
-        },
-        blocks=[  # "block" is blockIdx.x of the main kernel; steps name it in their "block" field
-            {"block": k, **b, "phases": rec.block_phases.get(k, 0)}
-            for k, b in enumerate(algo.engine.trace_blocks(cfg, recorded))
-        ],
-        phases=rec.phases(tuple(hbm.tensors)),
+        tensors=tensors,
+        blocks=blocks,  # the picks (docs/trace-schema.md): blockIdx.x of the picker's kernel, or fa1's blocks of Q
+        phases=phases,
         steps=rec.steps,
+        title=algo.title,
+        tagline=texts.tagline,
+        **pic,
     )

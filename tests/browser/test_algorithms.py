@@ -23,13 +23,10 @@ pytestmark = pytest.mark.browser
 SMALL = "n=8&d=4&br=4&bc=4&seed=0"
 
 
-def unit_of(algo: str, s: dict):
-    """Which steps share one block's SRAM (the viewer's algos.unitOf): fa1's one block; the backward's two kernels."""
-    if algo == "fa1":
-        return "one"
-    if algo == "fa2-backward":
-        return ("bwd" if "j" in s.get("indices", {}) else "pre", s["block"])
-    return s["block"]
+def unit_of(trace: dict, s: dict):
+    """Which steps share one block's SRAM (the viewer's unitKey): the kernel's scope and the block (fa1: its one
+    block; standard: block i through its three kernels; the backward: each kernel's blocks apart)."""
+    return (trace["kernels"][s["kernel"]]["scope"], s["block"])
 
 
 def expect_counters(page, counts: dict) -> None:
@@ -67,7 +64,7 @@ def test_picker_loads_each_algorithm_with_its_own_tensors(page, server_url, log,
     expect(page.locator("[data-testid=final-accounting]")).to_contain_text("match")
     # the ops table: one row per step of the watched block's program, labelled with the steps' own math
     last = trace["steps"][-1]
-    unit = [s for s in trace["steps"] if unit_of(algo, s) == unit_of(algo, last)]
+    unit = [s for s in trace["steps"] if unit_of(trace, s) == unit_of(trace, last)]
     ops = page.locator("[data-testid=ops-table] tbody tr code")
     assert ops.all_text_contents() == [s["math"] for s in unit]
     expect(page.locator("[data-testid=ops-table] tr.current")).to_have_attribute("data-step", str(last["index"]))
@@ -125,25 +122,31 @@ def test_every_step_of_every_algorithm_renders(page, server_url, log):
     assert_clean(log)
 
 
-def test_fa1_outer_loop_steps_have_no_block(page, server_url, log):
+def test_fa1_runs_one_block_whose_picks_are_its_blocks_of_q(page, server_url, log):
+    """FA1 runs one CUDA block per head: every step's block (blockIdx.x) is 0; the picker picks a block of Q (the
+    step's `indices.i`), and the outer loop's K/V loads belong to none."""
     open_viewer(page, server_url, f"algo=fa1&{SMALL}")
     trace = api(page, server_url, f"/api/trace?algo=fa1&{SMALL}")
-    k = next(s["index"] for s in trace["steps"] if s["block"] is None)
+    assert {s["block"] for s in trace["steps"]} == {0}
+    assert trace["picker"]["index"] == "i"
+    k = next(s["index"] for s in trace["steps"] if "i" not in s["indices"])
     page.evaluate(f"window.flashviz.goto({k})")
     expect_step(page, k)
     c = counter_el(page)
     expect(c).to_have_attribute("data-op", "load_kv")
-    expect(c).to_have_attribute("data-block", "")
+    expect(c).to_have_attribute("data-block", "0")
+    expect(page.locator("#block-label")).to_have_text("block of Q, i")
     expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 0")
     # O, l and m live in HBM: zero after init, then carried back and forth
     assert "O[0, 0] = 0" in tooltip_at(page, "O", 0.5, 0.5).replace("\u2212", "-")
     m = tooltip_at(page, "m", 0.5, 0.5)
     assert "m[0]" in m and "\u2212\u221e" in m
     # picking another block of Q lands on its visit of the same tile
-    visit = next(s for s in trace["steps"] if s["block"] == 1 and s["op"] == "load_qi")
+    visit = next(s for s in trace["steps"] if s["indices"].get("i") == 1 and s["op"] == "load_qi")
     page.select_option("[data-testid=block-picker]", "1")
-    expect(c).to_have_attribute("data-block", "1")
     expect(page.locator("[data-testid=code-header]")).to_have_text(re.compile(r"^// j = 0, i = 1"))
+    expect(c).to_have_attribute("data-block", "0")
+    expect(page.locator("[data-testid=block-picker]")).to_have_value("1")
     assert step_of(page) >= visit["index"] - 3
     assert_clean(log)
 
@@ -152,6 +155,7 @@ def test_backward_blocks_are_tiles_of_kv(page, server_url, log):
     open_viewer(page, server_url, f"algo=fa2-backward&{SMALL}&block=1")
     c = counter_el(page)
     expect(c).to_have_attribute("data-block", "1")
+    expect(c).to_have_attribute("data-kernel", "fa2_bwd")
     expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 1")
     expect(c).to_have_attribute("data-op", "load_kv")
     # blocks keyed by j: the chips say so, and picking block 0 keeps the phase

@@ -194,7 +194,7 @@ CHART_WORDS = """() => {
   // each current-config dot is a point of its algorithm's line
   const off = [];
   for (const dot of svg.querySelectorAll('circle.dot')) {
-    const algo = [...dot.classList].find(c => c.startsWith('s-')).slice(2);
+    const algo = dot.dataset.algo;
     const line = svg.querySelector(`polyline[data-algo="${algo}"]`);
     const pts = line.getAttribute('points').trim().split(/\\s+/).map(p => p.split(',').map(Number));
     const cx = +dot.getAttribute('cx'), cy = +dot.getAttribute('cy');

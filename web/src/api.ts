@@ -49,6 +49,21 @@ export function parseTrace(text: string): Trace {
   }) as Trace;
 }
 
+/** The one schema this page reads (docs/trace-schema.md). A trace of another version is refused, not read half-way. */
+export const TRACE_SCHEMA = "flashviz.trace/2";
+
+/** Why a parsed document is not a trace this page can show (one line naming both versions), or null. */
+export function schemaProblem(t: unknown): string | null {
+  const schema = t && typeof t === "object" ? (t as { schema?: unknown }).schema : undefined;
+  if (typeof schema !== "string" || !schema.startsWith("flashviz.trace/")) {
+    return `unexpected response: not a flashviz trace (schema ${JSON.stringify(schema ?? null).slice(0, 40)})`;
+  }
+  if (schema !== TRACE_SCHEMA) {
+    return `the server sent a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (rebuild the viewer or update flashviz)`;
+  }
+  return null;
+}
+
 export async function fetchTrace(c: ConfigParams, record: number | null = null, signal?: AbortSignal): Promise<Trace> {
   const res = await fetch(`api/trace?${apiQuery(c, record)}`, { signal, headers: { Accept: "application/json" } });
   if (!res.ok) throw await errorOf(res);
@@ -58,9 +73,8 @@ export async function fetchTrace(c: ConfigParams, record: number | null = null, 
   } catch {
     throw new ApiError(res.status, "unexpected response: not JSON", null);
   }
-  if (!t || typeof t.schema !== "string" || !t.schema.startsWith("flashviz.trace/")) {
-    throw new ApiError(res.status, `unexpected response: not a flashviz trace (schema ${String(t?.schema).slice(0, 40)})`, null);
-  }
+  const problem = schemaProblem(t);
+  if (problem) throw new ApiError(res.status, problem, null);
   return t;
 }
 
@@ -77,6 +91,8 @@ export async function fetchLimits(signal?: AbortSignal): Promise<Limits | null> 
 /** GET /api/compare: every algorithm at one config (closed forms), a sweep of N, and per-phase counter curves. */
 export interface CompareEntry {
   title: string;
+  /** the name the comparison's columns, rows and chart use ("FA2") */
+  short: string;
   pass: "forward" | "backward";
   supported: boolean;
   tensors?: Record<string, { read: number; written: number; read_bytes: number; written_bytes: number }>;
@@ -103,6 +119,8 @@ export interface CompareDoc {
   bytes_per_element: number;
   sram_budget_bytes: number;
   algorithms: Record<string, CompareEntry>;
+  /** the algorithm whose traffic `traffic_vs_fa2` divides by */
+  baseline?: string;
   sweep: { n: number[]; bytes: Record<string, number[]> };
   curves: Record<string, PhaseCurve | { skipped: string }> | null;
 }

@@ -1,11 +1,11 @@
-// What HBM holds at each phase: every write of the launch as an event (rows, cols, phase) with where its values
-// come from in the Trace. Inputs never change; outputs and intermediates appear as their blocks write them.
-// Recorded blocks give their events (and values) step by step; the blocks a large trace did not record are
-// placed by the lockstep rule (block b does what the recorded block does, on its own rows, and writes back at
-// its own last phase), their values taken from the final outputs where the trace has them.
-import { endpoint } from "./algos";
-import { blockId, firstBlock, isMat, lastPhase, sramAt, type TraceIndex } from "./derive";
-import type { Num, Step, Trace } from "./types";
+// What HBM holds at each phase: every write of the launch (the trace's `phases[p].writes`, recorded blocks or not) as
+// an event with where its values come from. Inputs never change; outputs and intermediates appear as their blocks
+// write them. A recorded step's write takes its values where its transfer's `source` says; a tensor written once
+// shows its final values (`outputs`); the last write of each element of one written again and again shows its final
+// value; the rest is "written, its value not in this trace".
+import { isMat, sramAt, type TraceIndex } from "./derive";
+import { isOneRow } from "./picture";
+import type { Num, Step, Trace, Transfer, Write } from "./types";
 
 export interface WriteEvent {
   tensor: string;
@@ -16,12 +16,9 @@ export interface WriteEvent {
   phase: number;
   order: number;
   step: number | null; // the recorded step that wrote it, or null (a block the trace did not record)
-  op: string; // the op that wrote it
+  write: Write;
   final: boolean; // no later event writes these rows of this tensor
 }
-
-/** Tensors written more than once per element (their intermediate values matter): FA1's carries, dQ. */
-const MULTI_WRITE: Record<string, string[]> = { fa1: ["O", "l", "m"], "fa2-backward": ["dQ"] };
 
 export class HbmHistory {
   /** per written tensor, its events sorted by (phase, order) */
@@ -32,16 +29,29 @@ export class HbmHistory {
     private readonly trace: Trace,
     private readonly idx: TraceIndex,
   ) {
-    const all = trace.config.algo === "fa1" ? this.fa1Events() : this.lockstepEvents();
-    for (const [k, e] of all.entries()) e.order = k;
-    all.sort((a, b) => a.phase - b.phase || a.order - b.order);
-    for (const e of all) {
-      const list = this.events.get(e.tensor);
-      if (list) list.push(e);
-      else this.events.set(e.tensor, [e]);
+    let order = 0;
+    for (const p of trace.phases) {
+      for (const w of p.writes) {
+        const e: WriteEvent = {
+          tensor: w.tensor,
+          r0: w.rows[0],
+          r1: w.rows[1],
+          c0: w.cols[0],
+          c1: w.cols[1],
+          phase: p.phase,
+          order: order++,
+          step: w.step,
+          write: w,
+          final: false,
+        };
+        const list = this.events.get(e.tensor);
+        if (list) list.push(e);
+        else this.events.set(e.tensor, [e]);
+      }
     }
     for (const [t, list] of this.events) {
-      // final: the last event over each row range (events of one tensor cover whole rows of a block)
+      list.sort((a, b) => a.phase - b.phase || a.order - b.order);
+      // final: the last event over each rectangle (the events of one tensor cover whole tiles)
       const seen = new Set<string>();
       for (let k = list.length - 1; k >= 0; k--) {
         const e = list[k]!;
@@ -98,33 +108,36 @@ export class HbmHistory {
   /** Where event e's values come from, resolved once: a function of the cell (absolute row and column). */
   sampler(e: WriteEvent): (r: number, c: number) => Num | undefined {
     const t = this.trace;
-    const algo = t.config.algo;
     const none = () => undefined;
-    const multi = MULTI_WRITE[algo]?.includes(e.tensor) ?? false;
-    const s: Step | undefined = e.step === null ? undefined : t.steps[e.step];
     const final = (r: number, c: number) => this.finalValue(e.tensor, r, c);
-    if (e.op === "init" || (e.op === "write_d" && e.tensor === "dQ")) {
-      const v = e.tensor === "m" ? null : 0;
+    const hasFinal = t.outputs[e.tensor] !== undefined || t.inputs[e.tensor] !== undefined;
+    if (t.tensors[e.tensor]?.writes === "once" && hasFinal) return final;
+    if (e.write.fill !== undefined) {
+      const v = e.write.fill;
       return () => v;
     }
-    if (s && e.op === "write_d") {
-      const di = s.carries?.Di;
-      return (r) => this.vec(di, r - e.r0);
+    const s: Step | undefined = e.step === null ? undefined : t.steps[e.step];
+    const tr = s?.transfers.find(
+      (x) =>
+        x.kind === "write" && x.tensor === e.tensor && x.rows[0] === e.r0 && x.rows[1] === e.r1 && x.cols[0] === e.c0 && x.cols[1] === e.c1,
+    );
+    if (!s || !tr?.source) return e.final && hasFinal ? final : none;
+    return this.fromSource(s, tr, e);
+  }
+
+  /** The values a recorded step's write took, where its transfer's source says. */
+  private fromSource(s: Step, tr: Transfer, e: WriteEvent): (r: number, c: number) => Num | undefined {
+    const src = tr.source!;
+    if ("fill" in src) {
+      const v = src.fill;
+      return () => v;
     }
-    if (!multi && (t.outputs[e.tensor] || t.inputs[e.tensor])) return final;
-    if (!s) return multi && e.final ? final : none;
-    if (e.tensor === "dQ") {
-      const dq = s.carries?.dQi;
-      return (r, c) => this.cell(dq, r - e.r0, c);
-    }
-    if (e.tensor === "P") {
-      const sr = s.sram.Sr ?? sramAt(t, this.idx, s.index, "Sr");
-      return (_r, c) => this.vec(sr, c);
-    }
-    const buf = endpoint(algo, e.tensor, "write", s.op)[0];
-    const v = buf ? sramAt(t, this.idx, s.index, buf) : null;
-    if (!v) return none;
-    return isMat(v) ? (r, c) => this.cell(v, r - e.r0, c - e.c0) : (r) => this.vec(v, r - e.r0);
+    const v = "carry" in src ? s.carries?.[src.carry] : (s.sram[src.buffer] ?? sramAt(this.trace, this.idx, s.index, src.buffer));
+    if (!v) return () => undefined;
+    if (isMat(v)) return (r, c) => this.cell(v, r - e.r0, c - e.c0);
+    // a vector: one value per row, or (a buffer of one long row, standard's Sr) one per column
+    const byColumn = "buffer" in src && isOneRow(this.trace, src.buffer);
+    return byColumn ? (_r, c) => this.vec(v, c - e.c0) : (r) => this.vec(v, r - e.r0);
   }
 
   private vec(v: unknown, k: number): Num | undefined {
@@ -147,102 +160,5 @@ export class HbmHistory {
       if (r >= e.r0 && r < e.r1 && c >= e.c0 && c < e.c1) return this.valueOf(e, r, c);
     }
     return "unwritten";
-  }
-
-  // ---- building the events ----
-
-  private fromStep(s: Step): WriteEvent[] {
-    return s.transfers
-      .filter((x) => x.kind === "write")
-      .map((x) => ({
-        tensor: x.tensor,
-        r0: x.rows[0],
-        r1: x.rows[1],
-        c0: x.cols[0],
-        c1: x.cols[1],
-        phase: s.phase,
-        order: 0,
-        step: s.index,
-        op: s.op,
-        final: false,
-      }));
-  }
-
-  /** fa2, standard, backward: recorded steps, plus every unrecorded block in lockstep with a recorded one. */
-  private lockstepEvents(): WriteEvent[] {
-    const t = this.trace;
-    const algo = t.config.algo;
-    const out: WriteEvent[] = [];
-    for (const s of t.steps) out.push(...this.fromStep(s));
-    const recorded = new Set(t.config.recorded_blocks);
-    const unrecorded = t.blocks.map((_, k) => blockId(t, k)).filter((b) => !recorded.has(b));
-    const { n, br, bc, tr } = t.config;
-    const main = (s: Step) => algo !== "fa2-backward" || (s.indices !== undefined && "j" in s.indices);
-    // the backward's preprocessing kernel has Tr blocks (one per block of Q); only block 0's may be recorded
-    if (algo === "fa2-backward") {
-      const pre = t.steps.filter((s) => !main(s));
-      const done = new Set(pre.map((s) => s.block));
-      const tmpl = pre.filter((s) => s.block === pre[0]?.block);
-      for (let i = 0; i < tr; i++) {
-        if (done.has(i)) continue;
-        for (const s of tmpl)
-          for (const e of this.fromStep(s)) out.push(this.shift(e, i * br - (s.block ?? 0) * br, Math.min(n, (i + 1) * br), e.phase));
-      }
-    }
-    if (!unrecorded.length) return out;
-    const tb = t.config.recorded_blocks.find((b) => t.steps.some((s) => s.block === b && main(s)));
-    if (tb === undefined) return out;
-    const axis = algo === "fa2-backward" ? bc : br;
-    const tmplLast = lastPhase(t, tb);
-    const tmpl = t.steps.filter((s) => s.block === tb && main(s));
-    for (const b of unrecorded) {
-      const bLast = lastPhase(t, b);
-      const shift = (b - tb) * axis;
-      const end = Math.min(n, (b + 1) * axis);
-      for (const s of tmpl) {
-        for (const e of this.fromStep(s)) {
-          // only writes of the block's own rows move with it (dQ[i] is every block's, at the same phase)
-          if (e.r0 < tb * axis || e.r1 > (tb + 1) * axis) continue;
-          const phase = e.phase === tmplLast ? bLast : e.phase;
-          if (phase > bLast || (phase === bLast && e.phase !== tmplLast)) continue;
-          const moved = this.shift(e, shift, end, phase);
-          if (moved.r1 > moved.r0) out.push(moved);
-        }
-      }
-    }
-    return out;
-  }
-
-  private shift(e: WriteEvent, by: number, end: number, phase: number): WriteEvent {
-    return { ...e, r0: e.r0 + by, r1: Math.min(end, e.r1 + by), phase, step: null };
-  }
-
-  /** fa1: one CUDA block runs every (j, i); its writes are known from the phases alone (init per i, then a
-   *  write-back per visited (j, i)), their values from the recorded steps. */
-  private fa1Events(): WriteEvent[] {
-    const t = this.trace;
-    const { n, d, br, tr } = t.config;
-    const byPhase = new Map<number, Step>();
-    for (const s of t.steps) byPhase.set(s.phase, s);
-    const out: WriteEvent[] = [];
-    let inits = 0;
-    let i = 0;
-    for (const p of t.phases) {
-      if (p.op === "load_kv" && p.j !== null) i = firstBlock(t, p.j);
-      if (p.op !== "init" && p.op !== "write_back") continue;
-      const block = p.op === "init" ? inits++ : i++;
-      if (block >= tr) continue;
-      const s = byPhase.get(p.phase);
-      const r0 = block * br;
-      const r1 = Math.min(n, r0 + br);
-      for (const [tensor, cols] of [
-        ["O", d],
-        ["l", 1],
-        ["m", 1],
-      ] as const) {
-        out.push({ tensor, r0, r1, c0: 0, c1: cols, phase: p.phase, order: 0, step: s ? s.index : null, op: p.op, final: false });
-      }
-    }
-    return out;
   }
 }

@@ -1,13 +1,12 @@
-// The memory picture's layout: a pure function from the algorithm and its shapes (N, D, Br, Bc) and the space
-// on screen to boxes. HBM holds the algorithm's tensors (Q, K, V, O, L for FA2; S and P, N×N, for standard;
-// l and m for FA1; dO, D, dQ, dK, dV for the backward), all N rows tall and aligned. The SRAM of the watched
-// block holds its buffers in rows (algos.ts): for FA2 Kj, Vj (Bc x D) above Qi, Sij, mi, li, Oi (Br rows each),
-// so that row r of the block lines up across Qi, Sij, mi, li and Oi, Kj sits over Qi and Vj over Oi.
+// The memory picture's layout: a pure function from the picture's contents (picture.ts's PictureSpec, from the
+// trace: its HBM tensors, all N rows tall and aligned, and the SRAM buffers in rows, a buffer sitting over the one it
+// aligns under, so that row r of a block lines up across the buffers of one row) and the space on screen to boxes.
 // Wide enough, HBM sits left of SRAM under a band where the connectors arc from a tensor to its buffer; narrower
 // (a phone), HBM sits above SRAM with the band between them, and SRAM's rows wrap when that lets it print numbers.
-import { type AlgoSpec, type Axis, algoSpec, type BufferSpec, type Shape } from "./algos";
+import type { BufferSpec, PictureSpec, Shape } from "./picture";
+import type { Axis } from "./types";
 
-export type { Shape } from "./algos";
+export type { Shape } from "./picture";
 
 export type GridName = string;
 
@@ -27,7 +26,7 @@ export interface GridBox {
   group: number; // rows per block (Br) or tile (Bc) for the separators, 0 for none
   axis: Axis; // what its rows follow: rows of a block of Q (q), keys of a tile (kv), or neither
   colAxis: Axis; // kv: its columns are keys (Sij, S, P)
-  kernel?: string; // the kernel whose shared memory holds it (standard, backward)
+  kernels?: string[]; // SRAM: the kernels whose shared memory holds it
 }
 
 export interface Rect {
@@ -87,7 +86,7 @@ interface Panel {
 const isVec = (cols: number) => cols === 1;
 
 /** How many label columns HBM needs: one left of the first tensor of each row axis (i= for Q, j= for K). */
-function hbmLabels(spec: AlgoSpec): Set<string> {
+function hbmLabels(spec: PictureSpec): Set<string> {
   const out = new Set<string>();
   const seen = new Set<Axis>();
   for (const t of spec.tensors) {
@@ -99,7 +98,7 @@ function hbmLabels(spec: AlgoSpec): Set<string> {
   return out;
 }
 
-function hbmWidth(spec: AlgoSpec, p: Panel, vec: number): number {
+function hbmWidth(spec: PictureSpec, p: Panel, vec: number): number {
   const labels = hbmLabels(spec);
   let w = (spec.tensors.length - 1) * GAP;
   for (const t of spec.tensors) {
@@ -116,7 +115,7 @@ interface Placed {
 }
 
 /** SRAM's rows, placed from (x0, y0): measures as it goes (the width and height are what the panel needs). */
-function placeSram(spec: AlgoSpec, p: Panel, x0: number, y0: number): Placed {
+function placeSram(spec: PictureSpec, p: Panel, x0: number, y0: number): Placed {
   const vec = Math.max(p.cw, VEC_MIN);
   const boxes: GridBox[] = [];
   const wide = (b: BufferSpec) => b.rows === 1 && b.cols > 1; // Sr: one row of N, sized to the panel below
@@ -181,7 +180,7 @@ function placeSram(spec: AlgoSpec, p: Panel, x0: number, y0: number): Placed {
         group: 0,
         axis: b.rowAxis,
         colAxis: b.colAxis,
-        ...(b.kernel ? { kernel: b.kernel } : {}),
+        kernels: b.kernels,
       };
       boxes.push(box);
       x = Math.max(x, bx + box.w + GAP);
@@ -193,7 +192,7 @@ function placeSram(spec: AlgoSpec, p: Panel, x0: number, y0: number): Placed {
   return { boxes, w: right - x0, h: y - y0 };
 }
 
-function sramRowsOf(spec: AlgoSpec): number {
+function sramRowsOf(spec: PictureSpec): number {
   return spec.sram.reduce((acc, row) => acc + Math.max(...row.map((b) => b.rows)), 0);
 }
 
@@ -219,7 +218,7 @@ function colourPanel(cols: number, rows: number, widthForCells: number, heightFo
 }
 
 /** HBM in colour: N x D tensors share `cw`; N x N ones (standard's S and P) get their own, narrower cells. */
-function hbmColour(spec: AlgoSpec, widthForCells: number, heightForCells: number, rows: number): Panel {
+function hbmColour(spec: PictureSpec, widthForCells: number, heightForCells: number, rows: number): Panel {
   const dCols = spec.tensors.filter((t) => !isVec(t.cols) && t.colAxis !== "kv").reduce((a, t) => a + t.cols, 0);
   const nCols = spec.tensors.filter((t) => t.colAxis === "kv").reduce((a, t) => a + t.cols, 0);
   const vecs = spec.tensors.filter((t) => isVec(t.cols)).length;
@@ -234,7 +233,7 @@ function hbmColour(spec: AlgoSpec, widthForCells: number, heightForCells: number
 }
 
 /** The widest ordinary SRAM row as cells, vectors and gaps (the colour scale's budget). */
-function widestSramRow(spec: AlgoSpec): { cols: number; vecs: number; gaps: number } {
+function widestSramRow(spec: PictureSpec): { cols: number; vecs: number; gaps: number } {
   let cols = 0;
   let vecs = 0;
   let gaps = 0;
@@ -253,7 +252,7 @@ function widestSramRow(spec: AlgoSpec): { cols: number; vecs: number; gaps: numb
 
 /** SRAM's rows wrapped so that each line fits `avail` at the narrowest text cells: as few lines as greedy wrapping
  *  needs, split where the widest line is narrowest (fa2 on a phone: Qi Sij / mi li Oi). Alignment is dropped. */
-export function wrapSram(spec: AlgoSpec, avail: number): AlgoSpec {
+export function wrapSram(spec: PictureSpec, avail: number): PictureSpec {
   const widthAt = (b: BufferSpec) => (b.rows === 1 && b.cols > 1 ? 0 : isVec(b.cols) ? TEXT_MIN_W : b.cols * TEXT_MIN_W);
   const lineW = (line: BufferSpec[]) => line.reduce((a, b) => a + widthAt(b), 0) + (line.length - 1) * GAP;
   const rows: BufferSpec[][] = [];
@@ -287,7 +286,7 @@ export function wrapSram(spec: AlgoSpec, avail: number): AlgoSpec {
 }
 
 /** HBM's grids placed from (x0, y0): every tensor N rows tall, aligned. */
-function placeHbm(spec: AlgoSpec, s: Shape, hbm: Panel, x0: number, y0: number, hbmRows: number) {
+function placeHbm(spec: PictureSpec, s: Shape, hbm: Panel, x0: number, y0: number, hbmRows: number) {
   const pad = padding(s);
   const grids: GridBox[] = [];
   const hv = Math.max(hbm.cw, VEC_MIN);
@@ -355,8 +354,7 @@ function assemble(
  * Narrower than STACK_BELOW, HBM is stacked above SRAM (see layoutStacked); narrower than STACK_IF_TEXT_BELOW
  * (a tablet), stacked too when side by side SRAM would be colours only and stacked it prints its numbers.
  */
-export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHeight = 440): MemoryLayout {
-  const spec = algoSpec(s.algo ?? "fa2", s);
+export function layoutMemory(spec: PictureSpec, s: Shape, width: number, maxHeight = 440): MemoryLayout {
   if (width < STACK_BELOW) return layoutStacked(spec, s, width, maxHeight);
   const side = layoutSideBySide(spec, s, width, maxHeight);
   if (width < STACK_IF_TEXT_BELOW && !side.sramText) {
@@ -366,7 +364,7 @@ export function layoutMemory(s: Shape & { algo?: string }, width: number, maxHei
   return side;
 }
 
-function layoutSideBySide(spec: AlgoSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
+function layoutSideBySide(spec: PictureSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
   const avail = Math.max(200, width - 2 * PAD - PANEL_GAP);
   const pad = padding(s);
   const hbmRows = s.n + Math.max(...spec.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
@@ -416,18 +414,18 @@ function layoutSideBySide(spec: AlgoSpec, s: Shape, width: number, maxHeight: nu
  * wrap when that lets its cells print numbers (the block is where the step happens); otherwise whichever of the
  * wrapped and unwrapped rows gives the larger colour cells.
  */
-function layoutStacked(spec0: AlgoSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
+function layoutStacked(spec0: PictureSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
   const avail = Math.max(200, width - 2 * PAD);
   const pad = padding(s);
   const hbmRows = s.n + Math.max(...spec0.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
   const hbmCellsH = Math.max(60, 0.42 * maxHeight - HEAD - TITLE);
-  const sramBudget = (sp: AlgoSpec) => Math.max(80, 0.9 * maxHeight - HEAD - sp.sram.length * TITLE - (sp.sram.length - 1) * GAP);
-  const textFor = (sp: AlgoSpec): Panel | null => {
+  const sramBudget = (sp: PictureSpec) => Math.max(80, 0.9 * maxHeight - HEAD - sp.sram.length * TITLE - (sp.sram.length - 1) * GAP);
+  const textFor = (sp: PictureSpec): Panel | null => {
     const cw = textWidth((c) => placeSram(sp, { cw: c, ch: TEXT_MIN_H, text: true }, 0, 0).w <= avail);
     const ch = textHeight(sramRowsOf(sp), sramBudget(sp));
     return cw && ch ? { cw, ch, text: true } : null;
   };
-  const colourFor = (sp: AlgoSpec): Panel => {
+  const colourFor = (sp: PictureSpec): Panel => {
     const { cols, vecs, gaps } = widestSramRow(sp);
     return colourPanel(cols, sramRowsOf(sp), avail - gaps, sramBudget(sp), vecs);
   };

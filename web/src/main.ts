@@ -1,11 +1,11 @@
 // The app: one state object, one render function that draws every view from it, and the wiring
 // (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
 import "./styles.css";
-import { tagline } from "./algos";
 import { ApiError, type CompareDoc, fetchCompare, fetchLimits, fetchProfile, fetchTrace } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId, s as svg } from "./dom";
 import type { MemoryLayout } from "./layout";
+import { pickOf } from "./picture";
 import { showBadge } from "./render/badge";
 import { BlocksView, TileMap } from "./render/blocks";
 import { CarriesView } from "./render/carries";
@@ -46,12 +46,16 @@ import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 
-// The trace is asked for before anything else is built: the server computes it while the page sets up.
+// The trace is asked for before anything else is built: the server computes it while the page sets up. A URL that
+// names an algorithm waits for /api/limits' list first (a name the server does not know is said in the config bar,
+// not sent to it); without one the server's default runs.
+const earlyLimits = fetchLimits();
 const early = (() => {
   const req = parseUrl(location.search);
-  return { config: req.config, trace: fetchTrace(req.config).catch(() => null) as Promise<Trace | null> | null };
+  const known = (l: Limits | null) => !l?.algos || l.algos.some((a) => a.name === req.config.algo);
+  const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? fetchTrace(req.config) : null)) : fetchTrace(req.config);
+  return { config: req.config, trace: trace.catch(() => null) as Promise<Trace | null> | null };
 })();
-const earlyLimits = fetchLimits();
 
 // ---- the state ----
 interface App {
@@ -194,8 +198,8 @@ function render(flight = false): void {
     showBadge(byId("error-badge"), byId("exactness-detail"), t);
     showSram(byId("sram-footprint"), t);
     fillBlockPicker(t);
-    tag.textContent = tagline(t.config.algo);
-    document.title = `flashviz \u00b7 ${tagline(t.config.algo)}`;
+    tag.textContent = t.tagline;
+    document.title = `flashviz \u00b7 ${t.tagline}`;
     counters.showSaving(t, app.compare);
     profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo });
   }
@@ -213,11 +217,10 @@ function render(flight = false): void {
   part("blocks", () => blocks.show(t, idx, s));
   part("timeline", () => timeline.show(st.step));
   part("compare", () => compare.follow(progressAfter(s.phase, t.phases.length)));
-  const where = s.indices
-    ? Object.entries(s.indices)
-        .map(([k, v]) => `${k} = ${v}`)
-        .join(" \u00b7 ")
-    : `block ${s.block}${s.j === null ? "" : ` \u00b7 tile ${s.j}`}`;
+  const where = Object.entries(s.indices)
+    .map(([k, v]) => `${k} = ${v}`)
+    .join(" \u00b7 ");
+  const pick = pickOf(t, s);
   // text nodes only: no elements made or dropped per step. Steps are counted from 1 for people (data-step is
   // the index into trace.steps, for tests and the benchmark)
   if (counterParts.step.data !== String(st.step + 1)) counterParts.step.data = String(st.step + 1);
@@ -226,7 +229,8 @@ function render(flight = false): void {
   if (counterParts.where.data !== where) counterParts.where.data = where;
   counter.dataset.step = String(st.step);
   counter.dataset.total = String(t.steps.length);
-  counter.dataset.block = s.block === null ? "" : String(s.block);
+  counter.dataset.block = String(s.block);
+  counter.dataset.kernel = s.kernel;
   counter.dataset.j = s.j === null ? "" : String(s.j);
   counter.dataset.op = s.op;
   const playing = String(st.playing);
@@ -235,11 +239,11 @@ function render(flight = false): void {
     playBtn.setAttribute("aria-label", st.playing ? "Pause (space)" : "Play (space)");
     playBtn.setAttribute("aria-pressed", playing);
   }
-  if (s.block !== null && blockSel.value !== String(s.block)) blockSel.value = String(s.block);
+  if (pick !== null && blockSel.value !== String(pick)) blockSel.value = String(pick);
   if (speedSel.value !== String(st.speed)) speedSel.value = String(st.speed);
   lastStep = st.step;
   lastTrace = t;
-  syncUrl(toSearch(st.config, st.step, s.block ?? 0, st.speed));
+  syncUrl(toSearch(st.config, st.step, pick ?? 0, st.speed, app.limits.default));
   performance.measure("flashviz:repaint", "flashviz:repaint:start");
 }
 
@@ -291,7 +295,7 @@ function part(name: string, fn: () => void): void {
 }
 
 function fillBlockPicker(t: Trace): void {
-  const { label, options } = blockChoices(t.config.algo, t.blocks);
+  const { label, options } = blockChoices(t);
   blockLabel.textContent = label;
   blockSel.replaceChildren(...options.map(([text, value]) => new Option(text, value)));
 }
@@ -319,7 +323,7 @@ function schedule(): void {
 function pickBlock(b: number): void {
   const t = app.trace;
   if (!t) return;
-  const k = pickStep(t.config.algo, t.steps, app.idx?.tile ?? [], app.state.step, b);
+  const k = pickStep(t, app.state.step, b);
   if (k >= 0) {
     dispatch({ type: "goto", step: k });
     return;
@@ -382,11 +386,13 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
   const slow = window.setTimeout(() => (loadingEl.hidden = false), 150);
   const block = to.block ?? null;
   try {
-    const pre = early.trace && sameConfig(c, early.config) ? await early.trace : null;
+    // the early request named no algorithm: the server's default ran
+    const asked = { ...early.config, algo: early.config.algo || (app.limits.default ?? "") };
+    const pre = early.trace && sameConfig(c, asked) ? await early.trace : null;
     early.trace = null; // used once: later loads of this config ask again (it may be another block)
     let t = pre ?? (await fetchTrace(c, null, ctl.signal));
     // the block asked for is not recorded by default (large launches record block 0 only): ask for it
-    if (block !== null && block < t.config.tr && !t.config.recorded_blocks.includes(block)) {
+    if (block !== null && block < t.blocks.length && !t.config.recorded_blocks.includes(block)) {
       t = await fetchTrace(c, block, ctl.signal);
     }
     if (ctl.signal.aborted) return;
@@ -398,19 +404,20 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     }
     const step =
       to.phase !== undefined && to.phase !== null && block !== null
-        ? phaseStep(t.steps, block, to.phase)
-        : landingStep(t.steps, to.step ?? null, block, t.config.algo);
-    app.state = { ...app.state, config: c, step, playing: false };
+        ? phaseStep(t, block, to.phase)
+        : landingStep(t, to.step ?? null, block);
+    app.state = { ...app.state, step, playing: false };
     const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
-    const unrecorded = unrecordedProblem(t.config.tr, t.config.recorded_blocks, block, t.steps[step]?.block ?? 0);
+    const shown = t.steps[step] ? pickOf(t, t.steps[step]!) : null;
+    const unrecorded = unrecordedProblem(t.blocks.length, t.config.recorded_blocks, block, shown ?? 0);
     if (unrecorded) problems.push(unrecorded);
     if (problems.length) {
       form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
     } else if (form.check(false)) {
       form.setMessage("", "");
     }
-    if (to.push) history.pushState(null, "", toSearch(c, step, t.steps[step]?.block ?? 0, app.state.speed));
-    form.fill(c);
+    if (to.push) history.pushState(null, "", toSearch(app.state.config, step, shown ?? 0, app.state.speed, app.limits.default));
+    form.fill(app.state.config);
     render();
     schedule();
   } catch (e) {
@@ -418,7 +425,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     const err = e instanceof ApiError ? e : new ApiError(0, `could not reach the server: ${(e as Error).message}`, null);
     form.serverError(err.detail, err.field);
     // nothing on screen yet (a bad link): show the default so the page is not empty; the form keeps what was asked
-    if (!app.trace && !sameConfig(c, DEFAULT_CONFIG)) await loadFallback(err, to.problems ?? []);
+    if (!app.trace && !sameConfig(c, defaultConfig())) await loadFallback(err, to.problems ?? []);
   } finally {
     if (app.loading === ctl) {
       app.loading = null;
@@ -431,10 +438,10 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
 
 async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
   try {
-    const t = await fetchTrace(DEFAULT_CONFIG);
-    setTrace(t, DEFAULT_CONFIG);
-    void loadCompare(DEFAULT_CONFIG);
-    app.state = { ...app.state, config: DEFAULT_CONFIG, step: 0 };
+    const t = await fetchTrace(defaultConfig());
+    setTrace(t, defaultConfig());
+    void loadCompare(app.state.config);
+    app.state = { ...app.state, step: 0 };
     render();
     form.serverError(
       [`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""),
@@ -445,10 +452,17 @@ async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
   }
 }
 
+/** The seed's example under the server's default algorithm. */
+function defaultConfig(): ConfigParams {
+  return { ...DEFAULT_CONFIG, algo: app.limits.default ?? DEFAULT_CONFIG.algo };
+}
+
 function setTrace(t: Trace, c: ConfigParams): void {
   app.trace = t;
   app.idx = indexTrace(t);
-  app.state = { ...app.state, config: c };
+  // "" (the server's default) becomes the algorithm the server ran
+  app.state = { ...app.state, config: { ...c, algo: t.config.algo } };
+  form.offerAlgo(t.config.algo, t.title);
 }
 
 // ---- input ----
@@ -507,7 +521,7 @@ async function openUrl(first: boolean): Promise<void> {
   if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
   form.fill(req.config);
   if (!first && app.trace && sameConfig(req.config, app.state.config)) {
-    dispatch({ type: "goto", step: landingStep(app.trace.steps, req.step, req.block, app.trace.config.algo) });
+    dispatch({ type: "goto", step: landingStep(app.trace, req.step, req.block) });
     return;
   }
   await loadConfig(req.config, { block: req.block, step: req.step, problems: req.problems });
@@ -531,9 +545,14 @@ let markInteractive = () => {};
 const interactive = new Promise<void>((resolve) => (markInteractive = resolve));
 
 const ready = (async () => {
-  const limits = earlyLimits;
+  // the algorithms are the server's: the URL is read against its list (the trace is already on its way)
+  const l = await earlyLimits;
+  if (l) {
+    app.limits = l;
+    form.setLimits(l);
+  }
   // the server says whether it holds a profile; only then is there one to fetch (no 404 in the console)
-  const prof = limits.then((l) => (l?.profile ? fetchProfile() : null));
+  const prof = l?.profile ? fetchProfile() : Promise.resolve(null);
   await openUrl(true);
   // the first step is on screen once the frame after its render has painted: "interactive" (bench/viewer_bench.py)
   await new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r, 0)));
@@ -546,11 +565,6 @@ const ready = (async () => {
     else if (profile.set(doc, "flashviz serve --profile") && app.trace)
       profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
   });
-  const l = await limits;
-  if (l) {
-    app.limits = l;
-    form.setLimits(l);
-  }
   document.documentElement.dataset.ready = "true";
 })();
 

@@ -2,7 +2,6 @@
 // A profile comes from a file (dropped on the page, or served by `flashviz serve --profile`): every field the
 // panel shows is checked for its type before anything is drawn, and a profile that fails is refused with one
 // line naming the field. Pure: no DOM.
-import { isAlgo } from "./algos";
 
 export interface ProfileComparison {
   measured: number;
@@ -54,6 +53,8 @@ export interface Profile {
     load_bytes: number;
     store_bytes: number;
     unique_input_bytes?: number;
+    /** what the re-read loads are, in the algorithm's words ("mostly K and V, which every block of Q re-reads") */
+    reread?: string;
     unique_output_bytes?: number;
   };
   kernels: ProfileKernel[];
@@ -152,7 +153,9 @@ export function checkProfile(x: unknown): string | null {
     }
     opt(p, "date", "", str);
     const c = obj(p.config, "config");
-    if (typeof c.algo !== "string" || !isAlgo(c.algo)) fail("config.algo", "one of fa2, fa1, standard, fa2-backward", c.algo);
+    // the algorithm's name is only shown as text and compared with the page's: any name the server may give
+    if (typeof c.algo !== "string" || !/^[\w.-]{1,40}$/.test(c.algo))
+      fail("config.algo", "an algorithm's name (letters, digits, _ . -)", c.algo);
     for (const f of ["n", "d", "br", "bc"]) posInt(c[f], `config.${f}`);
     opt(c, "causal", "config", bool);
     opt(c, "heads", "config", posInt);
@@ -179,6 +182,7 @@ export function checkProfile(x: unknown): string | null {
     bytesOf(m.store_bytes, "model.store_bytes");
     opt(m, "unique_input_bytes", "model", bytesOf);
     opt(m, "unique_output_bytes", "model", bytesOf);
+    opt(m, "reread", "model", str);
     if (!Array.isArray(p.kernels) || !p.kernels.length) return "the profile has no kernels (kernels must be a non-empty list)";
     p.kernels.forEach((kx, i) => {
       const path = `kernels[${i}]`;

@@ -1,12 +1,12 @@
 // The one state object every frame is drawn from, its URL round trip, and the pure transitions: stepping and
 // clamping, where a URL or a picked block lands, which blocks the picker offers, and what a key means. Nothing here
 // touches the DOM.
-import { ALGOS, blockLetter, isAlgo } from "./algos";
-import type { BlockInfo, Limits } from "./types";
+import { pickId, pickOf } from "./picture";
+import type { Limits, Step, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 
 export interface ConfigParams {
-  algo: string; // fa2, fa1, standard, fa2-backward
+  algo: string; // an algorithm of /api/limits' `algos`; "" for the server's default (its `default`)
   n: number; // sequence length N
   d: number; // head dimension D
   br: number; // rows of Q per block (Br)
@@ -16,8 +16,8 @@ export interface ConfigParams {
   causal: boolean; // mask keys after the query row (tiles wholly above the diagonal are skipped)
 }
 
-/** The seed's example: two blocks of Q, two tiles of K and V. */
-export const DEFAULT_CONFIG: ConfigParams = { algo: "fa2", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
+/** The seed's example: two blocks of Q, two tiles of K and V, under the server's default algorithm. */
+export const DEFAULT_CONFIG: ConfigParams = { algo: "", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
 
 export const SPEEDS = [0.25, 0.5, 1, 2, 4] as const;
 
@@ -65,11 +65,15 @@ export function urlProblem(name: string, raw: string, accepts: string, instead: 
 export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlRequest {
   const q = new URLSearchParams(search);
   const problems: string[] = [];
-  const config: ConfigParams = { ...DEFAULT_CONFIG };
+  // the server's default algorithm, once it has said which (before: "", the server picks)
+  const config: ConfigParams = { ...DEFAULT_CONFIG, algo: limits.default ?? DEFAULT_CONFIG.algo };
   const given = (k: string) => q.get(k) !== null;
+  // the algorithms are the server's (/api/limits); before it answers any name goes, and the server judges it
   const algo = (q.get("algo") ?? "").trim();
-  if (isAlgo(algo)) config.algo = algo;
-  else if (given("algo")) problems.push(urlProblem("algo", q.get("algo")!, `one of ${ALGOS.join(", ")}`, DEFAULT_CONFIG.algo));
+  const names = limits.algos?.map((a) => a.name);
+  if (algo && (!names || names.includes(algo))) config.algo = algo;
+  else if (given("algo") && names)
+    problems.push(urlProblem("algo", q.get("algo")!, `one of ${names.join(", ")}`, limits.default ?? "the default algorithm"));
   for (const f of INT_FIELDS) {
     const v = parseNonNegInt(q.get(f));
     const [lo, hi] = limits[f];
@@ -110,11 +114,11 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   return { config, step, block, speed, problems };
 }
 
-/** The query string for a state: config first (in the form's order; algo only when not the default fa2),
- *  then step (counted from 1, as the page shows it; `step` here is the index) and block. */
-export function toSearch(config: ConfigParams, step: number, block: number, speed = 1): string {
+/** The query string for a state: config first (in the form's order; algo only when not the server's default,
+ *  `defaultAlgo`), then step (counted from 1, as the page shows it; `step` here is the index) and block. */
+export function toSearch(config: ConfigParams, step: number, block: number, speed = 1, defaultAlgo = ""): string {
   const q = new URLSearchParams();
-  if (config.algo !== DEFAULT_CONFIG.algo) q.set("algo", config.algo);
+  if (config.algo && config.algo !== defaultAlgo) q.set("algo", config.algo);
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
@@ -126,7 +130,7 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
 
 /** The query string for GET /api/trace. `record` asks the server to record one block's values. */
 export function apiQuery(config: ConfigParams, record: number | null = null): string {
-  const q = new URLSearchParams({ algo: config.algo });
+  const q = new URLSearchParams(config.algo ? { algo: config.algo } : {});
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
@@ -152,39 +156,32 @@ export function clampStep(step: number, total: number): number {
   return Math.min(total - 1, Math.max(0, Math.trunc(step)));
 }
 
-/** The minimal view of a step list the transitions need: each step's block and phase. */
-export interface StepIndex {
-  block: number | null;
-  phase: number;
-  op?: string;
-  /** loop indices, outer loop first (the backward's fa2_bwd steps have a `j`, its preprocessing kernel's do not) */
-  indices?: Record<string, number>;
-}
+/** The picks the transitions need: a trace's steps, what a pick is, and each step's pick (picture.ts's pickOf). */
+export type Picks = Pick<Trace, "steps" | "picker" | "blocks">;
 
-/** Where a URL lands: its step if given (clamped), else the first step of its block (the backward: its fa2_bwd
- *  block j, not the preprocessing kernel's block of the same number), else step 0. */
-export function landingStep(steps: readonly StepIndex[], step: number | null, block: number | null, algo = "fa2"): number {
-  if (step !== null) return clampStep(step, steps.length);
+const picked = (t: Picks, s: Step) => pickOf(t, s);
+
+/** Where a URL lands: its step if given (clamped), else the first step of its pick (`block`: the backward's lands
+ *  on its fa2_bwd block j, whose steps are the picks, not on the preprocessing kernel's block of the same number),
+ *  else step 0. */
+export function landingStep(t: Picks, step: number | null, block: number | null): number {
+  if (step !== null) return clampStep(step, t.steps.length);
   if (block !== null) {
-    if (algo === "fa2-backward") {
-      const k = steps.findIndex((s) => s.block === block && s.indices !== undefined && "j" in s.indices);
-      if (k >= 0) return k;
-    }
-    const k = steps.findIndex((s) => s.block === block);
+    const k = t.steps.findIndex((s) => picked(t, s) === block);
     if (k >= 0) return k;
   }
   return 0;
 }
 
-/** The step of `block` at `phase` (all blocks run the same program), else its first step, else step 0: where a
+/** The step of pick `block` at `phase` (all blocks run the same program), else its first step, else step 0: where a
  *  block fetched from the picker lands. */
-export function phaseStep(steps: readonly StepIndex[], block: number, phase: number): number {
-  const k = steps.findIndex((s) => s.block === block && s.phase === phase);
+export function phaseStep(t: Picks, block: number, phase: number): number {
+  const k = t.steps.findIndex((s) => picked(t, s) === block && s.phase === phase);
   return k >= 0
     ? k
     : Math.max(
         0,
-        steps.findIndex((s) => s.block === block),
+        t.steps.findIndex((s) => picked(t, s) === block),
       );
 }
 
@@ -199,31 +196,32 @@ export function landingProblems(total: number, blocks: number, step: number | nu
   return out;
 }
 
-/** Picking another block while at step `from`: the step of `block` at the same phase (all blocks run the same
- *  program), else its first step; -1 when the trace did not record it (then it is fetched). FA1 has one CUDA block:
- *  "another block" is another block of Q, visited in the same tile j (same op); `tile` is the tile held at each step
- *  (derive.ts's TraceIndex.tile). */
-export function pickStep(algo: string, steps: readonly StepIndex[], tile: readonly (number | null)[], from: number, block: number): number {
-  return algo === "fa1" ? visitStep(steps, tile, from, block) : stepInBlock(steps, from, block);
+/** Picking another pick while at step `from`: the step of `block` at the same phase (picks in lockstep run the same
+ *  program at once), else its first step; -1 when the trace did not record it (then it is fetched). Picks not in
+ *  lockstep (fa1's blocks of Q, visited in turn by its one CUDA block): its visit of the tile held at `from`, at the
+ *  same op if it has one. */
+export function pickStep(t: Picks, from: number, block: number): number {
+  return t.picker.lockstep ? stepInBlock(t, from, block) : visitStep(t, from, block);
 }
 
-/** FA1: block i's visit of the tile held at `from`, at the same op if it has one. */
-function visitStep(steps: readonly StepIndex[], tile: readonly (number | null)[], from: number, i: number): number {
+/** The pick's visit of the tile held at `from`, at the same op if it has one. */
+function visitStep(t: Picks, from: number, pick: number): number {
+  const steps = t.steps;
   const s = steps[from];
-  const j = tile[from] ?? null;
-  const same = steps.findIndex((x, k) => x.block === i && x.op === s?.op && (tile[k] ?? null) === j);
+  const j = s?.tile ?? null;
+  const same = steps.findIndex((x) => picked(t, x) === pick && x.op === s?.op && x.tile === j);
   if (same >= 0) return same;
-  const visit = steps.findIndex((x, k) => x.block === i && (tile[k] ?? null) === j);
-  return visit >= 0 ? visit : steps.findIndex((x) => x.block === i);
+  const visit = steps.findIndex((x) => picked(t, x) === pick && x.tile === j);
+  return visit >= 0 ? visit : steps.findIndex((x) => picked(t, x) === pick);
 }
 
-/** The step of `block` at the same phase as `from` (all blocks run the same program); -1 if not recorded. */
-export function stepInBlock(steps: readonly StepIndex[], from: number, block: number): number {
-  const phase = steps[from]?.phase ?? 0;
+/** The step of pick `block` at the same phase as `from` (all blocks run the same program); -1 if not recorded. */
+export function stepInBlock(t: Picks, from: number, block: number): number {
+  const phase = t.steps[from]?.phase ?? 0;
   let first = -1;
-  for (let k = 0; k < steps.length; k++) {
-    const s = steps[k]!;
-    if (s.block !== block) continue;
+  for (let k = 0; k < t.steps.length; k++) {
+    const s = t.steps[k]!;
+    if (picked(t, s) !== block) continue;
     if (first < 0) first = k;
     if (s.phase === phase) return k;
   }
@@ -297,22 +295,19 @@ export function keyAction(
   }
 }
 
-/** The block picker: its label and its options [text, blockIdx.x] (past 512 blocks, every recorded one and about 256
+/** The block picker: its label and its options [text, pick] (past 512 picks, every recorded one and about 256
  *  others, evenly spaced). */
-export function blockChoices(algo: string, blocks: readonly BlockInfo[]): { label: string; options: [string, string][] } {
-  const letter = blockLetter(algo);
-  const label = algo === "fa1" ? "block of Q, i" : `block ${letter}`;
+export function blockChoices(t: Picks): { label: string; options: [string, string][] } {
+  const blocks = t.blocks;
   const many = blocks.length > 512;
+  const rows = t.picker.axis === "kv" ? "keys" : "rows";
   const options: [string, string][] = [];
-  blocks.forEach((b, k) => {
-    const id = b.block ?? k;
-    if (many && !b.recorded && id % Math.ceil(blocks.length / 256) !== 0) return;
-    options.push([
-      `${id} \u00b7 ${letter === "j" ? "keys" : "rows"} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`,
-      String(id),
-    ]);
-  });
-  return { label, options };
+  for (const b of blocks) {
+    const id = pickId(t, b);
+    if (many && !b.recorded && id % Math.ceil(blocks.length / 256) !== 0) continue;
+    options.push([`${id} \u00b7 ${rows} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`, String(id)]);
+  }
+  return { label: t.picker.label, options };
 }
 
 /** What the config bar says when a block asked for is not in the trace fetched for it (`shown`: the block shown). */

@@ -1,5 +1,6 @@
-// The Trace (schema `flashviz.trace/1`, docs/trace-schema.md) as the viewer reads it, for every algorithm
-// (fa2, fa1, standard, fa2-backward). `null` inside a numeric array means −∞ (JSON has no infinities).
+// The Trace (schema `flashviz.trace/2`, docs/trace-schema.md) as the viewer reads it. A trace describes its own
+// picture: its tensors, SRAM buffers, kernels, ops, tiling, veils, writes and texts; the viewer knows no algorithm.
+// `null` inside a numeric array means −∞ (JSON has no infinities).
 
 export type Num = number | null;
 export type Vec = Num[];
@@ -7,18 +8,24 @@ export type Mat = Num[][];
 
 /** An HBM tensor's name (`Q`, `S`, `dO`, `l`, ...): a key of `trace.tensors`. */
 export type TensorName = string;
-/** An SRAM buffer's name (`Qi`, `Sr`, `dKj`, ...): a key of a step's `sram`. */
+/** An SRAM buffer's name (`Qi`, `Sr`, `dKj`, ...): a key of `trace.buffers`. */
 export type BufferName = string;
-
-/** load_q, load_kv, scores, online_softmax, write_back (fa2); init, load_qi, update (fa1); load_k,
- *  softmax_row, load_pv, accumulate, write_o (standard); load_do_o, write_d, probs, dv, ds, dk, dq (backward). */
+/** A step's name: a key of `trace.ops`. */
 export type Op = string;
+
+/** What a tensor's or buffer's rows (or columns) follow: rows of Q in blocks of Br, keys in tiles of Bc, or neither. */
+export type Axis = "q" | "kv" | "none";
 
 export interface Counter {
   read: number;
   written: number;
 }
 export type Counters = Record<TensorName, Counter>;
+
+/** Rich text: runs of text, bold, a subscripted name, code, a value the viewer fills in (`slot`), or runs shown only
+ *  when a slot has a value (`when`). Rendered as text nodes, never as HTML. */
+export type Run = string | { b: string } | { sub: [string, string] } | { code: string } | { slot: string } | { when: string; runs: Run[] };
+export type Rich = Run[];
 
 export interface TraceConfig {
   algo: string;
@@ -28,11 +35,13 @@ export interface TraceConfig {
   bc: number;
   scale: number;
   seed: number | null;
-  causal?: boolean; // absent in traces from before causal masking
+  causal: boolean;
   inputs: "random" | "file";
   tr: number;
   tc: number;
   dtype: string;
+  element_bytes: number;
+  /** the picks whose steps carry values */
   recorded_blocks: number[];
 }
 
@@ -40,9 +49,12 @@ export interface ErrorCheck {
   max_abs: number | null; // null when the output holds NaN or ±∞ (`nonfinite` counts them)
   max_rel: number | null;
   tolerance_rel: number;
-  nonfinite?: number;
+  nonfinite: number;
   ok: boolean;
 }
+
+/** Where a write's values are in the trace. */
+export type Source = { buffer: BufferName } | { carry: string } | { fill: Num };
 
 export interface Transfer {
   tensor: TensorName;
@@ -50,6 +62,11 @@ export interface Transfer {
   rows: [number, number];
   cols: [number, number];
   elements: number;
+  /** the SRAM buffers it fills (read) or empties (write); [] when none */
+  buffers: BufferName[];
+  source?: Source;
+  /** a few words after the HBM slice in the buffer's note */
+  note?: string;
 }
 
 export interface Substep {
@@ -61,12 +78,16 @@ export interface Substep {
 
 export interface Step {
   index: number;
-  /** blockIdx.x of the step's kernel; null for fa1's outer-loop K/V loads (the one block, no block of Q) */
-  block: number | null;
+  kernel: string;
+  /** blockIdx.x of the step's kernel */
+  block: number;
+  /** the tile the step works on, null outside the loop over tiles */
   j: number | null;
+  /** the tile held in SRAM at the step, null before the unit's first */
+  tile: number | null;
   phase: number;
-  /** loop indices of the code header, outer loop first (absent in traces from before them) */
-  indices?: Record<string, number>;
+  /** loop indices of the code header, outer loop first */
+  indices: Record<string, number>;
   op: Op;
   math: string;
   tex: string;
@@ -74,9 +95,24 @@ export interface Step {
   lines: [number, number];
   transfers: Transfer[];
   sram: Record<BufferName, Vec | Mat>;
+  veil: number | null;
+  action: string;
   carries: Record<string, Vec | Mat> | null;
+  carries_note: number | null;
   substeps: Substep[] | null;
   text: string;
+}
+
+/** One write of the launch: by a recorded step (`step`), or by a block the trace did not record (null). */
+export interface Write {
+  tensor: TensorName;
+  rows: [number, number];
+  cols: [number, number];
+  kernel: string;
+  block: number;
+  step: number | null;
+  /** a block not recorded whose values are a constant (0, or null for −∞) */
+  fill?: Num;
 }
 
 export interface Phase {
@@ -84,6 +120,7 @@ export interface Phase {
   op: Op | null;
   j: number | null;
   hbm: Counters;
+  writes: Write[];
 }
 
 export interface SramFootprint {
@@ -97,35 +134,139 @@ export interface SramFootprint {
   kernels?: Record<string, Omit<SramFootprint, "kernels" | "kernel">>;
 }
 
+/** A pick: what the block picker, its chips and the URL's `block` choose. */
 export interface BlockInfo {
-  block?: number; // blockIdx.x (matches step.block); older traces: the index in `blocks`
-  i?: number; // forward passes: the block of Q
-  j?: number; // fa2-backward: the tile of K/V
+  block: number;
+  i?: number;
+  j?: number;
   rows: [number, number];
   recorded: boolean;
-  phases?: number; // phases of this block's program (causal makes blocks differ)
-  first_i?: number; // fa2-backward: the first block of Q it visits
+  phases: number;
+  /** [from, to) phase ranges before its last in which it runs no step */
+  idle: [number, number][];
+  first_i?: number;
 }
 
 /** What an algorithm does (section 1): paragraphs of text with inline TeX between `$`; a paragraph that is one
- *  `$$...$$` is a displayed formula (`algorithms.Idea` in Python). Absent in traces from before it. */
+ *  `$$...$$` is a displayed formula. */
 export interface Idea {
   summary: string;
   body: string[];
 }
 
+export interface KernelInfo {
+  main: boolean;
+  grid: { count: number; letter: "i" | "j" | null; axis: Axis | null; rows_per_block: number | null };
+  lockstep: boolean;
+  /** steps of kernels with the same scope and the same block form one unit (their SRAM carries over) */
+  scope: string;
+  tile_loop: string | null;
+  ops: Op[];
+  /** the SRAM panel's title, longest first; placeholders {block} {i} {j} {rows} */
+  sram_title: string[];
+  /** over the chips; slots phase, phases, math, j */
+  summary: Rich;
+}
+
+export interface Picker {
+  kernels: string[];
+  /** where a step's pick is: its `block`, or an index of `indices` */
+  index: string;
+  letter: "i" | "j";
+  axis: Axis;
+  rows_per_block: number;
+  label: string;
+  lockstep: boolean;
+}
+
+export interface TensorInfo {
+  shape: number[];
+  dims: string[];
+  dtype: string;
+  role: string;
+  label: string;
+  axes: [Axis, Axis];
+  writes: "none" | "once" | "carried" | "accumulated";
+  scale_like: BufferName | null;
+  unwritten_note: string | null;
+  rule: { text: string; formula: string };
+}
+
+export interface BufferInfo {
+  shape: number[];
+  dims: string[];
+  axes: [Axis, Axis];
+  kernels: string[];
+  label: string;
+  copy_of: TensorName | null;
+  align_under: BufferName | null;
+  row_index: string | null;
+  /** what its one row is a row of, in words ("S, then of P"), or null */
+  row_of: string | null;
+}
+
+export interface OpInfo {
+  kernel: string;
+  kind: "read" | "write" | "softmax" | "compute";
+  note: string;
+  notes: Record<BufferName, string>;
+  notes_masked: Record<BufferName, string>;
+  after_loop: boolean;
+  value_tex: Record<string, string>;
+  online: { rescales?: boolean; reloads?: boolean; out?: string; out_heading?: string; o_heading?: string } | null;
+}
+
+export interface CarriesInfo {
+  view: "online" | "table";
+  buffers?: { m: BufferName; l: BufferName; o: BufferName };
+  o_heading?: string;
+  labels?: Record<string, string>;
+  notes: Rich[];
+}
+
+/** A rectangle of HBM the watched unit never touches under causal masking. */
+export interface Veil {
+  tensor: TensorName;
+  rows: [number, number];
+  cols: [number, number];
+  label: string;
+}
+
+export interface Tiling {
+  /** Tr strings of Tc characters: f (full), m (masked), s (skipped) */
+  pairs: string[];
+  last_tile: number[];
+  kv_width: number[];
+  first_block: number[];
+}
+
 export interface Trace {
   schema: string;
-  idea?: Idea;
+  title: string;
+  tagline: string;
+  idea: Idea;
   config: TraceConfig;
   kernel: { file: string; name: string; source: string };
+  kernels: Record<string, KernelInfo>;
+  picker: Picker;
   inputs: Record<TensorName, Mat>;
   outputs: Record<TensorName, Mat | Vec>;
-  reference: { ok: boolean; metric: string; dtype?: string } & Record<string, ErrorCheck | boolean | string | undefined>;
+  reference: { ok: boolean; metric: string; dtype?: string; headline: string[]; against: string } & Record<
+    string,
+    ErrorCheck | boolean | string | string[] | undefined
+  >;
   hbm: Counters;
-  model: Counters & { matches?: boolean };
+  model: Counters & { matches: boolean };
   sram: SramFootprint;
-  tensors: Record<TensorName, { shape: number[]; dtype: string; role: string }>;
+  tensors: Record<TensorName, TensorInfo>;
+  buffers: Record<BufferName, BufferInfo>;
+  picture: { sram_rows: BufferName[][] };
+  ops: Record<Op, OpInfo>;
+  carries: CarriesInfo;
+  substeps_note: Rich;
+  counting: Rich[];
+  tiling: Tiling;
+  veils: Veil[][];
   blocks: BlockInfo[];
   phases: Phase[];
   steps: Step[];
@@ -138,8 +279,15 @@ export interface AlgoInfo {
   causal: boolean;
   pass: "forward" | "backward";
   max_n: number;
+  /** why max_n is lower than the API's bound ("keeps S and P (N×N) in HBM"), else "" */
+  max_n_reason?: string;
   kernel_file?: string;
 }
 
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */
-export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]> & { algos?: AlgoInfo[]; profile?: boolean };
+export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]> & {
+  algos?: AlgoInfo[];
+  /** the algorithm a launch runs when none is named */
+  default?: string;
+  profile?: boolean;
+};

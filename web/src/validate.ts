@@ -22,7 +22,7 @@ export interface Validation {
 }
 
 /** Check what the user typed; every message names the accepted range. */
-export function validate(raw: Record<Field, string>, limits: Limits, causal = false, algo = "fa2"): Validation {
+export function validate(raw: Record<Field, string>, limits: Limits, causal = false, algo = ""): Validation {
   const errors: Partial<Record<Field, string>> = {};
   const out: Partial<ConfigParams> = { causal, algo };
   for (const f of ["n", "d", "br", "bc", "seed"] as const) {
@@ -34,7 +34,8 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
     } else if (v < lo || v > hi) {
       errors[f] = `must be an integer in ${lo}..${hi} (got ${v})`;
     } else if (f === "n" && v > maxN(limits, algo)) {
-      errors[f] = `must be at most ${maxN(limits, algo)} for ${algo}, which keeps S and P (N×N) in HBM (got ${v})`;
+      const why = limits.algos?.find((x) => x.name === algo)?.max_n_reason;
+      errors[f] = `must be at most ${maxN(limits, algo)} for ${algo}${why ? `, which ${why}` : ""} (got ${v})`;
     } else {
       out[f] = v;
     }

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { bytes, cell, full, int, kib, num, sci } from "../src/format";
 import { FALLBACK_LIMITS, validate } from "../src/validate";
+import { LIMITS } from "./fixtures";
 
 describe("format", () => {
   it("spells −∞ for null and uses a real minus", () => {
@@ -78,19 +79,22 @@ describe("units (item 5): bytes moved in decimal units, shared memory in KiB", (
 describe("validate", () => {
   const ok = { n: "8", d: "4", br: "4", bc: "4", seed: "0", scale: "" };
   it("accepts the seed's example", () => {
-    expect(validate(ok, FALLBACK_LIMITS)).toEqual({
+    expect(validate(ok, FALLBACK_LIMITS, false, "fa2")).toEqual({
       config: { algo: "fa2", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false },
       errors: {},
     });
   });
-  it("holds standard to its own N limit (S and P are N x N)", () => {
-    const limits = {
-      ...FALLBACK_LIMITS,
-      n: [1, 8192] as [number, number],
-      algos: [{ name: "standard", title: "", causal: true, pass: "forward" as const, max_n: 4096 }],
-    };
-    expect(validate({ ...ok, n: "5000" }, limits, false, "standard").errors.n).toContain("at most 4096 for standard");
-    expect(validate({ ...ok, n: "5000" }, limits, false, "fa2").errors.n).toBeUndefined();
+  it("holds an algorithm to its own N limit, saying why in the server's words (standard: S and P are N x N)", () => {
+    const limits = { ...LIMITS, n: [1, 8192] as [number, number] };
+    const std = LIMITS.algos!.find((a) => a.name === "standard")!;
+    expect(std.max_n).toBe(4096);
+    expect(validate({ ...ok, n: "5000" }, limits, false, "standard").errors.n).toBe(
+      `must be at most 4096 for standard, which ${std.max_n_reason} (got 5000)`,
+    );
+    expect(std.max_n_reason).toContain("S and P");
+    expect(
+      validate({ ...ok, n: "5000" }, { ...limits, algos: [{ ...std, max_n: 4096, name: "fa2", max_n_reason: "" }] }, false, "fa2").errors.n,
+    ).toBe("must be at most 4096 for fa2 (got 5000)");
   });
   it("says what range is accepted, in the API's words", () => {
     const v = validate({ ...ok, n: "0" }, FALLBACK_LIMITS);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { algoSpec } from "../src/algos";
 import type { CompareDoc } from "../src/api";
 import {
   connectors,
@@ -26,8 +25,14 @@ import {
   STACK_IF_TEXT_BELOW,
   wrapSram,
 } from "../src/layout";
+import { pictureSpec, type Shape } from "../src/picture";
 import { chartLayout } from "../src/render/compare";
-import { COMPARE } from "./fixtures";
+import { BY_ALGO, COMPARE } from "./fixtures";
+
+/** The memory picture of an algorithm (fa2 by default) at a shape: its fixture trace's own picture, laid out there. */
+function lay(s: Shape & { algo?: string }, width: number, height: number): MemoryLayout {
+  return layoutMemory(pictureSpec(BY_ALGO[s.algo ?? "fa2"]!, s), s, width, height);
+}
 
 const overlaps = (a: GridBox, b: GridBox) =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h + b.padRows * b.ch && b.y < a.y + a.h + a.padRows * a.ch;
@@ -46,7 +51,7 @@ function checkSane(l: MemoryLayout, width: number) {
 
 describe("layoutMemory", () => {
   it("prints numbers for the seed's example and lines rows up", () => {
-    const l = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
+    const l = lay({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
     checkSane(l, 1220);
     expect(l.hbmText && l.sramText).toBe(true);
     const g = l.grids;
@@ -65,7 +70,7 @@ describe("layoutMemory", () => {
   });
 
   it("switches to a colour scale for N=1024, D=64, Br=Bc=64 and still fits", () => {
-    const l = layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, 1220, 440);
+    const l = lay({ n: 1024, d: 64, br: 64, bc: 64 }, 1220, 440);
     checkSane(l, 1220);
     expect(l.hbmText).toBe(false);
     expect(l.sramText).toBe(false);
@@ -80,7 +85,7 @@ describe("layoutMemory", () => {
   it("makes room below N for the ragged last block and tile", () => {
     expect(padding({ n: 10, d: 4, br: 4, bc: 4 })).toEqual({ q: 2, kv: 2 });
     expect(padding({ n: 10, d: 4, br: 8, bc: 3 })).toEqual({ q: 6, kv: 2 });
-    const l = layoutMemory({ n: 10, d: 4, br: 8, bc: 3 }, 1220, 440);
+    const l = lay({ n: 10, d: 4, br: 8, bc: 3 }, 1220, 440);
     checkSane(l, 1220);
     expect(l.grids.Q.padRows).toBe(6);
     expect(l.grids.K.padRows).toBe(2);
@@ -89,8 +94,8 @@ describe("layoutMemory", () => {
   });
 
   it("is a pure function of its inputs", () => {
-    const a = layoutMemory({ n: 64, d: 16, br: 16, bc: 32 }, 900, 400);
-    const b = layoutMemory({ n: 64, d: 16, br: 16, bc: 32 }, 900, 400);
+    const a = lay({ n: 64, d: 16, br: 16, bc: 32 }, 900, 400);
+    const b = lay({ n: 64, d: 16, br: 16, bc: 32 }, 900, 400);
     expect(a).toEqual(b);
   });
 
@@ -100,14 +105,14 @@ describe("layoutMemory", () => {
     [4096, 1, 1, 1],
     [17, 3, 5, 7],
   ])("stays sane for N=%i D=%i Br=%i Bc=%i", (n, d, br, bc) => {
-    const l = layoutMemory({ n, d, br, bc }, 1220, 440);
+    const l = lay({ n, d, br, bc }, 1220, 440);
     checkSane(l, 1220);
     expect(Number.isFinite(l.height)).toBe(true);
   });
 });
 
 describe("cellRect and hitTest", () => {
-  const l = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
+  const l = lay({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
 
   it("maps a tile to its rectangle", () => {
     const K = l.grids.K;
@@ -135,26 +140,26 @@ describe("layoutMemory for every algorithm", () => {
   ];
   for (const algo of algos) {
     it.each(shapes)(`${algo}: N=%i D=%i Br=%i Bc=%i fits and never overlaps`, (n, d, br, bc) => {
-      const l = layoutMemory({ algo, n, d, br, bc }, 1220, 440);
+      const l = lay({ algo, n, d, br, bc }, 1220, 440);
       checkSane(l, 1220);
       expect(l.height).toBeLessThanOrEqual(440 + 60);
     });
   }
 
   it("holds each algorithm's own HBM tensors and SRAM buffers", () => {
-    const names = (algo: string) => Object.keys(layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, 1220, 440).grids);
+    const names = (algo: string) => Object.keys(lay({ algo, n: 8, d: 4, br: 4, bc: 4 }, 1220, 440).grids);
     expect(names("standard")).toEqual(
       expect.arrayContaining(["Q", "K", "V", "S", "P", "O", "Qi", "Kj", "Sij", "Sr", "mr", "lr", "Pij", "Vj", "Oi"]),
     );
     expect(names("fa1")).toEqual(expect.arrayContaining(["O", "l", "m", "mi", "li"]));
     expect(names("fa1")).not.toContain("L");
     expect(names("fa2-backward")).toEqual(
-      expect.arrayContaining(["dO", "D", "dQ", "dK", "dV", "dKj", "dVj", "dOi", "Pij", "dSij", "Li", "Di"]),
+      expect.arrayContaining(["dO", "Delta", "dQ", "dK", "dV", "dKj", "dVj", "dOi", "Oi", "Pij", "dSij", "Li", "Deltai"]),
     );
   });
 
   it("makes S and P N x N and lines every HBM tensor up on N rows", () => {
-    const l = layoutMemory({ algo: "standard", n: 64, d: 16, br: 16, bc: 16 }, 1220, 440);
+    const l = lay({ algo: "standard", n: 64, d: 16, br: 16, bc: 16 }, 1220, 440);
     expect([l.grids.S!.rows, l.grids.S!.cols]).toEqual([64, 64]);
     expect(l.grids.S!.colAxis).toBe("kv");
     for (const t of l.hbmOrder) expect(l.grids[t]!.y).toBe(l.grids.Q!.y);
@@ -163,7 +168,7 @@ describe("layoutMemory for every algorithm", () => {
   });
 
   it("puts the backward's K/V-side buffers over its Q-side ones", () => {
-    const l = layoutMemory({ algo: "fa2-backward", n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
+    const l = lay({ algo: "fa2-backward", n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
     expect(l.grids.Kj!.x).toBe(l.grids.Qi!.x);
     expect(l.grids.Kj!.y).toBeLessThan(l.grids.Qi!.y);
     expect(l.grids.dK!.axis).toBe("kv");
@@ -190,7 +195,7 @@ const NOTES = ["not written yet:\nwritten once,\nat write-back", "not written ye
 
 describe("notes inside grids (item 20: 'written once,' struck through by the block boundary)", () => {
   it("sits between the seed's block boundaries in O, not across the one at row 4", () => {
-    const l = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
+    const l = lay({ n: 8, d: 4, br: 4, bc: 4 }, 1220, 440);
     const O = l.grids.O!;
     const placed = placeNote(O, NOTES[0]!, 4, measure)!;
     expect(placed.lines).toEqual(["not written yet:", "written once,", "at write-back"]);
@@ -206,7 +211,7 @@ describe("notes inside grids (item 20: 'written once,' struck through by the blo
     it(`never crosses a boundary or leaves its grid: ${algo}, every shape and width`, () => {
       for (const [n, d, br, bc] of SHAPES) {
         for (const width of WIDTHS) {
-          const l = layoutMemory({ algo, n, d, br, bc }, width, 440);
+          const l = lay({ algo, n, d, br, bc }, width, 440);
           for (const b of Object.values(l.grids)) {
             const lines = b.area === "hbm" ? separatorSegments(b, bc) : [];
             for (const text of NOTES) {
@@ -226,7 +231,7 @@ describe("notes inside grids (item 20: 'written once,' struck through by the blo
   }
 
   it("wraps words to a narrow tile (standard's S, P) and leaves the note out where nothing fits", () => {
-    const l = layoutMemory({ algo: "standard", n: 8, d: 4, br: 4, bc: 4 }, 1340, 440);
+    const l = lay({ algo: "standard", n: 8, d: 4, br: 4, bc: 4 }, 1340, 440);
     const S = l.grids.S!;
     const p = placeNote(S, "not written yet", 4, measure);
     if (p) {
@@ -243,7 +248,7 @@ describe("connectors (item 20: dashed arrows crossed labels)", () => {
   for (const algo of ALGOS) {
     it(`stay in their band, clear of every panel: ${algo}`, () => {
       for (const width of WIDTHS) {
-        const l = layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, width, 440);
+        const l = lay({ algo, n: 8, d: 4, br: 4, bc: 4 }, width, 440);
         // one connector from every HBM tensor to every SRAM buffer, both ways
         const ends = l.hbmOrder.flatMap((t) =>
           l.sramOrder.flatMap((b) =>
@@ -316,7 +321,7 @@ describe("the phone layout (item 21)", () => {
   for (const algo of ALGOS) {
     it.each(SHAPES)(`${algo}: HBM above SRAM within the width, N=%i D=%i Br=%i Bc=%i`, (n, d, br, bc) => {
       for (const width of [352, 330]) {
-        const l = layoutMemory({ algo, n, d, br, bc }, width, 472);
+        const l = lay({ algo, n, d, br, bc }, width, 472);
         expect(l.stacked).toBe(true);
         expect(l.width).toBeLessThanOrEqual(width);
         expect(l.hbm.y + l.hbm.h).toBeLessThanOrEqual(l.band.y);
@@ -332,14 +337,14 @@ describe("the phone layout (item 21)", () => {
   }
 
   it("prints numbers in the seed's SRAM on a phone, wrapping its rows", () => {
-    const l = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 352, 472);
+    const l = lay({ n: 8, d: 4, br: 4, bc: 4 }, 352, 472);
     expect(l.sramText).toBe(true);
     for (const b of ["Qi", "Sij", "mi", "li", "Oi", "Kj", "Vj"]) expect(l.grids[b]!.cw).toBeGreaterThanOrEqual(30);
     // Qi and Sij on one line, mi, li and Oi on the next: no line wider than the others need
     expect(l.grids.Sij!.y).toBe(l.grids.Qi!.y);
     expect(l.grids.mi!.y).toBe(l.grids.Oi!.y);
     expect(l.grids.mi!.y).toBeGreaterThan(l.grids.Qi!.y);
-    const wrapped = wrapSram(algoSpec("fa2", { n: 8, d: 4, br: 4, bc: 4 }), 328);
+    const wrapped = wrapSram(pictureSpec(BY_ALGO.fa2!, { n: 8, d: 4, br: 4, bc: 4 }), 328);
     expect(wrapped.sram.map((r) => r.map((b) => b.name))).toEqual([
       ["Kj", "Vj"],
       ["Qi", "Sij"],
@@ -349,12 +354,12 @@ describe("the phone layout (item 21)", () => {
 
   it("stacks on a tablet only when that prints numbers, and keeps a desktop side by side", () => {
     // 706 px (a 768 px tablet's card): side by side would be colours only; stacked, both panels print numbers
-    const tablet = layoutMemory({ n: 8, d: 4, br: 4, bc: 4 }, 706, 440);
+    const tablet = lay({ n: 8, d: 4, br: 4, bc: 4 }, 706, 440);
     expect([tablet.stacked, tablet.hbmText, tablet.sramText]).toEqual([true, true, true]);
     // large N prints no numbers either way: side by side, shorter
-    expect(layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, 706, 440).stacked).toBe(false);
-    expect(layoutMemory({ n: 1024, d: 64, br: 64, bc: 64 }, STACK_BELOW - 1, 440).stacked).toBe(true);
-    for (const algo of ALGOS) expect(layoutMemory({ algo, n: 8, d: 4, br: 4, bc: 4 }, STACK_IF_TEXT_BELOW, 440).stacked).toBe(false);
+    expect(lay({ n: 1024, d: 64, br: 64, bc: 64 }, 706, 440).stacked).toBe(false);
+    expect(lay({ n: 1024, d: 64, br: 64, bc: 64 }, STACK_BELOW - 1, 440).stacked).toBe(true);
+    for (const algo of ALGOS) expect(lay({ algo, n: 8, d: 4, br: 4, bc: 4 }, STACK_IF_TEXT_BELOW, 440).stacked).toBe(false);
   });
 });
 

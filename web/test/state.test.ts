@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { indexTrace } from "../src/derive";
 import {
   apiQuery,
   blockChoices,
@@ -9,6 +8,7 @@ import {
   keyAction,
   landingProblems,
   landingStep,
+  type Picks,
   parseUrl,
   phaseStep,
   pickStep,
@@ -18,10 +18,14 @@ import {
   unrecordedProblem,
 } from "../src/state";
 import type { BlockInfo } from "../src/types";
-import { BWD, FA1, FA2C } from "./fixtures";
+import { BWD, FA1, FA2C, LIMITS } from "./fixtures";
 
-// the seed's default trace: 2 blocks x 8 phases
-const STEPS = Array.from({ length: 16 }, (_, k) => ({ block: Math.floor(k / 8), phase: k % 8 }));
+// the seed's default launch: 2 blocks x 8 phases of one kernel, the picks its blocks
+const SEED = {
+  picker: { kernels: ["k"], index: "block", letter: "i", axis: "q", rows_per_block: 4, label: "block i", lockstep: true },
+  blocks: [0, 1].map((b) => ({ block: b, i: b, rows: [4 * b, 4 * b + 4], recorded: true, phases: 8, idle: [] })),
+  steps: Array.from({ length: 16 }, (_, k) => ({ kernel: "k", block: Math.floor(k / 8), phase: k % 8, indices: {}, tile: null })),
+} as unknown as Picks;
 
 describe("URL round trip", () => {
   it("writes config, step and block in a stable order; steps count from 1, as the page shows them", () => {
@@ -31,7 +35,7 @@ describe("URL round trip", () => {
 
   it("reads back what it wrote", () => {
     const c = { algo: "fa1", n: 1024, d: 64, br: 64, bc: 32, seed: 7, scale: 0.125, causal: true };
-    const back = parseUrl(toSearch(c, 41, 3, 2));
+    const back = parseUrl(toSearch(c, 41, 3, 2), { ...LIMITS, n: [1, 4096] });
     expect(back).toEqual({ config: c, step: 41, block: 3, speed: 2, problems: [] });
     expect(parseUrl("?step=1").step).toBe(0);
   });
@@ -51,9 +55,16 @@ describe("URL round trip", () => {
     ]);
   });
 
-  it("names each bad parameter and what it accepts: algo, causal, speed, block, step 0", () => {
-    const one = (q: string) => parseUrl(q).problems;
-    expect(one("?algo=fa3")).toEqual(['URL algo="fa3": must be one of fa2, fa1, standard, fa2-backward; showing fa2']);
+  it("names each bad parameter and what it accepts: algo (the server's list), causal, speed, block, step 0", () => {
+    const one = (q: string) => parseUrl(q, LIMITS).problems;
+    const names = LIMITS.algos!.map((a) => a.name);
+    expect(LIMITS.default).toBe("fa2"); // the server's default: the seed's example
+    expect(parseUrl("", LIMITS).config.algo).toBe("fa2");
+    expect(one("?algo=fa3")).toEqual([`URL algo="fa3": must be one of ${names.join(", ")}; showing ${LIMITS.default}`]);
+    expect(names).toContain("fa2-backward");
+    // before the server has listed its algorithms, any name goes to the server, which judges it
+    expect(parseUrl("?algo=fa3").config.algo).toBe("fa3");
+    expect(parseUrl("?algo=fa3").problems).toEqual([]);
     expect(one("?causal=maybe")).toEqual(['URL causal="maybe": must be true or false; showing causal=false']);
     expect(one("?speed=3")).toEqual(['URL speed="3": must be one of 0.25, 0.5, 1, 2, 4; showing 1\u00d7']);
     expect(one("?block=-1")[0]).toMatch(/^URL block="-1": must be an integer, at least 0/);
@@ -69,7 +80,7 @@ describe("URL round trip", () => {
   });
 
   it("cuts a long bad value to about 40 characters", () => {
-    const p = parseUrl(`?algo=${"x".repeat(10_000)}`).problems[0]!;
+    const p = parseUrl(`?algo=${"x".repeat(10_000)}`, LIMITS).problems[0]!;
     expect(p.length).toBeLessThan(140);
     expect(p).toContain("\u2026");
   });
@@ -82,7 +93,11 @@ describe("URL round trip", () => {
 
   it("omits scale when it is the default", () => {
     expect(toSearch({ ...DEFAULT_CONFIG, scale: null }, 0, 0)).not.toContain("scale");
-    expect(apiQuery({ ...DEFAULT_CONFIG, scale: 0.5 })).toBe("algo=fa2&n=8&d=4&br=4&bc=4&seed=0&scale=0.5");
+    expect(apiQuery({ ...DEFAULT_CONFIG, algo: "fa1", scale: 0.5 })).toBe("algo=fa1&n=8&d=4&br=4&bc=4&seed=0&scale=0.5");
+    // the server's default algorithm: named neither to the server nor in the URL
+    expect(apiQuery(DEFAULT_CONFIG)).toBe("n=8&d=4&br=4&bc=4&seed=0");
+    expect(toSearch({ ...DEFAULT_CONFIG, algo: "fa2" }, 0, 0, 1, "fa2")).not.toContain("algo");
+    expect(toSearch({ ...DEFAULT_CONFIG, algo: "fa1" }, 0, 0, 1, "fa2")).toMatch(/^\?algo=fa1&n=8/);
     expect(apiQuery(DEFAULT_CONFIG, 3)).toContain("block=3");
     expect(apiQuery({ ...DEFAULT_CONFIG, causal: true })).toContain("causal=true");
     expect(toSearch(DEFAULT_CONFIG, 0, 0)).not.toContain("causal");
@@ -98,48 +113,49 @@ describe("step clamping and landing", () => {
     expect(clampStep(3, 0)).toBe(0);
   });
 
-  it("lands on the URL's step, else the block's first step", () => {
-    expect(landingStep(STEPS, 5, null)).toBe(5);
-    expect(landingStep(STEPS, 500, 0)).toBe(15);
-    expect(landingStep(STEPS, null, 1)).toBe(8);
-    expect(landingStep(STEPS, null, 7)).toBe(0);
-    expect(landingStep(STEPS, null, null)).toBe(0);
+  it("lands on the URL's step, else the pick's first step", () => {
+    expect(landingStep(SEED, 5, null)).toBe(5);
+    expect(landingStep(SEED, 500, 0)).toBe(15);
+    expect(landingStep(SEED, null, 1)).toBe(8);
+    expect(landingStep(SEED, null, 7)).toBe(0);
+    expect(landingStep(SEED, null, null)).toBe(0);
   });
 
   it("finds the same phase in another block", () => {
-    expect(stepInBlock(STEPS, 5, 1)).toBe(13);
-    expect(stepInBlock(STEPS, 13, 0)).toBe(5);
-    expect(stepInBlock(STEPS, 5, 9)).toBe(-1);
+    expect(stepInBlock(SEED, 5, 1)).toBe(13);
+    expect(stepInBlock(SEED, 13, 0)).toBe(5);
+    expect(stepInBlock(SEED, 5, 9)).toBe(-1);
   });
 
-  it("lands the backward's block j on its fa2_bwd block, not the preprocessing kernel's block of that number", () => {
-    const k = landingStep(BWD.steps, null, 1, "fa2-backward");
-    expect(BWD.steps[k]).toMatchObject({ block: 1, op: "load_kv", indices: { j: 1 } });
-    expect(BWD.steps[landingStep(BWD.steps, null, 1)]!.op).toBe("load_do_o"); // any other algorithm: the first step
-    expect(landingStep(BWD.steps, 3, 1, "fa2-backward")).toBe(3); // a step given wins
+  it("lands the backward's block j on its fa2_bwd block (the picks), not the preprocessing kernel's block of that number", () => {
+    const k = landingStep(BWD, null, 1);
+    expect(BWD.steps[k]).toMatchObject({ kernel: BWD.picker.kernels[0], block: 1, indices: { j: 1 } });
+    expect(BWD.steps[k]!.index).toBeGreaterThan(BWD.steps.findIndex((s) => s.block === 1)); // not the first step with block 1
+    expect(landingStep(BWD, 3, 1)).toBe(3); // a step given wins
   });
 
   it("lands a fetched block at the phase it was picked at, else its first step", () => {
-    const k = phaseStep(BWD.steps, 1, 4);
-    expect(BWD.steps[k]).toMatchObject({ block: 1, phase: 4 });
-    expect(phaseStep(STEPS, 1, 99)).toBe(8);
-    expect(phaseStep(FA2C.steps, 2, 3)).toBe(0); // not in the trace at all
+    const k = phaseStep(BWD, 1, 4);
+    expect(BWD.steps[k]).toMatchObject({ kernel: BWD.picker.kernels[0], block: 1, phase: 4 });
+    expect(phaseStep(SEED, 1, 99)).toBe(8);
+    expect(phaseStep(FA2C, 2, 3)).toBe(0); // not in the trace at all
   });
 
   it("picks another block at the same phase; FA1's one block visits block i at the same tile and op", () => {
-    expect(pickStep("fa2", STEPS, [], 5, 1)).toBe(13);
-    expect(pickStep("fa2", FA2C.steps, indexTrace(FA2C).tile, 2, 1)).toBe(-1); // not recorded: fetched
-    const tile = indexTrace(FA1).tile;
-    const from = FA1.steps.findIndex((s) => s.block === 0 && s.op === "update" && s.j === 1);
-    const to = pickStep("fa1", FA1.steps, tile, from, 1);
-    expect(FA1.steps[to]).toMatchObject({ block: 1, op: "update", j: 1 });
+    expect(pickStep(SEED, 5, 1)).toBe(13);
+    expect(pickStep(FA2C, 2, 1)).toBe(-1); // not recorded: fetched
+    expect(FA1.picker).toMatchObject({ index: "i", lockstep: false });
+    const from = FA1.steps.findIndex((s) => s.indices.i === 0 && s.op === "update" && s.j === 1);
+    const to = pickStep(FA1, from, 1);
+    expect(FA1.steps[to]).toMatchObject({ block: 0, indices: { i: 1 }, op: "update", j: 1 });
     // on the outer loop's K/V load (no block of Q): block i's first step in that tile
-    const load = FA1.steps.findIndex((s) => s.op === "load_kv" && s.j === 1);
-    expect(FA1.steps[pickStep("fa1", FA1.steps, tile, load, 0)]).toMatchObject({ block: 0, op: "load_qi", j: 1 });
+    const load = FA1.steps.findIndex((s) => s.indices.i === undefined && s.j === 1);
+    expect(FA1.steps[pickStep(FA1, load, 0)]).toMatchObject({ indices: { i: 0 }, tile: 1 });
+    expect(FA1.steps[pickStep(FA1, load, 0)]!.index).toBeGreaterThan(load);
   });
 
-  it("offers the trace's blocks in the picker, in each algorithm's words", () => {
-    expect(blockChoices("fa2", FA2C.blocks)).toEqual({
+  it("offers the trace's picks in the picker, in the trace's words", () => {
+    expect(blockChoices(FA2C)).toEqual({
       label: "block i",
       options: [
         ["0 \u00b7 rows 0\u20133", "0"],
@@ -147,8 +163,14 @@ describe("step clamping and landing", () => {
         ["2 \u00b7 rows 8\u201311 (fetch)", "2"],
       ],
     });
-    expect(blockChoices("fa1", FA1.blocks).label).toBe("block of Q, i");
-    expect(blockChoices("fa2-backward", BWD.blocks)).toMatchObject({
+    expect(blockChoices(FA1)).toMatchObject({
+      label: "block of Q, i",
+      options: [
+        ["0 \u00b7 rows 0\u20133", "0"],
+        ["1 \u00b7 rows 4\u20137", "1"],
+      ],
+    });
+    expect(blockChoices(BWD)).toMatchObject({
       label: "block j",
       options: [
         ["0 \u00b7 keys 0\u20133", "0"],
@@ -156,8 +178,14 @@ describe("step clamping and landing", () => {
       ],
     });
     // past 512 blocks: every recorded one, and about 256 others evenly spaced
-    const many: BlockInfo[] = Array.from({ length: 1024 }, (_, k) => ({ block: k, rows: [4 * k, 4 * k + 4], recorded: k === 5 }));
-    const ids = blockChoices("fa2", many).options.map(([, v]) => Number(v));
+    const many: BlockInfo[] = Array.from({ length: 1024 }, (_, k) => ({
+      block: k,
+      rows: [4 * k, 4 * k + 4],
+      recorded: k === 5,
+      phases: 8,
+      idle: [],
+    }));
+    const ids = blockChoices({ ...SEED, blocks: many }).options.map(([, v]) => Number(v));
     expect(ids).toContain(5);
     expect(ids.length).toBe(257);
     expect(ids.filter((b) => b !== 5).every((b) => b % 4 === 0)).toBe(true);

@@ -1,85 +1,104 @@
 import { describe, expect, it } from "vitest";
-import { algoSpec, endpoint, isAlgo, opKind, unitOf } from "../src/algos";
-import { type CompareDoc, type PhaseCurve, parseTrace } from "../src/api";
-import { firstBlock, kvWidth, lastTile, pairKind } from "../src/derive";
+import { type CompareDoc, type PhaseCurve, parseTrace, schemaProblem, TRACE_SCHEMA } from "../src/api";
+import { indexTrace } from "../src/derive";
 import { int } from "../src/format";
-import { chartDomain, curveAt, decadeLabel, logPos, progressAfter } from "../src/render/compare";
+import { pickOf, pictureSpec, richText, rowBlock, unitKey } from "../src/picture";
+import { chartDomain, charted, curveAt, decadeLabel, logPos, progressAfter, series, shortName } from "../src/render/compare";
 import { displayed, isIdea, segments } from "../src/render/idea";
 import { cacheEffect, checkProfile, launchOf, type Profile } from "../src/render/profile";
 import { apiQuery, DEFAULT_CONFIG, parseUrl, toSearch } from "../src/state";
-import type { Step, Trace } from "../src/types";
-import { COMPARE, FA2C } from "./fixtures";
+import type { Trace } from "../src/types";
+import { BWD, COMPARE, FA1, FA2C, LIMITS, STD } from "./fixtures";
 
-const traceOf = (c: Partial<Trace["config"]>): Trace =>
-  ({ config: { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, tr: 3, tc: 3, causal: true, ...c } }) as unknown as Trace;
+const ALL: [string, Trace][] = [
+  ["fa2", FA2C],
+  ["fa1", FA1],
+  ["standard", STD],
+  ["fa2-backward", BWD],
+];
 
-describe("causal pairs", () => {
-  it("block i reads the tiles up to its last row's, tile j meets the blocks from the one holding row j*Bc", () => {
-    const t = traceOf({});
-    expect([0, 1, 2].map((i) => lastTile(t, i))).toEqual([0, 1, 2]);
-    expect([0, 1, 2].map((j) => firstBlock(t, j))).toEqual([0, 1, 2]);
-    expect(kvWidth(t, 0)).toBe(4);
-    expect(pairKind(t, 1, 1)).toBe("masked");
-    expect(pairKind(t, 2, 0)).toBe("full");
-    expect(pairKind(t, 0, 2)).toBe("skipped");
+describe("a trace describes its own picture", () => {
+  it("holds its HBM tensors in the picture's order, and every buffer its steps fill in the SRAM rows", () => {
+    for (const [name, t] of ALL) {
+      expect(t.config.algo).toBe(name);
+      const spec = pictureSpec(t);
+      expect(
+        spec.tensors.map((x) => x.name),
+        name,
+      ).toEqual(Object.keys(t.tensors));
+      const rows = spec.sram.flat().map((b) => b.name);
+      for (const s of t.steps) for (const b of Object.keys(s.sram)) expect(rows, `${name} ${b}`).toContain(b);
+      // a tensor is N rows tall; a buffer's rows and columns are its shape at this launch
+      for (const x of spec.tensors) expect(x.rows).toBe(t.config.n);
+      for (const b of spec.sram.flat()) expect(b.rows * b.cols).toBe(t.buffers[b.name]!.shape.reduce((a, c) => a * c, 1));
+    }
+    expect(pictureSpec(STD).tensors.map((x) => [x.name, x.cols, x.colAxis])).toContainEqual(["S", 6, "kv"]);
+    const sr = pictureSpec(STD)
+      .sram.flat()
+      .find((b) => b.name === "Sr")!;
+    expect([sr.rows, sr.cols]).toEqual([1, 6]); // the softmax kernel's one row of S
   });
 
-  it("ragged N and uneven tiles: a block's last row decides", () => {
-    const t = traceOf({ n: 10, br: 4, bc: 3, tr: 3, tc: 4 });
-    expect(lastTile(t, 0)).toBe(1); // rows 0..3: tiles 0 (keys 0-2) and 1 (keys 3-5)
-    expect(lastTile(t, 2)).toBe(3); // rows 8..9
-    expect(kvWidth(t, 2)).toBe(10);
-    expect(firstBlock(t, 3)).toBe(2); // keys 9..: block of row 9
+  it("lays out at any shape from its sizes in symbols", () => {
+    const spec = pictureSpec(BWD, { n: 100, d: 16, br: 8, bc: 32 });
+    expect(spec.tensors.find((x) => x.name === "Q")).toMatchObject({ rows: 100, cols: 16, axis: "q" });
+    expect(spec.tensors.find((x) => x.name === "dK")).toMatchObject({ rows: 100, cols: 16, axis: "kv" });
+    const kj = spec.sram.flat().find((b) => b.name === "Kj")!;
+    expect([kj.rows, kj.cols, kj.rowAxis]).toEqual([32, 16, "kv"]);
   });
 
-  it("without causal every pair runs, none masked", () => {
-    const t = traceOf({ causal: false });
-    expect(pairKind(t, 0, 2)).toBe("full");
-    expect(lastTile(t, 0)).toBe(2);
-  });
-});
-
-describe("algorithms as data", () => {
-  it("knows the four algorithms and their HBM tensors", () => {
-    expect(isAlgo("fa2-backward")).toBe(true);
-    expect(isAlgo("fa3")).toBe(false);
-    const s = { n: 8, d: 4, br: 4, bc: 4 };
-    expect(algoSpec("standard", s).tensors.map((t) => t.name)).toEqual(["Q", "K", "V", "S", "P", "O"]);
-    expect(algoSpec("fa1", s).tensors.map((t) => t.name)).toEqual(["Q", "K", "V", "O", "l", "m"]);
+  it("groups steps by the kernel scope and block whose SRAM they share", () => {
+    const units = (t: Trace) => new Set(t.steps.map((s) => unitKey(t, s)));
+    expect(units(FA1).size).toBe(1); // one CUDA block for the whole head
+    expect(units(FA2C).size).toBe(FA2C.config.recorded_blocks.length);
+    // standard: block i through its three kernels
+    expect(units(STD).size).toBe(STD.config.tr);
+    // the backward: each preprocessing block and each fa2_bwd block is a unit of its own
+    expect(units(BWD).size).toBe(2 * 2);
+    expect(indexTrace(BWD).unit).toEqual(BWD.steps.map((s) => unitKey(BWD, s)));
   });
 
-  it("sends each transfer to its buffer", () => {
-    expect(endpoint("standard", "S", "write", "scores")).toEqual(["Sij"]);
-    expect(endpoint("standard", "S", "read", "softmax_row")).toEqual(["Sr"]);
-    expect(endpoint("standard", "P", "read", "load_pv")).toEqual(["Pij"]);
-    expect(endpoint("fa2", "L", "write", "write_back")).toEqual(["mi", "li"]);
-    expect(endpoint("fa2-backward", "L", "read", "load_q")).toEqual(["Li"]);
+  it("says which pick a step shows and whose rows its q-axis buffers hold", () => {
+    const pre = BWD.steps.find((s) => !BWD.picker.kernels.includes(s.kernel))!;
+    expect(pickOf(BWD, pre)).toBeNull(); // the preprocessing kernel's blocks are not picks
+    expect(rowBlock(pre)).toBe(pre.block); // its block i holds rows of Q
+    const bwd = BWD.steps.find((s) => BWD.picker.kernels.includes(s.kernel) && s.indices.i === 1)!;
+    expect(pickOf(BWD, bwd)).toBe(bwd.block);
+    expect(rowBlock(bwd)).toBe(1);
+    for (const s of FA1.steps) {
+      expect(s.block).toBe(0); // blockIdx.x of its one block
+      expect(pickOf(FA1, s)).toBe(s.indices.i ?? null); // the picks are its blocks of Q
+    }
   });
 
-  it("groups steps by the block and kernel whose SRAM they share", () => {
-    const step = (block: number | null, indices: Record<string, number>) => ({ block, indices }) as unknown as Step;
-    expect(unitOf("fa1", step(null, { j: 0 }))).toBe(unitOf("fa1", step(1, { j: 0, i: 1 })));
-    expect(unitOf("fa2-backward", step(0, { i: 0 }))).not.toBe(unitOf("fa2-backward", step(0, { j: 0 })));
-    expect(unitOf("fa2", step(1, { i: 1, j: 0 }))).toBe("1");
-  });
-
-  it("colours a step by what it moves", () => {
-    const s = (transfers: { kind: string }[], op = "scores") => ({ transfers, op }) as unknown as Step;
-    expect(opKind(s([{ kind: "read" }]))).toBe("read");
-    expect(opKind(s([{ kind: "read" }, { kind: "write" }]))).toBe("write");
-    expect(opKind(s([], "online_softmax"))).toBe("softmax");
-    expect(opKind(s([], "dv"))).toBe("compute");
+  it("renders Rich text with its slots, and the runs that wait for one", () => {
+    const r = ["at phase ", { slot: "phase" }, { when: "j", runs: [" on tile j = ", { slot: "j" }] }, ", ", { b: "bold" }];
+    expect(richText(r as never, { phase: 3, j: 1 })).toBe("at phase 3 on tile j = 1, bold");
+    expect(richText(r as never, { phase: 3 })).toBe("at phase 3, bold");
   });
 });
 
 describe("the URL holds the algorithm", () => {
-  it("round-trips it, leaving the default fa2 out", () => {
+  it("round-trips it, leaving the server's default out", () => {
     expect(toSearch(DEFAULT_CONFIG, 0, 0)).not.toContain("algo");
     const c = { ...DEFAULT_CONFIG, algo: "fa2-backward" };
-    expect(toSearch(c, 3, 1)).toMatch(/^\?algo=fa2-backward&n=8/);
-    expect(parseUrl(toSearch(c, 3, 1)).config.algo).toBe("fa2-backward");
-    expect(parseUrl("?algo=nonsense").config.algo).toBe("fa2");
+    expect(toSearch(c, 3, 1, 1, LIMITS.default)).toMatch(/^\?algo=fa2-backward&n=8/);
+    expect(parseUrl(toSearch(c, 3, 1), LIMITS).config.algo).toBe("fa2-backward");
+    expect(parseUrl("?algo=nonsense", LIMITS).config.algo).toBe(LIMITS.default);
     expect(apiQuery(c)).toContain("algo=fa2-backward");
+  });
+});
+
+describe("the schema", () => {
+  it("reads flashviz.trace/2 and refuses any other version, naming both", () => {
+    expect(TRACE_SCHEMA).toBe("flashviz.trace/2");
+    for (const [, t] of ALL) expect(schemaProblem(t)).toBeNull();
+    const old = schemaProblem({ ...FA2C, schema: "flashviz.trace/1" })!;
+    expect(old).toContain("flashviz.trace/1");
+    expect(old).toContain("flashviz.trace/2");
+    expect(schemaProblem({ schema: "flashviz.profile/1" })).toContain("not a flashviz trace");
+    expect(schemaProblem(null)).toContain("not a flashviz trace");
+    expect(schemaProblem({ schema: `flashviz.trace/${"9".repeat(500)}` })!.length).toBeLessThan(200);
   });
 });
 
@@ -142,6 +161,12 @@ describe("the comparison view", () => {
     }
   });
 
+  it("charts the algorithms the server swept, by the names it gives them", () => {
+    expect(charted(COMPARE)).toEqual(Object.keys(COMPARE.sweep.bytes));
+    for (const a of Object.keys(COMPARE.algorithms)) expect(shortName(COMPARE, a)).toBe(COMPARE.algorithms[a]!.short);
+    expect(new Set(Object.keys(COMPARE.algorithms).map((a) => series(COMPARE, a))).size).toBe(Object.keys(COMPARE.algorithms).length);
+  });
+
   it("draws on log axes rounded out to decades", () => {
     expect(logPos(10, 1, 100)).toBeCloseTo(0.5);
     expect(decadeLabel(1e6)).toBe("1 MB");
@@ -184,7 +209,8 @@ describe("the GPU profile", () => {
     expect(cfg({ d: meta })).toMatch(/^config\.d must be a positive integer \(got "<meta http-equiv=.{10,30}\u2026\)$/);
     expect(cfg({ br: 4.5 })).toBe("config.br must be a positive integer (got 4.5)");
     expect(cfg({ bc: "4" })).toBe('config.bc must be a positive integer (got "4")');
-    expect(cfg({ algo: "<a href=x>fa2</a>" })).toContain("config.algo must be one of fa2, fa1, standard, fa2-backward");
+    expect(cfg({ algo: "<a href=x>fa2</a>" })).toContain("config.algo must be an algorithm's name");
+    expect(cfg({ algo: "fa3" })).toBeNull(); // the name is only shown and compared: the server's list may grow
     expect(cfg({ causal: "yes" })).toBe('config.causal must be true or false (got "yes")');
     const cmp = (load: object) => checkProfile({ ...profile, comparison: { ...comparison, load: { ...comparison.load, ...load } } });
     expect(cmp({ measured: "<a href='x'>1 GB</a>" })).toContain("comparison.load.measured must be a finite number");
@@ -253,7 +279,7 @@ describe("the idea, from the trace (item 18)", () => {
 describe("reading a trace (item 10)", () => {
   it("reads null as \u2212\u221e and the strings NaN and Infinity in arrays as the numbers they stand for", () => {
     const t = parseTrace(
-      '{"schema": "flashviz.trace/1", "op": "NaN", "sram": {"li": [0, null, "NaN", "Infinity"]}, "text": "Infinity"}',
+      '{"schema": "flashviz.trace/2", "op": "NaN", "sram": {"li": [0, null, "NaN", "Infinity"]}, "text": "Infinity"}',
     ) as unknown as {
       op: string;
       text: string;

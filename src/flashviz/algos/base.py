@@ -50,6 +50,7 @@ class Idea:
 class Algorithm:
     name: str  # on the command line, in the API and in the trace, e.g. "fa2-backward"
     title: str
+    short: str  # the comparison's column and chart label, e.g. "FA2 backward"
     package: str  # its folder as a Python package, e.g. "flashviz.algos.fa2_backward"
     kernel_file: str  # in its folder
     kernel_name: str  # the __global__ function(s) it launches, first is the main one
@@ -65,6 +66,7 @@ class Algorithm:
     max_n: int | None = None  # the largest N its engine may run, when that is below config.LIMITS ...
     max_n_reason: str = ""  # ... and why, as the error says it: "keeps S and P (N×N) in HBM"
     sram_note: str = ""  # how its shared memory per block is counted, when it is not one kernel's
+    reread: str = ""  # what the loads a GPU's caches serve mostly are, in its words (a profile's `model.reread`)
 
     def part(self, name: str) -> ModuleType:
         """One of its modules (engine, narrative, traffic, expect, gpu), imported on first use."""

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import cancel, kernels
+from ..algos import get
+from ..assemble import locator
 from ..tiling import span
 from ..trace import Step, Transfer
 from .memory import HBM
@@ -30,7 +32,11 @@ class Recorder:
         self.steps: list[Step] = []
         self.phase_counts: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
         self.phase_ops: dict[int, tuple[str, int | None]] = {}
-        self.block_phases: dict[int, int] = {}  # CUDA block -> phases in its program (causal makes them differ)
+        self.block_phases: dict[int, int] = {}  # pick -> phases in its program (causal makes them differ)
+        self.pick_phases: dict[int, list[int]] = defaultdict(list)  # pick -> the phases it runs a step at
+        # every write of the launch: (phase, tensor, rows, cols, op, kernel, block, index of the recorded step or None)
+        self.writes: list[tuple[int, str, tuple[int, int], tuple[int, int], str, str, int, int | None]] = []
+        self.where = locator(get(algo).part("picture"))  # (op, indices) -> kernel, blockIdx.x, pick
         self.sram_footprint: dict[str, Any] | None = None
 
     def emit(
@@ -46,34 +52,43 @@ class Recorder:
         substeps: list[dict[str, Any]] | None = None,
         indices: Mapping[str, int | None] | None = None,
     ) -> None:
-        """Count a step's transfers; keep the step itself when its block is recorded.
+        """Count a step's transfers and note its writes; keep the step itself when its block is recorded.
 
-        `indices` orders the loop indices in the code header (default i then j). A step of no block of Q
-        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded."""
+        `i` is the recorded unit the step belongs to (a pick: the block of Q, or the backward's block j); `indices`
+        orders the loop indices in the code header (default i then j). A step of no block of Q (i None: FA1's
+        outer-loop load of Kj, Vj) is kept whenever any block is recorded."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
         counts = self.phase_counts[phase]
         for t in transfers:
             counts[(t.tensor, t.kind)] += t.elements
         self.phase_ops.setdefault(phase, (op, j))
-        if i is not None:
-            self.block_phases[i] = max(self.block_phases.get(i, 0), phase + 1)
+        given = indices or {"i": i, "j": j}
+        at = {k: v for k, v in given.items() if v is not None}
+        kernel, block, pick = self.where(op, at)
+        if pick is not None:
+            self.block_phases[pick] = max(self.block_phases.get(pick, 0), phase + 1)
+            self.pick_phases[pick].append(phase)
         keep = i in self.recorded if i is not None else bool(self.recorded)
+        step = len(self.steps) if keep else None
+        for t in transfers:
+            if t.kind == "write":
+                self.writes.append((phase, t.tensor, t.rows, t.cols, op, kernel, block, step))
         if not keep:
             return
         region = kernels.regions(self.algo)[op]
         math, tex = self.labels[op]
-        indices = indices or {"i": i, "j": j}
         self.steps.append(
             Step(
                 index=len(self.steps),
-                block=i,
+                block=block,
+                kernel=kernel,
                 j=j,
                 phase=phase,
                 op=op,
                 math=math,
                 tex=tex,
-                indices={k: v for k, v in indices.items() if v is not None},
-                code=kernels.step_code(self.algo, op, **indices),
+                indices=at,
+                code=kernels.step_code(self.algo, op, **given),
                 lines=(region.first, region.last),
                 transfers=transfers,
                 sram={k: v.copy() for k, v in (sram or {}).items()},
@@ -83,15 +98,25 @@ class Recorder:
             )
         )
 
-    def phases(self, tensors: tuple[str, ...]) -> list[dict[str, Any]]:
-        """Launch-wide cumulative counters after each phase."""
+    def phases(self, tensors: tuple[str, ...], writes: bool = True) -> list[dict[str, Any]]:
+        """Launch-wide cumulative counters after each phase, and (with `writes`) every write made at it."""
         running = {name: {"read": 0, "written": 0} for name in tensors}
-        out = []
+        out: list[dict[str, Any]] = []
         for p in range(max(self.phase_ops) + 1 if self.phase_ops else 0):
             for (name, kind), n in self.phase_counts.get(p, {}).items():
                 running[name]["read" if kind == "read" else "written"] += n
             op, j = self.phase_ops.get(p, (None, None))
             out.append({"phase": p, "op": op, "j": j, "hbm": {k: dict(v) for k, v in running.items()}})
+            if writes:
+                out[-1]["writes"] = []
+        if not writes:
+            return out
+        # in the engine's order, except that within a phase the writes of blocks not recorded come first (the adds of
+        # one phase into dQ have no order: the page then shows the recorded block's value there)
+        for phase, tensor, rows, cols, op, kernel, block, step in sorted(self.writes, key=lambda w: w[-1] is not None):
+            out[phase]["writes"].append(
+                {"tensor": tensor, "rows": rows, "cols": cols, "op": op, "kernel": kernel, "block": block, "step": step}
+            )
         return out
 
 

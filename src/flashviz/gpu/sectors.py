@@ -68,5 +68,7 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
     else:
         out["sector_load_bytes"], out["sector_store_bytes"] = load, store
     out["unique_input_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.inputs)
+    if algo.reread:
+        out["reread"] = algo.reread  # what the loads the caches serve mostly are, in the algorithm's words
     out["unique_output_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.outputs)
     return out

@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from .. import __version__
+from ..algos import DEFAULT
 from ..config import API_LIMITS, API_MAX_TILES, API_MAX_VALUES, API_MAX_WORK, SCALE_RANGE, Config, ConfigError
 from .gate import Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
@@ -111,6 +112,7 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
             "scale": list(SCALE_RANGE),
             "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
             "algos": api_algos(),
+            "default": DEFAULT,  # the algorithm a launch runs when none is named
             "profile": profile is not None,  # whether GET /api/profile has one (the page asks only then: no 404)
         }
 

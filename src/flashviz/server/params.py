@@ -125,7 +125,12 @@ class TraceQuery(Query):
     causal: Causal = False
     block: Annotated[
         int | None,
-        Field(ge=0, le=API_LIMITS["n"][1] - 1, description="record this block only, 0..Tr-1 (empty: the default)"),
+        Field(
+            ge=0,
+            le=API_LIMITS["n"][1] - 1,
+            description="record this block only: blockIdx.x of the main kernel, 0..Tr-1 (fa2-backward: 0..Tc-1; "
+            "fa1, one block per head: the block of Q it visits) (empty: the default)",
+        ),
         BeforeValidator(blank_none_int),
         WithJsonSchema({"type": "integer", "minimum": 0, "maximum": API_LIMITS["n"][1] - 1}),
     ] = None
@@ -178,7 +183,8 @@ QUERIES: dict[str, type[Query]] = {"/api/trace": TraceQuery, "/api/compare": Com
 
 
 def block_range(params: Mapping[str, str]) -> str:
-    """0..Tr-1 for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4`."""
+    """The picks for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4` (a
+    backward: `0..1 for N=8, Bc=4`)."""
     try:
         fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
         cfg = Config(algo=params.get("algo", DEFAULT), **fields).validated(API_LIMITS, max_tiles=None)

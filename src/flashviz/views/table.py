@@ -15,13 +15,16 @@ def render(trace: Trace) -> list:
         f"(Tr={c['tr']} blocks of Q, Tc={c['tc']} tiles of K/V)",
         show_lines=True,
     )
-    for col in ("#", "i", "j", "operation", "HBM", "what happened"):
+    many = len({s.kernel for s in trace.steps}) > 1  # standard's three kernels, the backward's two
+    for col in ("#", *(("kernel",) if many else ()), "block", "i", "j", "operation", "HBM", "what happened"):
         steps.add_column(col, overflow="fold")
     for s in trace.steps:
         moved = ", ".join(f"{t.tensor} {'→' if t.kind == 'read' else '←'} {t.elements}" for t in s.transfers)
-        i, j = ("" if x is None else str(x) for x in (s.block, s.j))
+        # block: blockIdx.x of the step's kernel; i, j: the block of Q and the tile it works on (its loop indices)
+        i, j = (str(s.indices[k]) if k in s.indices else "" for k in ("i", "j"))
         # Text, not markup: labels such as "Kj, Vj = K[j], V[j]" would otherwise lose their [i] and [j]
-        steps.add_row(str(s.index), i, j, Text(s.math), moved or "—", Text(s.text))
+        kernel = (s.kernel,) if many else ()
+        steps.add_row(str(s.index), *kernel, str(s.block), i, j, Text(s.math), moved or "—", Text(s.text))
     hbm = Table(title="Trips across HBM (elements; engine counters vs closed-form model)")
     for col in ("tensor", "read", "written", "model read", "model written"):
         hbm.add_column(col, justify="right")

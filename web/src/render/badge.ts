@@ -1,5 +1,5 @@
-// Exactness: the max error of each output against the float64 reference (O and L for FA2; O, l, m for FA1;
-// dQ, dK, dV and the forward's O, L for the backward), as a badge and as a table.
+// Exactness: the max error of each output against the float64 reference (every output the trace checks), as a badge
+// naming the ones the trace heads it with (`reference.headline`) and as a table.
 import { type Child, fill, h } from "../dom";
 import { sci } from "../format";
 import type { ErrorCheck, Trace } from "../types";
@@ -15,7 +15,7 @@ export function checks(t: Trace): [string, ErrorCheck][] {
 
 /** How many of an output's values are NaN or ±∞ (a row with no finite score), 0 when all are numbers. */
 function nonfinite(e: ErrorCheck): number {
-  return typeof e.nonfinite === "number" ? e.nonfinite : e.max_abs === null ? 1 : 0;
+  return e.nonfinite;
 }
 
 /** The badge's words for one output: its max error, or how many of its values are not numbers. */
@@ -27,9 +27,8 @@ function err(e: ErrorCheck): string {
 export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): void {
   const r = t.reference;
   const all = checks(t);
-  // the badge names the outputs the algorithm is for: the gradients of the backward, else the first two
-  const grads = all.filter(([k]) => k.startsWith("d"));
-  const shown = (grads.length ? grads : all).slice(0, 3);
+  // the badge names the outputs the algorithm is for (the trace says which)
+  const shown = all.filter(([k]) => r.headline.includes(k));
   badge.dataset.ok = String(r.ok);
   badge.className = `badge ${r.ok ? "ok" : "bad"}`;
   // each output's error in a no-wrap span: the badge wraps between outputs, never inside one
@@ -68,7 +67,7 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
     h(
       "p",
       { class: "muted small" },
-      `The engine runs in float32 in the kernel's loop order; the reference is ${t.config.algo === "fa2-backward" ? "the float64 gradients of plain softmax attention" : "plain softmax attention"} in ${String(r.dtype ?? "float64")}. Metric: ${String(r.metric)}.`,
+      `The engine runs in float32 in the kernel's loop order; the reference is ${r.against} in ${String(r.dtype ?? "float64")}. Metric: ${String(r.metric)}.`,
     ),
   );
 }

@@ -1,55 +1,17 @@
 // Same operations in another block: every block of the launch at the same phase (they run at once), the
 // seed's table of operations with the current row marked (derived from the watched block's steps), the
 // (i, j) tile map (which pairs run, which causal masking skips or masks), and the choice of block.
-import { blockLetter, endpoint, iOf, unitOf } from "../algos";
-import { blockId, blockStatus, lastPhase, pairKind, type TraceIndex } from "../derive";
+import { blockStatus, lastPhase, type TraceIndex } from "../derive";
 import { fill, frag, h, sub } from "../dom";
-import { int, slice } from "../format";
+import { int } from "../format";
+import { pickId, pickOf, unitKey } from "../picture";
 import type { Counters, Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";
+import { richNodes } from "./rich";
 
 const MAX_CHIPS = 64;
 
 const bold = (x: string | number) => h("b", {}, x);
-
-/** The seed's "Action" column for a step: what moves where, with its indices (FA2 in the seed's words). */
-export function action(t: Trace, s: Step): string {
-  const tr = (name: string) => s.transfers.find((x) => x.tensor === name);
-  if (t.config.algo === "fa2") {
-    switch (s.op) {
-      case "load_q": {
-        const q = tr("Q");
-        return `Qi \u2190 ${q ? slice("Q", q.rows) : "Q[i]"}; Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0`;
-      }
-      case "load_kv": {
-        const k = tr("K");
-        const v = tr("V");
-        return `Kj \u2190 ${k ? slice("K", k.rows) : "K[j]"}, Vj \u2190 ${v ? slice("V", v.rows) : "V[j]"}`;
-      }
-      case "scores":
-        return `Sij \u2190 Qi\u00b7Kj\u1d40 \u00d7 ${t.config.scale.toPrecision(3).replace(/\.?0+$/, "")}  (${t.config.br}\u00d7${t.config.bc} in SRAM)`;
-      case "online_softmax":
-        return `new max, rescale li and Oi by \u03b1, add tile j = ${s.j}`;
-      case "write_back": {
-        const o = tr("O");
-        const l = tr("L");
-        return `${o ? slice("O", o.rows) : "O[i]"} \u2190 Oi/li; ${l ? slice("L", l.rows) : "L[i]"} \u2190 mi + log(li)`;
-      }
-    }
-  }
-  // every other algorithm: its transfers, in the direction they go, else what changed in SRAM
-  const moves = s.transfers.map((x) => {
-    const buf = endpoint(t.config.algo, x.tensor, x.kind, s.op).join(", ");
-    const hbm =
-      x.cols[1] - x.cols[0] < (t.tensors[x.tensor]?.shape[1] ?? 1)
-        ? `${x.tensor}[${x.rows[0]}:${x.rows[1]}, ${x.cols[0]}:${x.cols[1]}]`
-        : slice(x.tensor, x.rows);
-    return x.kind === "read" ? `${buf || "SRAM"} \u2190 ${hbm}` : `${hbm} \u2190 ${buf || (s.op === "write_d" ? "0" : "SRAM")}`;
-  });
-  if (moves.length) return moves.join("; ");
-  const changed = Object.keys(s.sram);
-  return changed.length ? `${changed.join(", ")} in SRAM` : s.math;
-}
 
 function delta(a: Counters | undefined, b: Counters): string {
   const parts: string[] = [];
@@ -62,66 +24,15 @@ function delta(a: Counters | undefined, b: Counters): string {
   return parts.join(", ") || "\u2014";
 }
 
+/** The paragraph over the chips: the step's kernel's words, with the phase, the step's math and the phase's tile. */
 function summary(t: Trace, s: Step, phases: number): Node {
-  const p = s.phase;
-  const { tr, tc, br, bc } = t.config;
-  const plural = (k: number, w: string) => frag(h("b", {}, k), ` ${w}${k === 1 ? "" : "s"}`);
-  const at = () => frag("phase ", h("b", { "data-testid": "blocks-phase" }, p + 1), ` of ${phases}`);
-  const code = () => h("code", {}, s.math);
-  const causal = t.config.causal
-    ? " Under causal masking blocks run programs of different lengths: a block whose rows end early finishes early (its chip fills sooner)."
-    : "";
-  switch (t.config.algo) {
-    case "fa1":
-      return frag(
-        "FlashAttention-1 runs ",
-        h("b", {}, "one"),
-        " CUDA block per head: it loops over the ",
-        plural(tc, "tile"),
-        " of K/V outside and visits the ",
-        plural(tr, "block"),
-        " of Q one after another inside, at ",
-        at(),
-        ": ",
-        code(),
-        ". The chips are the blocks of Q it visits; pick one to jump to its visit in this tile.",
-      );
-    case "standard":
-      return frag(
-        "Three kernels, one after another; in each, all ",
-        plural(tr, "block"),
-        ` of Q run at once on their own Br = ${br} rows. Every block is at `,
-        at(),
-        ", ",
-        code(),
-        `. Block i of a kernel reads only what block i of the one before wrote.${causal}`,
-      );
-    case "fa2-backward":
-      return frag(
-        "After the preprocessing kernel, all ",
-        plural(tc, "block"),
-        " of ",
-        h("code", {}, "fa2_bwd"),
-        ` run at once, each on its own tile of Bc = ${bc} keys: every one is at `,
-        at(),
-        ", ",
-        code(),
-        `. They share only dQ, which they add into with atomicAdd.${causal}`,
-      );
-    default: {
-      const ph = t.phases[p];
-      return frag(
-        "All ",
-        plural(tr, "block"),
-        ` of Q run at once, each on its own Br = ${br} rows: every one is at `,
-        at(),
-        ", ",
-        code(),
-        ph?.j !== null && ph?.j !== undefined ? ` on tile j = ${ph.j}` : "",
-        `. No block needs anything from another.${causal}`,
-      );
-    }
-  }
+  const j = t.phases[s.phase]?.j;
+  return richNodes(t.kernels[s.kernel]?.summary ?? [], {
+    phase: h("b", { "data-testid": "blocks-phase" }, s.phase + 1),
+    phases,
+    math: h("code", {}, s.math),
+    j: j === null || j === undefined ? undefined : j,
+  });
 }
 
 export class BlocksView {
@@ -175,26 +86,25 @@ export class BlocksView {
 
   show(t: Trace, idx: TraceIndex, s: Step): void {
     const phases = t.phases.length;
-    const algo = t.config.algo;
-    const text = `${t.config.algo}/${s.phase}/${phases}/${s.math}/${t.config.tr}/${t.config.tc}/${t.config.br}/${t.config.bc}/${t.config.causal}/${t.phases[s.phase]?.j}`;
+    const text = `${t.config.algo}/${s.kernel}/${s.phase}/${phases}/${s.math}/${t.config.tr}/${t.config.tc}/${t.config.br}/${t.config.bc}/${t.config.causal}/${t.phases[s.phase]?.j}`;
     if (text !== this.lastSummary) {
       this.lastSummary = text;
       fill(this.summaryEl, summary(t, s, phases));
     }
-    const letter = blockLetter(algo);
-    const watched = algo === "fa1" ? iOf(algo, s) : s.block;
-    const unit = unitOf(algo, s);
+    const letter = t.picker.letter;
+    const watched = pickOf(t, s);
+    const unit = unitKey(t, s);
 
     // chips and the ops table: rebuilt only when the watched block or the trace changes
-    const key = `${algo}/${t.config.n}/${t.config.br}/${t.config.bc}/${t.config.d}/${t.config.seed}/${t.config.causal}/${unit}/${watched}/${t.config.recorded_blocks.join(",")}`;
+    const key = `${t.config.algo}/${t.config.n}/${t.config.br}/${t.config.bc}/${t.config.d}/${t.config.seed}/${t.config.causal}/${unit}/${watched}/${t.config.recorded_blocks.join(",")}`;
     if (key !== this.key) {
       this.key = key;
       const shown = t.blocks.slice(0, MAX_CHIPS);
-      const full = letter === "i" ? t.config.br : t.config.bc;
+      const full = t.picker.rows_per_block;
       this.chipEls = [];
       this.bars = [];
-      const chips = shown.map((b, k) => {
-        const id = b.block ?? k;
+      const chips = shown.map((b) => {
+        const id = pickId(t, b);
         const on = id === watched;
         const title = b.recorded
           ? on
@@ -228,24 +138,20 @@ export class BlocksView {
       );
       // the ops table for the watched block: one row per step of its program (fa1: the one block's); phases
       // counted from 1, as everywhere on the page
-      const steps = t.steps.filter((x) => unitOf(algo, x) === unit);
+      const steps = t.steps.filter((_x, k) => idx.unit[k] === unit);
       fill(
         this.table,
         ...steps.map((x) => {
           const prev = idx.counters[x.phase - 1];
-          const ij = x.indices
-            ? Object.entries(x.indices)
-                .map(([k, v]) => `${k}=${v}`)
-                .join(" ")
-            : x.j !== null
-              ? `j=${x.j}`
-              : "";
+          const ij = Object.entries(x.indices)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(" ");
           return h(
             "tr",
             { "data-step": x.index, "data-phase": x.phase + 1, tabindex: "-1" },
             h("td", { class: "ph" }, x.phase + 1),
             h("td", {}, h("code", {}, x.math), ij ? frag(" ", h("span", { class: "muted" }, ij)) : null),
-            h("td", {}, action(t, x)),
+            h("td", {}, x.action),
             h("td", { class: "small" }, delta(prev, idx.counters[x.phase]!)),
           );
         }),
@@ -255,11 +161,11 @@ export class BlocksView {
     }
     // each chip's progress: its own program (causal programs differ in length)
     this.chipEls.forEach((chip, k) => {
-      const id = t.blocks[k]?.block ?? k;
-      const last = algo === "fa1" ? phases - 1 : lastPhase(t, id);
+      const id = pickId(t, t.blocks[k]!);
+      const last = lastPhase(t, id);
       const frac = Math.min(1, (s.phase + 1) / (last + 1));
       this.bars[k]!.style.transform = `scaleX(${frac})`;
-      const st = algo === "fa1" ? "same" : blockStatus(t, blockId(t, k), s.phase);
+      const st = blockStatus(t, id, s.phase);
       if (chip.dataset.status !== st) chip.dataset.status = st;
     });
     const row = this.rows.find((r) => Number(r.dataset.step) === s.index) ?? null;
@@ -275,7 +181,7 @@ export class BlocksView {
         this.scrollLater(row);
       }
     }
-    this.map.show(t, idx, s);
+    this.map.show(t, s);
   }
 }
 
@@ -304,12 +210,13 @@ export class TileMap {
     return c;
   }
 
-  show(t: Trace, idx: TraceIndex, s: Step): void {
+  show(t: Trace, s: Step): void {
     const { tr, tc } = t.config;
-    const algo = t.config.algo;
-    const i = algo === "fa2-backward" && !(s.indices && "j" in s.indices) ? null : iOf(algo, s);
-    const j = idx.tile[s.index] ?? null;
-    const key = `${algo}/${t.config.n}/${t.config.br}/${t.config.bc}/${t.config.causal}/${i}/${j}/${s.block}`;
+    // the watched pick: a row of the map (a block of Q, i) or a column (a tile, j); the pair now in SRAM
+    const pick = pickOf(t, s);
+    const i = s.indices.i ?? null;
+    const j = s.tile;
+    const key = `${t.config.algo}/${t.config.n}/${t.config.br}/${t.config.bc}/${t.config.causal}/${i}/${j}/${pick}`;
     if (key === this.key) return;
     this.key = key;
     const cell = Math.max(2, Math.min(16, Math.floor(260 / Math.max(tr, tc))));
@@ -338,10 +245,10 @@ export class TileMap {
     let masked = 0;
     for (let a = 0; a < tr; a++) {
       for (let b = 0; b < tc; b++) {
-        const kind = pairKind(t, a, b);
+        const kind = t.tiling.pairs[a]?.[b];
         const x = lab + b * cell;
         const y = lab + a * cell;
-        if (kind === "skipped") {
+        if (kind === "s") {
           skipped++;
           ctx.fillStyle = this.colour("--panel");
           ctx.fillRect(x, y, cell - 1, cell - 1);
@@ -351,7 +258,7 @@ export class TileMap {
         ctx.globalAlpha = 0.55;
         ctx.fillRect(x, y, cell - 1, cell - 1);
         ctx.globalAlpha = 1;
-        if (kind === "masked") {
+        if (kind === "m") {
           masked++;
           // the masked part: above the diagonal, in the −∞ colour
           ctx.fillStyle = this.colour("--cell-neginf");
@@ -368,9 +275,8 @@ export class TileMap {
     ctx.strokeStyle = this.colour("--watch");
     ctx.lineWidth = 1.5;
     ctx.setLineDash([3, 2]);
-    if (algo === "fa2-backward" && s.block !== null && s.indices && "j" in s.indices)
-      ctx.strokeRect(lab + s.block * cell - 1, lab - 1, cell + 1, tr * cell + 1);
-    else if (i !== null) ctx.strokeRect(lab - 1, lab + i * cell - 1, tc * cell + 1, cell + 1);
+    if (pick !== null && t.picker.letter === "j") ctx.strokeRect(lab + pick * cell - 1, lab - 1, cell + 1, tr * cell + 1);
+    else if (pick !== null && i !== null) ctx.strokeRect(lab - 1, lab + i * cell - 1, tc * cell + 1, cell + 1);
     ctx.setLineDash([]);
     if (i !== null && j !== null) {
       ctx.strokeStyle = this.colour("--accent");

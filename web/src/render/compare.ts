@@ -1,12 +1,25 @@
 // The comparison view: the same config under every algorithm (GET /api/compare), their HBM counters
-// advancing together, and a log–log chart of total HBM traffic against N for standard, FA1 and FA2 from the
-// closed-form models, with the current config marked. Draws only: every number comes from the server.
+// advancing together, and a log–log chart of total HBM traffic against N for the algorithms the server sweeps (its
+// `sweep.bytes`) from the closed-form models, with the current config marked. Draws only: every number and name comes
+// from the server.
 import type { CompareDoc, PhaseCurve } from "../api";
 import { type Child, fill, frag, h, s, sub } from "../dom";
 import { bytes, int, kib } from "../format";
 
-export const CHART_ALGOS = ["standard", "fa1", "fa2"] as const;
-const LABEL: Record<string, string> = { standard: "standard", fa1: "FA1", fa2: "FA2", "fa2-backward": "FA2 backward" };
+/** The algorithms the chart draws: those the server swept, in its order. */
+export function charted(doc: CompareDoc): string[] {
+  return Object.keys(doc.sweep.bytes);
+}
+
+/** An algorithm's short name, as the server gives it. */
+export function shortName(doc: CompareDoc, a: string): string {
+  return doc.algorithms[a]?.short ?? a;
+}
+
+/** An algorithm's colour class: its place in the server's list (the chart's and the race's colours agree). */
+export function series(doc: CompareDoc, a: string): string {
+  return `s-${Math.max(0, Object.keys(doc.algorithms).indexOf(a))}`;
+}
 
 /** Where an algorithm stands at progress u in [0, 1] of its launch: u·P of its P phases done (rounded), so the
  *  watched launch after its phase p (u = (p + 1)/P) is read at that very phase p, and another algorithm at the
@@ -40,7 +53,7 @@ export function logPos(v: number, lo: number, hi: number): number {
 export function chartDomain(doc: CompareDoc): { nLo: number; nHi: number; bLo: number; bHi: number } {
   const ns = [...doc.sweep.n, doc.config.n];
   const bs: number[] = [];
-  for (const a of CHART_ALGOS) {
+  for (const a of charted(doc)) {
     bs.push(...(doc.sweep.bytes[a] ?? []));
     const t = doc.algorithms[a]?.total?.bytes;
     if (t) bs.push(t);
@@ -97,8 +110,8 @@ export function chartLayout(doc: CompareDoc, width = 560, height = 300) {
   const decades: number[] = [];
   for (let e = Math.round(Math.log10(bLo)); e <= Math.round(Math.log10(bHi)); e++) decades.push(10 ** e);
   const tickW = Math.max(...decades.map((b) => textWidth(decadeLabel(b), TICK_PX)));
-  const algos = CHART_ALGOS.filter((a) => doc.sweep.bytes[a]);
-  const labelW = Math.max(0, ...algos.map((a) => textWidth(LABEL[a]!, LABEL_PX, true)));
+  const algos = charted(doc);
+  const labelW = Math.max(0, ...algos.map((a) => textWidth(shortName(doc, a), LABEL_PX, true)));
   // left: the rotated axis title, a gap, the tick labels, a gap; right: the series' names; top: the "N = " label
   const m = { l: Math.ceil(2 + 1.2 * AXIS_PX + 6 + tickW + 6), r: Math.ceil(6 + labelW + 4), t: 20, b: 38 };
   const W = width - m.l - m.r;
@@ -140,7 +153,7 @@ export function chartLayout(doc: CompareDoc, width = 560, height = 300) {
   for (let k = 1; k < ends.length; k++) ends[k]!.y = Math.max(ends[k]!.y, ends[k - 1]!.y + 1.2 * LABEL_PX + 2);
   const lx = X(doc.sweep.n[last]!) + 6;
   for (const e of ends) {
-    const text = LABEL[e.a]!;
+    const text = shortName(doc, e.a);
     boxes.push({ text, kind: "series", x: lx, w: textWidth(text, LABEL_PX, true), ...lineBox(e.y + 4, LABEL_PX) });
   }
   // the current N: its label in the top margin, right of the line (left of it near the right edge)
@@ -164,7 +177,9 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): SVGSVGElem
     class: "chart",
     role: "img",
     "data-testid": "traffic-chart",
-    "aria-label": `Total HBM traffic against N, log-log, for standard attention, FlashAttention-1 and FlashAttention-2 at D=${c.d}, Br=${c.br}, Bc=${c.bc}${c.causal ? ", causal" : ""}; the current N=${c.n} marked`,
+    "aria-label": `Total HBM traffic against N, log-log, for ${charted(doc)
+      .map((a) => doc.algorithms[a]?.title ?? a)
+      .join(", ")} at D=${c.d}, Br=${c.br}, Bc=${c.bc}${c.causal ? ", causal" : ""}; the current N=${c.n} marked`,
   });
   // grid and axes
   for (const t of L.yTicks) {
@@ -190,20 +205,19 @@ export function chartSvg(doc: CompareDoc, width = 560, height = 300): SVGSVGElem
   // the current N
   svg.append(s("line", { class: "now", x1: L.cx, x2: L.cx, y1: m.t, y2: m.t + H, "data-testid": "chart-now", "data-n": c.n }));
   // one line per algorithm through the sweep (which holds the current N), its point there, its name at the end
-  for (const a of CHART_ALGOS) {
-    const ys = doc.sweep.bytes[a];
-    if (!ys) continue;
+  for (const a of charted(doc)) {
+    const ys = doc.sweep.bytes[a]!;
     const pts = doc.sweep.n.map((n, k) => `${X(n).toFixed(1)},${Y(ys[k]!).toFixed(1)}`).join(" ");
-    svg.append(s("polyline", { class: `series s-${a}`, points: pts, "data-algo": a }));
+    svg.append(s("polyline", { class: `series ${series(doc, a)}`, points: pts, "data-algo": a }));
     const ly = L.ends.find((e) => e.a === a)!.y;
-    svg.append(s("text", { class: `label s-${a}`, x: L.lx, y: ly + 4, "text-anchor": "start" }, LABEL[a]));
+    svg.append(s("text", { class: `label ${series(doc, a)}`, x: L.lx, y: ly + 4, "text-anchor": "start" }, shortName(doc, a)));
     const here = doc.algorithms[a]?.total?.bytes;
     if (here) {
       svg.append(
         s(
           "circle",
-          { class: `dot s-${a}`, cx: L.cx, cy: Y(here), r: 4.5, "data-algo": a },
-          s("title", {}, `${LABEL[a]} at N=${c.n}: ${bytes(here)}`),
+          { class: `dot ${series(doc, a)}`, cx: L.cx, cy: Y(here), r: 4.5, "data-algo": a },
+          s("title", {}, `${shortName(doc, a)} at N=${c.n}: ${bytes(here)}`),
         ),
       );
     }
@@ -308,7 +322,7 @@ export class CompareView {
           h(
             "th",
             { scope: "col", class: "num" },
-            LABEL[a] ?? a,
+            shortName(d, a),
             e(a).pass === "backward" ? frag(h("br"), h("span", { class: "muted" }, "(backward pass)")) : null,
           ),
         ),
@@ -320,7 +334,9 @@ export class CompareView {
       row("HBM read", (a) => bytes(e(a).total?.read_bytes ?? 0)),
       row("HBM written", (a) => bytes(e(a).total?.written_bytes ?? 0)),
       row(h("b", {}, "HBM traffic"), (a) => h("b", {}, bytes(e(a).total?.bytes ?? 0)), "compare-total"),
-      row("traffic \u00f7 FA2's", (a) => (typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014")),
+      row(`traffic \u00f7 ${d.baseline ? `${shortName(d, d.baseline)}'s` : "the baseline's"}`, (a) =>
+        typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014",
+      ),
       row(
         "SRAM per block",
         (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"),
@@ -368,14 +384,14 @@ export class CompareView {
     const rows = names.map((a) => {
       const curve = d.curves?.[a];
       const skipped = curve && "skipped" in curve ? curve.skipped : null;
-      const bar = h("span", { class: `race-bar s-${a}` });
+      const bar = h("span", { class: `race-bar ${series(d, a)}` });
       const text = h("span", { class: "race-text num" });
       const op = h("span", { class: "race-op muted small" }, skipped ? `counters not animated: ${skipped}` : "");
       this.bars.set(a, { bar, text, op });
       return h(
         "div",
         { class: "race-row", "data-testid": `race-${a}`, "data-algo": a },
-        h("span", { class: "race-name" }, LABEL[a] ?? a),
+        h("span", { class: "race-name" }, shortName(d, a)),
         h("span", { class: "race-track" }, bar),
         text,
         op,

@@ -1,6 +1,5 @@
 // The config form: the algorithm, N, D, Br, Bc, seed, scale and causal, validated in place against /api/limits. A server 4xx
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
-import { FALLBACK_ALGOS } from "../algos";
 import type { ConfigParams } from "../state";
 import type { Limits } from "../types";
 import { configToRaw, FIELDS, type Field, validate } from "../validate";
@@ -48,9 +47,9 @@ export class ConfigForm {
   }
 
   private applyLimits(): void {
-    const algos = this.limits.algos?.length ? this.limits.algos : FALLBACK_ALGOS;
-    const current = this.algo.value || "fa2";
-    if (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name)) {
+    const algos = this.limits.algos ?? [];
+    const current = this.algo.value;
+    if (algos.length && (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name))) {
       this.algo.replaceChildren(
         ...algos.map((a) => {
           const o = new Option(a.name, a.name, false, a.name === current);
@@ -59,7 +58,7 @@ export class ConfigForm {
         }),
       );
     }
-    this.algo.value = current;
+    if (current) this.algo.value = current;
     for (const f of ["n", "d", "br", "bc", "seed"] as const) {
       const input = this.inputs.get(f)!;
       const [lo, hi] = this.limits[f];
@@ -77,7 +76,7 @@ export class ConfigForm {
 
   /** Validate what is typed; mark bad fields. `submit` also puts the first problem in the message. */
   check(submit: boolean): ConfigParams | null {
-    const v = validate(this.raw(), this.limits, this.causal.checked, this.algo.value || "fa2");
+    const v = validate(this.raw(), this.limits, this.causal.checked, this.algo.value);
     for (const f of FIELDS) {
       const err = v.errors[f];
       const input = this.inputs.get(f)!;
@@ -92,6 +91,14 @@ export class ConfigForm {
       this.setMessage("", "");
     }
     return v.config;
+  }
+
+  /** The algorithm of the trace on screen is one of the picker's, even before /api/limits has listed them. */
+  offerAlgo(name: string, title: string): void {
+    if (Array.from(this.algo.options).some((o) => o.value === name)) return;
+    const o = new Option(name, name);
+    o.title = title;
+    this.algo.append(o);
   }
 
   /** Fill the form from a config (on load and on back/forward); leaves what the user typed otherwise. */

@@ -57,10 +57,7 @@ export class IdeaView {
     this.body.dataset.algo = algo;
     if (!isIdea(idea)) {
       this.summary.textContent = "";
-      fill(
-        this.body,
-        h("p", { class: "muted" }, "This trace does not say what its algorithm does (it was made before traces carried their idea)."),
-      );
+      fill(this.body);
       return;
     }
     this.summary.textContent = idea.summary;

@@ -235,7 +235,8 @@ export class ProfileView {
         ? frag(h("br"), h("span", { class: "muted" }, `in 32-byte sectors ${bytes(x.sector_model)}`))
         : null;
     const uniq = p.model.unique_input_bytes;
-    const reread = p.config.algo === "fa2" ? " \u2014 mostly K and V, which every block of Q re-reads" : "";
+    // what the loads the caches served are, in the algorithm's words (the profile's model says it)
+    const reread = p.model.reread ? ` \u2014 ${p.model.reread}` : "";
     const words =
       cache.caught >= 0
         ? frag(

@@ -1,6 +1,6 @@
 // The scrubbable timeline: one bar per step, coloured by op, grouped by block i and tile j.
 // An ARIA slider; drawing on a canvas keeps it cheap for thousands of steps.
-import { opKind, unitOf } from "../algos";
+import { unitKey } from "../picture";
 import type { Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";
 
@@ -8,6 +8,7 @@ export class Timeline {
   readonly el: HTMLDivElement;
   private readonly canvas: HTMLCanvasElement;
   private trace: Trace | null = null;
+  private units: string[] = []; // per step, the unit it belongs to (steps are grouped by it)
   private step = 0;
   private dragging = false;
   private width = 0;
@@ -88,6 +89,7 @@ export class Timeline {
 
   setTrace(t: Trace): void {
     this.trace = t;
+    this.units = t.steps.map((s) => unitKey(t, s));
     // steps counted from 1, as the step counter shows them
     this.el.setAttribute("aria-valuemin", "1");
     this.el.setAttribute("aria-valuemax", String(t.steps.length));
@@ -122,7 +124,6 @@ export class Timeline {
       compute: col("--op-compute"),
       softmax: col("--op-softmax"),
     };
-    const algo = t.config.algo;
     ctx.clearRect(0, 0, w, h);
     const n = t.steps.length;
     const bw = w / n;
@@ -131,17 +132,19 @@ export class Timeline {
     // group labels: block i, then tile j inside it when there is room
     ctx.font = "10px system-ui, sans-serif";
     ctx.textBaseline = "top";
+    const units = this.units;
+    // block labels when several blocks run at once and more than one is recorded
+    const several = t.config.recorded_blocks.length > 1 && t.picker.lockstep;
     let k = 0;
     while (k < n) {
       const s = t.steps[k]!;
       let e = k;
-      while (e + 1 < n && unitOf(algo, t.steps[e + 1]!) === unitOf(algo, s)) e++;
+      while (e + 1 < n && units[e + 1] === units[k]) e++;
       const x0 = k * bw;
       const x1 = (e + 1) * bw;
       ctx.fillStyle = col("--ink-muted");
-      const several = t.config.recorded_blocks.length > 1 && algo !== "fa1";
-      const letter = algo === "fa2-backward" && s.indices && "j" in s.indices ? "j" : "i";
-      if (several && x1 - x0 > 40 && s.block !== null) ctx.fillText(`${letter}=${s.block}`, x0 + 2, 1);
+      const letter = t.kernels[s.kernel]?.grid.letter ?? "block";
+      if (several && x1 - x0 > 40) ctx.fillText(`${letter}=${s.block}`, x0 + 2, 1);
       // tile groups
       let a = k;
       while (a <= e) {
@@ -169,7 +172,7 @@ export class Timeline {
     for (let q = 0; q < n; q++) {
       const s = t.steps[q]!;
       ctx.globalAlpha = q <= this.step ? 1 : 0.35;
-      ctx.fillStyle = colours[opKind(s)] ?? col("--ink-muted");
+      ctx.fillStyle = colours[t.ops[s.op]?.kind ?? ""] ?? col("--ink-muted");
       ctx.fillRect(q * bw + gap / 2, top, Math.max(1, bw - gap), barH);
     }
     ctx.globalAlpha = 1;
@@ -187,10 +190,8 @@ export class Timeline {
 }
 
 export function label(s: Step): string {
-  const where = s.indices
-    ? Object.entries(s.indices)
-        .map(([k, v]) => `${k} = ${v}`)
-        .join(", ")
-    : `block ${s.block}${s.j === null ? "" : `, tile ${s.j}`}`;
+  const where = Object.entries(s.indices)
+    .map(([k, v]) => `${k} = ${v}`)
+    .join(", ");
   return `${where}: ${s.math}`;
 }

@@ -23,6 +23,7 @@ IDEA = Idea(
 ALGORITHM = Algorithm(
     name="fa1",
     title="FlashAttention-1 forward",
+    short="FA1",
     package=__name__,
     kernel_file="fa1_forward.cu",
     kernel_name="fa1",

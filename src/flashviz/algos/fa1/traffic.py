@@ -7,6 +7,7 @@ are also written once to initialise them. Not causal, every tile visits every bl
 
 from __future__ import annotations
 
+from ...picture import CAUSAL_SUM, Rule, times
 from ...tiling import sum_tiles
 from ...units import FLOAT_BYTES
 
@@ -34,3 +35,32 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
     visited load_qi, scores, update, write_back."""
     tr, tc = -(-n // br), -(-n // bc)
     return tr + tc + 4 * sum_tiles(n, br, bc, causal)
+
+
+def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Rule]:
+    """Each tensor's count in words and as the page shows its closed form (`read`/`written`: without causal)."""
+    tc = -(-n // bc)
+    carried = Rule(
+        "carried through HBM like O",
+        CAUSAL_SUM if causal else f"read Tc\u00b7N, written (Tc+1)\u00b7N, Tc = {tc}",
+        read="Tc*N",
+        written="(Tc+1)*N",
+    )
+    once = Rule("read once: the outer loop", f"N\u00b7D = {n}\u00b7{d}", read="N*D")
+    return {
+        "Q": Rule(
+            times(tc, "read once per tile of K/V"),
+            CAUSAL_SUM if causal else f"Tc\u00b7N\u00b7D = {tc}\u00b7{n}\u00b7{d}",
+            read="Tc*N*D",
+        ),
+        "K": once,
+        "V": once,
+        "O": Rule(
+            "initialised, then read and written back on every inner iteration",
+            CAUSAL_SUM if causal else f"read Tc\u00b7N\u00b7D, written (Tc+1)\u00b7N\u00b7D, Tc = {tc}",
+            read="Tc*N*D",
+            written="(Tc+1)*N*D",
+        ),
+        "l": carried,
+        "m": carried,
+    }

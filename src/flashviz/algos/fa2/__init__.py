@@ -22,6 +22,7 @@ IDEA = Idea(
 ALGORITHM = Algorithm(
     name="fa2",
     title="FlashAttention-2 forward",
+    short="FA2",
     package=__name__,
     kernel_file="fa2_forward.cu",
     kernel_name="fa2",
@@ -39,4 +40,5 @@ ALGORITHM = Algorithm(
     grid="Tr",
     idea=IDEA,
     trace_values=forward_trace_values,
+    reread="mostly K and V, which every block of Q re-reads",
 )

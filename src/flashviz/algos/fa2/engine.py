@@ -48,7 +48,7 @@ SUBSTEPS = (
     ),
     (
         "rescaled output",
-        "Oi = rescale(Oi) + softmax(Sij) @ Vj",
+        "Oi = rescale(Oi) + exp(Sij - mi) @ Vj",
         r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
     ),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...picture import CAUSAL_SUM, Rule, times
 from ...tiling import sum_tiles, sum_width
 from ...units import FLOAT_BYTES
 
@@ -31,3 +32,17 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
     streams, write_back."""
     tr = -(-n // br)
     return 2 * tr + 3 * sum_tiles(n, br, bc, causal)
+
+
+def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Rule]:
+    """Each tensor's count in words and as the page shows its closed form (`read`/`written`: without causal)."""
+    tr = -(-n // br)
+    streamed = CAUSAL_SUM if causal else f"Tr\u00b7N\u00b7D = {tr}\u00b7{n}\u00b7{d}"
+    kv = Rule(times(tr, "read once per block of Q"), streamed, read="Tr*N*D")
+    return {
+        "Q": Rule("read once", f"N\u00b7D = {n}\u00b7{d}", read="N*D"),
+        "K": kv,
+        "V": kv,
+        "O": Rule("written once, never read back", f"N\u00b7D = {n}\u00b7{d}", written="N*D"),
+        "L": Rule("written once (mi and li leave as one array)", f"N = {n}", written="N"),
+    }

@@ -1,7 +1,7 @@
 """The FlashAttention-2 backward executor: fa2_backward.cu's two kernels, in float32, on the memory model.
 
 First the forward (fa2's engine) runs on the same Q, K, V to produce the O and L the backward needs. Then
-the preprocessing kernel (one block per block i of Q) computes D = rowsum(dO ∘ O) and zeroes dQ, and
+the preprocessing kernel (one block per block i of Q) computes Delta = rowsum(dO ∘ O) and zeroes dQ, and
 the main kernel (one block per tile j of K/V) streams every block i of Q past its Kj, Vj, keeping dKj,
 dVj in SRAM and adding into dQ[i] in HBM. Blocks are independent apart from those atomic adds into dQ,
 which commute, so running the blocks one after another (j = 0, 1, ...) gives a valid order of the adds.
@@ -26,30 +26,30 @@ ALGO = ALGORITHM.name
 # op -> (label, TeX)
 LABELS = {
     "load_do_o": ("dOi, Oi = dO[i], O[i]", r"dO_i, O_i \leftarrow dO[i], O[i]"),
-    "write_d": (
-        "D[i] = rowsum(dOi * Oi); dQ[i] = 0",
-        r"D[i] \leftarrow \mathrm{rowsum}(dO_i \circ O_i);\; dQ[i] \leftarrow 0",
+    "write_delta": (
+        "Delta[i] = rowsum(dOi * Oi); dQ[i] = 0",
+        r"\Delta[i] \leftarrow \mathrm{rowsum}(dO_i \circ O_i);\; dQ[i] \leftarrow 0",
     ),
     "load_kv": (
         "Kj, Vj = K[j], V[j]; dKj = dVj = 0",
         r"K_j, V_j \leftarrow K[j], V[j];\; dK_j, dV_j \leftarrow 0",
     ),
     "load_q": (
-        "Qi, dOi, Li, Di = Q[i], dO[i], L[i], D[i]",
-        r"Q_i, dO_i, L_i, D_i \leftarrow Q[i], dO[i], L[i], D[i]",
+        "Qi, dOi, Li, Deltai = Q[i], dO[i], L[i], Delta[i]",
+        r"Q_i, dO_i, L_i, \Delta_i \leftarrow Q[i], dO[i], L[i], \Delta[i]",
     ),
     "probs": ("Pij = exp(Qi @ Kj.T * scale - Li)", r"P_{ij} = \exp\!\big(\tau\, Q_i K_j^{\top} - L_i\big)"),
     "dv": ("dVj += Pij.T @ dOi", r"dV_j \mathrel{+}= P_{ij}^{\top} dO_i"),
     "ds": (
-        "dSij = Pij * (dOi @ Vj.T - Di)",
-        r"dS_{ij} = P_{ij} \circ \big(dO_i V_j^{\top} - D_i\big)",
+        "dSij = Pij * (dOi @ Vj.T - Deltai)",
+        r"dS_{ij} = P_{ij} \circ \big(dO_i V_j^{\top} - \Delta_i\big)",
     ),
     "dk": ("dKj += scale * dSij.T @ Qi", r"dK_j \mathrel{+}= \tau\, dS_{ij}^{\top} Q_i"),
     "dq": ("dQ[i] += scale * dSij @ Kj (atomicAdd)", r"dQ[i] \mathrel{+}= \tau\, dS_{ij} K_j"),
     "write_back": ("dK[j], dV[j] = dKj, dVj", r"dK[j], dV[j] \leftarrow dK_j, dV_j"),
 }
 INNER = ("load_q", "probs", "dv", "ds", "dk", "dq")  # one visit of block i by block j
-PRE_PHASES = 2  # the preprocessing kernel's program: load_do_o, write_d
+PRE_PHASES = 2  # the preprocessing kernel's program: load_do_o, write_delta
 
 
 def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
@@ -57,7 +57,7 @@ def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
     block's load_kv, six steps per visited block i (i0 its first), write_back (visits: that block's)."""
     if op == "load_do_o":
         return 0
-    if op == "write_d":
+    if op == "write_delta":
         return 1
     if op == "load_kv":
         return PRE_PHASES
@@ -79,7 +79,7 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
     sram = SRAM()
     dOi = sram.alloc("dOi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)
-    Di = sram.alloc("Di", (br,))  # (Br,)
+    Deltai = sram.alloc("Deltai", (br,))  # (Br,)
     r0, r1 = span(i, br, n)
     nr = r1 - r0
 
@@ -98,19 +98,19 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
         indices={"i": i},
     )
 
-    # step: write_d -- Di = rowsum(dOi * Oi) to D[i]; dQ[i] = 0 for the main kernel's atomic adds
-    Di[:] = (dOi * Oi).sum(axis=1)  # (Br,)
-    td = rec.hbm.write("D", slice(r0, r1), Di[:nr])
+    # step: write_delta -- Deltai = rowsum(dOi * Oi) to Delta[i]; dQ[i] = 0 for the main kernel's atomic adds
+    Deltai[:] = (dOi * Oi).sum(axis=1)  # (Br,)
+    td = rec.hbm.write("Delta", slice(r0, r1), Deltai[:nr])
     tq = rec.hbm.write("dQ", slice(r0, r1), np.zeros((nr, d), dtype=np.float32))
     rec.emit(
         i,
         None,
-        "write_d",
-        phase_of("write_d", i, 0, 0),
+        "write_delta",
+        phase_of("write_delta", i, 0, 0),
         [td, tq],
-        {"Di": Di},
-        narrative.write_d(i, r0, r1, d, Di[:nr]) if keep else "",
-        carries={"Di": Di.copy()} if keep else None,
+        {"Deltai": Deltai},
+        narrative.write_delta(i, r0, r1, d, Deltai[:nr]) if keep else "",
+        carries={"Deltai": Deltai.copy()} if keep else None,
         indices={"i": i},
     )
 
@@ -129,7 +129,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     Pij = sram.alloc("Pij", (br, bc))  # (Br, Bc)
     dSij = sram.alloc("dSij", (br, bc))  # (Br, Bc)
     Li = sram.alloc("Li", (br,))  # (Br,)
-    Di = sram.alloc("Di", (br,))  # (Br,)
+    Deltai = sram.alloc("Deltai", (br,))  # (Br,)
     rec.sram_footprint = sram.footprint()
     c0, c1 = span(j, bc, n)
     nc = c1 - c0
@@ -161,21 +161,21 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         def emit(op, transfers, sram_changed, text, carries=None, i=i, at=at):
             rec.emit(j, j, op, phase_of(op, i, i0, visits), transfers, sram_changed, text, carries, indices=at)
 
-        # step: load_q -- Qi, dOi, Li, Di = Q[i], dO[i], L[i], D[i]; padding rows zero
+        # step: load_q -- Qi, dOi, Li, Deltai = Q[i], dO[i], L[i], Delta[i]; padding rows zero
         q, tq = rec.hbm.read("Q", slice(r0, r1))
         do, tdo = rec.hbm.read("dO", slice(r0, r1))
         l, tl = rec.hbm.read("L", slice(r0, r1))
-        dd, td = rec.hbm.read("D", slice(r0, r1))
+        dd, td = rec.hbm.read("Delta", slice(r0, r1))
         Qi[:nr], Qi[nr:] = q, 0.0
         dOi[:nr], dOi[nr:] = do, 0.0
         Li[:nr], Li[nr:] = l[:, 0], 0.0
-        Di[:nr], Di[nr:] = dd[:, 0], 0.0
+        Deltai[:nr], Deltai[nr:] = dd[:, 0], 0.0
         emit(
             "load_q",
             [tq, tdo, tl, td],
-            {"Qi": Qi, "dOi": dOi, "Li": Li, "Di": Di},
+            {"Qi": Qi, "dOi": dOi, "Li": Li, "Deltai": Deltai},
             narrative.load_q(i, r0, r1, d, cfg.tiles_of_block(i), Li[:nr]) if keep else "",
-            {"Li": Li.copy(), "Di": Di.copy()} if keep else None,
+            {"Li": Li.copy(), "Deltai": Deltai.copy()} if keep else None,
         )
 
         # step: probs -- Pij = exp(Sij - Li) from the forward's L; dead entries (past N, causal mask) are 0
@@ -196,14 +196,14 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         dVj += Pij.T @ dOi  # (Bc, D)
         emit("dv", [], {"dVj": dVj}, narrative.accumulate("dVj", dVj, nc, i, i0, cfg.tr) if keep else "")
 
-        # step: ds -- dPij = dOi @ Vj.T; dSij = Pij * (dPij - Di)
+        # step: ds -- dPij = dOi @ Vj.T; dSij = Pij * (dPij - Deltai)
         dP = dOi @ Vj.T  # (Br, Bc) dPij, in registers
-        dSij[:] = Pij * (dP - Di[:, None])
+        dSij[:] = Pij * (dP - Deltai[:, None])
         emit(
             "ds",
             [],
             {"dSij": dSij},
-            narrative.ds(dSij, dP, Di, nr, nc) if keep else "",
+            narrative.ds(dSij, dP, Deltai, nr, nc) if keep else "",
             {"dPij": dP} if keep else None,
         )
 
@@ -249,7 +249,7 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     rec.hbm.put("L", forward["L"][:, 0])  # (N,) the forward's log-sum-exp: all the softmax statistics needed
     rec.hbm.put("dO", inputs["dO"])
     # outputs are poisoned so that an element the kernels never wrote shows up as NaN
-    rec.hbm.put("D", np.full(cfg.n, np.nan, dtype=np.float32))
+    rec.hbm.put("Delta", np.full(cfg.n, np.nan, dtype=np.float32))
     for name in ("dQ", "dK", "dV"):
         rec.hbm.put(name, np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))
     with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ...config import Config
 
 # Gradients carry more rounding than O: Pij = exp(Sij - Li) inherits Li's float32 rounding, a relative error of
-# about |Li| * 2^-24, and dSij = Pij (dPij - Di) subtracts two O(1) numbers. Standard-normal inputs land at
+# about |Li| * 2^-24, and dSij = Pij (dPij - Deltai) subtracts two O(1) numbers. Standard-normal inputs land at
 # 1e-7 .. 1.1e-6 (N up to 2048, D up to 128), inputs x10 (|L| ~ 400) at <= 1.1e-5: 1e-4 leaves a 10x margin.
 TOLERANCE = {**forward.TOLERANCE, "dQ": 1e-4, "dK": 1e-4, "dV": 1e-4}
 LOG_DOMAIN = forward.LOG_DOMAIN

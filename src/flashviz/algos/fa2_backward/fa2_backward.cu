@@ -4,12 +4,12 @@
 // dQ, dK, dV. The forward's single array L is what makes this cheap: Pij = exp(Sij - Li) is rebuilt
 // exactly, tile by tile, with no running max and no second pass over the scores.
 //
-// 1. fa2_bwd_preprocess (grid Tr): Di = rowsum(dOi * Oi) per row, written to the HBM array the
-//    trace calls D (named Delta here, because D is the head dimension), and dQ zeroed, since the main
+// 1. fa2_bwd_preprocess (grid Tr): Deltai = rowsum(dOi * Oi) per row, written to the HBM array Delta (the
+//    FA2 paper's D; Delta here and in the trace, because D is the head dimension), and dQ zeroed, since the main
 //    kernel only ever adds into it.
 // 2. fa2_bwd (grid Tc): block j loads Kj and Vj once and keeps dKj = dVj = 0 in shared memory; then for
-//    every block i of Q it loads Qi, dOi, Li, Di and
-//        Pij = exp(scale * Qi Kj^T - Li),  dVj += Pij^T dOi,  dSij = Pij * (dOi Vj^T - Di),
+//    every block i of Q it loads Qi, dOi, Li, Deltai and
+//        Pij = exp(scale * Qi Kj^T - Li),  dVj += Pij^T dOi,  dSij = Pij * (dOi Vj^T - Deltai),
 //        dKj += scale * dSij^T Qi,         dQ[i] += scale * dSij Kj   (atomicAdd into HBM),
 //    and finally writes dKj and dVj once. dKj and dVj never leave shared memory until then; dQi is
 //    shared by every block j, so it is accumulated in HBM with atomic adds.
@@ -27,10 +27,10 @@
 //           fa2_bwd_smem_bytes(Br, Bc, D).
 // Layout: Q, K, V, O, dO, dQ, dK, dV are (B*H, N, D) row-major float32; L and Delta are (B*H, N).
 
-// Bytes of shared memory one preprocessing block claims: dOi, Oi (Br x D), Di (Br).
+// Bytes of shared memory one preprocessing block claims: dOi, Oi (Br x D), Deltai (Br).
 #define fa2_bwd_preprocess_smem_bytes(Br, D) (4 * (2 * (Br) * (D) + (Br)))
 // Bytes of shared memory one main block claims: Kj, Vj, dKj, dVj (Bc x D), Qi, dOi (Br x D),
-// Pij, dSij (Br x Bc), Li, Di (Br).
+// Pij, dSij (Br x Bc), Li, Deltai (Br).
 #define fa2_bwd_smem_bytes(Br, Bc, D) (4 * (4 * (Bc) * (D) + 2 * (Br) * (D) + 2 * (Br) * (Bc) + 2 * (Br)))
 
 template<int Br, int D>
@@ -41,7 +41,7 @@ __global__ void fa2_bwd_preprocess(const float* O, const float* dO, float* Delta
     extern __shared__ float smem[];
     float (*dOi)[D] = reinterpret_cast<float (*)[D]>(smem);   // [Br][D]
     float (*Oi)[D]  = dOi + Br;                               // [Br][D]
-    float *Di = &Oi[Br][0];                                   // [Br]
+    float *Deltai = &Oi[Br][0];                                   // [Br]
 
     // step: load_do_o
     for (int x = tid; x < Br*D; x += blockDim.x) {
@@ -52,11 +52,11 @@ __global__ void fa2_bwd_preprocess(const float* O, const float* dO, float* Delta
     __syncthreads();
     // end step
 
-    // step: write_d
+    // step: write_delta
     if (tid < Br) {
         float s = 0.f;
         for (int d = 0; d < D; d++) s += dOi[tid][d]*Oi[tid][d];
-        Di[tid] = s;
+        Deltai[tid] = s;
         if (i*Br + tid < N) Delta[i*Br + tid] = s;
     }
     for (int x = tid; x < Br*D; x += blockDim.x)
@@ -82,7 +82,7 @@ __global__ void fa2_bwd(const float* Q, const float* K, const float* V, const fl
     float (*dOi)[D]   = Qi + Br;                                 // [Br][D]
     float (*Pij)[Bc]  = reinterpret_cast<float (*)[Bc]>(dOi + Br); // [Br][Bc]
     float (*dSij)[Bc] = Pij + Br;                                // [Br][Bc]
-    float *Li = &dSij[Br][0], *Di = Li + Br;                     // [Br], [Br]
+    float *Li = &dSij[Br][0], *Deltai = Li + Br;                     // [Br], [Br]
 
     int Tr = (N+Br-1)/Br;
     // causal: start at the block holding row j*Bc, tile j's first column; the blocks before it are wholly masked
@@ -109,7 +109,7 @@ __global__ void fa2_bwd(const float* Q, const float* K, const float* V, const fl
         for (int r = tid; r < Br; r += blockDim.x) {
             bool row_in = i*Br + r < N;
             Li[r] = row_in ? L[i*Br + r] : 0.f;
-            Di[r] = row_in ? Delta[i*Br + r] : 0.f;
+            Deltai[r] = row_in ? Delta[i*Br + r] : 0.f;
         }
         __syncthreads();
         // end step
@@ -140,7 +140,7 @@ __global__ void fa2_bwd(const float* Q, const float* K, const float* V, const fl
             int r = x/Bc, c = x%Bc;
             float dp = 0.f;
             for (int k = 0; k < D; k++) dp += dOi[r][k]*Vj[c][k];
-            dSij[r][c] = Pij[r][c]*(dp - Di[r]);
+            dSij[r][c] = Pij[r][c]*(dp - Deltai[r]);
         }
         __syncthreads();
         // end step

@@ -11,7 +11,7 @@ SPEC = KernelSpec(
     {
         **{name: nd for name in ("Q", "K", "V", "dO", "O", "dQ", "dK", "dV")},
         "L": rows,
-        "Delta": rows,  # the trace's D (rowsum(dO * O)); D is the head dimension in the kernel
+        "Delta": rows,  # rowsum(dO * O), the FA2 paper's D (D is the head dimension here)
     },
     (
         forward.kernel(file_of="fa2"),  # O and L from the forward kernel itself, as the engine takes them from its

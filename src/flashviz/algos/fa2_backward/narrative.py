@@ -15,12 +15,12 @@ def load_do_o(i: int, first: int, end: int, d: int) -> str:
     )
 
 
-def write_d(i: int, first: int, end: int, d: int, Di: np.ndarray) -> str:
+def write_delta(i: int, first: int, end: int, d: int, Deltai: np.ndarray) -> str:
     valid = end - first
     return (
-        f"Di = rowsum(dOi ∘ Oi) per row ({span(Di)}) is written to D[{first}:{end}] ({valid} elements): the "
-        f"one number per row that the softmax's gradient subtracts. dQ[{first}:{end}] is zeroed ({valid * d} "
-        f"writes) because the main kernel only ever adds into it."
+        f"Deltai = rowsum(dOi ∘ Oi) per row ({span(Deltai)}) is written to Delta[{first}:{end}] ({valid} "
+        f"elements): the one number per row that the softmax's gradient subtracts. dQ[{first}:{end}] is zeroed "
+        f"({valid * d} writes) because the main kernel only ever adds into it."
     )
 
 
@@ -44,8 +44,8 @@ def load_kv(j: int, first: int, end: int, bc: int, d: int, tr: int, first_i: int
 def load_q(i: int, first: int, end: int, d: int, readers: int, Li: np.ndarray) -> str:
     valid = end - first
     return (
-        f"Block {i} of Q streams in: Qi, dOi = Q[{first}:{end}], dO[{first}:{end}] and Li, Di = L[{first}:{end}], "
-        f"D[{first}:{end}] ({2 * valid * d} + {2 * valid} elements). The forward's Li ({span(Li)}) is all the "
+        f"Block {i} of Q streams in: Qi, dOi = Q[{first}:{end}], dO[{first}:{end}] and Li, Deltai = L[{first}:{end}], "
+        f"Delta[{first}:{end}] ({2 * valid * d} + {2 * valid} elements). The forward's Li ({span(Li)}) is all the "
         f"softmax needs: no running max is rebuilt. {readers} block{'s' if readers != 1 else ''} of K/V read "
         f"these rows, once each."
     )
@@ -85,13 +85,13 @@ def accumulate(name: str, acc: np.ndarray, valid_rows: int, i: int, first_i: int
     )
 
 
-def ds(dS: np.ndarray, dP: np.ndarray, Di: np.ndarray, valid_rows: int, valid_cols: int) -> str:
+def ds(dS: np.ndarray, dP: np.ndarray, Deltai: np.ndarray, valid_rows: int, valid_cols: int) -> str:
     ds, dp = dS[:valid_rows, :valid_cols], dP[:valid_rows, :valid_cols]
     r, c = np.unravel_index(int(np.argmax(np.abs(ds))), ds.shape) if ds.size else (0, 0)
     return (
-        f"dPij = dOi·Vjᵀ ({span(dp)}), then dSij = Pij ∘ (dPij − Di): the largest |dSij| is row {r}, column {c} "
-        f"({num(ds[r, c])}, from dPij = {num(dp[r, c])} and Di = {num(Di[r])}). Subtracting Di, not a sum over "
-        f"the whole row of P, is what lets the gradient of the softmax be done one tile at a time."
+        f"dPij = dOi·Vjᵀ ({span(dp)}), then dSij = Pij ∘ (dPij − Deltai): the largest |dSij| is row {r}, column {c} "
+        f"({num(ds[r, c])}, from dPij = {num(dp[r, c])} and Deltai = {num(Deltai[r])}). Subtracting Deltai, not a "
+        f"sum over the whole row of P, is what lets the gradient of the softmax be done one tile at a time."
     )
 
 

@@ -154,7 +154,7 @@ def fa2_bwd_preprocess(
     dOi = tl.load(dO + b.to(tl.int64) * sdb + h.to(tl.int64) * sdh + rows[:, None] * sdn + cols[None, :],
                   mask=live, other=0.0)  # fmt: skip
     # end step
-    # step: write_d
+    # step: write_delta
     Di = tl.sum(Oi.to(tl.float32) * dOi.to(tl.float32), 1)  # (Br,)
     if HAS_DL:
         Di -= tl.load(dL + bh.to(tl.int64) * N + rows, mask=rows < N, other=0.0)

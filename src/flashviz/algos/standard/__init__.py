@@ -20,6 +20,7 @@ IDEA = Idea(
 ALGORITHM = Algorithm(
     name="standard",
     title="Standard attention (S and P in HBM)",
+    short="standard",
     package=__name__,
     kernel_file="standard.cu",
     kernel_name="standard_scores, standard_softmax, standard_pv",  # three launches, in this order

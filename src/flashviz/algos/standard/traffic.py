@@ -7,6 +7,7 @@ written once; no L. Under causal, block i uses only the key columns 0 .. w_i - 1
 
 from __future__ import annotations
 
+from ...picture import CAUSAL_SUM, Rule, times
 from ...tiling import sum_tiles, sum_width
 from ...units import FLOAT_BYTES
 
@@ -43,3 +44,22 @@ def steps(n: int, d: int, br: int, bc: int, causal: bool = False) -> int:
     (load_pv, accumulate) per tile, write_o."""
     tr = -(-n // br)
     return 2 * tr + 4 * sum_tiles(n, br, bc, causal) + n
+
+
+def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Rule]:
+    """Each tensor's count in words and as the page shows its closed form (`read`/`written`: without causal)."""
+    tr = -(-n // br)
+    kv = Rule(
+        times(tr, "read once per block of Q"),
+        CAUSAL_SUM if causal else f"Tr\u00b7N\u00b7D = {tr}\u00b7{n}\u00b7{d}",
+        read="Tr*N*D",
+    )
+    square = CAUSAL_SUM if causal else f"N\u00b2 = {n}\u00b2"
+    return {
+        "Q": Rule("read once", f"N\u00b7D = {n}\u00b7{d}", read="N*D"),
+        "K": kv,
+        "V": kv,
+        "S": Rule("written by kernel 1, read back by kernel 2: N\u00b2 each way", square, read="N*N", written="N*N"),
+        "P": Rule("written by kernel 2, read back by kernel 3: N\u00b2 each way", square, read="N*N", written="N*N"),
+        "O": Rule("written once", f"N\u00b7D = {n}\u00b7{d}", written="N*D"),
+    }

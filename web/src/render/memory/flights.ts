@@ -1,6 +1,5 @@
 // Trips across HBM: where a transfer lands in SRAM, the dashed connector from the HBM tile to its buffer (drawn with
 // the step), and the tile itself flying between them while the page plays (drawn on the overlay, frame by frame).
-import { endpoint } from "../../algos";
 import type { Arc } from "../../labels";
 import { cellRect, type MemoryLayout, type Rect } from "../../layout";
 import type { Transfer } from "../../types";
@@ -19,8 +18,8 @@ export interface Flight {
 }
 
 /** The buffer rectangle a transfer fills or empties (its tile's rows and columns of it), or null. */
-export function endpointRect(l: MemoryLayout, algo: string, tr: Transfer, op: string): Rect | null {
-  const names = endpoint(algo, tr.tensor, tr.kind, op).filter((n) => l.grids[n]);
+export function endpointRect(l: MemoryLayout, tr: Transfer): Rect | null {
+  const names = tr.buffers.filter((n) => l.grids[n]);
   if (!names.length) return null;
   const rows = tr.rows[1] - tr.rows[0];
   const cols = tr.cols[1] - tr.cols[0];
@@ -73,7 +72,7 @@ export function planFlights(sc: Scene, pen: Pen, raster: Raster): Flight[] {
   const flights: Flight[] = [];
   for (const tr of s.transfers) {
     const b = l.grids[tr.tensor];
-    const sram = endpointRect(l, t.config.algo, tr, s.op);
+    const sram = endpointRect(l, tr);
     if (!b || !sram) continue;
     const hbm = cellRect(b, tr.rows[0], tr.rows[1], tr.cols[0], tr.cols[1]);
     let image: HTMLCanvasElement | null = null;
@@ -96,7 +95,7 @@ export function planFlights(sc: Scene, pen: Pen, raster: Raster): Flight[] {
         }
       }
     } else {
-      const src = endpoint(t.config.algo, tr.tensor, "write", s.op)[0];
+      const src = tr.buffers[0];
       const values = src ? sramValues(sc, src) : null;
       if (values && src) {
         image = raster.freshImage(values, rangeOf(sc, src, values));

@@ -11,7 +11,7 @@ import type { Ctx2D } from "../backbuffer";
 import type { Pen } from "./pen";
 import type { Raster } from "./raster";
 import { hbmValues, rangeOf, type Scene, tileHeld } from "./scene";
-import { unwrittenNote } from "./words";
+import { unwrittenNoteOf } from "./words";
 
 /** A panel (HBM or SRAM): its rounded box and the first of `titles` that fits. */
 export function panel(ctx: Ctx2D, pen: Pen, r: Rect, titles: string[]): void {
@@ -224,12 +224,12 @@ export function hbmGrids(ctx: Ctx2D, pen: Pen, raster: Raster, sc: Scene): void 
   let firstKV = true;
   for (const name of l.hbmOrder) {
     const b = l.grids[name]!;
-    const shape = b.cols === 1 ? "N" : b.colAxis === "kv" ? "N\u00d7N" : "N\u00d7D";
-    title(ctx, pen, l, b, name, shape, "");
+    const info = t.tensors[name];
+    title(ctx, pen, l, b, info?.label ?? name, info?.dims.join("\u00d7") ?? "", "");
     if (h.written(name)) {
       const count = h.applied(name, phase);
       if (count === 0) {
-        emptyGrid(ctx, pen, b, bc, unwrittenNote(t.config.algo, name));
+        emptyGrid(ctx, pen, b, bc, unwrittenNoteOf(t, name));
       } else if (b.text) textCells(ctx, pen, b, (r, c) => h.valueAt(name, r, c, count), sc.ranges.get(name) ?? 1);
       else {
         ctx.save();
@@ -283,8 +283,9 @@ export function tileCaption(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   if (room.w < 40) return;
   const j = tileHeld(sc);
   const { bc, n, tc } = t.config;
-  const state = j === null ? "before" : s.op === "write_back" && t.config.algo === "fa2" ? "after" : "tile";
+  const state = j === null ? "before" : t.ops[s.op]?.after_loop ? "after" : "tile";
   const rows: [number, number] = [(j ?? 0) * bc, Math.min(n, ((j ?? 0) + 1) * bc)];
-  const placed = placeLines(room, tileCaptionVariants(j, tc, rows, state, t.config.algo === "fa2-backward"), pen.measure);
+  const noLoop = !t.kernels[s.kernel]?.tile_loop;
+  const placed = placeLines(room, tileCaptionVariants(j, tc, rows, state, noLoop), pen.measure);
   if (placed) pen.lines(ctx, placed, pen.palette.inkMuted, "caption");
 }

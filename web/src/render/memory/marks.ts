@@ -1,8 +1,8 @@
 // Marks over the grids: what the step touches and what it never does. The HBM tile a transfer moves, the watched
 // block's rows and the tile held (dashed), the other blocks doing the same in lockstep (fainter), the SRAM buffer a
-// step wrote (boxed), padding rows and keys past N in SRAM, and under causal masking what the watched block never
-// touches (veiled, "skipped").
-import { blockId, blockStatus, firstBlock, keyValid, kvWidth, lastPhase, rowValid } from "../../derive";
+// step wrote (boxed), padding rows and keys past N in SRAM, and under causal masking what the watched unit never
+// touches (the trace's veils, with their reason).
+import { blockStatus, keyValid, lastPhase, rowValid } from "../../derive";
 import { placeLines, regions, VEIL_FONT } from "../../labels";
 import { cellRect, type GridBox, type Rect } from "../../layout";
 import type { Transfer } from "../../types";
@@ -10,12 +10,11 @@ import type { Ctx2D } from "../backbuffer";
 import type { Pen } from "./pen";
 import { rowBlock, type Scene, tileHeld } from "./scene";
 
-/** Causal: what the watched block never touches is veiled, with the reason. */
+/** Causal: what the watched unit never touches is veiled (the step's veil set), with the reason. */
 export function causalVeils(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   const { trace: t, layout: l, s } = sc;
-  if (!t.config.causal) return;
-  const { br, n } = t.config;
-  const algo = t.config.algo;
+  const set = s.veil === null ? null : t.veils[s.veil];
+  if (!set) return;
   const veil = (r: Rect, label: string, b: GridBox) => {
     if (r.w <= 0 || r.h <= 0) return;
     ctx.save();
@@ -40,27 +39,9 @@ export function causalVeils(ctx: Ctx2D, pen: Pen, sc: Scene): void {
       }
     }
   };
-  if (algo === "fa2" || algo === "standard") {
-    const i = s.block ?? 0;
-    const w = kvWidth(t, i);
-    if (w >= n) return;
-    for (const name of l.hbmOrder) {
-      const b = l.grids[name]!;
-      if (b.axis === "kv") veil(cellRect(b, w, n), "skipped", b);
-      if (b.colAxis === "kv") veil(cellRect(b, i * br, Math.min(n, (i + 1) * br), w, n), "", b);
-    }
-  } else {
-    const main = algo === "fa1" || (s.indices !== undefined && "j" in s.indices);
-    const j = algo === "fa1" ? tileHeld(sc) : s.block;
-    if (!main || j === null) return;
-    const info = t.blocks.find((b, k) => (b.block ?? k) === j);
-    const f = algo === "fa2-backward" ? (info?.first_i ?? firstBlock(t, j)) : firstBlock(t, j);
-    if (f <= 0) return;
-    for (const name of l.hbmOrder) {
-      const b = l.grids[name]!;
-      if (b.axis !== "q" || (algo === "fa2-backward" && name === "O")) continue;
-      veil(cellRect(b, 0, Math.min(n, f * br)), "skipped", b);
-    }
+  for (const v of set) {
+    const b = l.grids[v.tensor];
+    if (b) veil(cellRect(b, v.rows[0], v.rows[1], v.cols[0], v.cols[1]), v.label, b);
   }
 }
 
@@ -85,17 +66,18 @@ export function watched(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   ctx.restore();
 }
 
-/** Lockstep: every other block moves its own rows in the same phase (dashed, fainter). */
+/** Lockstep: every other block of the step's kernel moves its own rows in the same phase (dashed, fainter): those
+ *  doing the same op (or, at the watched block's last phase, their own last), by the picks' status; a kernel whose
+ *  blocks are not picks runs them all together. */
 export function lockstep(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   const { trace: t, layout: l, s } = sc;
-  const algo = t.config.algo;
-  if (algo === "fa1" || s.block === null) return;
-  const pre = algo === "fa2-backward" && !(s.indices && "j" in s.indices);
-  const axis = algo === "fa2-backward" && !pre ? "kv" : "q";
-  const g = axis === "kv" ? t.config.bc : t.config.br;
+  const k = t.kernels[s.kernel];
+  if (!k?.lockstep || !k.grid.axis || !k.grid.rows_per_block) return;
+  const axis = k.grid.axis;
+  const g = k.grid.rows_per_block;
   const own0 = s.block * g;
-  const myLast = s.phase === lastPhase(t, s.block);
-  const ids = pre ? Array.from({ length: t.config.tr }, (_, k) => k) : t.blocks.map((_, k) => blockId(t, k));
+  const picks = t.picker.kernels.includes(s.kernel);
+  const myLast = picks && s.phase === lastPhase(t, s.block);
   ctx.save();
   ctx.globalAlpha = 0.55;
   ctx.setLineDash([2, 3]);
@@ -103,9 +85,9 @@ export function lockstep(ctx: Ctx2D, pen: Pen, sc: Scene): void {
     const b = l.grids[tr.tensor];
     if (!b || b.axis !== axis || tr.rows[0] < own0 || tr.rows[1] > own0 + g) continue;
     ctx.strokeStyle = tr.kind === "read" ? pen.palette.read : pen.palette.write;
-    for (const o of ids) {
+    for (let o = 0; o < k.grid.count; o++) {
       if (o === s.block) continue;
-      if (!pre) {
+      if (picks) {
         const st = blockStatus(t, o, s.phase);
         if (myLast ? st !== "last" : st !== "same") continue;
       }

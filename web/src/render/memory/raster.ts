@@ -11,10 +11,9 @@ import { dpr } from "./pen";
 const LUT_STEPS = 255;
 const IMAGE_CAP = 1024; // an HBM tensor's image is at most this many pixels a side (S and P at N = 4096)
 
-/** Buffers that are a copy of an HBM tensor's tile share its colour scale. */
-const COPY_OF: Record<string, string> = { Qi: "Q", Kj: "K", Vj: "V", dOi: "dO", Li: "L" };
-
-/** One colour scale per tensor and per buffer for the whole trace (a tile looks the same in HBM and SRAM). */
+/** One colour scale per tensor and per buffer for the whole trace (a tile looks the same in HBM and SRAM): a buffer
+ *  that holds a tensor's tile (`copy_of`) shares its scale; a tensor the trace holds no values of takes the scale of
+ *  the buffer it says (`scale_like`). */
 export function colourRanges(t: Trace): Map<string, number> {
   const r = new Map<string, number>();
   for (const [name, v] of [...Object.entries(t.inputs), ...Object.entries(t.outputs)]) r.set(name, absMax(v as Mat));
@@ -22,10 +21,11 @@ export function colourRanges(t: Trace): Map<string, number> {
   for (const s of t.steps) {
     for (const [b, v] of Object.entries(s.sram)) snap.set(b, Math.max(snap.get(b) ?? 0, absMax(v as Mat)));
   }
-  for (const [b, m] of snap) r.set(b, COPY_OF[b] && r.has(COPY_OF[b]!) ? r.get(COPY_OF[b]!)! : m);
-  if (!r.has("S")) r.set("S", snap.get("Sij") ?? 1);
-  if (!r.has("P")) r.set("P", snap.get("Sr") ?? 1);
-  if (!r.has("D")) r.set("D", snap.get("Di") ?? 1);
+  for (const [b, m] of snap) {
+    const of = t.buffers[b]?.copy_of;
+    r.set(b, of && r.has(of) ? r.get(of)! : m);
+  }
+  for (const [name, x] of Object.entries(t.tensors)) if (!r.has(name) && x.scale_like) r.set(name, snap.get(x.scale_like) ?? 1);
   return r;
 }
 

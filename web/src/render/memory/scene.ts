@@ -1,7 +1,6 @@
 // What one frame of the memory picture is drawn from (the trace, its index and HBM history, the layout, the colour
 // scales, the step) and the look-ups every layer asks of it: the tile held, the watched block's rows, a grid's values,
 // whether a buffer belongs to the kernel now running. Pure.
-import { iOf } from "../../algos";
 import { absMax } from "../../colors";
 import { isMat, sramAt, type TraceIndex } from "../../derive";
 import type { HbmHistory } from "../../hbm";
@@ -20,16 +19,14 @@ export interface Scene {
   s: Step;
 }
 
-/** The tile of K/V held in SRAM at the step (the latest one its block loaded), or null before the first. */
+/** The tile of K/V held in SRAM at the step (the trace's `tile`), or null before the first. */
 export function tileHeld(sc: Scene): number | null {
-  return sc.idx.tile[sc.k] ?? null;
+  return sc.s.tile;
 }
 
-/** The block of Q whose rows the step's q-axis buffers hold: its `i`, or the backward's preprocessing kernel's
- *  block (one per block of Q). */
+/** The block of Q whose rows the step's q-axis buffers hold: its loop index `i`, or null. */
 export function rowBlock(sc: Scene): number | null {
-  const { trace: t, s } = sc;
-  return t.config.algo === "fa2-backward" && !(s.indices && "j" in s.indices) ? s.block : iOf(t.config.algo, s);
+  return sc.s.indices.i ?? null;
 }
 
 /** A vector as a column (or, `oneRow`, as one row), a matrix as it is. */
@@ -56,16 +53,7 @@ export function rangeOf(sc: Scene, name: GridName, values: Num[][]): number {
   return sc.ranges.get(name) ?? absMax(values);
 }
 
-/** Does this buffer belong to the kernel running at op (standard's three kernels, the backward's two)? */
-export function live(algo: string, box: GridBox, op: string): boolean {
-  if (algo === "standard" && box.kernel) {
-    const k =
-      op === "softmax_row" ? "standard_softmax" : ["load_pv", "accumulate", "write_o"].includes(op) ? "standard_pv" : "standard_scores";
-    return box.kernel === k;
-  }
-  if (algo === "fa2-backward") {
-    const pre = op === "load_do_o" || op === "write_d";
-    return pre ? ["dOi", "Oi", "Di"].includes(box.name) : box.name !== "Oi";
-  }
-  return true;
+/** Does this buffer belong to the kernel the step runs (others are dimmed)? */
+export function live(box: GridBox, s: Step): boolean {
+  return box.kernels === undefined || box.kernels.includes(s.kernel);
 }

@@ -1,6 +1,5 @@
 // A cell's tooltip: where it is, its value, and what it means. `cellTip` is a pure function of the scene and the cell
 // (testable without a page); `tipNodes` turns its answer into text nodes.
-import { kvWidth } from "../../derive";
 import { h as el, frag } from "../../dom";
 import { full } from "../../format";
 import type { Hit } from "../../layout";
@@ -33,7 +32,7 @@ export function cellTip(sc: Scene, h: Hit): CellTip {
     if (hist.written(g)) {
       const v = hist.valueAt(g, h.r, h.c, hist.applied(g, s.phase));
       if (v === "unwritten") {
-        const skipped = t.config.causal && b.colAxis === "kv" && h.c >= kvWidth(t, Math.floor(h.r / br));
+        const skipped = b.colAxis === "kv" && h.c >= (t.tiling.kv_width[Math.floor(h.r / br)] ?? n);
         return says(idx, skipped ? "never written (causal: a tile this row's block skips)" : "not written yet", where);
       }
       if (v === undefined) return says(idx, "written; its value is not in this trace", `${where} (block not recorded)`);
@@ -65,8 +64,10 @@ export function cellTip(sc: Scene, h: Hit): CellTip {
             ? `, key ${key} > query: masked`
             : `, key ${key}`;
     }
-  } else if (g === "Sr" && s.indices?.r !== undefined) {
-    note = `row r = ${s.indices.r} of S, then of P; column ${h.c}`;
+  } else {
+    const ri = t.buffers[g]?.row_index;
+    const at = ri ? s.indices[ri] : undefined;
+    if (ri && at !== undefined) note = `row ${ri} = ${at}${t.buffers[g]?.row_of ? ` of ${t.buffers[g]!.row_of}` : ""}; column ${h.c}`;
   }
   return line(idx, full(v), note);
 }

@@ -10,6 +10,7 @@ import type { TraceIndex } from "../../derive";
 import { HbmHistory } from "../../hbm";
 import { connectors, tipPlace } from "../../labels";
 import { cellRect, type Hit, hitTest, layoutMemory, type MemoryLayout } from "../../layout";
+import { pictureSpec } from "../../picture";
 import type { Trace } from "../../types";
 import { Backbuffer } from "../backbuffer";
 import { connector, drawFlights, endpointRect, type Flight, planFlights } from "./flights";
@@ -17,9 +18,9 @@ import { emptyGrid, grid, hbmGrids, panel, tileCaption, title } from "./grids";
 import { causalVeils, changedBox, lockstep, sramPadding, transferMark, watched } from "./marks";
 import { type Drawn, dpr, emptyDrawn, Pen } from "./pen";
 import { colourRanges, Raster } from "./raster";
-import { live, rangeOf, type Scene, sramValues, tileHeld } from "./scene";
+import { live, rangeOf, type Scene, sramValues } from "./scene";
 import { cellTip, tipNodes } from "./tooltip";
-import { describe, hbmTitles, SUB, shortenings, sramNote, sramTitle } from "./words";
+import { describe, hbmTitles, shortenings, sramNote, sramTitle } from "./words";
 
 export class MemoryView {
   readonly root: HTMLDivElement;
@@ -146,9 +147,8 @@ export class MemoryView {
     this.hbmKey = "";
     this.raster.resized(); // written tensors' images are sized to the grids on screen
     if (!this.trace) return;
-    const { n, d, br, bc, algo } = this.trace.config;
     const maxH = Math.max(300, Math.min(540, Math.round(window.innerHeight * 0.56)));
-    this.layout = layoutMemory({ algo, n, d, br, bc }, Math.max(320, this.width), maxH);
+    this.layout = layoutMemory(pictureSpec(this.trace), this.trace.config, Math.max(320, this.width), maxH);
     const ratio = dpr();
     for (const c of [this.under, this.base, this.overlay]) {
       c.width = Math.round(this.layout.width * ratio);
@@ -191,14 +191,13 @@ export class MemoryView {
     lockstep(ctx, pen, sc);
 
     // SRAM buffers
-    const algo = t.config.algo;
     const bc = t.config.bc;
     for (const name of l.sramOrder) {
       const b = l.grids[name]!;
       const values = sramValues(sc, name);
       const changed = s.sram[name] !== undefined;
-      const on = live(algo, b, s.op);
-      title(ctx, pen, l, b, SUB[name] ?? name, "", on ? sramNote(t, s, tileHeld(sc), name) : "(other kernel)", changed);
+      const on = live(b, s);
+      title(ctx, pen, l, b, t.buffers[name]?.label ?? name, "", on ? sramNote(t, s, name) : "(other kernel)", changed);
       ctx.save();
       if (!on) ctx.globalAlpha = 0.35;
       if (!values) emptyGrid(ctx, pen, b, bc, "empty");
@@ -217,7 +216,7 @@ export class MemoryView {
     const ends: { hbmX: number; sramX: number; kind: "read" | "write" }[] = [];
     for (const tr of s.transfers) {
       const r = transferMark(ctx, pen, sc, tr);
-      const e = r && endpointRect(l, algo, tr, s.op);
+      const e = r && endpointRect(l, tr);
       if (r && e) ends.push({ hbmX: r.x + r.w / 2, sramX: e.x + e.w / 2, kind: tr.kind });
     }
     for (const arc of connectors(l, ends)) connector(ctx, pen, arc);

@@ -1,60 +1,40 @@
-// The memory picture's words: the buffers' names with their subscripts, the panels' titles, the notes beside a
-// buffer's name and inside an empty grid, and the canvas's text alternative. Pure functions of the trace and the step.
-import { blockLetter, endpoint, iOf } from "../../algos";
-import { pairKind } from "../../derive";
-import { int, slice } from "../../format";
+// The memory picture's words: the panels' titles, the notes beside a buffer's name and inside an empty grid, and the
+// canvas's text alternative. Pure functions of the trace and the step; the words themselves are the trace's.
+import { slice } from "../../format";
 import type { Step, Trace } from "../../types";
 
-/** A buffer's name as the picture writes it (Qi → Qᵢ). */
-export const SUB: Record<string, string> = {
-  Qi: "Q\u1d62",
-  Kj: "K\u2c7c",
-  Vj: "V\u2c7c",
-  Sij: "S\u1d62\u2c7c",
-  mi: "m\u1d62",
-  li: "\u2113\u1d62",
-  Oi: "O\u1d62",
-  Pij: "P\u1d62\u2c7c",
-  Sr: "S\u1d63",
-  mr: "m\u1d63",
-  lr: "\u2113\u1d63",
-  dKj: "dK\u2c7c",
-  dVj: "dV\u2c7c",
-  dOi: "dO\u1d62",
-  dSij: "dS\u1d62\u2c7c",
-  Li: "L\u1d62",
-  Di: "D\u1d62",
-};
+/** A dtype as the panel's title writes it: float32 → fp32. */
+export function dtypeShort(dtype: string): string {
+  return dtype.replace(/^float/, "fp");
+}
 
 /** HBM's panel title, longest first (the panel shows the first that fits). */
 export function hbmTitles(t: Trace): string[] {
   const { n, d } = t.config;
-  return [`HBM \u00b7 global memory \u00b7 N=${n}, D=${d}, fp32`, `HBM \u00b7 N=${n}, D=${d}, fp32`, "HBM"];
+  const dt = dtypeShort(t.config.dtype);
+  return [`HBM \u00b7 global memory \u00b7 N=${n}, D=${d}, ${dt}`, `HBM \u00b7 N=${n}, D=${d}, ${dt}`, "HBM"];
 }
 
-/** SRAM's panel title: whose SRAM it is (the block and kernel of the step), its rows and its bytes. */
-export function sramTitle(t: Trace, s: Step): string {
-  const bytes = `${int(t.sram.bytes)} bytes`;
-  switch (t.config.algo) {
-    case "fa1": {
-      const i = iOf("fa1", s);
-      return `SRAM of the one block per head \u00b7 ${i === null ? "outer loop over j" : `now on block i = ${i}`} \u00b7 ${bytes}`;
-    }
-    case "fa2-backward": {
-      const pre = !(s.indices && "j" in s.indices);
-      const rows = pre
-        ? [s.block! * t.config.br, Math.min(t.config.n, (s.block! + 1) * t.config.br)]
-        : (t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 0]);
-      return pre
-        ? `SRAM of fa2_bwd_preprocess block i = ${s.block} \u00b7 rows ${rows[0]}\u2013${rows[1]! - 1}`
-        : `SRAM of fa2_bwd block j = ${s.block} \u00b7 K/V rows ${rows[0]}\u2013${rows[1]! - 1} \u00b7 ${bytes}`;
-    }
-    default: {
-      const rows = t.blocks.find((b, k) => (b.block ?? k) === s.block)?.rows ?? [0, 1];
-      const kernel = t.config.algo === "standard" ? ` \u00b7 three kernels, ${int(t.sram.bytes)} bytes at most` : ` \u00b7 ${bytes}`;
-      return `SRAM of block i = ${s.block} \u00b7 rows ${rows[0]}\u2013${rows[1] - 1}${kernel}`;
-    }
+/** The values a step gives a title's placeholders: {block}, its loop indices, {rows} (the block's rows). */
+function placeholders(t: Trace, s: Step): Record<string, string> {
+  const out: Record<string, string> = { block: String(s.block) };
+  for (const [k, v] of Object.entries(s.indices)) out[k] = String(v);
+  const g = t.kernels[s.kernel]?.grid;
+  if (g?.rows_per_block) {
+    const a = s.block * g.rows_per_block;
+    out.rows = `${a}\u2013${Math.min(t.config.n, a + g.rows_per_block) - 1}`;
   }
+  return out;
+}
+
+/** SRAM's panel title: the first of the kernel's templates whose placeholders the step has, filled in. */
+export function sramTitle(t: Trace, s: Step): string {
+  const values = placeholders(t, s);
+  for (const tmpl of t.kernels[s.kernel]?.sram_title ?? []) {
+    const names = Array.from(tmpl.matchAll(/\{(\w+)\}/g), (m) => m[1]!);
+    if (names.every((k) => values[k] !== undefined)) return tmpl.replace(/\{(\w+)\}/g, (_m, k: string) => values[k]!);
+  }
+  return "SRAM";
 }
 
 /** A title's variants, longest first: the whole, then with its last " · " parts dropped one by one. */
@@ -64,41 +44,41 @@ export function shortenings(title: string): string[] {
 }
 
 /** The note inside a written HBM tensor's grid before its first write. */
-export function unwrittenNote(algo: string, name: string): string {
-  const once = (algo === "fa2" || algo === "standard") && (name === "O" || name === "L");
-  return once ? "not written yet:\nwritten once,\nat write-back" : "not written yet";
+export function unwrittenNoteOf(t: Trace, name: string): string {
+  return t.tensors[name]?.unwritten_note ?? "";
 }
 
-/** The note beside an SRAM buffer's name at the step: what fills or empties it, or what it now holds. `j` is the
- *  tile held. */
-export function sramNote(t: Trace, s: Step, j: number | null, name: string): string {
-  const algo = t.config.algo;
+/** Does the step work on a pair of a block of Q and a tile that crosses the diagonal (masked)? */
+export function onMaskedPair(t: Trace, s: Step): boolean {
+  const i = s.indices.i;
+  const j = s.tile;
+  return i !== undefined && j !== null && t.tiling.pairs[i]?.[j] === "m";
+}
+
+/** The note beside an SRAM buffer's name at the step: what fills or empties it, or what it now holds. */
+export function sramNote(t: Trace, s: Step, name: string): string {
   for (const tr of s.transfers) {
-    if (!endpoint(algo, tr.tensor, tr.kind, s.op).includes(name)) continue;
+    if (!tr.buffers.includes(name)) continue;
     if (tr.kind === "read") return `\u2190 ${slice(tr.tensor, tr.rows)}`;
-    return `\u2192 ${slice(tr.tensor, tr.rows)}${algo === "fa2" && tr.tensor === "O" ? " (\u00f7 \u2113\u1d62)" : ""}`;
+    return `\u2192 ${slice(tr.tensor, tr.rows)}${tr.note ?? ""}`;
   }
-  const i = iOf(algo, s);
-  const masked = t.config.causal && i !== null && j !== null && pairKind(t, i, j) === "masked";
-  if (name === "Sij" && s.op === "online_softmax") return "holds P = exp(S \u2212 m\u1d62)";
-  if (name === "Sij" && s.op === "update") return "holds P\u0303 = exp(S \u2212 m\u0303)";
-  if (name === "Sij" && s.op === "scores") return masked ? "masked: key > query \u2192 \u2212\u221e" : "= \u03c4 Q\u1d62K\u2c7c\u1d40";
-  if (name === "Pij" && s.op === "probs" && masked) return "0 where key > query";
-  if (name === "Oi" && s.op === "online_softmax") return "rescaled + PV";
-  if ((name === "mi" || name === "li") && s.op === "write_back" && algo === "fa2") return name === "li" ? "\u2192 L" : "";
+  const op = t.ops[s.op];
+  const masked = op && onMaskedPair(t, s) ? op.notes_masked[name] : undefined;
+  const note = masked ?? op?.notes[name];
+  if (note !== undefined) return note;
   return s.sram[name] !== undefined ? "updated" : "";
 }
 
 /** The canvas's text alternative: what moved this step. */
 export function describe(t: Trace, s: Step): string {
-  const algo = t.config.algo;
   const moves = s.transfers.map((tr) => {
-    const buf = endpoint(algo, tr.tensor, tr.kind, s.op).join(", ") || "SRAM";
+    const buf = tr.buffers.join(", ") || "SRAM";
     return tr.kind === "read"
       ? `${slice(tr.tensor, tr.rows)} read from HBM into ${buf}`
       : `${slice(tr.tensor, tr.rows)} written from ${buf} to HBM`;
   });
   const changed = Object.keys(s.sram).join(", ");
-  const who = s.block === null ? "the block's outer loop" : `block ${blockLetter(algo)} = ${s.block}`;
+  const letter = t.kernels[s.kernel]?.grid.letter;
+  const who = `block ${letter ? `${letter} = ` : ""}${s.block}`;
   return `Memory picture, ${who}, step ${s.index + 1} of ${t.steps.length}: ${moves.length ? moves.join("; ") : "no trip across HBM"}. SRAM buffers changed: ${changed || "none"}. N=${t.config.n}, D=${t.config.d}, Br=${t.config.br}, Bc=${t.config.bc}.`;
 }

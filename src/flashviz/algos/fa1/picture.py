@@ -1,0 +1,194 @@
+"""fa1's picture (docs/trace-schema.md): one CUDA block per head that visits the blocks of Q in turn; the picker
+picks a block of Q (its `indices.i`), and O, l, m are carried through HBM."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...picture import (
+    NOT_WRITTEN,
+    Buffer,
+    Kernel,
+    Move,
+    Op,
+    Picker,
+    Rich,
+    Tensor,
+    Texts,
+    b,
+    code,
+    grouped,
+    moves_action,
+    plural,
+    rows_before_veil,
+    slot,
+    sub,
+    widths,
+)
+from ...tiling import first_block
+from ..fa2 import picture as fa2
+from . import traffic
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...trace import Step
+
+K = "fa1"
+KERNELS = (
+    Kernel(
+        K,
+        ("init", "load_kv", "load_qi", "scores", "update", "write_back"),
+        grid="1",
+        scope=K,
+        main=True,
+        lockstep=False,
+    ),
+)
+PICKER = Picker((K,), index="i", letter="i", label="block of Q, i")
+
+BUFFERS = {name: Buffer(b.dims, b.axes, (K,), b.label, b.copy_of, b.align_under) for name, b in fa2.BUFFERS.items()}
+SRAM_ROWS = fa2.SRAM_ROWS
+
+OPS = {
+    "init": Op(
+        "write",
+        "FA1 begins by writing O = 0, l = 0, m = \u2212\u221e to HBM: the carries live there between visits.",
+        moves={"O": Move((), {"fill": 0}), "l": Move((), {"fill": 0}), "m": Move((), {"fill": None})},
+    ),
+    "load_kv": fa2.OPS["load_kv"],
+    "load_qi": Op(
+        "read",
+        "Qi and the carries Oi, li, mi come in from HBM: the round trip FA2 removes.",
+        moves={"Q": Move(("Qi",)), "O": Move(("Oi",)), "l": Move(("li",)), "m": Move(("mi",))},
+        online={"reloads": True},
+    ),
+    "scores": fa2.SCORES,
+    "update": Op(
+        "softmax",
+        "The update: the tile's own max and sum, the new running max and sum, and Oi rescaled and divided by the "
+        "new sum.",
+        notes={"Sij": "holds P\u0303 = exp(S \u2212 m\u0303)"},
+        value_tex={**fa2.ONLINE_TEX, "l_ij": r"\tilde\ell_{ij}", "beta": r"\beta = e^{\tilde m_{ij} - m^{\text{new}}}"},
+        online={"rescales": True},
+    ),
+    "write_back": Op(
+        "write",
+        "The carries go back to HBM: Oi, li, mi written, to be read again by the next tile's visit.",
+        moves={"O": Move(("Oi",)), "l": Move(("li",)), "m": Move(("mi",))},
+    ),
+}
+
+
+def tensors(cfg: Config) -> dict[str, Tensor]:
+    r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    return {
+        "Q": Tensor(("q", "none"), "none", r["Q"]),
+        "K": Tensor(("kv", "none"), "none", r["K"]),
+        "V": Tensor(("kv", "none"), "none", r["V"]),
+        "O": Tensor(("q", "none"), "carried", r["O"], unwritten_note=NOT_WRITTEN),
+        "l": Tensor(("q", "none"), "carried", r["l"], cols="1", unwritten_note=NOT_WRITTEN),
+        "m": Tensor(("q", "none"), "carried", r["m"], cols="1", unwritten_note=NOT_WRITTEN),
+    }
+
+
+def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
+    """The online carries' note: what the step does to mi, li, Oi (they live in HBM between visits)."""
+    if s.op == "update":
+        first = s.j == 0 or (s.carries is not None and bool(np.isneginf(s.carries["m_old"]).all()))
+        text = fa2.FIRST if first else STALE
+    else:
+        text = {
+            "init": "FA1 starts by writing O = 0, \u2113 = 0, m = \u2212\u221e to HBM: the carries live there between "
+            "visits.",
+            "load_kv": fa2.WAIT.format(what="brings in tile j"),
+            "load_qi": "The carries come back from HBM: O\u1d62, \u2113\u1d62, m\u1d62 as the last visit (tile "
+            "j \u2212 1) left them. This is the trip FA2 removes.",
+            "scores": fa2.WAIT.format(what="computes S\u1d62\u2c7c"),
+            "write_back": "The carries go back to HBM: O\u1d62, \u2113\u1d62, m\u1d62 written, to be read again by "
+            "the next tile's visit.",
+        }[s.op]
+    return [text + fa2.no_score_note(state, "li", s, cfg)]
+
+
+STALE = fa2.STALE + ", and O\u1d62 is divided by the new \u2113\u1d62 (FA1 normalises on every visit)."
+
+
+def picture(cfg: Config) -> Texts:
+    t = tensors(cfg)
+    cols = widths(cfg, t)
+    head = "SRAM of the one block per head"
+    size = f"{grouped(traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc))} bytes"
+    return Texts(
+        tagline="FlashAttention-1 forward: O, l, m carried through HBM",
+        tensors=t,
+        sram_titles={
+            K: [f"{head} \u00b7 now on block i = {{i}} \u00b7 {size}", f"{head} \u00b7 outer loop over j \u00b7 {size}"]
+        },
+        summaries={
+            K: [
+                "FlashAttention-1 runs ",
+                b("one"),
+                " CUDA block per head: it loops over the ",
+                *plural(cfg.tc, "tile"),
+                " of K/V outside and visits the ",
+                *plural(cfg.tr, "block"),
+                " of Q one after another inside, at phase ",
+                slot("phase"),
+                " of ",
+                slot("phases"),
+                ": ",
+                slot("math"),
+                ". The chips are the blocks of Q it visits; pick one to jump to its visit in this tile.",
+            ]
+        },
+        counting=[
+            [b("K"), " and ", b("V"), " stream once, on the outer loop over j."],
+            [
+                b("Carried back and forth."),
+                " Every inner iteration reads ",
+                sub("Q", "i"),
+                ", ",
+                sub("O", "i"),
+                ", ",
+                sub("\u2113", "i"),
+                ", ",
+                sub("m", "i"),
+                " from HBM and writes ",
+                sub("O", "i"),
+                ", ",
+                sub("\u2113", "i"),
+                ", ",
+                sub("m", "i"),
+                " back: the carries make ",
+                sub("T", "c"),
+                " round trips, and O is divided by \u2113 on every visit.",
+            ],
+            [
+                b("What FA2 changes:"),
+                " it swaps the loops. With ",
+                sub("Q", "i"),
+                " on the outer loop one block of O is built start to finish in SRAM, so ",
+                sub("O", "i"),
+                ", ",
+                sub("m", "i"),
+                ", ",
+                sub("\u2113", "i"),
+                " never make the trip; the division happens once, and m and \u2113 leave as the single array L.",
+            ],
+        ],
+        carries={
+            "view": "online",
+            "buffers": {"m": "mi", "l": "li", "o": "Oi"},
+            "o_heading": "O\u1d62 row (normalised each visit)",
+        },
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        headline=["O", "l", "m"],
+        against="plain softmax attention",
+        action=lambda s: moves_action(s, cols),
+        carries_note=lambda s, state: carries_note(cfg, s, state),
+        # the tile held skips the blocks of Q before the one holding its first column
+        veil=lambda s: None if s.tile is None else rows_before_veil(cfg, t, first_block(s.tile, cfg.br, cfg.bc, True)),
+    )

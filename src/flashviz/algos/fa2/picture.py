@@ -1,0 +1,246 @@
+"""fa2's picture (docs/trace-schema.md): one kernel, one block per block of Q, its SRAM and its words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...picture import (
+    CAUSAL_CHIPS,
+    WRITTEN_ONCE,
+    Buffer,
+    Kernel,
+    Move,
+    Op,
+    Picker,
+    Rich,
+    Tensor,
+    Texts,
+    b,
+    code,
+    grouped,
+    plural,
+    precision3,
+    slot,
+    sub,
+    when,
+    width_veil,
+)
+from . import traffic
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...trace import Step
+
+K = "fa2"
+KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)
+PICKER = Picker((K,), index="block", letter="i", label="block i")
+
+BUFFERS = {
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+}
+SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
+
+# the substeps' values, as the narrative card heads them
+ONLINE_TEX = {
+    "m_old": r"m_i^{\text{old}}",
+    "m_ij": r"\mathrm{rowmax}(S_{ij})",
+    "m_new": r"m_i^{\text{new}}",
+    "alpha": r"\alpha = e^{m^{\text{old}} - m^{\text{new}}}",
+    "l_old": r"\ell_i^{\text{old}}",
+    "rowsum": r"\mathrm{rowsum}(P)",
+    "l_new": r"\ell_i^{\text{new}}",
+    "PV": r"P\,V_j",
+}
+SCORES = Op(
+    "compute",
+    "One matrix product in SRAM: the scores of this block's Br queries against the tile's Bc keys.",
+    notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
+    notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+)
+OPS = {
+    "load_q": Op(
+        "read",
+        "Before the loop: Qi comes in once and the three carries start empty. online_softmax, later, has three "
+        "visible parts.",
+        moves={"Q": Move(("Qi",))},
+        online={"reloads": True},
+    ),
+    "load_kv": Op(
+        "read",
+        "A tile of K and V arrives in SRAM. Nothing is computed yet.",
+        moves={"K": Move(("Kj",)), "V": Move(("Vj",))},
+    ),
+    "scores": SCORES,
+    "online_softmax": Op(
+        "softmax",
+        "The online softmax: a new running max, the sum and the output rescaled to it, this tile added.",
+        notes={"Sij": "holds P = exp(S \u2212 m\u1d62)", "Oi": "rescaled + PV"},
+        value_tex=ONLINE_TEX,
+        online={"rescales": True},
+    ),
+    "write_back": Op(
+        "write",
+        "After the loop: one division, and mi and li leave as the single array L.",
+        moves={
+            "L": Move(("mi", "li"), {"carry": "L"}),
+            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62)"),
+        },
+        after_loop=True,
+        online={
+            "out": "L",
+            "out_heading": "L = m\u1d62 + log \u2113\u1d62",
+            "o_heading": "O row = O\u1d62 / \u2113\u1d62",
+        },
+    ),
+}
+
+WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
+FIRST = (
+    "First tile: m_old = \u2212\u221e, so \u03b1 = e^(\u2212\u221e) = 0 wipes the empty carries and the tile's "
+    "values move in."
+)
+STALE = (
+    "Everything held is stale: where the max grew (\u03b1 < 1, highlighted), \u2113\u1d62 and O\u1d62 are rescaled "
+    "by \u03b1 before this tile is added"
+)
+
+
+def tensors(cfg: Config) -> dict[str, Tensor]:
+    r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    return {
+        "Q": Tensor(("q", "none"), "none", r["Q"]),
+        "K": Tensor(("kv", "none"), "none", r["K"]),
+        "V": Tensor(("kv", "none"), "none", r["V"]),
+        "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
+        "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
+    }
+
+
+def action(cfg: Config, s: Step) -> str:
+    """The seed's Action column, in its own words."""
+    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
+    if s.op == "load_q":
+        return f"Qi \u2190 {at['Q']}; Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0"
+    if s.op == "load_kv":
+        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']}"
+    if s.op == "scores":
+        return f"Sij \u2190 Qi\u00b7Kj\u1d40 \u00d7 {precision3(cfg.softmax_scale)}  ({cfg.br}\u00d7{cfg.bc} in SRAM)"
+    if s.op == "online_softmax":
+        return f"new max, rescale li and Oi by \u03b1, add tile j = {s.j}"
+    return f"{at['O']} \u2190 Oi/li; {at['L']} \u2190 mi + log(li)"
+
+
+def no_score_note(state: Mapping[str, np.ndarray], buffer: str, s: Step, cfg: Config) -> str:
+    """The online carries' note on rows with no finite score: the real rows whose running sum is NaN at the step."""
+    held = state.get(buffer)
+    if held is None:
+        return ""
+    i = s.indices.get("i")
+    first = 0 if i is None else i * cfg.br
+    lost = [first + r for r in np.flatnonzero(np.isnan(held)) if i is None or first + r < cfg.n]
+    if not lost:
+        return ""
+    return (
+        f" Row{'' if len(lost) == 1 else 's'} {', '.join(map(str, lost))}: no finite score (every score \u2212\u221e), "
+        "so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and "
+        "O\u1d62 are NaN from then on, as the kernel computes them."
+    )
+
+
+def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
+    """The online carries' note: what the step does to mi, li, Oi, and the rows that have no softmax."""
+    if s.op == "online_softmax":
+        text = FIRST if s.j == 0 else STALE + "."
+    else:
+        text = {
+            "load_q": "The carries start empty: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0. They stay in "
+            "SRAM for the whole loop.",
+            "load_kv": WAIT.format(what="brings in tile j"),
+            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
+            "write_back": f"The only division: O = O\u1d62 / \u2113\u1d62, once. m\u1d62 and \u2113\u1d62 leave "
+            f"together as L = m\u1d62 + log \u2113\u1d62 ({cfg.br} values per block).",
+        }[s.op]
+    return [text + no_score_note(state, "li", s, cfg)]
+
+
+def picture(cfg: Config) -> Texts:
+    t = tensors(cfg)
+    causal = CAUSAL_CHIPS if cfg.causal else ""
+    return Texts(
+        tagline="FlashAttention-2 forward, tile by tile",
+        tensors=t,
+        sram_titles={
+            K: [f"SRAM of block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(sram_bytes(cfg))} bytes"],
+        },
+        summaries={
+            K: [
+                "All ",
+                *plural(cfg.tr, "block"),
+                f" of Q run at once, each on its own Br = {cfg.br} rows: every one is at phase ",
+                slot("phase"),
+                " of ",
+                slot("phases"),
+                ", ",
+                slot("math"),
+                when("j", " on tile j = ", slot("j")),
+                f". No block needs anything from another.{causal}",
+            ]
+        },
+        counting=[
+            [b("Q"), " is read once, and ", b("O"), " and ", b("L"), " are written once and never read back."],
+            [b("K"), " and ", b("V"), " are read once per block of Q: ", sub("T", "r"), " times."],
+            [
+                b("Why is nothing carried back and forth?"),
+                " ",
+                sub("Q", "i"),
+                " sits on the outer loop, so one block of O is built from start to finish in SRAM. It is already the "
+                "real answer when it is written, and ",
+                sub("O", "i"),
+                ", ",
+                sub("m", "i"),
+                ", ",
+                sub("\u2113", "i"),
+                " never make the trip. (FlashAttention-1 loops over K/V outside and re-reads and re-writes ",
+                sub("O", "i"),
+                ", ",
+                sub("\u2113", "i"),
+                ", ",
+                sub("m", "i"),
+                " on every inner iteration.)",
+            ],
+            [
+                b("Two smaller wins."),
+                " The division by ",
+                sub("\u2113", "i"),
+                " happens once, at write-back, instead of on every step; and ",
+                sub("m", "i"),
+                " and ",
+                sub("\u2113", "i"),
+                " leave as the single array L = m + log \u2113, which is what the backward pass needs.",
+            ],
+        ],
+        carries={
+            "view": "online",
+            "buffers": {"m": "mi", "l": "li", "o": "Oi"},
+            "o_heading": "O\u1d62 row (unnormalised)",
+        },
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        headline=["O", "L"],
+        against="plain softmax attention",
+        action=lambda s: action(cfg, s),
+        carries_note=lambda s, state: carries_note(cfg, s, state),
+        veil=lambda s: width_veil(cfg, t, s.block),
+    )
+
+
+def sram_bytes(cfg: Config) -> int:
+    return traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc)

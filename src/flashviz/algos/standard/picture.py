@@ -1,0 +1,169 @@
+"""standard's picture (docs/trace-schema.md): three kernels, each with a block per block of Q; the page follows
+block i through all three (one scope), showing the other kernels' buffers dimmed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...picture import (
+    CAUSAL_CHIPS,
+    NOT_WRITTEN,
+    WRITTEN_ONCE,
+    Buffer,
+    Kernel,
+    Move,
+    Op,
+    Picker,
+    Rich,
+    Tensor,
+    Texts,
+    b,
+    code,
+    grouped,
+    moves_action,
+    plural,
+    slot,
+    sub,
+    width_veil,
+    widths,
+)
+from . import traffic
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...trace import Step
+
+S1, S2, S3 = "standard_scores", "standard_softmax", "standard_pv"
+SCOPE = "block i"
+KERNELS = (
+    Kernel(S1, ("load_q", "load_k", "scores"), grid="Tr", scope=SCOPE, main=True),
+    Kernel(S2, ("softmax_row",), grid="Tr", scope=SCOPE, tile_loop=None),
+    Kernel(S3, ("load_pv", "accumulate", "write_o"), grid="Tr", scope=SCOPE),
+)
+PICKER = Picker((S1, S2, S3), index="block", letter="i", label="block i")
+
+BUFFERS = {
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (S1,), "K\u2c7c", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (S3,), "V\u2c7c", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (S1,), "Q\u1d62", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (S1,), "S\u1d62\u2c7c"),
+    "Pij": Buffer(("Br", "Bc"), ("q", "kv"), (S3,), "P\u1d62\u2c7c"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (S3,), "O\u1d62"),
+    "Sr": Buffer(("1", "N"), ("none", "none"), (S2,), "S\u1d63", row_index="r", row_of="S, then of P"),
+    "mr": Buffer(("1", "1"), ("none", "none"), (S2,), "m\u1d63"),
+    "lr": Buffer(("1", "1"), ("none", "none"), (S2,), "\u2113\u1d63"),
+}
+SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "Pij", "Oi"), ("Sr", "mr", "lr"))
+
+OPS = {
+    "load_q": Op(
+        "read",
+        "Qi comes in once: block i keeps it while the tiles of K stream past (kernel 1 of 3).",
+        moves={"Q": Move(("Qi",))},
+    ),
+    "load_k": Op("read", "A tile of K arrives in SRAM (kernel 1 of 3).", moves={"K": Move(("Kj",))}),
+    "scores": Op(
+        "write",
+        "One matrix product in SRAM, the scores of this block's Br queries against the tile's Bc keys, stored to "
+        "HBM as a tile of S (kernel 1 of 3).",
+        moves={"S": Move(("Sij",))},
+        notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
+        notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+    ),
+    "softmax_row": Op(
+        "write",
+        "One row of S comes back from HBM whole; its softmax goes out as a row of P (kernel 2 of 3).",
+        moves={"S": Move(("Sr",)), "P": Move(("Sr",))},
+    ),
+    "load_pv": Op(
+        "read",
+        "A tile of P comes back from HBM with its tile of V (kernel 3 of 3).",
+        moves={"P": Move(("Pij",)), "V": Move(("Vj",))},
+    ),
+    "accumulate": Op("compute", "Oi += Pij Vj in SRAM."),
+    "write_o": Op(
+        "write", "O leaves once. S and P, N\u00d7N each, have made two trips each.", moves={"O": Move(("Oi",))}
+    ),
+}
+
+
+def tensors(cfg: Config) -> dict[str, Tensor]:
+    r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    return {
+        "Q": Tensor(("q", "none"), "none", r["Q"]),
+        "K": Tensor(("kv", "none"), "none", r["K"]),
+        "V": Tensor(("kv", "none"), "none", r["V"]),
+        "S": Tensor(("q", "kv"), "once", r["S"], cols="N", scale_like="Sij", unwritten_note=NOT_WRITTEN),
+        "P": Tensor(("q", "kv"), "once", r["P"], cols="N", scale_like="Sr", unwritten_note=NOT_WRITTEN),
+        "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
+    }
+
+
+NO_CARRIES: Rich = [
+    "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax "
+    "kernel (",
+    code("softmax_row"),
+    " steps).",
+]
+
+
+def carries_note(s: Step) -> Rich:
+    if not s.carries:
+        return NO_CARRIES
+    return [
+        f"Row {s.indices['r']} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the "
+        "whole row at once (the row was written to HBM first, and is read back whole)."
+    ]
+
+
+def picture(cfg: Config) -> Texts:
+    t = tensors(cfg)
+    cols = widths(cfg, t)
+    most = grouped(traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc))
+    title = [f"SRAM of block i = {{block}} \u00b7 rows {{rows}} \u00b7 three kernels, {most} bytes at most"]
+    summary = [
+        "Three kernels, one after another; in each, all ",
+        *plural(cfg.tr, "block"),
+        f" of Q run at once on their own Br = {cfg.br} rows. Every block is at phase ",
+        slot("phase"),
+        " of ",
+        slot("phases"),
+        ", ",
+        slot("math"),
+        ". Block i of a kernel reads only what block i of the one before wrote." + (CAUSAL_CHIPS if cfg.causal else ""),
+    ]
+    return Texts(
+        tagline="Standard attention: S and P written to HBM",
+        tensors=t,
+        sram_titles={k.name: title for k in KERNELS},
+        summaries={k.name: summary for k in KERNELS},
+        counting=[
+            [
+                b("S"),
+                " and ",
+                b("P"),
+                " are N\u00d7N: written to HBM and read back, once each, by three separate kernels. That is 4N\u00b2 "
+                "elements against FA2's O(",
+                sub("T", "r"),
+                "\u00b7N\u00b7D), and N\u00b2 floats of memory each.",
+            ],
+            [
+                b("K"),
+                " and ",
+                b("V"),
+                " are streamed once per block of Q, exactly as in FA2: the difference is all in S and P.",
+            ],
+            [
+                b("What FlashAttention changes:"),
+                " one fused kernel keeps each tile of S and P in SRAM and never writes them; the online softmax (m, "
+                "\u2113 carried per row) is what makes the row-at-a-time softmax unnecessary.",
+            ],
+        ],
+        carries={"view": "table", "labels": {"mr": "m\u1d63 (row max)", "lr": "\u2113\u1d63 (row sum)"}},
+        substeps_note=["this algorithm's steps have no sub-operations"],
+        headline=["O"],
+        against="plain softmax attention",
+        action=lambda s: moves_action(s, cols),
+        carries_note=lambda s, state: carries_note(s),
+        veil=lambda s: width_veil(cfg, t, s.block),
+    )
