@@ -14,3 +14,18 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False):
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
     return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse)
+
+
+def trace(*args, **kwargs):
+    """Run the engine on one launch and return its Trace: see flashviz.api.trace for the arguments
+    (algo, n, d, br, bc, causal, seed, scale, inputs, block). Imported on first call: `import flashviz` stays light."""
+    from .api import trace as _trace
+
+    return _trace(*args, **kwargs)
+
+
+def show(*args, **kwargs):
+    """The viewer as a notebook widget (anywidget): see flashviz.api.show. pip install 'flashviz[notebook]'."""
+    from .api import show as _show
+
+    return _show(*args, **kwargs)
