@@ -58,12 +58,21 @@ TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs
 @click.option("--frames", type=Bounded(1, 2000), default=64, show_default=True, help="GIF: at most this many steps")
 @click.option("--width", type=Bounded(320, 3840), default=900, show_default=True, help="GIF: page width, CSS px")
 @click.option("--delay", type=Bounded(20, 60000), default=700, show_default=True, help="GIF: ms per frame")
+@click.option("--browser", type=FilePath(), default=None, help="GIF: Chromium to run  [default: /usr/bin/chromium]")
 @click.pass_context
 def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_compare: bool, gif: bool, **flags) -> None:
-    """Write the viewer and its traces into one HTML file that works opened from disk (no network, no server);
-    with --gif (or OUT.gif), an animated GIF of the walkthrough rendered from that page in headless Chromium."""
+    """Write the viewer and its traces into one HTML file that works opened from disk (no network, no server).
+
+    With --gif (or OUT.gif): an animated GIF of the walkthrough instead, one frame per step (the first --frames
+    steps), each a screenshot of that same page in headless Chromium (needs pip install 'flashviz[animation]').
+    No --mp4: no well-kept library writes MP4 without an ffmpeg binary; convert the GIF with ffmpeg if you need one."""
     gif = gif or out.suffix.lower() == ".gif"
-    frames, width, delay = flags.pop("frames"), flags.pop("width"), flags.pop("delay")
+    gif_flags = ("frames", "width", "delay", "browser")
+    if not gif:
+        given = [f for f in gif_flags if ctx.get_parameter_source(f) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise ConfigError(f"--{given[0]}", "shapes the GIF only: add --gif (or name OUT.gif)")
+    frames, width, delay, browser = (flags.pop(f) for f in gif_flags)
     if trace_files:
         given = [f for f in TRACE_FLAGS if ctx.get_parameter_source(f) == click.core.ParameterSource.COMMANDLINE]
         if given:
@@ -78,7 +87,7 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
     if gif:
         from .animate import write_gif
 
-        count, size = write_gif(docs, out, frames=frames, width=width, delay_ms=delay)
+        count, size = write_gif(docs, out, frames=frames, width=width, delay_ms=delay, browser=browser)
         click.echo(f"wrote {out} ({human_bytes(size)}, {count} frames of {width} px, {delay} ms each)", err=True)
         return
     from .page import NoBundle, standalone

@@ -10,7 +10,7 @@ const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 function render({ model, el }) {
   const view = Math.random().toString(36).slice(2);
   const frame = document.createElement("iframe");
-  frame.setAttribute("sandbox", "allow-scripts");
+  frame.setAttribute("sandbox", "allow-scripts allow-forms"); // forms: the config bar submits (the page prevents the navigation)
   frame.setAttribute("title", "flashviz");
   frame.dataset.flashviz = "viewer";
   const size = () => (frame.style.cssText = `width:100%;height:${model.get("height")}px;border:0;display:block`);

@@ -2,7 +2,17 @@
 // it (`flashviz serve`: /api/*), the documents inlined in the page (`flashviz export`: an HTML file opened from disk,
 // no network), or those plus the notebook widget that holds the page in an iframe (`flashviz.show`: a launch the page
 // does not hold is asked of Python through the widget's model). main.ts asks its Source, never the network directly.
-import { ApiError, type CompareDoc, fetchCompare, fetchLimits, fetchProfile, fetchTrace, parseTrace, schemaProblem } from "./api";
+import {
+  ApiError,
+  type CompareDoc,
+  fetchCompare,
+  fetchLimits,
+  fetchProfile,
+  fetchTrace,
+  parseTrace,
+  schemaProblem,
+  TRACE_SCHEMA,
+} from "./api";
 import { type ConfigParams, sameConfig, toSearch } from "./state";
 import type { Limits, Trace } from "./types";
 
@@ -52,6 +62,8 @@ interface Index {
 }
 
 export const DATA_ID = "flashviz-data";
+/** how to get a good file: said with every problem of an inlined trace */
+const AGAIN = "write it again with this version's `flashviz export`";
 
 /** The page's Source: inlined documents when the page holds any, else the server. */
 export function pickSource(doc: Document): Source {
@@ -93,7 +105,14 @@ function differing(c: ConfigParams, held: ConfigParams[]): keyof ConfigParams {
 
 function describe(h: ConfigParams): string {
   const scale = h.scale === null ? "" : ` scale=${h.scale}`;
-  return `${h.algo} N=${h.n} D=${h.d} Br=${h.br} Bc=${h.bc}${h.causal ? " causal" : ""} seed=${h.seed}${scale}`;
+  return `N=${h.n} D=${h.d} Br=${h.br} Bc=${h.bc}${h.causal ? " causal" : ""} seed=${h.seed}${scale}`;
+}
+
+/** The launches held, in words: "fa1, fa2 at N=8 D=4 Br=4 Bc=4 seed=0" (grouped by launch). */
+function heldWords(configs: ConfigParams[]): string {
+  const groups = new Map<string, string[]>();
+  for (const c of configs) groups.set(describe(c), [...(groups.get(describe(c)) ?? []), c.algo]);
+  return [...groups].map(([launch, algos]) => `${algos.join(", ")} at ${launch}`).join("; ");
 }
 
 function inlineSource(doc: Document, index: Index): Source {
@@ -110,9 +129,10 @@ function inlineSource(doc: Document, index: Index): Source {
       try {
         t = parseTrace(held(doc, id));
       } catch (e) {
-        throw e instanceof ApiError ? e : new ApiError(0, `this page's trace ${id} is not JSON: export it again`, null);
+        if (e instanceof ApiError) throw e;
+        throw new ApiError(0, `this file's trace ${id} is not whole JSON (truncated?); this page reads ${TRACE_SCHEMA} (${AGAIN})`, null);
       }
-      const problem = schemaProblem(t);
+      const problem = schemaProblem(t, "this file holds", AGAIN);
       if (problem) throw new ApiError(0, problem, null);
       traces.set(id, t);
     }
@@ -128,13 +148,12 @@ function inlineSource(doc: Document, index: Index): Source {
       if (server) return server.trace(c, record, signal);
       const configs = index.traces.map((h) => h.config);
       if (configs.some((h) => sameConfig(h, c)) && record !== null) {
-        throw new ApiError(0, `block ${record} was not recorded in this page (${index.origin} --block ${record} records it)`, "block");
+        throw new ApiError(0, `block ${record} was not recorded in this file (${index.origin} --block ${record} records it)`, "block");
       }
       const field = differing(c, configs);
       throw new ApiError(
         0,
-        `this page holds ${configs.map(describe).join("; ")} only, written by ${index.origin}; ` +
-          "other launches need `flashviz serve` (or export them)",
+        `this file holds ${heldWords(configs)} only (written by ${index.origin}); other launches need \`flashviz serve\` (or export them)`,
         field === "algo" ? null : field,
       );
     },
@@ -150,7 +169,7 @@ function inlineSource(doc: Document, index: Index): Source {
       }
       if (host) return JSON.parse(await host.ask("compare", { config: c }, signal)) as CompareDoc;
       if (server) return server.compare(c, signal);
-      throw new ApiError(0, `not held in this page (written by ${index.origin}); \`flashviz serve\` computes it for any launch`, null);
+      throw new ApiError(0, `not held in this file (written by ${index.origin}); \`flashviz serve\` computes it for any launch`, null);
     },
     profile: () => (server ? server.profile() : Promise.resolve(null)),
     search: () => (location.search || !first ? location.search : toSearch(first, 0, 0, 1, "")),
@@ -171,7 +190,7 @@ function parseChecked(text: string): Trace {
   } catch {
     throw new ApiError(0, "unexpected answer from the notebook: not JSON", null);
   }
-  const problem = schemaProblem(t);
+  const problem = schemaProblem(t, "the notebook sent", "pip install the same flashviz in the kernel");
   if (problem) throw new ApiError(0, problem, null);
   return t;
 }
