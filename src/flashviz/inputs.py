@@ -151,7 +151,7 @@ def _as_numpy(name: str, value: object) -> np.ndarray:
     """A NumPy array of `value`: an ndarray, or a torch tensor (moved to the CPU; bf16 widened to float32 first,
     which NumPy has no type for), without importing torch."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):
-        tensor = value.detach().cpu()  # type: ignore[attr-defined]
+        tensor = value.detach().cpu()
         if getattr(tensor, "is_floating_point", lambda: False)():
             tensor = tensor.float()
         value = tensor.numpy()

@@ -73,12 +73,17 @@ def _read(path: Path, flag: str) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError) as exc:
         raise ConfigError(flag, f"cannot read {where}: {getattr(exc, 'strerror', None) or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory with its own exception
+        os.close(fd)
+        raise ConfigError(flag, f"{where} is not a regular file; {EXPECTED}")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(flag, f"{where} is not a regular file; {EXPECTED}")
         if info.st_size > MAX_FILE_BYTES:
-            raise ConfigError(flag, f"{where} is {info.st_size:,} bytes; a trace file has at most {MAX_FILE_BYTES:,}")
+            raise ConfigError(
+                flag,
+                f"{where} is {info.st_size:,} bytes, more than a trace file holds ({MAX_FILE_BYTES:,} at most); "
+                + EXPECTED,
+            )
         try:
             return f.read(MAX_FILE_BYTES + 1)
         except OSError as exc:

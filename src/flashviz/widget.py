@@ -110,9 +110,10 @@ def config_of(params: Any, block: Any = None) -> Config:
     keys = ("n", "d", "br", "bc", "seed")
     if block is not None and (isinstance(block, bool) or not isinstance(block, int)):
         raise ConfigError("block", "must be an integer, at least 0")
+    sizes: dict[str, Any] = {k: params[k] for k in keys if k in params}
     return Config(
         algo=params.get("algo") or DEFAULT,
-        **{k: params.get(k) for k in keys if k in params},
+        **sizes,
         scale=params.get("scale"),
         causal=params.get("causal", False),
         record=None if block is None else (block,),
