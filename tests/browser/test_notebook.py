@@ -29,6 +29,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 CELLS = [
     "import flashviz\nw = flashviz.show(n=8, d=4, height=700)\nw",
     'print("shown:", w.config["algo"], w.config["n"], w.trace.config["n"], len(w.trace.steps))',
+    'w.config = {**w.config, "n": 16, "causal": True}',
 ]
 
 
@@ -136,6 +137,7 @@ def test_the_widget_renders_and_recomputes_a_launch_in_python(browser, lab):
 
     seed_example = trace(n=8, d=4)
     larger = trace(n=12, d=4)
+    from_python = trace(n=16, d=4, causal=True)
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -177,13 +179,22 @@ def test_the_widget_renders_and_recomputes_a_launch_in_python(browser, lab):
         run_cell(page, 1)
         expect(output_of(page, 1)).to_contain_text(f"shown: fa2 12 12 {len(larger.steps)}")
 
+        # a launch set in Python (the model's config): computed there, shown in the page
+        run_cell(page, 2)
+        expect(counter).to_have_attribute("data-total", str(len(from_python.steps)))
+        assert inner.evaluate("window.flashviz.trace().config.causal") is True
+        assert inner.evaluate("window.flashviz.trace().outputs.L") == pytest.approx(
+            from_python.outputs["L"].tolist(), rel=1e-6
+        )
+        expect(frame.locator("[data-testid=cfg-n]")).to_have_value("16")
+
         # a launch Python refuses: its one line in the widget's config bar, the page keeps what it showed
         frame.locator("[data-testid=cfg-n]").fill("4096")
         frame.locator("[data-testid=cfg-d]").fill("256")
         frame.locator("[data-testid=cfg-apply]").click()
         message = frame.locator("[data-testid=config-error]")
         expect(message).to_contain_text(re.compile(r"N\*N\*D must be at most"))
-        expect(counter).to_have_attribute("data-total", str(len(larger.steps)))
+        expect(counter).to_have_attribute("data-total", str(len(from_python.steps)))
     except Exception:
         print("console:", *console[-30:], sep="\n  ")
         raise
