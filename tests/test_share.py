@@ -125,6 +125,7 @@ def test_export_from_a_trace_file_holds_that_trace(tmp_path, good):
         (["--frames", "3"], "--frames", "shapes the GIF only"),
         (["--width", "100", "--gif"], "--width", "320"),
         (["--gif", "--algo", "fa1,fa2"], "--gif", "animates one launch (got 2)"),
+        (["--gif", "--browser", "no-such-chromium"], "--browser", "is not an executable Chromium"),
         (["--trace", "t.json", "--n", "16"], "--trace", "give either --trace files or --n"),
         (["--n", "0"], "--n", "1"),
     ],

@@ -72,6 +72,7 @@ def write_gif(
 
 
 def _screenshots(sync_api, page_file: Path, executable: str | None, frames: int, width: int) -> list[bytes]:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with sync_api.sync_playwright() as p:
@@ -97,7 +98,12 @@ def _screenshots(sync_api, page_file: Path, executable: str | None, frames: int,
             page.evaluate("() => { const i = document.getElementById('idea'); if (i) i.open = false; }")
             shots: list[bytes] = []
             with Progress(
-                TextColumn("rendering frames"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+                TextColumn("rendering frames"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),  # stdout stays clean
+                transient=True,
             ) as bar:
                 task = bar.add_task("frames", total=count)
                 for k in range(count):
@@ -106,6 +112,9 @@ def _screenshots(sync_api, page_file: Path, executable: str | None, frames: int,
                     shots.append(page.screenshot(clip=_clip(page), full_page=True, animations="disabled", caret="hide"))
                     bar.advance(task)
             return shots
+        except sync_api.Error as exc:  # the page never got ready, or Chromium went away: one line, not a traceback
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError("--gif", f"the page did not render its steps ({shown(first)})") from None
         finally:
             b.close()
 
