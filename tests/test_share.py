@@ -248,3 +248,41 @@ def test_the_widget_answers_a_launch_from_python():
     reply, buffers = sent[-1]
     assert reply["ok"] is False and reply["field"] == "n" and reply["detail"].startswith("n: ")
     assert not buffers
+
+
+def test_flashviz_trace_is_callable_before_and_after_its_module_is_imported():
+    """`flashviz.trace` names both the API's function and the module of the Trace types (imported by any engine run):
+    in a fresh interpreter, the call works first, then with the module loaded, and the module's names stay."""
+    code = (
+        "import flashviz\n"
+        "a = flashviz.trace(n=8)\n"
+        "import flashviz.trace as m\n"
+        "from flashviz.trace import Trace\n"
+        "b = flashviz.trace(n=12, d=8)\n"
+        "from flashviz import trace\n"
+        "c = trace(n=9)\n"
+        "assert isinstance(a, Trace) and isinstance(b, Trace) and isinstance(c, Trace)\n"
+        "print(m.SCHEMA, a.config['n'], b.config['d'], c.config['n'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [SCHEMA, "8", "8", "9"]
+
+
+def inlined_traces(html: str) -> list[dict]:
+    import re
+
+    found = re.findall(r'<script type="application/json" id="flashviz-trace-\d+">(.*?)</script>', html, re.S)
+    return [json.loads(text) for text in found]
+
+
+def test_export_holds_the_cli_traces_with_inputs_from_a_file(tmp_path):
+    arrays = fresh(10, 8, ("Q", "K", "V", "dO"))
+    np.savez(tmp_path / "qkv.npz", **arrays)
+    out = tmp_path / "o.html"
+    flags = ["--inputs", str(tmp_path / "qkv.npz"), "--br", "4", "--bc", "8"]
+    done = run_cli("export", str(out), "--algo", "fa2,fa2-backward", *flags)
+    assert done.returncode == 0, done.stderr
+    held = inlined_traces(out.read_text())
+    assert held == [cli_trace("--algo", "fa2", *flags), cli_trace("--algo", "fa2-backward", *flags)]
+    np.testing.assert_array_equal(np.array(held[1]["inputs"]["dO"], dtype=np.float32), arrays["dO"])

@@ -107,11 +107,18 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
 
 
 def _run(algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block) -> list[tuple[dict, bytes]]:
-    from .cli import build_trace
+    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays')."""
+    from .algos import get
+    from .api import trace
+    from .inputs import NAMES, load_npz
 
     held = []
     for algo in algos:
-        made = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
+        inputs = None
+        if inputs_path is not None:
+            inputs = load_npz(inputs_path, NAMES, tuple(k for k in get(algo).inputs if k not in NAMES))
+            n = d = None
+        made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block)
         held.append((made.config, made.to_json()))
     return held
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -169,17 +167,3 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):  # non-contiguous or non-native arrays orjson declines
         return np.ascontiguousarray(obj).tolist()
     raise TypeError(f"cannot serialise {type(obj).__name__}")
-
-
-class _CallableModule(types.ModuleType):
-    """`flashviz.trace(...)` is the Python API's function (flashviz.api.trace), while `flashviz.trace` is also this
-    module (the Trace types): Python makes a package's attribute the submodule once it is imported, so the module
-    itself answers the call."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Trace:
-        from .api import trace
-
-        return trace(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
