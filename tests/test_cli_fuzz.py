@@ -209,16 +209,17 @@ def invocation(draw, files: dict[str, list[str]]) -> list[str]:
             args += [draw(st.sampled_from(option.opts)), draw(value(option, files))]
     if path == ("serve",):
         args += ["--port", draw(integers(Bounded(0, 65535)).filter(lambda v: not _valid_port(v)))]
-    return [*path, *arguments(draw, path, files), *affordable(path, args, files)]
+    return [*path, *affordable(path, args, files), *arguments(draw, path, files)]
 
 
 def arguments(draw, path: tuple[str, ...], files: dict[str, list[str]]) -> list[str]:
     """A command's positional argument: export's OUT from the pool of outputs (never .gif, which would render
-    frames), view's TRACE.json from the odd files only (a good trace would be served forever)."""
+    frames), view's TRACE.json from the odd files only (a good trace would be served forever). After `--`, so that
+    garbage such as `--5` is a file's name, not an option."""
     if path == ("export",):
-        return [draw(st.sampled_from([*files["outputs"], "fuzz.html"]))]
+        return ["--", draw(st.sampled_from([*files["outputs"], "fuzz.html"]))]
     if path == ("view",):
-        return [draw(st.one_of(st.sampled_from(files["inputs"]), garbage))]
+        return ["--", draw(st.one_of(st.sampled_from(files["inputs"]), garbage))]
     return []
 
 
