@@ -45,8 +45,9 @@ class WebBuildHook(BuildHookInterface):
                 note("npm ci failed; trying npm install, which keeps the versions in package-lock.json")
                 run([npm, "install", "--no-audit", "--no-fund"], web)
         run([npm, "run", "build"], web)
-        if not (root / BUNDLE / "index.html").is_file():
-            raise RuntimeError(f"flashviz: `npm run build` in {web} did not write {BUNDLE}/index.html")
+        for page in ("index.html", "single/index.html"):  # the server's page; the one-file page (export, widget)
+            if not (root / BUNDLE / page).is_file():
+                raise RuntimeError(f"flashviz: `npm run build` in {web} did not write {BUNDLE}/{page}")
         note(f"built the web viewer into {BUNDLE}")
 
 

@@ -34,7 +34,10 @@ from flashviz.cli_options import Bounded, FilePath, Number
 from flashviz.config import Config
 
 HAVE_CUPY = importlib.util.find_spec("cupy") is not None
-ERROR_LINE = re.compile(r"^flashviz(?: [a-z-]+)*: error: .*?(?:--[a-z][a-z-]*|'-o'|\B-o\b|\b(?:Q|K|V|dO|GPU|stdout)\b)")
+# the flag or field an error names: a --flag, -o, an array, the GPU, stdout, or a command's argument (OUT, TRACE.json)
+ERROR_LINE = re.compile(
+    r"^flashviz(?: [a-z-]+)*: error: .*?(?:--[a-z][a-z-]*|'-o'|\B-o\b|\b(?:Q|K|V|dO|GPU|stdout|OUT|TRACE\.json)\b)"
+)
 GARBAGE = [
     "²",
     "①",
@@ -170,7 +173,7 @@ def value(option: click.Option, files: dict[str, list[str]]) -> st.SearchStrateg
 def affordable(path: tuple[str, ...], args: list[str], files: dict[str, list[str]]) -> list[str]:
     """Drop --n from an engine run whose valid settings would take more than a moment (the fuzz is for answers,
     not for speed); everything else, bad or good, is kept."""
-    if path not in (("trace",), ("steps",)) or "--n" not in args:
+    if path not in (("trace",), ("steps",), ("export",)) or "--n" not in args:
         return args
     given = dict(zip(args[::2], args[1::2], strict=False))
     cfg = Config()
@@ -195,6 +198,8 @@ def invocation(draw, files: dict[str, list[str]]) -> list[str]:
     options = [p for p in command.params if isinstance(p, click.Option)]
     if path == ("serve",):  # it would serve forever: an invalid port, which click refuses before the command runs
         options = [o for o in options if o.name != "port"]
+    if path == ("export",):  # --gif renders frames in Chromium (tests/browser/test_export.py): not for a fuzz
+        options = [o for o in options if o.name != "gif"]
     chosen = draw(st.lists(st.sampled_from(options), max_size=4, unique_by=lambda o: o.name)) if options else []
     args: list[str] = []
     for option in chosen:
@@ -204,7 +209,18 @@ def invocation(draw, files: dict[str, list[str]]) -> list[str]:
             args += [draw(st.sampled_from(option.opts)), draw(value(option, files))]
     if path == ("serve",):
         args += ["--port", draw(integers(Bounded(0, 65535)).filter(lambda v: not _valid_port(v)))]
-    return [*path, *affordable(path, args, files)]
+    return [*path, *affordable(path, args, files), *arguments(draw, path, files)]
+
+
+def arguments(draw, path: tuple[str, ...], files: dict[str, list[str]]) -> list[str]:
+    """A command's positional argument: export's OUT from the pool of outputs (never .gif, which would render
+    frames), view's TRACE.json from the odd files only (a good trace would be served forever). After `--`, so that
+    garbage such as `--5` is a file's name, not an option."""
+    if path == ("export",):
+        return ["--", draw(st.sampled_from([*files["outputs"], "fuzz.html"]))]
+    if path == ("view",):
+        return ["--", draw(st.one_of(st.sampled_from(files["inputs"]), garbage))]
+    return []
 
 
 def _valid_port(v: str) -> bool:

@@ -48,18 +48,34 @@ function katexWoff2Only(): Plugin {
   };
 }
 
-export default defineConfig({
+// Two outputs of the one page (`npm run build` makes both, same sources, same entry):
+// - the server's (default mode): chunks loaded after the first paint (KaTeX, CodeMirror), fonts as files;
+// - `--mode single` (static/single/): one script, one stylesheet with the fonts inside as data: URLs, nothing loaded
+//   later, so that Python can inline the page into one HTML file (flashviz export) or a notebook widget's iframe.
+export default defineConfig(({ mode }) => ({
   base: "./", // assets load under any mount point
   plugins: [katexWoff2Only(), staticTex(), numberSections()],
-  build: {
-    outDir: "../src/flashviz/viewer/static",
-    emptyOutDir: true,
-    target: "es2022",
-    chunkSizeWarningLimit: 900,
-    assetsInlineLimit: 0, // fonts stay files (cacheable), never data: URLs
-  },
+  build:
+    mode === "single"
+      ? {
+          outDir: "../src/flashviz/viewer/static/single",
+          emptyOutDir: false, // the server's build (run first) emptied static/
+          target: "es2022",
+          chunkSizeWarningLimit: 1400,
+          assetsInlineLimit: () => true, // fonts inside the stylesheet
+          cssCodeSplit: false,
+          modulePreload: false,
+          rolldownOptions: { output: { codeSplitting: false } }, // dynamic imports inlined: one script
+        }
+      : {
+          outDir: "../src/flashviz/viewer/static",
+          emptyOutDir: true,
+          target: "es2022",
+          chunkSizeWarningLimit: 900,
+          assetsInlineLimit: 0, // fonts stay files (cacheable), never data: URLs
+        },
   test: {
     include: ["test/**/*.test.ts"],
     environment: "node",
   },
-});
+}));

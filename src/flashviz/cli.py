@@ -16,6 +16,7 @@ import click
 
 from .algos import REGISTRY, get
 from .cli_options import Bounded, FilePath, Number, algo_option, causal_option, size_options
+from .cli_share import export, view
 from .config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
 from .gpu.cli import group as gpu_group
 from .output import (
@@ -314,6 +315,8 @@ class NoLadder(click.ClickException):
 
 
 cli.add_command(gpu_group())  # imports no GPU library
+cli.add_command(export)  # flashviz export OUT.html | --gif OUT.gif
+cli.add_command(view)  # flashviz view TRACE.json
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .algos import ALGOS, BASELINE, REGISTRY
 from .compare import compare
-from .config import API_LIMITS, Config, ConfigError
+from .config import API_LIMITS, API_MAX_TILES, API_MAX_VALUES, API_MAX_WORK, SCALE_RANGE, Config, ConfigError
 from .inputs import random_inputs
 from .units import FLOAT_BYTES
 
@@ -110,3 +110,21 @@ def api_algos() -> list[dict[str, Any]]:
         }
         for a in REGISTRY.values()
     ]
+
+
+def limits_document(
+    profile: bool = False, algos: list[str] | None = None, default: str | None = None
+) -> dict[str, Any]:
+    """`GET /api/limits`: the API's bounds and the algorithms (`algos`: only these, for a page that holds some). The
+    server answers it; `flashviz export` and the notebook widget inline it."""
+    from .algos import DEFAULT
+
+    offered = [a for a in api_algos() if algos is None or a["name"] in algos]
+    return {
+        **{name: list(API_LIMITS[name]) for name in ("n", "d", "br", "bc", "seed")},
+        "scale": list(SCALE_RANGE),
+        "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
+        "algos": offered,
+        "default": default or DEFAULT,  # the algorithm a launch runs when none is named
+        "profile": profile,  # whether GET /api/profile has one (the page asks only then: no 404)
+    }

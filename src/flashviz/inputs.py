@@ -115,3 +115,46 @@ def _read(npz: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> np.ndarra
             return fmt.read_array(f, allow_pickle=False, max_header_size=MAX_HEADER_BYTES)
         except ValueError as exc:  # shorter than its header says
             raise ConfigError(name, f"cannot be read ({' '.join(str(exc).split())[:60]})") from None
+
+
+def from_arrays(
+    arrays: object, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()
+) -> dict[str, np.ndarray]:
+    """Q, K, V (and `optional`: dO) from a dict of NumPy arrays or torch tensors, checked as `load_npz` checks an
+    .npz: every problem is a ConfigError (a ValueError) naming the array or `inputs`."""
+    if not isinstance(arrays, dict):
+        raise ConfigError("inputs", f"must be a dict of arrays {', '.join(names)} (got {shown(type(arrays).__name__)})")
+    unknown = [k for k in arrays if k not in (*names, *optional)]
+    if unknown:
+        accepted = ", ".join((*names, *optional))
+        raise ConfigError("inputs", f"has {shown(', '.join(map(str, unknown)))}; it takes {accepted}")
+    missing = [k for k in names if k not in arrays]
+    if missing:
+        raise ConfigError("inputs", f"lacks array {', '.join(missing)} (needs {', '.join(names)})")
+    plain = {k: _as_numpy(k, v) for k, v in arrays.items()}
+    for k, a in plain.items():
+        if a.dtype.hasobject or a.dtype.kind != "f":
+            raise ConfigError(k, f"must hold floating-point data (got dtype {shown(str(a.dtype))})")
+    _check_shapes({k: (a.shape, a.dtype) for k, a in plain.items()}, names[0])
+    for name, a in plain.items():
+        if not np.all(np.isfinite(a)):
+            raise ConfigError(name, "holds NaN or inf; only finite values are accepted")
+    with np.errstate(over="ignore"):
+        out = {k: np.ascontiguousarray(a, dtype=np.float32) for k, a in plain.items()}
+    for name, a in out.items():
+        if not np.all(np.isfinite(a)):
+            raise ConfigError(name, "overflows float32; values must stay within ±3.4e38")
+    return out
+
+
+def _as_numpy(name: str, value: object) -> np.ndarray:
+    """A NumPy array of `value`: an ndarray, or a torch tensor (moved to the CPU; bf16 widened to float32 first,
+    which NumPy has no type for), without importing torch."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        tensor = value.detach().cpu()
+        if getattr(tensor, "is_floating_point", lambda: False)():
+            tensor = tensor.float()
+        value = tensor.numpy()
+    if not isinstance(value, np.ndarray):
+        raise ConfigError(name, f"must be a NumPy array or a torch tensor (got {shown(type(value).__name__)})")
+    return value

@@ -27,7 +27,14 @@ def clip(text: str, limit: int = ECHO) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def run(host: str, port: int, no_browser: bool, profile_path: Path | None, allow_hosts: tuple[str, ...]) -> None:
+def run(
+    host: str,
+    port: int,
+    no_browser: bool,
+    profile_path: Path | None,
+    allow_hosts: tuple[str, ...],
+    documents: str | None = None,
+) -> None:
     import threading
     import webbrowser
 
@@ -40,7 +47,7 @@ def run(host: str, port: int, no_browser: bool, profile_path: Path | None, allow
     sock = listen(host, port)
     bound, port = sock.getsockname()[:2]
     names = (*LOOPBACK_NAMES, host.lower().strip("[]"), bound, *extra)
-    app = create_app(profile, allowed_hosts=tuple(dict.fromkeys(names)))
+    app = create_app(profile, allowed_hosts=tuple(dict.fromkeys(names)), documents=documents)
     url, local = url_of(host, bound, port), url_of(local_name(bound), bound, port)
     if not is_loopback(bound):
         click.echo(warning(host, bound, names, local), err=True)

@@ -64,6 +64,8 @@ def open_viewer(page, base: str, query: str = "") -> None:
     page.goto(f"{base}/{('?' + query) if query else ''}")
     expect(page.locator("html")).to_have_attribute("data-ready", "true")
     expect(counter_el(page)).to_have_attribute("data-step", re.compile(r"^\d+$"))
+    if not query:  # the page writes its state into the URL a moment after it draws: wait for that navigation too
+        expect(page).to_have_url(re.compile(r"\?(.*&)?n=\d+"))
 
 
 def counter_el(page):

@@ -53,13 +53,17 @@ export function parseTrace(text: string): Trace {
 export const TRACE_SCHEMA = "flashviz.trace/2";
 
 /** Why a parsed document is not a trace this page can show (one line naming both versions), or null. */
-export function schemaProblem(t: unknown): string | null {
+/** What is wrong with a trace, in one line, or null. `from` says where it came from (source.ts: a file, the
+ *  notebook), `again` how to get a good one. */
+export function schemaProblem(t: unknown, from = "the server sent", again = "rebuild the viewer or update flashviz"): string | null {
   const schema = t && typeof t === "object" ? (t as { schema?: unknown }).schema : undefined;
   if (typeof schema !== "string" || !schema.startsWith("flashviz.trace/")) {
-    return `unexpected response: not a flashviz trace (schema ${JSON.stringify(schema ?? null).slice(0, 40)})`;
+    const found = JSON.stringify(schema ?? null).slice(0, 40);
+    if (from === "the server sent") return `unexpected response: not a flashviz trace (schema ${found})`;
+    return `${from} something that is not a flashviz trace (schema ${found}); this page reads ${TRACE_SCHEMA} (${again})`;
   }
   if (schema !== TRACE_SCHEMA) {
-    return `the server sent a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (rebuild the viewer or update flashviz)`;
+    return `${from} a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (${again})`;
   }
   return null;
 }

@@ -1,7 +1,7 @@
 // The app: one state object, one render function that draws every view from it, and the wiring
 // (URL, keys, buttons, playback, fetching). Views only draw; state.ts holds the transitions.
 import "./styles.css";
-import { ApiError, type CompareDoc, fetchCompare, fetchLimits, fetchProfile, fetchTrace } from "./api";
+import { ApiError, type CompareDoc } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId, s as svg } from "./dom";
 import type { MemoryLayout } from "./layout";
@@ -20,6 +20,7 @@ import { type Profile, ProfileView } from "./render/profile";
 import { showSram } from "./render/sram";
 import { loadTex, texLoaded } from "./render/tex";
 import { Timeline } from "./render/timeline";
+import { pickSource } from "./source";
 import {
   type Action,
   blockChoices,
@@ -46,14 +47,16 @@ import { applyTheme, initialTheme, readPalette, type Theme } from "./theme";
 import type { Limits, Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 
+// Where the documents come from: the server, or those inlined in the page (an export, the notebook widget): source.ts.
+const source = pickSource(document);
 // The trace is asked for before anything else is built: the server computes it while the page sets up. A URL that
 // names an algorithm waits for /api/limits' list first (a name the server does not know is said in the config bar,
 // not sent to it); without one the server's default runs.
-const earlyLimits = fetchLimits();
+const earlyLimits = source.limits();
 const early = (() => {
-  const req = parseUrl(location.search);
+  const req = parseUrl(source.search());
   const known = (l: Limits | null) => !l?.algos || l.algos.some((a) => a.name === req.config.algo);
-  const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? fetchTrace(req.config) : null)) : fetchTrace(req.config);
+  const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? source.trace(req.config) : null)) : source.trace(req.config);
   return { config: req.config, trace: trace.catch(() => null) as Promise<Trace | null> | null };
 })();
 
@@ -244,6 +247,7 @@ function render(flight = false): void {
   lastStep = st.step;
   lastTrace = t;
   syncUrl(toSearch(st.config, st.step, pick ?? 0, st.speed, app.limits.default));
+  source.shown(st.config, st.step);
   performance.measure("flashviz:repaint", "flashviz:repaint:start");
 }
 
@@ -281,6 +285,7 @@ watchOnScreen(["code"], "0px");
 let urlTimer = 0;
 /** Keep the URL on the state without flooding history.replaceState (browsers throttle it). */
 function syncUrl(url: string): void {
+  if (!source.url) return; // a page from disk or inside a widget has no URL of its own to keep
   clearTimeout(urlTimer);
   urlTimer = window.setTimeout(() => {
     if (location.search !== url) history.replaceState(null, "", url);
@@ -338,7 +343,7 @@ async function loadCompare(c: ConfigParams): Promise<void> {
   const ctl = new AbortController();
   app.comparing = ctl;
   try {
-    const doc = await fetchCompare(c, ctl.signal);
+    const doc = await source.compare(c, ctl.signal);
     if (ctl.signal.aborted) return;
     app.compare = doc;
     compare.setDoc(doc);
@@ -390,10 +395,10 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     const asked = { ...early.config, algo: early.config.algo || (app.limits.default ?? "") };
     const pre = early.trace && sameConfig(c, asked) ? await early.trace : null;
     early.trace = null; // used once: later loads of this config ask again (it may be another block)
-    let t = pre ?? (await fetchTrace(c, null, ctl.signal));
+    let t = pre ?? (await source.trace(c, null, ctl.signal));
     // the block asked for is not recorded by default (large launches record block 0 only): ask for it
     if (block !== null && block < t.blocks.length && !t.config.recorded_blocks.includes(block)) {
-      t = await fetchTrace(c, block, ctl.signal);
+      t = await source.trace(c, block, ctl.signal);
     }
     if (ctl.signal.aborted) return;
     setTrace(t, c);
@@ -416,7 +421,8 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     } else if (form.check(false)) {
       form.setMessage("", "");
     }
-    if (to.push) history.pushState(null, "", toSearch(app.state.config, step, shown ?? 0, app.state.speed, app.limits.default));
+    if (to.push && source.url)
+      history.pushState(null, "", toSearch(app.state.config, step, shown ?? 0, app.state.speed, app.limits.default));
     form.fill(app.state.config);
     render();
     schedule();
@@ -438,7 +444,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
 
 async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
   try {
-    const t = await fetchTrace(defaultConfig());
+    const t = await source.trace(defaultConfig());
     setTrace(t, defaultConfig());
     void loadCompare(app.state.config);
     app.state = { ...app.state, step: 0 };
@@ -517,7 +523,7 @@ window.addEventListener("popstate", () => {
 });
 
 async function openUrl(first: boolean): Promise<void> {
-  const req = parseUrl(location.search, app.limits);
+  const req = parseUrl(source.search(), app.limits);
   if (req.speed !== null) app.state = { ...app.state, speed: req.speed };
   form.fill(req.config);
   if (!first && app.trace && sameConfig(req.config, app.state.config)) {
@@ -552,8 +558,12 @@ const ready = (async () => {
     form.setLimits(l);
   }
   // the server says whether it holds a profile; only then is there one to fetch (no 404 in the console)
-  const prof = l?.profile ? fetchProfile() : Promise.resolve(null);
+  const prof = l?.profile ? source.profile() : Promise.resolve(null);
   await openUrl(true);
+  source.onOpen((c) => {
+    form.fill(c);
+    void loadConfig(c);
+  });
   // the first step is on screen once the frame after its render has painted: "interactive" (bench/viewer_bench.py)
   await new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   performance.mark("flashviz:interactive");

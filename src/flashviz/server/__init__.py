@@ -21,8 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from .. import __version__
-from ..algos import DEFAULT
-from ..config import API_LIMITS, API_MAX_TILES, API_MAX_VALUES, API_MAX_WORK, SCALE_RANGE, Config, ConfigError
+from ..config import Config, ConfigError
 from .gate import Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
 from .params import CompareQuery, TraceQuery, api_error, config_error, validation_error
@@ -71,9 +70,12 @@ class App(FastAPI):
         return Guard(super().build_middleware_stack(), self.allowed_hosts)
 
 
-def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
+def create_app(
+    profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, ...] | None = None, documents: str | None = None
+) -> FastAPI:
     """The viewer's app. `profile` (checked by `flashviz serve`) is served as-is at /api/profile. With
-    `allowed_hosts`, requests whose Host header names another host are refused."""
+    `allowed_hosts`, requests whose Host header names another host are refused. `documents` (flashviz.page's
+    elements: `flashviz view`'s trace file) go inside the page, which shows them first."""
     app = App(
         title="flashviz",
         version=__version__,
@@ -105,16 +107,9 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
     @app.get("/api/limits", responses={200: DOCUMENT})
     async def get_limits() -> dict[str, Any]:
         """The API's bounds and the algorithms (never waits for the engine)."""
-        from ..compare_api import api_algos
+        from ..compare_api import limits_document
 
-        return {
-            **{name: list(API_LIMITS[name]) for name in ("n", "d", "br", "bc", "seed")},
-            "scale": list(SCALE_RANGE),
-            "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
-            "algos": api_algos(),
-            "default": DEFAULT,  # the algorithm a launch runs when none is named
-            "profile": profile is not None,  # whether GET /api/profile has one (the page asks only then: no 404)
-        }
+        return limits_document(profile=profile is not None)
 
     @app.get("/api/profile", responses={200: DOCUMENT, 404: {"description": "no profile was given"}})
     async def get_profile() -> Response:
@@ -134,6 +129,14 @@ def create_app(profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, 
 
     root = static_dir()
     if (root / "index.html").is_file():
+        if documents is not None:
+            page = (root / "index.html").read_text().replace("</body>", f"{documents}\n</body>", 1)
+
+            @app.get("/", include_in_schema=False)
+            @app.get("/index.html", include_in_schema=False)
+            async def page_with_documents() -> Response:
+                return Response(page, media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store"})
+
         app.mount("/", StaticFiles(directory=root, html=True), name="viewer")
     else:
 

@@ -1,0 +1,126 @@
+"""The Python API: `flashviz.trace(...)` returns the Trace `flashviz trace` writes, `flashviz.show(...)` the notebook
+widget that draws it. Every bad argument is a ConfigError (a ValueError) naming it, with the CLI's one-line words."""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .algos import DEFAULT, get
+from .config import Config, ConfigError, shown
+
+if TYPE_CHECKING:
+    from .trace import Trace
+    from .widget import Viewer
+
+
+def trace(
+    algo: str = DEFAULT,
+    n: int | None = None,
+    d: int | None = None,
+    br: int = 4,
+    bc: int = 4,
+    causal: bool = False,
+    seed: int = 0,
+    scale: float | None = None,
+    inputs: dict[str, Any] | None = None,
+    block: int | None = None,
+) -> Trace:
+    """Run the engine on one launch and return its Trace (`trace.to_json()` is what `flashviz trace` writes).
+
+    algo: one of flashviz's algorithms (`flashviz compare` lists them). n, d: sequence length N and head dimension D
+    (default: the seed's example, N=8, D=4; taken from `inputs` when given). br, bc: rows of Q per block, columns of
+    K/V per tile. causal: mask keys after the query row. seed: random inputs are drawn from it (those `inputs` lacks).
+    scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and "dO" for the backward) as (N, D) NumPy
+    arrays or torch tensors of floating point; float32 is what the engine computes in. block: record only this
+    block's values (default: all when there are at most 8)."""
+    from .inputs import NAMES, from_arrays
+    from .tracer import make_trace
+
+    arrays = None
+    if inputs is not None:
+        optional = tuple(k for k in _algorithm(algo).inputs if k not in NAMES)
+        arrays = from_arrays(inputs, NAMES, optional)
+        rows, cols = arrays["Q"].shape
+        for name, given, found in (("n", n, rows), ("d", d, cols)):
+            if given is not None and _integer(name, given) != found:
+                raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
+        n, d = rows, cols
+    cfg = Config(
+        algo=algo,
+        n=8 if n is None else _integer("n", n),
+        d=4 if d is None else _integer("d", d),
+        br=_integer("br", br),
+        bc=_integer("bc", bc),
+        seed=_integer("seed", seed),
+        scale=None if scale is None else _number(scale),
+        causal=causal,
+        record=None if block is None else (_integer("block", block),),
+    )
+    return make_trace(cfg.validated(), arrays)
+
+
+def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Viewer:
+    """The viewer in a notebook (JupyterLab, Notebook 7, VS Code, marimo): `flashviz.show(n=16, d=8)`.
+
+    Takes a Trace (`flashviz.trace(...)`), a dict of `flashviz.trace`'s arguments, a trace file's path (checked as
+    `flashviz view` checks it), or those arguments as keywords. Editing the launch in the widget recomputes it here, in
+    Python, through the widget's model: no server. `height`: the widget's height in CSS pixels (the page scrolls
+    inside). Needs anywidget: pip install 'flashviz[notebook]'."""
+    from .widget import Viewer
+
+    if trace_or_kwargs is None:
+        made = trace(**kwargs)
+    elif isinstance(trace_or_kwargs, dict):
+        if kwargs:
+            raise TypeError("flashviz.show takes a dict of arguments or keywords, not both")
+        made = trace(**trace_or_kwargs)
+    elif isinstance(trace_or_kwargs, (str, Path)):
+        from .tracefile import read_trace_file
+
+        doc, data = read_trace_file(trace_or_kwargs, flag="trace file")
+        return Viewer.of_document(doc, data, height=height)
+    else:
+        from .trace import Trace
+
+        if not isinstance(trace_or_kwargs, Trace):
+            raise ConfigError(
+                "trace_or_kwargs",
+                f"must be a Trace, a dict of flashviz.trace's arguments or a trace file's path "
+                f"(got {shown(type(trace_or_kwargs).__name__)})",
+            )
+        if kwargs:
+            raise TypeError("flashviz.show takes a Trace or keywords, not both")
+        made = trace_or_kwargs
+    return Viewer.of_trace(made, height=height)
+
+
+def _algorithm(name: str):
+    from .algos import ALGOS
+
+    if name not in ALGOS:
+        raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {shown(name)})")
+    return get(name)
+
+
+def _integer(name: str, value: Any) -> Any:
+    """An int from an int or a NumPy integer; anything else goes on to Config, whose message names the range."""
+    if isinstance(value, bool):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        if name == "block":
+            raise ConfigError("block", f"must be an integer, at least 0 (got {shown(value)})") from None
+        return value
+
+
+def _number(value: Any) -> Any:
+    """A float from a Python or NumPy number; anything else goes on to Config's message."""
+    if isinstance(value, (bool, str)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value

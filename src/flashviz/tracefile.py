@@ -1,0 +1,90 @@
+"""Trace files (`flashviz trace -o t.json`): read one back and check it is a whole trace this flashviz can show,
+before any view draws it. Every problem is one ConfigError naming the flag (or argument) and saying what is wrong
+and which schema version is expected: another version, a truncated file, a file that is not a trace."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, shown
+from .trace import SCHEMA
+
+# The largest trace the CLI writes (N=16384, one block recorded) is a few hundred MB; a page holding more is no use.
+MAX_FILE_BYTES = 512 * 2**20
+# what every view reads first: a trace without these is not one this version wrote
+REQUIRED = ("config", "kernel", "steps", "tensors", "buffers", "kernels", "picker", "phases", "blocks")
+CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "causal", "scale", "recorded_blocks")
+EXPECTED = f"a trace file is one JSON document of schema {SCHEMA} (`flashviz trace -o FILE.json` writes one)"
+
+
+def read_trace_file(path: str | Path, flag: str = "--trace") -> tuple[dict[str, Any], bytes]:
+    """(the checked trace, its JSON bytes as read) from `path`; a ConfigError naming `flag` otherwise."""
+    data = _read(Path(path), flag)
+    return check_trace_bytes(data, shown(str(path)), flag), data
+
+
+def check_trace_bytes(data: bytes, where: str, flag: str) -> dict[str, Any]:
+    import orjson
+
+    if not data.strip():
+        raise ConfigError(flag, f"{where} is empty; {EXPECTED}")
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        why = " ".join(str(exc).split())
+        truncated = "unexpected end" in why.lower() or "eof" in why.lower()
+        what = "is truncated (the JSON ends early)" if truncated else f"is not JSON ({shown(why)})"
+        raise ConfigError(flag, f"{where} {what}; {EXPECTED}") from None
+    check_trace(doc, where, flag)
+    return doc
+
+
+def check_trace(doc: Any, where: str, flag: str) -> None:
+    """A trace of this version with the parts every view reads, or a ConfigError saying what is wrong."""
+    if not isinstance(doc, dict):
+        raise ConfigError(flag, f"{where} is not a flashviz trace (a JSON {type(doc).__name__}); {EXPECTED}")
+    schema = doc.get("schema")
+    if not isinstance(schema, str) or not schema.startswith("flashviz.trace/"):
+        found = "no schema key" if schema is None else f"schema {shown(schema)}"
+        raise ConfigError(flag, f"{where} is not a flashviz trace ({found}); {EXPECTED}")
+    if schema != SCHEMA:
+        raise ConfigError(
+            flag,
+            f"{where} is a trace of schema {shown(schema)}; this flashviz reads {SCHEMA} only "
+            "(make it again with this version's `flashviz trace -o FILE.json`)",
+        )
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise ConfigError(flag, f"{where} lacks {', '.join(missing)}: not a whole {SCHEMA} trace; {EXPECTED}")
+    config = doc["config"]
+    if not isinstance(config, dict) or any(k not in config for k in CONFIG_KEYS):
+        raise ConfigError(flag, f"{where}'s config lacks one of {', '.join(CONFIG_KEYS)}; {EXPECTED}")
+    if not isinstance(doc["steps"], list) or not doc["steps"]:
+        raise ConfigError(flag, f"{where} holds no steps; {EXPECTED}")
+
+
+def _read(path: Path, flag: str) -> bytes:
+    where = shown(str(path))
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, by its type)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(flag, f"cannot read {where}: {getattr(exc, 'strerror', None) or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory with its own exception
+        os.close(fd)
+        raise ConfigError(flag, f"{where} is not a regular file; {EXPECTED}")
+    with os.fdopen(fd, "rb") as f:
+        if info.st_size > MAX_FILE_BYTES:
+            raise ConfigError(
+                flag,
+                f"{where} is {info.st_size:,} bytes, more than a trace file holds ({MAX_FILE_BYTES:,} at most); "
+                + EXPECTED,
+            )
+        try:
+            return f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(flag, f"cannot read {where}: {exc.strerror}") from None
