@@ -79,6 +79,7 @@ class Trace:
     hbm: dict[str, dict[str, int]]  # per tensor {read, written} in elements, whole launch
     model: dict[str, dict[str, int]]  # the closed-form traffic model, same shape as hbm
     sram: dict[str, Any]  # footprint per block against the shared-memory budget
+    flops: dict[str, Any]  # matmul and non-matmul FLOPs, counted by the engine and in closed form (flashviz.flops)
     tensors: dict[str, dict[str, Any]]  # shape, dtype, where it lives, role
     blocks: list[dict[str, Any]]  # per block: rows, recorded
     phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
