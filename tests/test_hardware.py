@@ -53,7 +53,7 @@ def test_a_block_too_big_fits_nowhere_and_bad_threads_are_refused():
     dev = h200()
     assert occupancy(dev, 128, 32, 300 * 1024)["blocks_per_sm"] == 0
     assert occupancy(dev, 128, 256, 0)["limits"]["registers"] == 0
-    with pytest.raises(ValueError, match="threads must be in 1..1024"):
+    with pytest.raises(ValueError, match=r"threads must be in 1\.\.1024"):
         occupancy(dev, 2048, 32, 0)
 
 
@@ -68,3 +68,69 @@ def test_the_shipped_data_is_what_the_recorded_runs_give():
         [sys.executable, str(ROOT / "bench/hardware_data.py"), "--check"], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def launch_of(algo: str, n: int, heads: int):
+    from flashviz.config import Config
+    from flashviz.hardware.view import of_launch
+
+    view = of_launch(Config(algo=algo, n=n, d=64, br=64, bc=64))
+    (k,) = view["kernels"].values()
+    return k, next(x for x in k["launches"] if x["heads"] == heads)
+
+
+def test_fa1_at_long_n_and_one_head_leaves_131_sms_idle_and_fa2_fills_them_at_four():
+    k1, fa1 = launch_of("fa1", 4096, 1)
+    k2, fa2 = launch_of("fa2", 4096, 1)
+    assert (fa1["blocks"], fa1["busy_sms"], fa1["idle_sms"]) == (1, 1, 131)
+    assert (fa2["blocks"], fa2["busy_sms"]) == (64, 64)  # Tr = 4096 / 64 blocks for one head
+    _, fa2_4 = launch_of("fa2", 4096, 4)
+    assert (fa2_4["blocks"], fa2_4["idle_sms"]) == (256, 0)
+    # the recorded run's launches: the same registers, shared memory and blocks per SM as ncu saw
+    for k, algo in ((k1, "fa1"), (k2, "fa2")):
+        row = next(r for r in recorded.parallelism()["rows"] if r["algo"] == algo)
+        assert (k["registers"]["value"], k["smem_bytes"], k["threads"]) == (
+            row["registers"],
+            row["smem_bytes"],
+            row["threads"],
+        )
+        assert k["occupancy"]["blocks_per_sm"] == row["ncu"]["limits"]["smem"] == 2
+
+
+def emulate(threads: int, rows: int, cols: int, split: str):
+    """Run the kernel's loop thread by thread, as CUDA would: who writes each element."""
+    import numpy as np
+
+    owner = np.full((rows, cols), -1)
+    for tid in range(threads):
+        if split == "strided":
+            for x in range(tid, rows * cols, threads):
+                owner[x // cols, x % cols] = tid // 32
+        elif tid < rows:
+            owner[tid, :] = tid // 32
+    return owner
+
+
+@pytest.mark.parametrize(("br", "bc", "d"), [(64, 64, 64), (16, 32, 8), (96, 8, 4), (8, 8, 8)])
+def test_warp_owner_maps_are_the_kernel_loops(br, bc, d):
+    import numpy as np
+
+    from flashviz.algos import get
+    from flashviz.config import Config
+    from flashviz.hardware.warps import owners
+
+    cfg = Config(algo="fa2", n=100, d=d, br=br, bc=bc)
+    threads = get("fa2").gpu.kernels[0].threads(cfg)
+    for work in get("fa2").part("warps").WORK.values():
+        r, c = work.shape(cfg)
+        np.testing.assert_array_equal(owners(work, cfg, threads), emulate(threads, r, c, work.split))
+
+
+def test_split_q_exchanges_nothing_and_split_k_a_partial_output_per_warp():
+    from flashviz.config import Config
+    from flashviz.hardware.warps import schemes
+
+    q, k = schemes(Config(algo="fa2", n=256, d=64, br=64, bc=64), warps=4)
+    assert q["exchanged_elements"] == 0 and {x for row in q["owners"] for x in row} == {0, 1, 2, 3}
+    assert k["exchanged_elements"] == 4 * 64 * (64 + 2)
+    assert all(row == k["owners"][0] for row in k["owners"])  # split-K: a warp owns columns, the same in every row

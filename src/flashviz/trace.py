@@ -84,6 +84,7 @@ class Trace:
     blocks: list[dict[str, Any]]  # per block: rows, recorded
     phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
     steps: list[Step] = field(default_factory=list)
+    hardware: dict[str, Any] | None = None  # the launch on the H200: grid, occupancy, waves, warps (flashviz.hardware)
     idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
     # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.picture
     title: str = ""
