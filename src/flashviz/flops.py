@@ -8,7 +8,7 @@ from typing import Any
 
 from .algos import get
 from .config import Config
-from .engine.flops import KINDS, total
+from .flop_kinds import KINDS, total
 from .hardware import recorded
 
 PAPER_RATIO = 16  # FlashAttention-2, section 3.1: A100 tensor cores 312 TFLOP/s fp16 matmul, 19.5 TFLOP/s fp32 other

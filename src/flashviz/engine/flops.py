@@ -15,9 +15,9 @@ from collections import Counter
 
 import numpy as np
 
-MATMUL = "matmul"
-NON_MATMUL = ("exp", "log", "max", "add", "mul", "div")
-KINDS = (MATMUL, *NON_MATMUL)
+from ..flop_kinds import KINDS, MATMUL, NON_MATMUL, total
+
+__all__ = ["KINDS", "MATMUL", "NON_MATMUL", "Flops", "total"]
 
 
 class Flops:
@@ -81,12 +81,3 @@ class Flops:
         """The sum of each row, from 0 (a row of n elements: n additions)."""
         self.count("add", np.size(x))
         return x.sum(axis=-1)
-
-
-def total(counts: dict[str, int]) -> dict[str, int]:
-    """`matmul`, `non_matmul` (the sum of the other kinds) and `exp` of a count by kind."""
-    return {
-        "matmul": int(counts.get(MATMUL, 0)),
-        "non_matmul": int(sum(counts.get(k, 0) for k in NON_MATMUL)),
-        "exp": int(counts.get("exp", 0)),
-    }
