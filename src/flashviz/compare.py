@@ -3,6 +3,7 @@ shared memory per block, and the number of steps. What `flashviz compare` prints
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from . import regimes
@@ -53,8 +54,11 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
     }
 
 
-def flops_of(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
-    """Its FLOPs per head in closed form (algos/<name>/flops.py): by kind, `matmul` and `non_matmul`."""
+def flops_of(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any] | None:
+    """Its FLOPs per head in closed form (algos/<name>/flops.py): by kind, `matmul` and `non_matmul`; None when
+    its folder has no closed form."""
+    if importlib.util.find_spec(f"{algo.package}.flops") is None:
+        return None
     by_kind = algo.part("flops").count(n=n, d=d, br=br, bc=bc, causal=causal)
     return {"by_kind": by_kind, **total(by_kind)}
 
@@ -122,18 +126,22 @@ def render(doc: dict[str, Any]) -> Table:
         f"traffic ÷ {BASELINE}'s": lambda e: "—" if e[vs] is None else f"{e[vs]:.2f}×",
         "SRAM per block": lambda e: kib(e["sram_bytes"]) + ("" if e["sram_fits"] else f" (over {budget})"),
         "steps": lambda e: f"{e['steps']:,}",
-        "matmul FLOPs": lambda e: flop_text(e["flops"]["matmul"]),
-        "non-matmul FLOPs": lambda e: flop_text(e["flops"]["non_matmul"]),
-        "  of which exp": lambda e: flop_text(e["flops"]["exp"]),
-        "  of which div": lambda e: flop_text(e["flops"]["by_kind"]["div"]),
+        "matmul FLOPs": lambda e: flop_text(e["flops"], "matmul"),
+        "non-matmul FLOPs": lambda e: flop_text(e["flops"], "non_matmul"),
+        "  of which exp": lambda e: flop_text(e["flops"], "exp"),
+        "  of which div": lambda e: flop_text(e["flops"] and e["flops"]["by_kind"], "div"),
     }  # fmt: skip
     for label, cell in rows.items():
         table.add_row(label, *(cell(e) for e in shown.values()))
     return table
 
 
-def flop_text(x: int) -> str:
-    """A FLOP count in three significant digits: 4.29 G, 118 M, 262 k (the exact count is in --json)."""
+def flop_text(counts: dict[str, Any] | None, key: str) -> str:
+    """A FLOP count in three significant digits: 4.29 G, 118 M, 262 k (the exact count is in --json); — when the
+    algorithm has no closed form."""
+    if counts is None:
+        return "—"
+    x = counts[key]
     for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if x >= scale:
             return f"{x / scale:.3g} {unit}"

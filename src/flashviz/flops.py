@@ -4,6 +4,8 @@ for why the non-matmul ones matter and the ratio measured on the recorded H200 (
 
 from __future__ import annotations
 
+import importlib.util
+from types import ModuleType
 from typing import Any
 
 from .algos import get
@@ -34,24 +36,31 @@ def anchor() -> dict[str, Any]:
     }
 
 
+def closed_form(algo: str) -> ModuleType | None:
+    """The algorithm's `flops.py`, or None when its folder has none yet (its trace's `model` is then null)."""
+    a = get(algo)
+    return a.part("flops") if importlib.util.find_spec(f"{a.package}.flops") is not None else None
+
+
 def of_launch(cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
     """The trace's `flops`: `counted` (the engine's, by kind), `model` (the closed form), `matches`, the totals,
-    the closed form's words per kind (`formulas`), and the `anchor` of the ratio."""
-    module = get(cfg.algo).part("flops")
-    model = module.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+    the closed form's words per kind (`formulas`), and the `anchor` of the ratio. `model` and `matches` are None
+    for an algorithm with no closed form."""
+    module = closed_form(cfg.algo)
+    model = None if module is None else module.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     t = total(counted)
     a = anchor()
     return {
         "kinds": list(KINDS),
         "counted": counted,
         "model": model,
-        "matches": counted == model,
+        "matches": None if model is None else counted == model,
         **t,
         # the non-matmul FLOPs as the time of matmul FLOPs they cost, at the paper's ratio and at the measured one
         "non_matmul_as_matmul": {
             "paper": t["non_matmul"] * PAPER_RATIO,
             "measured": round(t["non_matmul"] * a["measured_ratio"]),
         },
-        "formulas": dict(module.FORMULAS),
+        "formulas": {} if module is None else dict(module.FORMULAS),
         "anchor": a,
     }

@@ -14,10 +14,10 @@ from .units import FLOAT_BYTES
 RATIOS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # Bc/Br at the sweep's points, Br held
 TILE_RANGE = (1, 256)
 # The tiles real FlashAttention-2 forward kernels pick: never a Bc wider than Br (flash-attention's CUDA kernels
-# use kBlockM = 128 with kBlockN = 64 or 128 at head dim <= 128; flashviz.triton_attention.FWD_TILES, the Triton
+# use kBlockM = 128 with kBlockN <= 128 at head dim <= 128; flashviz.triton_attention.FWD_TILES, the Triton
 # kernel flashviz ships, tries 64x64 to 256x64, every one Br >= Bc; tests/test_regimes.py holds it to that).
 REAL_KERNELS = (
-    "Real FlashAttention-2 forward kernels pick Br ≥ Bc (flash-attention: Br = 128, Bc = 64 or 128 at D ≤ 128; "
+    "Real FlashAttention-2 forward kernels pick Br ≥ Bc (flash-attention: Br = 128 with Bc ≤ 128 at D ≤ 128; "
     "flashviz's Triton kernel tries 64×64 up to 256×64), where FA2's re-reads of K and V cost no more than FA1's "
     "re-reads of Q and its carries."
 )

@@ -20,8 +20,8 @@ export interface FlopAnchor {
 export interface FlopsDoc {
   kinds: string[];
   counted: Record<string, number>;
-  model: Record<string, number>;
-  matches: boolean;
+  model: Record<string, number> | null;
+  matches: boolean | null;
   matmul: number;
   non_matmul: number;
   exp: number;

@@ -59,7 +59,9 @@ export class FlopsView {
     const share = f.matmul ? (100 * f.non_matmul) / f.matmul : 0;
     fill(
       this.note,
-      `Counted by the engine as it computed, ${f.matches ? "equal to" : "NOT equal to"} the closed form (hover a kind for its formula). `,
+      f.matches === null
+        ? "Counted by the engine as it computed (this algorithm has no closed form to check them against). "
+        : `Counted by the engine as it computed, ${f.matches ? "equal to" : "NOT equal to"} the closed form (hover a kind for its formula). `,
       `Non-matmul FLOPs are ${share.toFixed(1)}% of the matmul FLOPs here, but a GPU runs them slower: ${a.paper}. `,
       `On the ${a.gpu} (${a.date}, ${a.source}) bf16 tensor-core matmul ran at ${a.matmul_tflops} TFLOP/s and fp32 FMA at ${a.fma_tflops} TFLOP/s: `,
       h("b", { "data-testid": "flops-ratio" }, `${a.measured_ratio}\u00d7`),
