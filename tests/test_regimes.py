@@ -73,3 +73,28 @@ def test_compare_flops_are_the_closed_forms():
     doc = compare(300, 8, 16, 32, causal=True)
     assert doc["algorithms"]["fa1"]["flops"]["by_kind"]["div"] > doc["algorithms"]["fa2"]["flops"]["by_kind"]["div"]
     assert doc["flops_anchor"]["measured_ratio"] == pytest.approx(11.6, abs=0.05)
+
+
+def test_the_readmes_parallelism_table_is_the_recorded_run():
+    """Issue 11 item 4: the README's numbers are the recorded H200 run's, and its 0.39x is compare's."""
+    from pathlib import Path
+
+    from flashviz.hardware import recorded
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.is_file():
+        pytest.skip("no README beside this checkout")
+    text = readme.read_text()
+    rows = recorded.parallelism()["rows"]
+    by = {(r["algo"], r["n"], r["heads"]): r for r in rows}
+    for n, heads in ((4096, 1), (4096, 4), (1024, 32), (512, 128)):
+        fa1, fa2 = by[("fa1", n, heads)], by[("fa2", n, heads)]
+        line = (
+            f"| {n} | {heads} | {fa1['blocks']} | {fa1['ms']:.2f} | {fa1['ncu']['sm_utilisation_pct']:.1f}% | "
+            f"{fa2['blocks']} | {fa2['ms']:.2f} | {fa2['ncu']['sm_utilisation_pct']:.1f}% |"
+        )
+        assert line in text, line
+    assert f"{by[('fa1', 4096, 1)]['ms'] / by[('fa2', 4096, 1)]['ms']:.0f}× slower" in text
+    ratio = compare(4096, 64, 32, 128)["algorithms"]["fa1"]["traffic_vs_fa2"]
+    assert f"{ratio:.2f}× FA2's bytes" in text
+    assert "## Why FA2 wins: trips across HBM" not in text
