@@ -85,11 +85,12 @@ export class HardwareView {
       waves > 1 ? `, wave ${here.wave + 1} of ${waves}.` : ".",
     );
     const cells: HTMLElement[] = l.resident.map((n, sm) => {
-      const slots = Array.from({ length: per }, (_, k2) => h("i", { class: k2 < n ? "on" : "" }));
+      const bar = h("i", { class: "on" });
+      bar.style.width = `${per ? (100 * n) / per : 0}%`; // the share of the SM's block slots taken
       const cell = h(
         "div",
         { class: `sm${n ? " busy" : " idle"}`, "data-sm": sm, "data-blocks": n, title: `SM ${sm}: ${n} of ${per} blocks` },
-        ...slots,
+        bar,
       );
       if (sm === here.sm && here.wave === 0) {
         cell.classList.add("here");
