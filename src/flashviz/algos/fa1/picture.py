@@ -179,7 +179,7 @@ def picture(cfg: Config) -> Texts:
                 " never make the trip; the division happens once, and m and \u2113 leave as the single array L. "
                 "It also runs ",
                 sub("T", "r"),
-                " blocks per head where this kernel runs one (\"On the GPU\"). FA2 does not always move fewer "
+                ' blocks per head where this kernel runs one ("On the GPU"). FA2 does not always move fewer '
                 "bytes: it re-reads K and V ",
                 sub("T", "r"),
                 " times where this kernel re-reads Q and its carries ",
