@@ -56,11 +56,11 @@ def kernel_view(cfg: Config, spec: Any, k: Any) -> dict[str, Any]:
 
 
 def of_launch(cfg: Config) -> dict[str, Any] | None:
-    """None for an algorithm with no GPU launch."""
+    """None for an algorithm with no CUDA C++ launch."""
     algo = get(cfg.algo)
     spec = algo.gpu
-    if spec is None:
-        return None
+    if spec is None or not algo.kernel_file.endswith(".cu"):
+        return None  # no CUDA launch whose shared memory the kernel file's macro gives (a Triton kernel: not yet)
     dev = h200()
     drawn = [kk.name for kk in algo.part("picture").KERNELS]  # the kernels the trace's steps name
     kernels = {k.template: kernel_view(cfg, spec, k) for k in spec.kernels if k.template in drawn}
