@@ -256,10 +256,10 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 @click.option("--causal", is_flag=True, help="causal attention (an algorithm without a causal variant is left out)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def compare(n, d, br, bc, causal, as_json) -> None:
-    """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block and
-    steps, from the closed-form models (no engine run)."""
+    """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
+    and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
     from .compare import compare as compare_models
-    from .compare import render
+    from .compare import render, render_regimes
 
     doc = compare_models(n, d, br, bc, causal)
     if as_json:
@@ -271,6 +271,7 @@ def compare(n, d, br, bc, causal, as_json) -> None:
 
     with to_stdout() as out:
         Console(file=out).print(render(doc))
+        Console(file=out).print(render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
 
 
 @cli.command()

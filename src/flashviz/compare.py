@@ -3,9 +3,12 @@ shared memory per block, and the number of steps. What `flashviz compare` prints
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from . import regimes
 from .algos import BASELINE, REGISTRY, Algorithm
+from .flop_kinds import total
 from .units import FLOAT_BYTES, SMEM_OPTIN_BYTES, human_bytes, kib
 
 if TYPE_CHECKING:
@@ -46,7 +49,18 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
         "sram_bytes": sram,
         "sram_fits": sram <= SMEM_OPTIN_BYTES,
         "steps": module.steps(n, d, br, bc, causal=causal),
+        "flops": flops_of(algo, n, d, br, bc, causal),
+        "terms": regimes.terms(algo.name, n, d, br, bc, causal),
     }
+
+
+def flops_of(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any] | None:
+    """Its FLOPs per head in closed form (algos/<name>/flops.py): by kind, `matmul` and `non_matmul`; None when
+    its folder has no closed form."""
+    if importlib.util.find_spec(f"{algo.package}.flops") is None:
+        return None
+    by_kind = algo.part("flops").count(n=n, d=d, br=br, bc=bc, causal=causal)
+    return {"by_kind": by_kind, **total(by_kind)}
 
 
 def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Any]:
@@ -62,7 +76,15 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
         "bytes_per_element": FLOAT_BYTES,
         "sram_budget_bytes": SMEM_OPTIN_BYTES,
         "algorithms": algos,
+        "regimes": regimes.sweep(n, d, br, bc, causal),
+        "flops_anchor": flops_anchor(),
     }
+
+
+def flops_anchor() -> dict[str, Any]:
+    from .flops import anchor
+
+    return anchor()
 
 
 def render(doc: dict[str, Any]) -> Table:
@@ -104,7 +126,79 @@ def render(doc: dict[str, Any]) -> Table:
         f"traffic ÷ {BASELINE}'s": lambda e: "—" if e[vs] is None else f"{e[vs]:.2f}×",
         "SRAM per block": lambda e: kib(e["sram_bytes"]) + ("" if e["sram_fits"] else f" (over {budget})"),
         "steps": lambda e: f"{e['steps']:,}",
+        "matmul FLOPs": lambda e: flop_text(e["flops"], "matmul"),
+        "non-matmul FLOPs": lambda e: flop_text(e["flops"], "non_matmul"),
+        "  of which exp": lambda e: flop_text(e["flops"], "exp"),
+        "  of which div": lambda e: flop_text(e["flops"] and e["flops"]["by_kind"], "div"),
     }  # fmt: skip
     for label, cell in rows.items():
         table.add_row(label, *(cell(e) for e in shown.values()))
+    return table
+
+
+def flop_text(counts: dict[str, Any] | None, key: str) -> str:
+    """A FLOP count in three significant digits: 4.29 G, 118 M, 262 k (the exact count is in --json); — when the
+    algorithm has no closed form."""
+    if counts is None:
+        return "—"
+    x = counts[key]
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return str(x)
+
+
+def dominant(entry: dict[str, Any], shown: int = 2) -> str:
+    """The tensors that make up most of an algorithm's traffic, e.g. "O 64% (read 32×, written 32×), Q 32% (read
+    32×)": how many times over each is read and written."""
+    parts = []
+    for t in entry["terms"][:shown]:
+        times = []
+        if t["times"]:
+            times.append(f"read {t['times']:.3g}×")
+        if t["rewrites"]:
+            times.append(f"written {t['rewrites']:.3g}×")
+        parts.append(f"{t['tensor']} {100 * t['share']:.0f}%" + (f" ({', '.join(times)})" if times else ""))
+    return ", ".join(parts)
+
+
+def render_regimes(doc: dict[str, Any]) -> Table:
+    """The sweep of Bc/Br at this N and D: each forward algorithm's bytes ÷ the baseline's, which moves fewest,
+    and what dominates each algorithm's traffic at the current tiles; the FLOP argument's anchor below."""
+    from rich.table import Table
+
+    r, a = doc["regimes"], doc["flops_anchor"]
+    names = list(r["points"][0]["bytes"])
+    table = Table(
+        title=f"HBM bytes ÷ {BASELINE}'s as Bc/Br varies: N={r['n']} D={r['d']}{', causal' if r['causal'] else ''}",
+        caption=" ".join(
+            [
+                r["real_kernels"],
+                "Traffic at these tiles is mostly "
+                + "; ".join(
+                    f"{name}: {dominant(e)}"
+                    for name, e in doc["algorithms"].items()
+                    if e.get("terms") and e["pass"] == "forward"
+                )
+                + ".",
+                f"Non-matmul FLOPs cost more than matmul FLOPs: ~{a['paper_ratio']}× on an A100 (FlashAttention-2,",
+                f"section 3.1); measured on the {a['gpu']} ({a['date']}, {a['source']}): bf16 tensor-core matmul",
+                f"{a['matmul_tflops']} TFLOP/s vs fp32 FMA {a['fma_tflops']} TFLOP/s = {a['measured_ratio']}×.",
+            ]
+        ),
+    )
+    table.add_column("Br × Bc")
+    table.add_column("Bc/Br", justify="right")
+    for name in names:
+        table.add_column(name, justify="right")
+    table.add_column("fewest bytes")
+    for p in r["points"]:
+        mark = " (this config)" if p["current"] else ""
+        ratios = p[f"vs_{BASELINE}"]
+        table.add_row(
+            f"{p['br']} × {p['bc']}{mark}",
+            f"{p['bc'] / p['br']:.3g}",
+            *(f"{ratios[n]:.2f}×" for n in names),
+            p["fewest"],
+        )
     return table

@@ -79,10 +79,12 @@ class Trace:
     hbm: dict[str, dict[str, int]]  # per tensor {read, written} in elements, whole launch
     model: dict[str, dict[str, int]]  # the closed-form traffic model, same shape as hbm
     sram: dict[str, Any]  # footprint per block against the shared-memory budget
+    flops: dict[str, Any]  # matmul and non-matmul FLOPs, counted by the engine and in closed form (flashviz.flops)
     tensors: dict[str, dict[str, Any]]  # shape, dtype, where it lives, role
     blocks: list[dict[str, Any]]  # per block: rows, recorded
     phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
     steps: list[Step] = field(default_factory=list)
+    hardware: dict[str, Any] | None = None  # the launch on the H200: grid, occupancy, waves, warps (flashviz.hardware)
     idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
     # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.picture
     title: str = ""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import assemble, kernels, picture, reference
+from . import flops as flop_view
 from .algos import get
 from .config import Config
+from .hardware import view as hardware_view
 from .inputs import random_inputs
 from .trace import Trace
 from .units import FLOAT_BYTES
@@ -79,6 +81,8 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         reference={**checked, "headline": list(texts.headline), "against": texts.against},
         hbm=counters,
         model={**model, "matches": counters == model},
+        flops=flop_view.of_launch(cfg, rec.flops_counted()),
+        hardware=hardware_view.of_launch(cfg),
         sram=rec.sram_footprint,
         tensors=tensors,
         blocks=blocks,  # the picks (docs/trace-schema.md): blockIdx.x of the picker's kernel, or fa1's blocks of Q

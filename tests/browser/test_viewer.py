@@ -102,7 +102,7 @@ def test_steps_and_phases_count_from_one_and_sections_in_order(page, server_url,
     open_viewer(page, server_url)
     numbers = page.locator("main h2 .ch").all_text_contents()
     assert numbers == [str(k) for k in range(1, len(numbers) + 1)], numbers
-    assert len(numbers) == page.locator("main h2").count() == 11
+    assert len(numbers) == page.locator("main h2").count() == 13  # issue 11 added "On the GPU" and "Counting FLOPs"
     trace = api_trace(page, server_url)
     phases = len(trace["phases"])
     for k in (0, 6, 15):

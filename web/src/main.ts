@@ -13,10 +13,13 @@ import { LazyCodeView } from "./render/codeLazy";
 import { CompareView, progressAfter } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
 import { CountersView } from "./render/counters";
+import { FlopsView } from "./render/flops";
+import { HardwareView } from "./render/hardware";
 import { IdeaView } from "./render/idea";
 import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
 import { type Profile, ProfileView } from "./render/profile";
+import { showRegimes } from "./render/regimes";
 import { showSram } from "./render/sram";
 import { loadTex, texLoaded } from "./render/tex";
 import { Timeline } from "./render/timeline";
@@ -124,6 +127,16 @@ const profile = new ProfileView(
   byId("profile-message"),
   (p) => openProfileConfig(p),
 );
+// issue 11: the launch on the GPU, its FLOPs, and when each algorithm moves fewer bytes
+const hardware = new HardwareView(
+  byId("hw-controls"),
+  byId("hw-summary"),
+  byId("hw-sms"),
+  byId("hw-occupancy"),
+  byId("hw-warps"),
+  byId("hw-measured"),
+);
+const flops = new FlopsView(byId("flops-table"), byId("flops-note"));
 const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
 const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
 const counter = byId("step-counter");
@@ -217,6 +230,8 @@ function render(flight = false): void {
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
   part("counters", () => counters.show(t, idx, s));
+  part("hardware", () => hardware.show(t, s));
+  part("flops", () => flops.show(t, s));
   part("blocks", () => blocks.show(t, idx, s));
   part("timeline", () => timeline.show(st.step));
   part("compare", () => compare.follow(progressAfter(s.phase, t.phases.length)));
@@ -347,6 +362,7 @@ async function loadCompare(c: ConfigParams): Promise<void> {
     if (ctl.signal.aborted) return;
     app.compare = doc;
     compare.setDoc(doc);
+    showRegimes(byId("regimes-table"), byId("regimes-note"), doc);
     if (app.trace) counters.showSaving(app.trace, doc);
     if (app.trace) {
       const s = app.trace.steps[app.state.step];

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from ..algos import get
 from ..assemble import locator
 from ..tiling import span
 from ..trace import Step, Transfer
+from .flops import KINDS, Flops
 from .memory import HBM
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class Recorder:
         self.writes: list[tuple[int, str, tuple[int, int], tuple[int, int], str, str, int, int | None]] = []
         self.where = locator(get(algo).part("picture"))  # (op, indices) -> kernel, blockIdx.x, pick
         self.sram_footprint: dict[str, Any] | None = None
+        self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
+        self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
 
     def emit(
         self,
@@ -58,6 +61,7 @@ class Recorder:
         orders the loop indices in the code header (default i then j). A step of no block of Q (i None: FA1's
         outer-loop load of Kj, Vj) is kept whenever any block is recorded."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
+        self.phase_flops[phase].update(self.flops.take())  # the arithmetic done since the last step is this step's
         counts = self.phase_counts[phase]
         for t in transfers:
             counts[(t.tensor, t.kind)] += t.elements
@@ -98,15 +102,29 @@ class Recorder:
             )
         )
 
+    def flops_counted(self) -> dict[str, int]:
+        """FLOPs of the whole launch by kind (engine.flops.KINDS), as the executor computed them."""
+        done: Counter[str] = Counter()
+        for c in self.phase_flops.values():
+            done.update(c)
+        done.update(self.flops.pending)  # arithmetic after the last step (none in a well-formed executor)
+        return {k: int(done.get(k, 0)) for k in KINDS}
+
     def phases(self, tensors: tuple[str, ...], writes: bool = True) -> list[dict[str, Any]]:
-        """Launch-wide cumulative counters after each phase, and (with `writes`) every write made at it."""
+        """Launch-wide cumulative counters after each phase (HBM elements per tensor, FLOPs per kind), and (with
+        `writes`) every write made at it."""
         running = {name: {"read": 0, "written": 0} for name in tensors}
+        flops = dict.fromkeys(KINDS, 0)
         out: list[dict[str, Any]] = []
         for p in range(max(self.phase_ops) + 1 if self.phase_ops else 0):
             for (name, kind), n in self.phase_counts.get(p, {}).items():
                 running[name]["read" if kind == "read" else "written"] += n
+            for kind, n in self.phase_flops.get(p, {}).items():
+                flops[kind] += n
             op, j = self.phase_ops.get(p, (None, None))
-            out.append({"phase": p, "op": op, "j": j, "hbm": {k: dict(v) for k, v in running.items()}})
+            out.append(
+                {"phase": p, "op": op, "j": j, "hbm": {k: dict(v) for k, v in running.items()}, "flops": dict(flops)}
+            )
             if writes:
                 out[-1]["writes"] = []
         if not writes:

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .flops import Flops
 
 
 def score_tile(
-    Sij: np.ndarray, Qi: np.ndarray, Kj: np.ndarray, scale: np.float32, r0: int, c0: int, c1: int, causal: bool
+    Sij: np.ndarray,
+    Qi: np.ndarray,
+    Kj: np.ndarray,
+    scale: np.float32,
+    r0: int,
+    c0: int,
+    c1: int,
+    causal: bool,
+    fl: Flops,
 ) -> None:
     """Fill Sij (Br, Bc) in place, in float32 as the kernel does. Key columns past N (c1: the end of the tile's
-    real columns) score -inf, and under causal so do key columns after the query row (row r0 + r)."""
-    np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
-    Sij *= scale
+    real columns) score -inf, and under causal so do key columns after the query row (row r0 + r). Counted in `fl`:
+    the tile product and one multiplication by the scale per entry of the tile."""
+    fl.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+    Sij[:] = fl.mul(Sij, scale)
     Sij[:, c1 - c0 :] = -np.inf
     if causal and c1 - 1 > r0:  # the tile crosses the diagonal
         cols = np.arange(c0, c0 + Sij.shape[1])[None, :]  # (1, Bc) key column of each SRAM column

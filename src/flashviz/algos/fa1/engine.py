@@ -76,6 +76,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     rec.hbm.put("l", np.full(n, np.nan, dtype=np.float32))
     rec.hbm.put("m", np.full(n, np.nan, dtype=np.float32))
 
+    fl = rec.flops  # the arithmetic below, counted as it is done
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)
@@ -156,7 +157,7 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
             phase += 1
 
             # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
-            score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal)  # (Br, Bc)
+            score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal, fl)  # (Br, Bc)
             rec.emit(
                 i,
                 j,
@@ -171,16 +172,18 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
 
             # step: update -- tile max and sum, new max and sum, normalised output
             m_old, l_old = mi.copy(), li.copy()  # (Br,)
-            m_ij = np.fmax.reduce(Sij, axis=1, initial=-np.inf)  # (Br,) fmaxf: a NaN score is passed over
+            m_ij = fl.rowmax(Sij)  # (Br,) fmaxf: a NaN score is passed over
             m_sub = np.where(np.isneginf(m_ij), np.float32(0), m_ij)  # a row wholly masked (causal) adds nothing
-            Sij[:] = np.exp(Sij - m_sub[:, None])  # (Br, Bc) Sij now holds P~ij = exp(Sij - m_ij)
-            l_ij = Sij.sum(axis=1)  # (Br,)
-            m_new = np.fmax(mi, m_ij)  # (Br,) -inf for a row with no finite score yet: then alpha, beta are NaN
-            alpha = np.exp(mi - m_new)  # (Br,) exp(m_old - m_new)
-            beta = np.exp(m_ij - m_new)  # (Br,) exp(m_ij - m_new)
-            l_new = alpha * li + beta * l_ij  # (Br,)
-            pv = Sij @ Vj  # (Br, D)
-            Oi[:] = ((li * alpha)[:, None] * Oi + beta[:, None] * pv) / l_new[:, None]
+            Sij[:] = fl.exp(fl.sub(Sij, m_sub[:, None]))  # (Br, Bc) Sij now holds P~ij = exp(Sij - m_ij)
+            l_ij = fl.rowsum(Sij)  # (Br,)
+            m_new = fl.fmax(mi, m_ij)  # (Br,) -inf for a row with no finite score yet: then alpha, beta are NaN
+            alpha = fl.exp(fl.sub(mi, m_new))  # (Br,) exp(m_old - m_new)
+            beta = fl.exp(fl.sub(m_ij, m_new))  # (Br,) exp(m_ij - m_new)
+            l_new = fl.add(fl.mul(alpha, li), fl.mul(beta, l_ij))  # (Br,)
+            pv = fl.matmul(Sij, Vj)  # (Br, D)
+            # O is kept normalised: rescaled by l*alpha, and divided by the new l on every visit  # (Br, D)
+            kept = fl.mul(fl.mul(li, alpha)[:, None], Oi)
+            Oi[:] = fl.div(fl.add(kept, fl.mul(beta[:, None], pv)), l_new[:, None])
             mi[:] = m_new
             li[:] = l_new
             if keep:

@@ -176,7 +176,19 @@ def picture(cfg: Config) -> Texts:
                 sub("m", "i"),
                 ", ",
                 sub("\u2113", "i"),
-                " never make the trip; the division happens once, and m and \u2113 leave as the single array L.",
+                " never make the trip; the division happens once, and m and \u2113 leave as the single array L. "
+                "It also runs ",
+                sub("T", "r"),
+                ' blocks per head where this kernel runs one ("On the GPU"). FA2 does not always move fewer '
+                "bytes: it re-reads K and V ",
+                sub("T", "r"),
+                " times where this kernel re-reads Q and its carries ",
+                sub("T", "c"),
+                " times, so with ",
+                sub("B", "c"),
+                " > ",
+                sub("B", "r"),
+                " this kernel moves fewer.",
             ],
         ],
         carries={

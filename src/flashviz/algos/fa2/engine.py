@@ -70,6 +70,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     scale = np.float32(cfg.softmax_scale)
     keep = i in rec.recorded
     tc = cfg.tiles_of_block(i)
+    fl = rec.flops  # the arithmetic below, counted as it is done
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d))  # (Br, D)
     Oi = sram.alloc("Oi", (br, d))  # (Br, D)
@@ -115,7 +116,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
-        score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal)  # (Br, Bc)
+        score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal, fl)  # (Br, Bc)
         rec.emit(
             i,
             j,
@@ -128,15 +129,15 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
         # step: online_softmax -- new max, rescaled sum, rescaled output
         m_old, l_old = mi.copy(), li.copy()  # (Br,)
-        m_ij = np.fmax.reduce(Sij, axis=1, initial=-np.inf)  # (Br,) fmaxf: a NaN score is passed over
-        m_new = np.fmax(mi, m_ij)  # (Br,) a row with no finite score yet stays -inf, and then (as on the GPU)
+        m_ij = fl.rowmax(Sij)  # (Br,) fmaxf: a NaN score is passed over
+        m_new = fl.fmax(mi, m_ij)  # (Br,) a row with no finite score yet stays -inf, and then (as on the GPU)
         # alpha = exp(-inf - -inf) and P = exp(Sij - -inf) are NaN: the row's li, Oi, O and L are NaN
-        alpha = np.exp(mi - m_new)  # (Br,) rescale factor exp(m_old - m_new)
-        Sij[:] = np.exp(Sij - m_new[:, None])  # (Br, Bc) Sij now holds P = exp(Sij - m_new)
-        lsum = Sij.sum(axis=1)  # (Br,)
-        li[:] = alpha * li + lsum
-        pv = Sij @ Vj  # (Br, D)
-        Oi[:] = alpha[:, None] * Oi + pv
+        alpha = fl.exp(fl.sub(mi, m_new))  # (Br,) rescale factor exp(m_old - m_new)
+        Sij[:] = fl.exp(fl.sub(Sij, m_new[:, None]))  # (Br, Bc) Sij now holds P = exp(Sij - m_new)
+        lsum = fl.rowsum(Sij)  # (Br,)
+        li[:] = fl.add(fl.mul(alpha, li), lsum)
+        pv = fl.matmul(Sij, Vj)  # (Br, D)
+        Oi[:] = fl.add(fl.mul(alpha[:, None], Oi), pv)  # rescaled by alpha only: no division in the loop
         mi[:] = m_new
         phase = phase_of("online_softmax", j, tc)
         if not keep:
@@ -172,8 +173,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
     # step: write_back -- O[i], L[i] = Oi/li, mi + log(li); rows past N are not stored
-    Oi /= li[:, None]
-    L_i = mi + np.log(li)  # (Br,)
+    Oi[:] = fl.div(Oi, li[:, None])  # the one division, once per block  # (Br, D)
+    L_i = fl.add(mi, fl.log(li))  # (Br,)
     to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
     tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
     rec.emit(

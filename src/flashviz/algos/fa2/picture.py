@@ -28,7 +28,7 @@ from ...picture import (
     when,
     width_veil,
 )
-from . import traffic
+from . import flops, traffic
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -175,6 +175,7 @@ def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
     causal = CAUSAL_CHIPS if cfg.causal else ""
+    divisions = flops.count(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)["div"]  # Br·D per block, once
     return Texts(
         tagline="FlashAttention-2 forward, tile by tile",
         tensors=t,
@@ -218,14 +219,34 @@ def picture(cfg: Config) -> Texts:
                 " on every inner iteration.)",
             ],
             [
-                b("Two smaller wins."),
+                b("Fewer non-matmul FLOPs."),
                 " The division by ",
                 sub("\u2113", "i"),
-                " happens once, at write-back, instead of on every step; and ",
+                f" happens once per row, at write-back: {divisions:,} divisions in this launch, where "
+                "FlashAttention-1 divides ",
+                sub("O", "i"),
+                " on every visit; and ",
                 sub("m", "i"),
                 " and ",
                 sub("\u2113", "i"),
-                " leave as the single array L = m + log \u2113, which is what the backward pass needs.",
+                ' leave as the single array L = m + log \u2113, which is what the backward pass needs. "Counting '
+                'FLOPs" counts every kind.',
+            ],
+            [
+                b("Not the whole story."),
+                " These trips do not by themselves make FA2 faster than FlashAttention-1: FA2 re-reads K and V ",
+                sub("T", "r"),
+                " times where FA1 re-reads Q and its carries ",
+                sub("T", "c"),
+                " times, so with ",
+                sub("B", "c"),
+                " > ",
+                sub("B", "r"),
+                ' FA1 moves fewer bytes ("Compare the algorithms"). What the recorded H200 run measures instead is '
+                "parallelism: FA2's ",
+                sub("T", "r"),
+                ' \u00d7 B\u00b7H blocks fill the SMs where FA1 runs one block per head ("On the GPU"). The '
+                "FlashAttention-2 paper adds its split of the work between warps and its fewer non-matmul FLOPs.",
             ],
         ],
         carries={

@@ -99,7 +99,7 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
     # step: write_delta -- Deltai = rowsum(dOi * Oi) to Delta[i]; dQ[i] = 0 for the main kernel's atomic adds
-    Deltai[:] = (dOi * Oi).sum(axis=1)  # (Br,)
+    Deltai[:] = rec.flops.rowsum(rec.flops.mul(dOi, Oi))  # (Br,) a product per element, then a row sum
     td = rec.hbm.write("Delta", slice(r0, r1), Deltai[:nr])
     tq = rec.hbm.write("dQ", slice(r0, r1), np.zeros((nr, d), dtype=np.float32))
     rec.emit(
@@ -131,6 +131,7 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     Li = sram.alloc("Li", (br,))  # (Br,)
     Deltai = sram.alloc("Deltai", (br,))  # (Br,)
     rec.sram_footprint = sram.footprint()
+    fl = rec.flops  # the arithmetic below, counted as it is done
     c0, c1 = span(j, bc, n)
     nc = c1 - c0
     cols = np.arange(c0, c0 + bc)[None, :]  # (1, Bc) key column of each SRAM column
@@ -179,11 +180,11 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         )
 
         # step: probs -- Pij = exp(Sij - Li) from the forward's L; dead entries (past N, causal mask) are 0
-        S = (Qi @ Kj.T) * scale  # (Br, Bc) the scores Sij, in registers
+        S = fl.mul(fl.matmul(Qi, Kj.T), scale)  # (Br, Bc) the scores Sij, in registers
         live = (rows < n) & (cols < n)  # (Br, Bc)
         if cfg.causal:
             live &= cols <= rows
-        Pij[:] = np.where(live, np.exp(np.where(live, S - Li[:, None], 0.0)), 0.0)
+        Pij[:] = np.where(live, fl.exp(np.where(live, fl.sub(S, Li[:, None]), 0.0)), 0.0)
         emit(
             "probs",
             [],
@@ -193,12 +194,12 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         )
 
         # step: dv -- dVj += Pij.T @ dOi
-        dVj += Pij.T @ dOi  # (Bc, D)
+        dVj[:] = fl.add(dVj, fl.matmul(Pij.T, dOi))  # (Bc, D)
         emit("dv", [], {"dVj": dVj}, narrative.accumulate("dVj", dVj, nc, i, i0, cfg.tr) if keep else "")
 
         # step: ds -- dPij = dOi @ Vj.T; dSij = Pij * (dPij - Deltai)
-        dP = dOi @ Vj.T  # (Br, Bc) dPij, in registers
-        dSij[:] = Pij * (dP - Deltai[:, None])
+        dP = fl.matmul(dOi, Vj.T)  # (Br, Bc) dPij, in registers
+        dSij[:] = fl.mul(Pij, fl.sub(dP, Deltai[:, None]))
         emit(
             "ds",
             [],
@@ -208,13 +209,15 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         )
 
         # step: dk -- dKj += scale * dSij.T @ Qi
-        dKj += scale * (dSij.T @ Qi)  # (Bc, D)
+        dKj[:] = fl.add(dKj, fl.mul(scale, fl.matmul(dSij.T, Qi)))  # (Bc, D)
         emit("dk", [], {"dKj": dKj}, narrative.accumulate("dKj", dKj, nc, i, i0, cfg.tr) if keep else "")
 
         # step: dq -- dQ[i] += scale * dSij @ Kj, one atomicAdd per element: a read and a write of dQ
-        add = scale * (dSij @ Kj)  # (Br, D)
+        # the kernel skips the rows past N (`continue`): counted on the nr real rows
+        fl.count("matmul", 2 * nr * bc * d)
+        add = fl.mul(scale, (dSij @ Kj)[:nr])  # (nr, D)
         dq, tqr = rec.hbm.read("dQ", slice(r0, r1))
-        dq += add[:nr]
+        dq = fl.add(dq, add)
         tqw = rec.hbm.write("dQ", slice(r0, r1), dq)
         emit(
             "dq",

@@ -67,6 +67,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     w = min(n, tc * bc)  # columns of S and P this block's rows use (N unless causal)
     r0, r1 = span(i, br, n)
     nr = r1 - r0
+    fl = rec.flops  # the arithmetic below, counted as it is done
 
     # kernel 1: standard_scores -- S = scale * Q K^T, tile by tile, each tile stored to HBM
     k1 = SRAM()
@@ -104,7 +105,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
-        score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal)  # (Br, Bc)
+        score_tile(Sij, Qi, Kj, scale, r0, c0, c1, cfg.causal, fl)  # (Br, Bc)
         ts = rec.hbm.write("S", slice(r0, r1), Sij[:nr, :nc], cols=slice(c0, c1))
         rec.emit(
             i,
@@ -125,9 +126,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         # step: softmax_row -- Sr = S[r]; mr, lr = max, sum exp(Sr - mr); P[r] = Sr = exp(Sr - mr) / lr
         s, ts = rec.hbm.read("S", slice(r, r + 1), cols=slice(0, w))
         Sr[:w] = s[0]
-        mr[0] = np.fmax.reduce(Sr[:w], initial=-np.inf)  # fmaxf; -inf for a row with no finite score: P is NaN
-        lr[0] = np.exp(Sr[:w] - mr[0]).sum()
-        Sr[:w] = np.exp(Sr[:w] - mr[0]) / lr[0]
+        mr[0] = fl.rowmax(Sr[:w])  # fmaxf; -inf for a row with no finite score: P is NaN
+        lr[0] = fl.rowsum(fl.exp(fl.sub(Sr[:w], mr[0])))
+        Sr[:w] = fl.div(fl.exp(fl.sub(Sr[:w], mr[0])), lr[0])  # the kernel computes each exp twice
         tp = rec.hbm.write("P", slice(r, r + 1), Sr[:w], cols=slice(0, w))
         rec.emit(
             i,
@@ -168,7 +169,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: accumulate -- Oi += Pij @ Vj (P is already normalised: nothing to rescale)
-        Oi += Pij @ Vj  # (Br, D)
+        Oi[:] = fl.add(Oi, fl.matmul(Pij, Vj))  # (Br, D)
         rec.emit(
             i,
             j,

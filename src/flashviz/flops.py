@@ -1,0 +1,66 @@
+"""The trace's `flops` key: the matmul and non-matmul FLOPs of one launch, as the engine counted them while it ran
+(flashviz.engine.flops) and in closed form (the algorithm's `flops.py`), with the FlashAttention-2 paper's argument
+for why the non-matmul ones matter and the ratio measured on the recorded H200 (docs/trace-schema.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+from typing import Any
+
+from .algos import get
+from .config import Config
+from .flop_kinds import KINDS, total
+from .hardware import recorded
+
+PAPER_RATIO = 16  # FlashAttention-2, section 3.1: A100 tensor cores 312 TFLOP/s fp16 matmul, 19.5 TFLOP/s fp32 other
+
+
+def anchor() -> dict[str, Any]:
+    """The measured rates behind the ratio: bf16 tensor-core matmul vs fp32 FMA on the CUDA cores, recorded."""
+    par = recorded.parallelism()
+    r = par["rates"]
+    return {
+        "paper_ratio": PAPER_RATIO,
+        "paper": "FlashAttention-2 (Dao, 2023), section 3.1: an A100 does 312 TFLOP/s of FP16/BF16 matmul and "
+        "19.5 TFLOP/s of non-matmul FP32, so each non-matmul FLOP costs about 16 matmul FLOPs",
+        "gpu": par["gpu"],
+        "date": par["date"],
+        "source": par["source"],
+        "command": par["command"],
+        "matmul_tflops": round(r["bf16_matmul_tflops"], 1),
+        "fma_tflops": round(r["fp32_fma_tflops"], 1),
+        "exp_tflops": round(r["fp32_exp_tflops"], 2),
+        "measured_ratio": round(r["matmul_over_fma"], 1),
+        "exp_ratio": round(r["matmul_over_exp"]),
+    }
+
+
+def closed_form(algo: str) -> ModuleType | None:
+    """The algorithm's `flops.py`, or None when its folder has none yet (its trace's `model` is then null)."""
+    a = get(algo)
+    return a.part("flops") if importlib.util.find_spec(f"{a.package}.flops") is not None else None
+
+
+def of_launch(cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
+    """The trace's `flops`: `counted` (the engine's, by kind), `model` (the closed form), `matches`, the totals,
+    the closed form's words per kind (`formulas`), and the `anchor` of the ratio. `model` and `matches` are None
+    for an algorithm with no closed form."""
+    module = closed_form(cfg.algo)
+    model = None if module is None else module.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+    t = total(counted)
+    a = anchor()
+    return {
+        "kinds": list(KINDS),
+        "counted": counted,
+        "model": model,
+        "matches": None if model is None else counted == model,
+        **t,
+        # the non-matmul FLOPs as the time of matmul FLOPs they cost, at the paper's ratio and at the measured one
+        "non_matmul_as_matmul": {
+            "paper": t["non_matmul"] * PAPER_RATIO,
+            "measured": round(t["non_matmul"] * a["measured_ratio"]),
+        },
+        "formulas": {} if module is None else dict(module.FORMULAS),
+        "anchor": a,
+    }

@@ -1,0 +1,88 @@
+"""The trace's `hardware` key (docs/trace-schema.md): each kernel of a launch laid onto the H200 — its grid for a
+range of heads (B·H), the blocks one SM holds at once (occupancy from its threads, registers and shared memory),
+the waves, the SMs left idle — and, where the algorithm declares it, what each warp of a block computes. Machinery:
+it reads an algorithm's launches (gpu.py), its kernels (picture.py) and its warps (warps.py) through the registry."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from ..algos import get
+from ..config import Config
+from . import occupancy as occ
+from . import recorded, warps
+from .device import h200
+
+HEADS = (1, 2, 4, 8, 16, 32, 64, 128)  # B·H the page's heads control offers
+HEADS_DEFAULT = 1
+
+
+def grid_of(heads: int, grid: tuple[int, int, int], per_sm: int, sms: int) -> dict[str, Any]:
+    """One launch of `grid` blocks for `heads`: waves and what the SMs hold while the first wave runs."""
+    blocks = grid[0] * grid[1] * grid[2]
+    resident = occ.first_wave(blocks, per_sm, sms)
+    slots = per_sm * sms
+    return {
+        "heads": heads,
+        "grid": list(grid),
+        "blocks": blocks,
+        "waves": occ.waves(blocks, per_sm, sms),
+        "full_waves": blocks // slots if slots else 0,
+        "tail_blocks": blocks % slots if slots else blocks,
+        "resident": resident,  # blocks on each SM while the first wave runs
+        "busy_sms": sum(1 for r in resident if r),
+        "idle_sms": sum(1 for r in resident if not r),
+    }
+
+
+def kernel_view(cfg: Config, spec: Any, k: Any) -> dict[str, Any]:
+    dev = h200()
+    threads = k.threads(cfg)
+    smem = spec.smem_bytes(k, cfg)
+    regs = recorded.registers(k.template, tuple(k.template_args(cfg)))
+    o = occ.occupancy(dev, threads, regs["value"], smem)
+    per_sm = o["blocks_per_sm"]
+    grid_x = k.grid(cfg, 1)[0]
+    return {
+        "template": k.name_expression(cfg),
+        "threads": threads,
+        "smem_bytes": smem,
+        "registers": regs,
+        "occupancy": o,
+        "grid_x": grid_x,  # blockIdx.x runs over 0 … grid_x − 1 for each head (blockIdx.y)
+        "launches": [grid_of(h, k.grid(cfg, h), per_sm, dev.sms) for h in HEADS],
+    }
+
+
+def of_launch(cfg: Config) -> dict[str, Any] | None:
+    """None for an algorithm with no CUDA C++ launch."""
+    algo = get(cfg.algo)
+    spec = algo.gpu
+    if spec is None or not algo.kernel_file.endswith(".cu"):
+        return None  # no CUDA launch whose shared memory the kernel file's macro gives (a Triton kernel: not yet)
+    dev = h200()
+    drawn = [kk.name for kk in algo.part("picture").KERNELS]  # the kernels the trace's steps name
+    kernels = {k.template: kernel_view(cfg, spec, k) for k in spec.kernels if k.template in drawn}
+    work = None
+    if importlib.util.find_spec(f"{algo.package}.warps") is not None:
+        work = algo.part("warps").WORK
+    main = next(iter(kernels.values()))
+    par = recorded.parallelism()
+    return {
+        "device": {**dev.to_dict()},
+        "heads": list(HEADS),
+        "heads_default": HEADS_DEFAULT,
+        "placement": "the block scheduler hands a launch's blocks to the SMs in turn before it stacks a second on "
+        "one; which block lands on which SM is its choice (drawn: block b on SM b mod "
+        f"{dev.sms})",
+        "kernels": kernels,
+        "warps": warps.of_launch(cfg, work, main["threads"], dev.warp_size),
+        "measured": {
+            "source": par["source"],
+            "date": par["date"],
+            "command": par["command"],
+            "metrics": par["ncu_metrics"],
+            "rows": [r for r in par["rows"] if r["algo"] == cfg.algo],
+        },
+    }

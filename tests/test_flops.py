@@ -1,0 +1,84 @@
+"""Issue 11, item 2: the matmul and non-matmul FLOPs each algorithm's engine counts while it runs equal its closed
+form (algos/<name>/flops.py), over ragged shapes, causal and not; and the trace carries both."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flashviz.algos import ALGOS, get
+from flashviz.config import Config
+from flashviz.engine.flops import KINDS, NON_MATMUL, Flops
+from flashviz.flops import closed_form
+from flashviz.inputs import random_inputs
+from flashviz.tracer import make_trace
+
+
+def counted(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int) -> dict[str, int]:
+    a = get(algo)
+    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal).validated()
+    return a.engine.execute(cfg, random_inputs(n, d, seed, a.inputs)).flops_counted()
+
+
+COUNTED = tuple(a for a in ALGOS if closed_form(a) is not None)  # an algorithm may add its flops.py later
+
+
+def test_every_algorithm_of_issue_11_has_a_closed_form():
+    assert {"standard", "fa1", "fa2", "fa2-backward"} <= set(COUNTED)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    algo=st.sampled_from(COUNTED),
+    n=st.integers(1, 70),
+    d=st.integers(1, 12),
+    br=st.sampled_from([1, 3, 4, 8, 16, 32]),
+    bc=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_closed_form_equals_the_engine_counters(algo, n, d, br, bc, causal, seed):
+    causal = causal and get(algo).causal
+    want = get(algo).part("flops").count(n=n, d=d, br=br, bc=bc, causal=causal)
+    assert counted(algo, n, d, br, bc, causal, seed) == want
+    assert set(want) == set(KINDS)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fa2_divides_once_per_row_and_fa1_on_every_visit(causal):
+    # the FA2 paper's point (3): fa1 divides Oi by li on every (j, i) visit, fa2 once at write-back
+    n, d, br, bc = 256, 16, 32, 32
+    fa1 = counted("fa1", n, d, br, bc, causal, 1)
+    fa2 = counted("fa2", n, d, br, bc, causal, 1)
+    assert fa2["div"] == n * d  # Tr blocks of Br rows, N = Tr·Br here
+    assert fa1["div"] > fa2["div"] * 2
+    assert fa1["matmul"] == fa2["matmul"]  # the same tile products
+    assert sum(fa1[k] for k in NON_MATMUL) > sum(fa2[k] for k in NON_MATMUL)
+
+
+def test_the_counter_counts_what_it_computes():
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((3, 5)), rng.standard_normal((5, 2))
+    fl = Flops()
+    np.testing.assert_array_equal(fl.matmul(a, b), a @ b)
+    np.testing.assert_array_equal(fl.exp(fl.sub(a, 1.0)), np.exp(a - 1.0))
+    assert fl.rowmax(a).shape == (3,)
+    assert dict(fl.take()) == {"matmul": 2 * 3 * 2 * 5, "add": 15, "exp": 15, "max": 15}
+    assert not fl.take()
+    with pytest.raises(ValueError, match="unknown FLOP kind"):
+        fl.count("sqrt", 1)
+
+
+@pytest.mark.parametrize("algo", COUNTED)
+def test_the_trace_carries_counted_model_and_the_measured_anchor(algo):
+    causal = get(algo).causal
+    t = make_trace(Config(algo=algo, n=19, d=4, br=4, bc=8, causal=causal))
+    f = t.flops
+    assert f["matches"] and f["counted"] == f["model"]
+    assert f["matmul"] == f["counted"]["matmul"] > 0
+    assert f["non_matmul"] == sum(f["counted"][k] for k in NON_MATMUL) > 0
+    assert f["anchor"]["paper_ratio"] == 16
+    assert 11 < f["anchor"]["measured_ratio"] < 12  # bench/results/parallelism: 747 / 64.3 TFLOP/s
+    assert t.phases[-1]["flops"] == f["counted"]  # the phases' cumulative counters end at the launch's

@@ -1,0 +1,72 @@
+// Counting FLOPs (issue 11): the launch's matmul and non-matmul FLOPs by kind as the phases advance (the trace's
+// `phases[p].flops`, counted by the engine), the launch's totals against the closed form (`flops`), and the FA2
+// paper's argument with the ratio measured on the recorded GPU (`flops.anchor`).
+import { fill, h } from "../dom";
+import { int } from "../format";
+import type { HwTrace } from "../hwTypes";
+import type { Step } from "../types";
+
+export class FlopsView {
+  constructor(
+    private readonly table: HTMLElement,
+    private readonly note: HTMLElement,
+  ) {}
+
+  show(t: HwTrace, s: Step): void {
+    const f = t.flops;
+    if (!f) {
+      fill(this.table);
+      fill(this.note, "This trace carries no FLOP counts (made by an older flashviz).");
+      return;
+    }
+    const now = (t.phases[s.phase] as { flops?: Record<string, number> } | undefined)?.flops ?? {};
+    const row = (kind: string) =>
+      h(
+        "tr",
+        { "data-kind": kind, title: f.formulas[kind] ?? "" },
+        h("th", { scope: "row" }, kind),
+        h("td", { class: "num", "data-testid": `flops-now-${kind}` }, int(now[kind] ?? 0)),
+        h("td", { class: "num" }, int(f.counted[kind] ?? 0)),
+      );
+    fill(
+      this.table,
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col" }, "kind"),
+          h("th", { scope: "col" }, "after this phase"),
+          h("th", { scope: "col" }, "whole launch"),
+        ),
+      ),
+      h("tbody", {}, ...f.kinds.map(row)),
+      h(
+        "tfoot",
+        {},
+        h("tr", {}, h("th", { scope: "row" }, "matmul"), h("td"), h("td", { class: "num", "data-testid": "flops-matmul" }, int(f.matmul))),
+        h(
+          "tr",
+          {},
+          h("th", { scope: "row" }, "non-matmul"),
+          h("td"),
+          h("td", { class: "num", "data-testid": "flops-non-matmul" }, int(f.non_matmul)),
+        ),
+      ),
+    );
+    const a = f.anchor;
+    const share = f.matmul ? (100 * f.non_matmul) / f.matmul : 0;
+    fill(
+      this.note,
+      f.matches === null
+        ? "Counted by the engine as it computed (this algorithm has no closed form to check them against). "
+        : `Counted by the engine as it computed, ${f.matches ? "equal to" : "NOT equal to"} the closed form (hover a kind for its formula). `,
+      `Non-matmul FLOPs are ${share.toFixed(1)}% of the matmul FLOPs here, but a GPU runs them slower: ${a.paper}. `,
+      `On the ${a.gpu} (${a.date}, ${a.source}) bf16 tensor-core matmul ran at ${a.matmul_tflops} TFLOP/s and fp32 FMA at ${a.fma_tflops} TFLOP/s: `,
+      h("b", { "data-testid": "flops-ratio" }, `${a.measured_ratio}\u00d7`),
+      ` (accurate expf: ${a.exp_ratio}\u00d7). At that ratio these ${int(f.non_matmul)} non-matmul FLOPs take as long as ${int(f.non_matmul_as_matmul.measured)} matmul FLOPs. `,
+      `The teaching kernels here run everything in fp32 on the CUDA cores, so the ratio describes real (tensor-core) kernels, not these.`,
+    );
+  }
+}

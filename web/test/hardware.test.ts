@@ -1,0 +1,48 @@
+// Issue 11: the hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
+import { describe, expect, it } from "vitest";
+import type { HwTrace, RegimesDoc } from "../src/hwTypes";
+import { placeOf, warpColour } from "../src/render/hardware";
+import { termsText } from "../src/render/regimes";
+import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
+
+describe("the trace's hardware and flops keys", () => {
+  it("name every kernel the steps run, with a launch per heads value", () => {
+    for (const t of [FA1, FA2C, STD, BWD] as HwTrace[]) {
+      const hw = t.hardware!;
+      expect(hw.device.sms).toBe(132);
+      for (const s of t.steps) expect(Object.keys(hw.kernels)).toContain(s.kernel);
+      for (const k of Object.values(hw.kernels)) {
+        expect(k.launches.map((l) => l.heads)).toEqual(hw.heads);
+        for (const l of k.launches) {
+          expect(l.resident.length).toBe(132);
+          expect(l.busy_sms + l.idle_sms).toBe(132);
+          expect(l.resident.reduce((a, b) => a + b, 0)).toBe(Math.min(l.blocks, k.occupancy.blocks_per_sm * 132));
+        }
+      }
+      expect(t.flops!.matches).toBe(true);
+      expect(t.flops!.non_matmul).toBeGreaterThan(0);
+    }
+  });
+
+  it("gives fa1 one block per head and fa2 Tr per head", () => {
+    const one = (t: HwTrace) => Object.values(t.hardware!.kernels)[0]!.launches[0]!;
+    expect(one(FA1 as HwTrace).blocks).toBe(1);
+    expect(one(FA2C as HwTrace).blocks).toBe(FA2C.config.tr);
+  });
+
+  it("places block b on SM b mod 132, in waves of blocks_per_sm x 132", () => {
+    expect(placeOf(0, 132, 2)).toEqual({ sm: 0, wave: 0 });
+    expect(placeOf(133, 132, 2)).toEqual({ sm: 1, wave: 0 });
+    expect(placeOf(264, 132, 2)).toEqual({ sm: 0, wave: 1 });
+    expect(warpColour(-1)).toContain("cell-zero");
+    expect(warpColour(0)).not.toBe(warpColour(1));
+  });
+
+  it("reads the comparison's regimes and terms", () => {
+    const doc = COMPARE as RegimesDoc;
+    expect(doc.regimes!.points.filter((p) => p.current).length).toBe(1);
+    const e = Object.values(doc.algorithms).find((x) => x.pass === "forward") as { terms: never[] } | undefined;
+    expect(termsText([{ tensor: "Q", share: 0.32, times: 32, rewrites: null }])).toBe("Q 32% (read 32\u00d7)");
+    expect(e?.terms.length).toBeGreaterThan(0);
+  });
+});
