@@ -27,6 +27,10 @@ EXTRA_METRICS = {
     "l2_read_sectors_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
     "l1_load_hit_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
     "time_ns": "gpu__time_duration.sum",
+    # loads and stores through the Tensor Memory Accelerator (a Triton kernel's tensor descriptors), which bypass the
+    # LSU pipe that the two first METRICS count (bench/results/tma/README.md: equal to the model on the H200)
+    "tma_load_bytes": "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "tma_store_bytes": "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
 }
 
 _UNITS = {
