@@ -52,8 +52,12 @@ _UNITS = {
 }
 
 
-def ncu_command(program: list[str], metrics: list[str], ncu: str, kernel: str) -> list[str]:
-    """ncu measuring `metrics` of the kernels whose names match the regular expression `kernel`, as CSV."""
+def ncu_command(
+    program: list[str], metrics: list[str], ncu: str, kernel: str, launch_count: int | None = None
+) -> list[str]:
+    """ncu measuring `metrics` of the kernels whose names match the regular expression `kernel`, as CSV (only the
+    first `launch_count` matching launches when given)."""
+    count = [] if launch_count is None else ["--launch-count", str(launch_count)]
     return [
         ncu,
         "--clock-control",
@@ -62,6 +66,7 @@ def ncu_command(program: list[str], metrics: list[str], ncu: str, kernel: str) -
         "all",
         "--kernel-name",
         f"regex:^{kernel}",
+        *count,
         "--metrics",
         ",".join(metrics),
         "--csv",
@@ -124,7 +129,7 @@ def ncu_version(ncu: str) -> str:
 
 
 def run_ncu(
-    program: list[str], ncu: str, kernel: str, timeout: float = 600
+    program: list[str], ncu: str, kernel: str, timeout: float = 600, launch_count: int | None = None
 ) -> tuple[list[dict[str, Any]], str, list[str], list[str]]:
     """Profile `program` with the four metrics and the extra ones; if ncu measured the four but not every
     extra, keep what it measured; if it missed any of the four, try again with the four alone.
@@ -133,7 +138,7 @@ def run_ncu(
     tries = [[*METRICS.values(), *EXTRA_METRICS.values()], list(METRICS.values())]
     out = ""
     for metrics in tries:
-        cmd = ncu_command(program, metrics, ncu, kernel)
+        cmd = ncu_command(program, metrics, ncu, kernel, launch_count)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         out = proc.stdout + proc.stderr
         kernels = parse_ncu_csv(proc.stdout)
