@@ -240,6 +240,8 @@ def test_comparison_view_counts_every_algorithm_together(page, server_url, log):
     # counters advance together: at the last step every algorithm has moved all its bytes
     page.keyboard.press("End")
     for name, entry in doc["algorithms"].items():
+        if not entry["supported"]:  # tiles its kernel does not run (fa2-triton at D=16): no counters to race
+            continue
         moved = page.locator(f"[data-testid=race-{name}] .race-text")
         expect(moved).to_have_attribute("data-bytes", str(entry["total"]["bytes"]))
     page.keyboard.press("Home")

@@ -115,7 +115,8 @@ export interface Mma {
   row: number;
   col: number;
   parts: number[];
-  value: number;
+  /** null where the element is not finite (a masked score: −∞) */
+  value: number | null;
 }
 
 /** How one tl.dot runs on the tensor cores (Python: algos/<name>/tiles.py `dot`). */

@@ -52,13 +52,13 @@ function elementLine(dot: TensorDot, m: NonNullable<Step["mma"]>): HTMLElement {
     "p",
     { class: "small", "data-testid": "tc-element" },
     `One element, ${dot.c}[${m.row}, ${m.col}]: each instruction adds the products of one 16-wide slice of the inner dimension (${dot.k} wide) into the fp32 accumulator: `,
-    h("span", { class: "mono" }, `${parts} = ${m.value.toPrecision(6)}`),
-    ".",
+    h("span", { class: "mono" }, `${parts} = ${m.value === null ? "not finite" : m.value.toPrecision(6)}`),
+    m.value === null ? ", then masked to −∞ (key column past the query row, or past N)." : ".",
   );
 }
 
 export class TensorCoresView {
-  private shown: TensorDot | null = null;
+  private shown: TensorDot | null | undefined = undefined; // undefined: nothing drawn yet
 
   constructor(
     private readonly section: HTMLElement,
@@ -70,7 +70,7 @@ export class TensorCoresView {
   setTrace(t: Trace): void {
     const tc = t.tensor_cores ?? null;
     this.section.hidden = tc === null;
-    this.shown = null;
+    this.shown = undefined;
     this.body.replaceChildren();
     this.element.replaceChildren();
     if (tc === null) return;
