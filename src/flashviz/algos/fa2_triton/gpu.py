@@ -65,11 +65,12 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
         end.record()
         end.synchronize()
         compiled = run.compiled["fwd"]
+        getattr(compiled, "_init_handles", lambda: None)()  # n_regs and n_spills are read when the binary loads
         facts.update(
             smem_bytes=int(compiled.metadata.shared),
-            registers=int(compiled.n_regs),
-            local_bytes=int(compiled.n_spills),
-            mma=mma_instructions(compiled.asm["ptx"]),
+            registers=int(getattr(compiled, "n_regs", -1)),
+            local_bytes=int(getattr(compiled, "n_spills", -1)),
+            mma=mma_instructions(compiled.asm.get("ptx", "")),
             time_ms=float(start.elapsed_time(end)),
         )
     else:
