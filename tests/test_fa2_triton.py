@@ -315,3 +315,24 @@ def test_a_tma_count_off_the_model_disagrees():
     c = prof.compare(m, measured)
     assert not c["paths"]["tma"]["load"]["agrees"] and c["paths"]["tma"]["store"]["agrees"]
     assert c["load"]["verdict"] == "mismatch" and not c["ok"]
+
+
+def test_the_allowed_values_the_page_gets_are_the_launch_checks():
+    """/api/limits' `allowed` (what the page's form checks in place) is exactly what tiles.check accepts, field by
+    field, and the example launch passes it."""
+    from flashviz.compare_api import api_algos
+
+    entry = next(a for a in api_algos() if a["name"] == ALGO)
+    assert entry["example"] == dict(A.example) and entry["launch_rule"]
+    base = Config(algo=ALGO, **{k: v for k, v in A.example.items()})
+    A.check_launch(base)
+    for field, hi in (("d", 256), ("br", 256), ("bc", 256)):
+        ok = []
+        for value in range(1, hi + 1):
+            try:
+                changes = {field: value, "br": max(value, 64)} if field == "bc" else {field: value}
+                A.check_launch(base.replace(**changes))
+                ok.append(value)
+            except ConfigError:
+                pass
+        assert ok == entry["allowed"][field], field

@@ -374,7 +374,7 @@ def test_only_ascii_integers_are_integers(client, value):
 
 def test_openapi_schema_has_typed_bounded_parameters(client):
     doc = client.get("/api/openapi.json").json()
-    assert set(doc["paths"]) == {"/api/trace", "/api/compare", "/api/limits", "/api/profile"}
+    assert set(doc["paths"]) == {"/api/trace", "/api/compare", "/api/limits", "/api/profile", "/api/ladder"}
     trace = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace"]["get"]["parameters"]}
     assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block"]
     for name, (lo, hi) in API_LIMITS.items():

@@ -113,6 +113,11 @@ def api_algos() -> list[dict[str, Any]]:
             "max_n": min(a.max_n or API_LIMITS["n"][1], API_LIMITS["n"][1]),
             "max_n_reason": a.max_n_reason,  # why max_n is lower than the API's, as an error says it (or "")
             "kernel_file": a.kernel_file,
+            # the launches its kernel runs, where it has rules of its own (a Triton kernel): the only values of a
+            # field, in words, and a launch it runs (the page switches to it when the fields break the rules)
+            "allowed": None if a.allowed is None else {k: list(v) for k, v in a.allowed.items()},
+            "launch_rule": a.launch_rule,
+            "example": None if a.example is None else dict(a.example),
         }
         for a in REGISTRY.values()
     ]

@@ -121,3 +121,21 @@ def test_ladder_section_shows_the_recorded_run_with_its_date_and_gpu(page, serve
     for r in doc["rungs"]:
         expect(section).to_contain_text(r["what_changed"][:60])
     assert_clean(log)
+
+
+def test_picking_fa2_triton_on_the_seeds_example_switches_to_tiles_its_kernel_runs(page, server_url, log):
+    """The seed's example (D=4, Br=Bc=4) is no launch of the Triton kernel: picking it takes the example launch's D,
+    Br, Bc from /api/limits (N stays), and typing a head dimension it does not run is refused in place."""
+    open_viewer(page, server_url)
+    info = next(a for a in api(page, server_url, "/api/limits")["algos"] if a["name"] == ALGO)
+    with page.expect_response(lambda r: f"algo={ALGO}" in r.url and "/api/trace" in r.url and r.status == 200):
+        page.select_option("[data-testid=cfg-algo]", ALGO)
+    ex = info["example"]
+    page.wait_for_url(re.compile(rf"algo={re.escape(ALGO)}.*"))
+    for f in ("d", "br", "bc"):
+        expect(page.locator(f"#config [name={f}]")).to_have_value(str(ex[f]))
+    expect(page.locator("[data-testid=tensor-cores]")).to_be_visible()
+    page.fill("#config [name=d]", "48")
+    expect(page.locator("#config [name=d]")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#cfg-d-err")).to_contain_text(f"must be one of {', '.join(map(str, info['allowed']['d']))}")
+    assert_clean(log)

@@ -328,6 +328,12 @@ export interface AlgoInfo {
   /** why max_n is lower than the API's bound ("keeps S and P (N×N) in HBM"), else "" */
   max_n_reason?: string;
   kernel_file?: string;
+  /** the only values a field may take for its kernel (a Triton kernel's head dimensions and tiles), else null */
+  allowed?: Record<string, number[]> | null;
+  /** those rules in words */
+  launch_rule?: string;
+  /** a launch it runs: the page's form switches a field that breaks `allowed` to this value */
+  example?: Record<string, number> | null;
 }
 
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */

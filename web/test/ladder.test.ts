@@ -25,3 +25,20 @@ describe("the race's bytes", () => {
     expect(curveAt(bf16, 0)).toMatchObject({ phase: -1, bytes: 0 });
   });
 });
+
+describe("an algorithm's own launch rules in the form", () => {
+  it("refuse in place a value its kernel does not run, naming the values it does", async () => {
+    const { validate } = await import("../src/validate");
+    const { LIMITS } = await import("./fixtures");
+    const triton = LIMITS.algos!.find((a) => a.allowed)!;
+    expect(triton.allowed!.d).toContain(64);
+    const raw = { n: "128", d: "48", br: "64", bc: "32", seed: "0", scale: "" };
+    const v = validate(raw, LIMITS, false, triton.name);
+    expect(v.config).toBeNull();
+    expect(v.errors.d).toBe(`must be one of ${triton.allowed!.d!.join(", ")} for ${triton.name} (got 48)`);
+    expect(validate({ ...raw, d: "64" }, LIMITS, false, triton.name).config).not.toBeNull();
+    // the same numbers under an algorithm with no such rules are fine
+    const plain = LIMITS.algos!.find((a) => !a.allowed)!;
+    expect(validate(raw, LIMITS, false, plain.name).config).not.toBeNull();
+  });
+});

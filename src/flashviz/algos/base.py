@@ -75,6 +75,7 @@ class Algorithm:
     launch_check: str = ""  # "module.function" of its folder: more rules on a launch (tiles a kernel can run)
     launch_rule: str = ""  # those rules in words, for /api/limits and the page
     example: Mapping[str, int] | None = None  # a launch it runs (n, d, br, bc), when the seed's does not satisfy them
+    allowed: Mapping[str, tuple[int, ...]] | None = None  # the only values a field may take ("d": head dims), if any
 
     def bytes_of(self, tensor: str) -> int:
         """Bytes per element of one of its HBM tensors (bf16 Q is 2, its fp32 L 4)."""
