@@ -168,7 +168,8 @@ export interface Phase {
 }
 
 export interface SramFootprint {
-  buffers: Record<string, { shape: number[]; bytes: number }>;
+  /** `in`: where a buffer lives when not in shared memory ("registers": a Triton kernel's accumulators, not counted) */
+  buffers: Record<string, { shape: number[]; bytes: number; in?: string }>;
   bytes: number;
   static_limit_bytes: number;
   budget_bytes: number;
