@@ -336,3 +336,15 @@ def test_the_allowed_values_the_page_gets_are_the_launch_checks():
             except ConfigError:
                 pass
         assert ok == entry["allowed"][field], field
+
+
+def test_refused_tiles_suggest_the_autotuners_recorded_pick_for_the_shape():
+    proc = subprocess.run(
+        [sys.executable, "-m", "flashviz", "trace", "--algo", ALGO, "--n", "1024", "--d", "64", "--causal"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    br, bc = A.part("tiles").TUNED[1024, 64, True][:2]
+    assert f"--br {br} --bc {bc}, the autotuner's pick for N=1024, D=64" in proc.stderr

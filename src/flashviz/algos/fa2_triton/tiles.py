@@ -102,6 +102,14 @@ def shared_bytes(d: int, br: int, bc: int, stages: int = 1) -> int:
     return BYTES * (br * dp + stages * 2 * bc * dp)
 
 
+def suggest(n: int, d: int, causal: bool) -> str:
+    """Tiles to try: the autotuner's recorded pick for this N, D and causal, else tiles every launch runs."""
+    tuned = TUNED.get((n, d, causal))
+    if tuned is None:
+        return "e.g. --br 64 --bc 32"
+    return f"e.g. --br {tuned[0]} --bc {tuned[1]}, the autotuner's pick for N={n}, D={d} on the H200"
+
+
 def check(cfg: Config) -> None:
     """The launches the Triton kernel runs: ConfigError naming the flag otherwise."""
     if cfg.d not in SUPPORTED_D:
@@ -114,7 +122,7 @@ def check(cfg: Config) -> None:
         if not (_power_of_two(value) and MIN_TILE <= value <= MAX_TILE):
             raise ConfigError(
                 name, f"must be a power of two in {MIN_TILE}..{MAX_TILE} for {cfg.algo} (Triton's tiles: tl.dot needs "
-                f"16 along each side) (got {value}); e.g. --br 64 --bc 32",
+                f"16 along each side) (got {value}); {suggest(cfg.n, cfg.d, cfg.causal)}",
             )  # fmt: skip
     if cfg.causal and cfg.br % cfg.bc:
         raise ConfigError(
