@@ -64,6 +64,9 @@ def open_viewer(page, base: str, query: str = "") -> None:
     page.goto(f"{base}/{('?' + query) if query else ''}")
     expect(page.locator("html")).to_have_attribute("data-ready", "true")
     expect(counter_el(page)).to_have_attribute("data-step", re.compile(r"^\d+$"))
+    # the page writes the shown launch into the URL a moment after drawing it (main.ts syncUrl): wait for that, so
+    # that a test reading page.url or watching navigations starts after it
+    page.wait_for_function("() => location.search.includes('step=')", timeout=WAIT_MS)
 
 
 def counter_el(page):
