@@ -11,6 +11,11 @@ import sys
 from pathlib import Path
 
 
+def g(x: float | None, spec: str = ".3g") -> str:
+    """A number for the table, or "—" where the run did not give it."""
+    return "—" if x is None else format(x, spec)
+
+
 def run_row(name: str, doc: dict) -> dict:
     cfg, launch, check = doc["config"], doc["launch"], doc.get("check", {})
     worst = check.get("worst", {})
@@ -41,9 +46,18 @@ def profile_rows(name: str, doc: dict) -> list[dict]:
     return rows
 
 
+def read(p: Path) -> dict | None:
+    """A JSON file a stage wrote, or None (said on stderr) when a cut-short stage left it unreadable."""
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"{p.name}: not read ({exc})", file=sys.stderr)
+        return None
+
+
 def main(out: Path) -> None:
-    runs = [run_row(p.name, json.loads(p.read_text())) for p in sorted(out.glob("run_*.json"))]
-    profiles = {p.name: json.loads(p.read_text()) for p in sorted(out.glob("profile_*.json"))}
+    runs = [run_row(p.name, doc) for p in sorted(out.glob("run_*.json")) if (doc := read(p))]
+    profiles = {p.name: doc for p in sorted(out.glob("profile_*.json")) if (doc := read(p))}
     counters = [row for name, doc in profiles.items() for row in profile_rows(name, doc)]
     summary = {
         "runs": runs,
@@ -67,8 +81,8 @@ def main(out: Path) -> None:
     for r in runs:
         lines.append(
             f"| {r['n']} | {r['d']} | {r['br']}×{r['bc']} | {r['causal']} | {r['num_warps']}/{r['num_stages']} | "
-            f"{r['O_vs_engine']:.3g} ({r['O_engine_tolerance']:.3g}) | {r['L_vs_engine']:.3g} | "
-            f"{r['O_vs_float64']:.3g} | {r['L_vs_float64']:.3g} | {r['ok']} |"
+            f"{g(r['O_vs_engine'])} ({g(r['O_engine_tolerance'])}) | {g(r['L_vs_engine'])} | "
+            f"{g(r['O_vs_float64'])} | {g(r['L_vs_float64'])} | {r['ok']} |"
         )
     lines += ["", "## flashviz gpu profile --algo fa2-triton (Nsight Compute beside the model)", ""]
     lines += [
@@ -80,8 +94,8 @@ def main(out: Path) -> None:
         if ratio is None and c.get("model"):
             ratio = c["measured"] / c["model"]
         lines.append(
-            f"| {c['file']} | {c['path']} | {c['kind']} | `{c['counter']}` | {c['measured']:,} | {c['model']:,} | "
-            f"{'' if ratio is None else f'{ratio:.4f}'} | {c.get('agrees', '')} |"
+            f"| {c['file']} | {c['path']} | {c['kind']} | `{c['counter']}` | {g(c['measured'], ',.0f')} | "
+            f"{g(c['model'], ',')} | {g(ratio, '.4f')} | {c.get('agrees', '')} |"
         )
     for name, d in profiles.items():
         lines += ["", f"### {name}", ""] + [f"- {s}" for s in d["summary"]]

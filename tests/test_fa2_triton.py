@@ -348,3 +348,21 @@ def test_refused_tiles_suggest_the_autotuners_recorded_pick_for_the_shape():
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     br, bc = A.part("tiles").TUNED[1024, 64, True][:2]
     assert f"--br {br} --bc {bc}, the autotuner's pick for N=1024, D=64" in proc.stderr
+
+
+def test_no_l1_split_is_claimed_for_tma_loads():
+    """TMA loads bypass L1's cache: the profile does not split them into L1 and L2 hits from the L2-from-L1 counter
+    (it does for the LSU loads of the CUDA kernels, tests/test_gpu_cpu.py)."""
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.ncu import parse_ncu_csv
+    from flashviz.gpu.sectors import model
+
+    tma = ROOT / "bench/results/tma"
+    kernels = [k for f in ("tma_safe.csv", "tma_found.csv") for k in parse_ncu_csv((tma / f).read_text())]
+    merged = {**kernels[0], "metrics": {m: v for k in kernels for m, v in k["metrics"].items()}}
+    _, measured = prof.tally(ALGO, [merged])
+    measured["l2_read_sectors_from_l1"] = 1000.0  # as if measured: still no split for TMA loads
+    m = model(Config(algo=ALGO, n=4096, d=64, br=128, bc=64), 8)
+    c = prof.compare(m, measured)
+    assert "l1_caught_bytes" not in c["caches"]
+    assert not any("L1 passed" in line for line in prof.summary(m, c, measured, ALGO))
