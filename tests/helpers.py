@@ -16,6 +16,33 @@ def every_block(cfg: Config) -> Config:
     return cfg.replace(record=tuple(range(cfg.blocks)))
 
 
+def runnable(cfg: Config) -> Config:
+    """cfg, or where its algorithm's kernel does not run those tiles (a Triton kernel: powers of two from 16, its head
+    dimensions), the nearest launch it runs: Br and Bc rounded up to powers of two from 16 (Bc no more than Br under
+    causal masking) at the algorithm's example D, and failing that its example D, Br, Bc (`Algorithm.example`); N and
+    causal stay."""
+    from flashviz.algos import get
+    from flashviz.config import ConfigError
+
+    record = get(cfg.algo)
+    try:
+        record.check_launch(cfg)
+        return cfg
+    except ConfigError:
+        assert record.example is not None, f"{cfg.algo} refuses {cfg} and has no example"
+
+    def up(x: int) -> int:
+        return max(16, 1 << (x - 1).bit_length())
+
+    br = up(cfg.br)
+    near = cfg.replace(d=record.example["d"], br=br, bc=min(up(cfg.bc), br) if cfg.causal else up(cfg.bc))
+    try:
+        record.check_launch(near)
+        return near
+    except ConfigError:
+        return cfg.replace(**{k: v for k, v in record.example.items() if k != "n"})
+
+
 def region_lines(source: str, op: str) -> list[str]:
     """The dedented lines between `// step: op` and `// end step`, cut by hand."""
     lines = source.splitlines()

@@ -9,11 +9,12 @@ import pytest
 from flashviz.algos import REGISTRY
 from flashviz.config import Config
 from flashviz.tracer import make_trace
+from helpers import runnable
 
 
 @pytest.mark.parametrize("algo", sorted(REGISTRY))
 def test_the_trace_carries_its_algorithms_own_idea(algo):
-    t = json.loads(make_trace(Config(algo=algo, n=8, d=4, br=4, bc=4, seed=0)).to_json())
+    t = json.loads(make_trace(runnable(Config(algo=algo, n=8, d=4, br=4, bc=4, seed=0))).to_json())
     idea = t["idea"]
     assert idea == REGISTRY[algo].idea.to_dict()
     assert isinstance(idea["summary"], str) and idea["summary"]

@@ -38,6 +38,9 @@ def test_compare_is_flashviz_compare_plus_what_the_page_needs(client):
     want = compare(64, 16, 16, 16, False)
     for name, entry in want["algorithms"].items():
         got = doc["algorithms"][name]
+        if not entry["supported"]:  # a kernel that does not run these tiles (fa2-triton at D=16) says why
+            assert got["supported"] is False and got["why"] == entry["why"] and "tensors" not in got
+            continue
         assert got["tensors"] == entry["tensors"]
         assert got["total"] == entry["total"]
         assert got["sram_bytes"] == entry["sram_bytes"]
@@ -51,6 +54,9 @@ def test_compare_curves_end_at_the_engines_totals(client):
     doc = client.get("/api/compare", params={"n": 10, "d": 4, "br": 4, "bc": 3, "causal": "true"}).json()
     for name in REGISTRY:
         curve = doc["curves"][name]
+        if not doc["algorithms"][name]["supported"]:  # tiles its kernel does not run: no engine run either
+            assert "skipped" in curve
+            continue
         trace = make_trace(Config(algo=name, n=10, d=4, br=4, bc=3, causal=True, record=()))
         assert curve["phases"] == len(trace.phases)
         assert curve["phase"][-1] == len(trace.phases) - 1
@@ -77,7 +83,7 @@ def test_compare_sweep_is_the_closed_forms_over_n(client):
     doc = client.get("/api/compare", params={"n": 1024, "d": 64, "br": 64, "bc": 64}).json()
     sweep = doc["sweep"]
     assert sweep["n"] == [2**k for k in range(6, 17)]
-    assert set(sweep["bytes"]) == {"standard", "fa1", "fa2"}
+    assert set(sweep["bytes"]) == {"standard", "fa1", "fa2", "fa2-triton"}  # the forwards that run these tiles
     for name, series in sweep["bytes"].items():
         for n, b in zip(sweep["n"], series, strict=True):
             assert b == compare(n, 64, 64, 64, False)["algorithms"][name]["total"]["bytes"]

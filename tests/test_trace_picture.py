@@ -22,14 +22,14 @@ from flashviz.algos import ALGOS, REGISTRY
 from flashviz.config import Config
 from flashviz.trace import SCHEMA, SchemaError, check_schema
 from flashviz.tracer import make_trace
-from helpers import every_block
+from helpers import every_block, runnable
 
 SIZES = st.tuples(st.integers(1, 26), st.integers(1, 5), st.integers(1, 9), st.integers(1, 9))
 
 
 def launch(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int = 0):
     """A trace with every block recorded, as JSON (what the viewer reads), and the engine's own run of it."""
-    cfg = every_block(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal, seed=seed))
+    cfg = every_block(runnable(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal, seed=seed)))
     if cfg.tr * cfg.tc > 400:
         cfg = cfg.replace(br=max(br, 4), bc=max(bc, 4))
         cfg = every_block(cfg)

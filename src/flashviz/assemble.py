@@ -220,4 +220,5 @@ def assemble(cfg: Config, module: Any, texts: Texts, steps: list[Step], order: S
         "counting": list(texts.counting),
         "tiling": tiling_of(cfg),
         "veils": veils,
+        "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
     }

@@ -29,7 +29,7 @@ from .output import (
     silence_stdout,
     to_stdout,
 )
-from .units import FLOAT_BYTES, human_bytes
+from .units import human_bytes
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -148,10 +148,17 @@ def build_trace(
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def count(algo, n, d, br, bc, causal, as_json) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
-    model = get(algo).traffic.count(n, d, br, bc, causal)
+    record = get(algo)
+    record.check_launch(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal))  # tiles its kernel runs
+    model = record.traffic.count(n, d, br, bc, causal)
+    size = {name: record.bytes_of(name) for name in model}  # bytes per element: 4 (fp32), 2 (bf16)
     totals = {
         "read": sum(t["read"] for t in model.values()),
         "written": sum(t["written"] for t in model.values()),
+    }
+    total_bytes = {
+        "read": sum(t["read"] * size[name] for name, t in model.items()),
+        "written": sum(t["written"] * size[name] for name, t in model.items()),
     }
     if as_json:
         import json
@@ -167,19 +174,20 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
                 "tr": -(-n // br),
                 "tc": -(-n // bc),
             },
-            "bytes_per_element": FLOAT_BYTES,
+            "bytes_per_element": record.element_bytes,
+            "dtype": record.dtype,
             "tensors": {
                 name: {
                     **t,
-                    "read_bytes": t["read"] * FLOAT_BYTES,
-                    "written_bytes": t["written"] * FLOAT_BYTES,
+                    "read_bytes": t["read"] * size[name],
+                    "written_bytes": t["written"] * size[name],
                 }
                 for name, t in model.items()
             },
             "total": {
                 **totals,
-                "read_bytes": totals["read"] * FLOAT_BYTES,
-                "written_bytes": totals["written"] * FLOAT_BYTES,
+                "read_bytes": total_bytes["read"],
+                "written_bytes": total_bytes["written"],
             },
         }
         print_line(json.dumps(doc, indent=2))  # the stdlib's ints have no 64-bit limit; counts near N = 2^31 do
@@ -190,13 +198,15 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
     table = Table(title=f"{algo}: HBM traffic, N={n} D={d} Br={br} Bc={bc} (Tr={-(-n // br)}, Tc={-(-n // bc)})")
     for col in ("tensor", "read (elements)", "written (elements)", "read", "written"):
         table.add_column(col, justify="left" if col == "tensor" else "right")
+    in_bytes = {name: {k: t[k] * size[name] for k in ("read", "written")} for name, t in model.items()}
     for name, t in [*model.items(), ("total", totals)]:
+        b = in_bytes.get(name, total_bytes)
         table.add_row(
             name,
             f"{t['read']:,}",
             f"{t['written']:,}",
-            human_bytes(t["read"] * FLOAT_BYTES),
-            human_bytes(t["written"] * FLOAT_BYTES),
+            human_bytes(b["read"]),
+            human_bytes(b["written"]),
             end_section=name == list(model)[-1],
         )
     with to_stdout() as out:
@@ -270,8 +280,10 @@ def compare(n, d, br, bc, causal, as_json) -> None:
     from rich.console import Console
 
     with to_stdout() as out:
-        Console(file=out).print(render(doc))
-        Console(file=out).print(render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
+        # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe
+        console = Console(file=out, width=None if getattr(out, "isatty", lambda: False)() else 132)
+        console.print(render(doc))
+        console.print(render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
 
 
 @cli.command()

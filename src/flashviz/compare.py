@@ -1,5 +1,10 @@
 """Every algorithm side by side, from the closed-form models only (no engine run): HBM trips per tensor, bytes,
-shared memory per block, and the number of steps. What `flashviz compare` prints."""
+shared memory per block, and the number of steps. What `flashviz compare` prints.
+
+Algorithms of different precision are compared honestly: the element counts are what each schedule moves, the
+bytes are each tensor's elements times its own element size (fp32 4, bf16 2: the bf16 kernel's L stays fp32), and
+each entry says its dtype. An algorithm that cannot run the config (no causal variant, tiles its kernel does not
+take) is listed with `supported: false` and why."""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import regimes
 from .algos import BASELINE, REGISTRY, Algorithm
+from .config import Config, ConfigError
 from .flop_kinds import total
-from .units import FLOAT_BYTES, SMEM_OPTIN_BYTES, human_bytes, kib
+from .units import SMEM_OPTIN_BYTES, human_bytes, kib
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -24,17 +30,31 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
         "short": algo.short,
         "pass": algo.direction,
         "supported": not causal or algo.causal,
+        "dtype": algo.dtype,
+        "element_bytes": algo.element_bytes,
     }
     if not entry["supported"]:
+        entry["why"] = "no causal variant"
         return entry
+    try:
+        algo.check_launch(Config(algo=algo.name, n=n, d=d, br=br, bc=bc, causal=causal))
+    except ConfigError as exc:
+        return {**entry, "supported": False, "why": f"{exc.field}: {exc.message}"}
     module = algo.traffic
     counts = module.count(n=n, d=d, br=br, bc=bc, causal=causal)
     tensors = {
-        name: {**t, "read_bytes": t["read"] * FLOAT_BYTES, "written_bytes": t["written"] * FLOAT_BYTES}
+        name: {
+            **t,
+            "read_bytes": t["read"] * algo.bytes_of(name),
+            "written_bytes": t["written"] * algo.bytes_of(name),
+            "element_bytes": algo.bytes_of(name),
+        }
         for name, t in counts.items()
     }
     read = sum(t["read"] for t in counts.values())
     written = sum(t["written"] for t in counts.values())
+    read_bytes = sum(t["read_bytes"] for t in tensors.values())
+    written_bytes = sum(t["written_bytes"] for t in tensors.values())
     sram = module.sram_bytes(n, d, br, bc)
     return {
         **entry,
@@ -42,9 +62,9 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
         "total": {
             "read": read,
             "written": written,
-            "read_bytes": read * FLOAT_BYTES,
-            "written_bytes": written * FLOAT_BYTES,
-            "bytes": (read + written) * FLOAT_BYTES,
+            "read_bytes": read_bytes,
+            "written_bytes": written_bytes,
+            "bytes": read_bytes + written_bytes,
         },
         "sram_bytes": sram,
         "sram_fits": sram <= SMEM_OPTIN_BYTES,
@@ -73,7 +93,7 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
         entry[f"traffic_vs_{BASELINE}"] = mine / base if forward and mine is not None and base else None
     return {
         "config": {"n": n, "d": d, "br": br, "bc": bc, "causal": causal, "tr": -(-n // br), "tc": -(-n // bc)},
-        "bytes_per_element": FLOAT_BYTES,
+        "bytes_per_element": REGISTRY[BASELINE].element_bytes,  # the baseline's; each entry has its own
         "sram_budget_bytes": SMEM_OPTIN_BYTES,
         "algorithms": algos,
         "regimes": regimes.sweep(n, d, br, bc, causal),
@@ -101,7 +121,24 @@ def render(doc: dict[str, Any]) -> Table:
             [
                 "Closed-form models, each equal to its engine's per-element counters. SRAM: shared memory one",
                 "CUDA block declares" + (f" ({notes})." if notes else "."),
-                *(f"{name}: no causal variant." for name, e in algos.items() if not e["supported"]),
+                *(f"{name}: {e['why']}." for name, e in algos.items() if not e["supported"]),
+                *(
+                    f"{name} is {e['dtype']}: its bytes count {e['element_bytes']} per element"
+                    + (
+                        ""
+                        if all(t["element_bytes"] == e["element_bytes"] for t in e["tensors"].values())
+                        else " ("
+                        + ", ".join(
+                            f"{t} {x['element_bytes']}"
+                            for t, x in e["tensors"].items()
+                            if x["element_bytes"] != e["element_bytes"]
+                        )
+                        + ")"
+                    )
+                    + "."
+                    for name, e in shown.items()
+                    if e["dtype"] != "float32"
+                ),
             ]
         ),
     )
@@ -122,7 +159,8 @@ def render(doc: dict[str, Any]) -> Table:
     rows = {
         "total read": lambda e: f"{e['total']['read']:,}",
         "total written": lambda e: f"{e['total']['written']:,}",
-        "HBM traffic (fp32)": lambda e: human_bytes(e["total"]["bytes"], digits=1),
+        "HBM traffic (bytes)": lambda e: human_bytes(e["total"]["bytes"], digits=1),
+        "dtype": lambda e: {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(e["dtype"], e["dtype"]),
         f"traffic ÷ {BASELINE}'s": lambda e: "—" if e[vs] is None else f"{e[vs]:.2f}×",
         "SRAM per block": lambda e: kib(e["sram_bytes"]) + ("" if e["sram_fits"] else f" (over {budget})"),
         "steps": lambda e: f"{e['steps']:,}",

@@ -15,7 +15,6 @@ from .algos import ALGOS, BASELINE, REGISTRY
 from .compare import compare
 from .config import API_LIMITS, API_MAX_TILES, API_MAX_VALUES, API_MAX_WORK, SCALE_RANGE, Config, ConfigError
 from .inputs import random_inputs
-from .units import FLOAT_BYTES
 
 SWEEP_EXPONENTS = range(6, 17)  # N = 64 .. 65536, reaching down to (and through) the current N
 MAX_CURVE_POINTS = 240  # phases per algorithm sent for the animation (evenly sampled, the last one kept)
@@ -28,14 +27,20 @@ def sweep_ns(n: int) -> list[int]:
     return sorted({2**k for k in range(lo, SWEEP_EXPONENTS.stop)} | {n})
 
 
-def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
-    """Total HBM bytes of each forward algorithm at the N of `sweep_ns(n)` at this D, Br, Bc (closed forms)."""
+def sweep(n: int, d: int, br: int, bc: int, causal: bool, names: list[str] | None = None) -> dict[str, Any]:
+    """Total HBM bytes of each forward algorithm (of `names`: those that run this config) at the N of `sweep_ns(n)`
+    at this D, Br, Bc (closed forms; each tensor at its own element size)."""
     ns = sweep_ns(n)
     out: dict[str, list[int]] = {}
-    for name in (name for name, a in REGISTRY.items() if a.direction == "forward"):  # the passes the chart draws
-        count = REGISTRY[name].traffic.count
+    for name in names if names is not None else list(REGISTRY):
+        algo = REGISTRY[name]
+        if algo.direction != "forward":  # the passes the chart draws
+            continue
         out[name] = [
-            FLOAT_BYTES * sum(t["read"] + t["written"] for t in count(n=n, d=d, br=br, bc=bc, causal=causal).values())
+            sum(
+                algo.bytes_of(t) * (c["read"] + c["written"])
+                for t, c in algo.traffic.count(n=n, d=d, br=br, bc=bc, causal=causal).items()
+            )
             for n in ns
         ]
     return {"n": ns, "bytes": out}
@@ -62,6 +67,7 @@ def phase_curve(cfg: Config) -> dict[str, Any]:
         "op": [phases[p]["op"] for p in keep],
         "read": [sum(h[t]["read"] for t in names) for h in rows],
         "written": [sum(h[t]["written"] for t in names) for h in rows],
+        "bytes": [sum(algo.bytes_of(t) * (h[t]["read"] + h[t]["written"]) for t in names) for h in rows],
         "tensors": {t: [[h[t]["read"], h[t]["written"]] for h in rows] for t in names},
     }
 
@@ -91,7 +97,7 @@ def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves
         entry["noncausal_bytes"] = base
         entry["saved_bytes"] = None if base is None or mine is None else base - mine
     doc["baseline"] = BASELINE  # the algorithm traffic_vs_<baseline> divides by
-    doc["sweep"] = sweep(n, d, br, bc, causal)
+    doc["sweep"] = sweep(n, d, br, bc, causal, [name for name, e in doc["algorithms"].items() if e["supported"]])
     doc["curves"] = curves(n, d, br, bc, causal) if with_curves else None
     return doc
 
@@ -107,6 +113,11 @@ def api_algos() -> list[dict[str, Any]]:
             "max_n": min(a.max_n or API_LIMITS["n"][1], API_LIMITS["n"][1]),
             "max_n_reason": a.max_n_reason,  # why max_n is lower than the API's, as an error says it (or "")
             "kernel_file": a.kernel_file,
+            # the launches its kernel runs, where it has rules of its own (a Triton kernel): the only values of a
+            # field, in words, and a launch it runs (the page switches to it when the fields break the rules)
+            "allowed": None if a.allowed is None else {k: list(v) for k, v in a.allowed.items()},
+            "launch_rule": a.launch_rule,
+            "example": None if a.example is None else dict(a.example),
         }
         for a in REGISTRY.values()
     ]

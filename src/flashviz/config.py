@@ -139,6 +139,7 @@ class Config:
             bad = [b for b in self.record if not 0 <= b < self.blocks]
             if bad:
                 raise ConfigError("block", f"must be in 0..{self.blocks - 1} for N={self.n}, {self.block_size}")
+        algorithm(self.algo).check_launch(self)  # its own rules: the tiles a kernel can run, say
         return self
 
     def api_validated(self) -> Config:

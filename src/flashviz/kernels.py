@@ -1,11 +1,15 @@
 """An algorithm's kernel file, and the cutting of its marked step regions into the code a step shows.
 
 Every algorithm's kernel file lies in its folder (`flashviz/algos/<name>/`); a step is the lines between
-`// step: NAME` and `// end step`, and the code a step shows is that region with the loop indices substituted.
+`// step: NAME` and `// end step` (`# step: NAME` and `# end step` in a Triton kernel, a Python file), and the code
+a step shows is that region with the loop indices substituted. A kernel file that holds more than one algorithm's
+kernels (the Triton file: forward and backward) gives each its own functions (`Algorithm.kernel_functions`): only
+the regions inside those are that algorithm's.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from dataclasses import dataclass
@@ -17,8 +21,8 @@ from .algos import get
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
-_BEGIN = re.compile(r"^\s*// step: (\w+)\s*$")
-_END = re.compile(r"^\s*// end step\s*$")
+_BEGIN = re.compile(r"^\s*(?://|#) step: (\w+)\s*$")
+_END = re.compile(r"^\s*(?://|#) end step\s*$")
 
 
 @dataclass(frozen=True)
@@ -46,14 +50,44 @@ def source(algo: str) -> str:
     return path(algo).read_text()
 
 
+def comment(algo: str) -> str:
+    """The kernel file's line comment: `#` in a Python (Triton) file, `//` in CUDA C++."""
+    return "#" if kernel_file(algo).endswith(".py") else "//"
+
+
+def function_lines(text: str, names: tuple[str, ...]) -> set[int]:
+    """The 1-based lines of the named top-level functions of a Python file: from the first decorator to the line
+    before the next top-level statement (so that a closing `# end step` comment after the last statement counts)."""
+    tree = ast.parse(text)
+    body = tree.body
+    starts = [min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", []))]) for n in body]
+    found = {node.name: k for k, node in enumerate(body) if isinstance(node, ast.FunctionDef)}
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise ValueError(f"no function {', '.join(missing)} in the kernel file")
+    end = len(text.splitlines())
+    lines: set[int] = set()
+    for name in names:
+        k = found[name]
+        last = starts[k + 1] - 1 if k + 1 < len(body) else end
+        lines.update(range(starts[k], last + 1))
+    return lines
+
+
 @cache
 def regions(algo: str) -> dict[str, Region]:
-    """Parse the `// step: NAME` ... `// end step` regions of an algorithm's kernel file."""
-    lines = source(algo).splitlines()
+    """Parse the `// step: NAME` ... `// end step` regions of an algorithm's kernel file (those inside its
+    `kernel_functions` when it names some)."""
+    text = source(algo)
+    lines = text.splitlines()
+    own = get(algo).kernel_functions
+    inside = function_lines(text, own) if own else None
     found: dict[str, Region] = {}
     op: str | None = None
     start = 0
     for n, line in enumerate(lines, 1):
+        if inside is not None and n not in inside:
+            continue
         if m := _BEGIN.match(line):
             if op is not None:
                 raise ValueError(f"{kernel_file(algo)}:{n}: step {m[1]} opens inside step {op}")
@@ -79,8 +113,11 @@ def substitute(body: str, **indices: int | None) -> str:
     return body
 
 
-def step_code(algo: str, op: str, **indices: int | None) -> str:
-    """The code a step shows: a `// i = 0, j = 1` header (indices in the order given, those that are
-    None left out), then its region with the indices substituted."""
-    header = "// " + ", ".join(f"{name} = {value}" for name, value in indices.items() if value is not None)
-    return header + "\n" + substitute(regions(algo)[op].body, **indices)
+def step_code(algo: str, op: str, subst: dict[str, int] | None = None, note: str = "", **indices: int | None) -> str:
+    """The code a step shows: a `// i = 0, j = 1` header (`# i = 0, j = 1` in a Python file; indices in the order
+    given, those that are None left out, then `subst` and a `note`), then its region with the indices and `subst`
+    (names of the kernel's own loop variables, e.g. the Triton loop's `start` = j·Bc) substituted."""
+    shown = [f"{name} = {value}" for name, value in indices.items() if value is not None]
+    shown += [f"{name} = {value}" for name, value in (subst or {}).items()]
+    header = f"{comment(algo)} " + ", ".join(shown) + (f" \u00b7 {note}" if note else "")
+    return header + "\n" + substitute(regions(algo)[op].body, **indices, **(subst or {}))

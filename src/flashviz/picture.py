@@ -157,6 +157,8 @@ class Texts:
     # the carries panel's note at a step, given the SRAM state there (buffer -> contents, its unit's latest snapshots)
     carries_note: Callable[[Step, Mapping[str, np.ndarray]], Rich | None]
     veil: Callable[[Step], list[dict[str, Any]] | None] = lambda step: None
+    launch: Mapping[str, Any] | None = None  # how the kernel is launched beyond N, D, Br, Bc (warps, stages, why)
+    tensor_cores: Mapping[str, Any] | None = None  # how its matrix products run on the tensor cores
 
 
 # ---- helpers the algorithms' picture modules share ----

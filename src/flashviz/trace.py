@@ -67,6 +67,7 @@ class Step:
     veil: int | None = None  # index into the trace's veils: what its unit never touches under causal masking
     action: str = ""  # the seed's "Action" column
     carries_note: int | None = None  # index into the trace's carries notes
+    mma: dict[str, Any] | None = None  # a tensor-core kernel's scores and P·V steps: one element as its k-steps add up
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Trace:
     counting: list[Any] = field(default_factory=list)
     tiling: dict[str, Any] = field(default_factory=dict)
     veils: list[Any] = field(default_factory=list)
+    tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
 
     def to_json(self, indent: bool = False) -> bytes:
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import assemble, kernels, picture, reference
+from . import assemble, kernels, picture, precision, reference
 from . import flops as flop_view
 from .algos import get
 from .config import Config
@@ -23,6 +23,8 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
     if drawn:
         inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})
+    # what HBM holds: a bf16 kernel's inputs are the bf16 roundings of what was drawn or given
+    inputs = {k: precision.stored(v, algo.dtype) for k, v in inputs.items()}
     rec = algo.engine.execute(cfg, inputs)
     hbm = rec.hbm
     outputs = {name: hbm.value(name) for name in algo.outputs}
@@ -52,7 +54,13 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     assemble.fill_writes(module, phases)
     drawn_as = pic.pop("tensors")
     tensors = {
-        name: {"shape": shapes[name], "dtype": "float32", "role": algo.tensors[name], **drawn_as[name]}
+        name: {
+            "shape": shapes[name],
+            "dtype": "float32" if algo.bytes_of(name) == FLOAT_BYTES else algo.dtype,
+            "element_bytes": algo.bytes_of(name),
+            "role": algo.tensors[name],
+            **drawn_as[name],
+        }
         for name in hbm.tensors
     }
     checked = reference.check({k: outputs[k] for k in refs}, refs, algo.expect.TOLERANCE, algo.expect.LOG_DOMAIN)
@@ -70,9 +78,10 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             "random_inputs": drawn,
             "tr": cfg.tr,
             "tc": cfg.tc,
-            "dtype": "float32",
-            "element_bytes": FLOAT_BYTES,
+            "dtype": algo.dtype,
+            "element_bytes": algo.element_bytes,
             "recorded_blocks": sorted(recorded),
+            **({} if texts.launch is None else {"launch": dict(texts.launch)}),
         },
         kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(cfg.algo)},
         idea=algo.idea.to_dict(),

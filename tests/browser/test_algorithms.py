@@ -230,8 +230,10 @@ def test_comparison_view_counts_every_algorithm_together(page, server_url, log):
     page.locator("#compare").scroll_into_view_if_needed()
     table = page.locator("[data-testid=compare-table]")
     expect(table).to_contain_text("HBM traffic")
-    for name in doc["algorithms"]:
-        expect(table.locator(f"[data-testid=compare-total] td[data-algo='{name}']")).to_have_count(1)
+    for name, entry in doc["algorithms"].items():  # a kernel that does not run these tiles has no total
+        expect(table.locator(f"[data-testid=compare-total] td[data-algo='{name}']")).to_have_count(
+            int(entry["supported"])
+        )
     # the chart: one line per forward algorithm from the sweep, the current N marked
     chart = page.locator("[data-testid=traffic-chart]")
     expect(chart.locator("polyline.series")).to_have_count(3)
@@ -240,6 +242,8 @@ def test_comparison_view_counts_every_algorithm_together(page, server_url, log):
     # counters advance together: at the last step every algorithm has moved all its bytes
     page.keyboard.press("End")
     for name, entry in doc["algorithms"].items():
+        if not entry["supported"]:  # tiles its kernel does not run (fa2-triton at D=16): no counters to race
+            continue
         moved = page.locator(f"[data-testid=race-{name}] .race-text")
         expect(moved).to_have_attribute("data-bytes", str(entry["total"]["bytes"]))
     page.keyboard.press("Home")

@@ -102,7 +102,8 @@ def test_steps_and_phases_count_from_one_and_sections_in_order(page, server_url,
     open_viewer(page, server_url)
     numbers = page.locator("main h2 .ch").all_text_contents()
     assert numbers == [str(k) for k in range(1, len(numbers) + 1)], numbers
-    assert len(numbers) == page.locator("main h2").count() == 13  # issue 11 added "On the GPU" and "Counting FLOPs"
+    # issue 11 added "On the GPU" and "Counting FLOPs"; issue 12 "On the tensor cores" (hidden for fa2) and the ladder
+    assert len(numbers) == page.locator("main h2").count() == 15
     trace = api_trace(page, server_url)
     phases = len(trace["phases"])
     for k in (0, 6, 15):
@@ -218,7 +219,11 @@ def test_url_round_trip(page, server_url, log):
         ("n=abc", 'URL n="abc": must be an integer in 1..4096; showing n=8', {"n": "8"}),
         ("n=0", 'URL n="0": must be an integer in 1..4096; showing n=8', {"n": "8"}),
         # the algorithms are the server's (/api/limits), in its order
-        ("algo=fa3", 'URL algo="fa3": must be one of standard, fa1, fa2, fa2-backward; showing fa2', {"algo": "fa2"}),
+        (
+            "algo=fa3",
+            'URL algo="fa3": must be one of standard, fa1, fa2, fa2-backward, fa2-triton; showing fa2',
+            {"algo": "fa2"},
+        ),
         ("block=7", 'URL block="7": must be an integer in 0..1 for this launch; showing block 0', {"block": "0"}),
         ("step=999", 'URL step="999": must be an integer in 1..16 for this launch; showing step 16', {"step": "15"}),
         ("causal=maybe", 'URL causal="maybe": must be true or false; showing causal=false', {}),

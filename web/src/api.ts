@@ -115,6 +115,8 @@ export interface PhaseCurve {
   op: (string | null)[];
   read: number[];
   written: number[];
+  /** bytes read and written so far, each tensor at its own element size (bf16 2, fp32 4) */
+  bytes?: number[];
   tensors: Record<string, [number, number][]>;
 }
 

@@ -16,11 +16,13 @@ import { CountersView } from "./render/counters";
 import { FlopsView } from "./render/flops";
 import { HardwareView } from "./render/hardware";
 import { IdeaView } from "./render/idea";
+import { LadderView } from "./render/ladder";
 import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
 import { type Profile, ProfileView } from "./render/profile";
 import { showRegimes } from "./render/regimes";
 import { showSram } from "./render/sram";
+import { TensorCoresView } from "./render/tensorCores";
 import { loadTex, texLoaded } from "./render/tex";
 import { Timeline } from "./render/timeline";
 import { pickSource } from "./source";
@@ -96,6 +98,8 @@ const memory = new MemoryView(byId("memory-host"));
 const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("code-lines"), byId("code-header"), byId("kernel-file"));
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
+const tensorCores = new TensorCoresView(byId("tensor-cores"), byId("tc-body"), byId("tc-hidden"), byId("tc-element"));
+void new LadderView(byId("ladder-body")).load(); // the recorded run: fetched once, independent of the launch
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
 const counters = new CountersView(
   byId<HTMLTableSectionElement>("counters-body"),
@@ -210,6 +214,7 @@ function render(flight = false): void {
   if (traceChanged) {
     memory.setTrace(t, idx);
     code.setSource(t.kernel.file, t.kernel.source);
+    tensorCores.setTrace(t);
     timeline.setTrace(t);
     showBadge(byId("error-badge"), byId("exactness-detail"), t);
     showSram(byId("sram-footprint"), t);
@@ -227,6 +232,7 @@ function render(flight = false): void {
   part("code", () => code.showMeta(s.lines, s.code, t.kernel.file));
   lazy("code", () => code.show(s.lines, s.code, t.kernel.file));
   part("narrative", () => narrative.show(s));
+  part("tensor-cores", () => tensorCores.show(t, s));
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
   part("counters", () => counters.show(t, idx, s));

@@ -43,6 +43,8 @@ export interface TraceConfig {
   element_bytes: number;
   /** the picks whose steps carry values */
   recorded_blocks: number[];
+  /** how the kernel is launched beyond N, D, Br, Bc (a Triton kernel: warps, stages, and where they come from) */
+  launch?: Record<string, string | number | null>;
 }
 
 export interface ErrorCheck {
@@ -101,6 +103,48 @@ export interface Step {
   carries_note: number | null;
   substeps: Substep[] | null;
   text: string;
+  /** a tensor-core kernel's matrix-product step: one element of its result as the k-steps add it up */
+  mma?: Mma | null;
+}
+
+/** One element of a step's tensor-core product: `parts[k]` is what the k-th 16-wide slice of the inner dimension
+ *  adds (one instruction's share), `value` the fp32 sum the step holds. `dot` names the product (its op's entry in
+ *  `Trace.tensor_cores.ops`). */
+export interface Mma {
+  dot: string;
+  row: number;
+  col: number;
+  parts: number[];
+  /** null where the element is not finite (a masked score: −∞) */
+  value: number | null;
+}
+
+/** How one tl.dot runs on the tensor cores (Python: algos/<name>/tiles.py `dot`). */
+export interface TensorDot {
+  a: string;
+  b: string;
+  c: string;
+  m: number;
+  n: number;
+  k: number;
+  flops: number;
+  instruction: { name: string; shape: number[]; text: string; issued_by: string; per_warpgroup?: number; per_warp?: number };
+  k_steps: number;
+  owners: { warp: number; warpgroup: number; rows: [number, number][] }[];
+  replicated: boolean;
+  title: Rich;
+  b_transposed: boolean;
+}
+
+/** Trace.tensor_cores: per op that runs a matrix product, how it runs; what the kernel's source hides. */
+export interface TensorCores {
+  ops: Record<string, TensorDot>;
+  warps: number;
+  warpgroups: number;
+  num_stages: number;
+  d_padded: number;
+  hidden: string[];
+  why: string;
 }
 
 /** One write of the launch: by a recorded step (`step`), or by a block the trace did not record (null). */
@@ -124,7 +168,8 @@ export interface Phase {
 }
 
 export interface SramFootprint {
-  buffers: Record<string, { shape: number[]; bytes: number }>;
+  /** `in`: where a buffer lives when not in shared memory ("registers": a Triton kernel's accumulators, not counted) */
+  buffers: Record<string, { shape: number[]; bytes: number; in?: string }>;
   bytes: number;
   static_limit_bytes: number;
   budget_bytes: number;
@@ -267,6 +312,8 @@ export interface Trace {
   counting: Rich[];
   tiling: Tiling;
   veils: Veil[][];
+  /** how its matrix products run on the tensor cores; null for scalar code */
+  tensor_cores?: TensorCores | null;
   blocks: BlockInfo[];
   phases: Phase[];
   steps: Step[];
@@ -282,6 +329,12 @@ export interface AlgoInfo {
   /** why max_n is lower than the API's bound ("keeps S and P (N×N) in HBM"), else "" */
   max_n_reason?: string;
   kernel_file?: string;
+  /** the only values a field may take for its kernel (a Triton kernel's head dimensions and tiles), else null */
+  allowed?: Record<string, number[]> | null;
+  /** those rules in words */
+  launch_rule?: string;
+  /** a launch it runs: the page's form switches a field that breaks `allowed` to this value */
+  example?: Record<string, number> | null;
 }
 
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */

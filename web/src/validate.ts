@@ -36,6 +36,8 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
     } else if (f === "n" && v > maxN(limits, algo)) {
       const why = limits.algos?.find((x) => x.name === algo)?.max_n_reason;
       errors[f] = `must be at most ${maxN(limits, algo)} for ${algo}${why ? `, which ${why}` : ""} (got ${v})`;
+    } else if (!allows(limits, algo, f, v)) {
+      errors[f] = `must be one of ${allowedOf(limits, algo, f)!.join(", ")} for ${algo} (got ${v})`;
     } else {
       out[f] = v;
     }
@@ -54,6 +56,16 @@ export function validate(raw: Record<Field, string>, limits: Limits, causal = fa
   }
   const ok = Object.keys(errors).length === 0;
   return { config: ok ? (out as ConfigParams) : null, errors };
+}
+
+/** The only values a field may take for this algorithm (/api/limits' `allowed`), or null when any in range will do. */
+export function allowedOf(limits: Limits, algo: string, f: string): number[] | null {
+  return limits.algos?.find((x) => x.name === algo)?.allowed?.[f] ?? null;
+}
+
+export function allows(limits: Limits, algo: string, f: string, v: number): boolean {
+  const only = allowedOf(limits, algo, f);
+  return only === null || only.includes(v);
 }
 
 /** The largest N the server traces for this algorithm (standard holds S and P, N x N). */

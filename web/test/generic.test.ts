@@ -11,8 +11,8 @@ const MARKUP = import.meta.glob(["../index.html", "../src/**/*.css"], { query: "
 >;
 
 // the names Python gives algorithms, kernels and ops (docs/trace-schema.md): none may appear as a string in web/src
-const ALGORITHMS = ["fa1", "fa2", "standard", "fa2-backward", "fa2_backward"];
-const KERNELS = ["fa2_bwd", "fa2_bwd_preprocess", "standard_scores", "standard_softmax", "standard_pv"];
+const ALGORITHMS = ["fa1", "fa2", "standard", "fa2-backward", "fa2_backward", "fa2-triton", "fa2_triton"];
+const KERNELS = ["fa2_fwd", "fa2_bwd", "fa2_bwd_preprocess", "standard_scores", "standard_softmax", "standard_pv"];
 const OPS = [
   "load_q",
   "load_kv",

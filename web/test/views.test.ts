@@ -156,6 +156,7 @@ describe("the comparison view", () => {
       expect(at).toMatchObject({ phase: k, read: sum("read"), written: sum("written") });
     });
     for (const [a, e] of Object.entries(COMPARE.algorithms)) {
+      if (!e.supported) continue; // tiles its kernel does not run (fa2-triton at D=2): no counters to animate
       const c = COMPARE.curves![a] as PhaseCurve;
       expect(curveAt(c, 1), a).toMatchObject({ read: e.total!.read, written: e.total!.written });
     }

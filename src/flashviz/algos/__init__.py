@@ -1,8 +1,5 @@
 """The algorithms flashviz runs, one folder each (`flashviz/algos/<folder>/`, see `base` and
 docs/adding-an-algorithm.md). Adding one is a new folder and its line in FOLDERS; nothing else names it.
-
-`fa2_triton/` holds the Triton kernel behind `flashviz.attention`; it is not a registered algorithm of the viewer
-yet (no executor: issue 12).
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ FOLDERS = (
     "fa1",
     "fa2",
     "fa2_backward",
+    "fa2_triton",
 )
 DEFAULT = "fa2"  # what a launch runs when no algorithm is named: the seed's example
 BASELINE = "fa2"  # the algorithm the others' traffic is measured against (`traffic_vs_fa2`)

@@ -7,7 +7,7 @@ parts are. Each algorithm is a folder `flashviz/algos/<name>/` (docs/adding-an-a
 - `narrative.py` the sentences of its steps
 - `traffic.py`   closed forms: `count`, `sram_bytes`, `steps`
 - `expect.py`    its float64 expectation: `expected(cfg, inputs)`, `TOLERANCE`, `LOG_DOMAIN`
-- `gpu.py`       `SPEC`, its launches on a GPU (`flashviz.gpu.specs.KernelSpec`)
+- `gpu.py`       `SPEC`, its launches on a GPU (`flashviz.gpu.specs.KernelSpec` for NVRTC, `TritonSpec` for Triton)
 
 The record names the parts by module, and they are imported when first used: the record itself imports
 nothing of the engine, so that `config` can read every algorithm's limits without importing an executor.
@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..units import FLOAT_BYTES
+
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
     from ..config import Config
-    from ..gpu.specs import KernelSpec
+    from ..gpu.specs import KernelSpec, TritonSpec
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,28 @@ class Algorithm:
     max_n_reason: str = ""  # ... and why, as the error says it: "keeps S and P (N×N) in HBM"
     sram_note: str = ""  # how its shared memory per block is counted, when it is not one kernel's
     reread: str = ""  # what the loads a GPU's caches serve mostly are, in its words (a profile's `model.reread`)
+    dtype: str = "float32"  # Q, K, V (and O) in HBM: "float32", or "bfloat16" for a tensor-core kernel
+    tensor_bytes: Mapping[str, int] | None = None  # bytes per element of each HBM tensor (None: 4 for every one)
+    kernel_functions: tuple[str, ...] = ()  # a kernel file shared with others: the functions whose steps are its own
+    launch_check: str = ""  # "module.function" of its folder: more rules on a launch (tiles a kernel can run)
+    launch_rule: str = ""  # those rules in words, for /api/limits and the page
+    example: Mapping[str, int] | None = None  # a launch it runs (n, d, br, bc), when the seed's does not satisfy them
+    allowed: Mapping[str, tuple[int, ...]] | None = None  # the only values a field may take ("d": head dims), if any
+
+    def bytes_of(self, tensor: str) -> int:
+        """Bytes per element of one of its HBM tensors (bf16 Q is 2, its fp32 L 4)."""
+        return FLOAT_BYTES if self.tensor_bytes is None else self.tensor_bytes[tensor]
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes per element of its inputs (the trace's `config.element_bytes`)."""
+        return self.bytes_of(self.inputs[0])
+
+    def check_launch(self, cfg: Config) -> None:
+        """Its own rules on a launch (`launch_check`), raising ConfigError; nothing when it has none."""
+        if self.launch_check:
+            module, _, function = self.launch_check.rpartition(".")
+            getattr(self.part(module), function)(cfg)
 
     def part(self, name: str) -> ModuleType:
         """One of its modules (engine, narrative, traffic, expect, gpu), imported on first use."""
@@ -86,11 +110,11 @@ class Algorithm:
         return self.part("expect")
 
     @property
-    def gpu(self) -> KernelSpec | None:
+    def gpu(self) -> KernelSpec | TritonSpec | None:
         """Its launches on a GPU, or None when it has none yet."""
         if importlib.util.find_spec(f"{self.package}.gpu") is None:
             return None
-        spec: KernelSpec = self.part("gpu").SPEC
+        spec: KernelSpec | TritonSpec = self.part("gpu").SPEC
         return spec
 
     @property

@@ -62,24 +62,40 @@ class HBM:
 
 @dataclass
 class SRAM:
-    """One block's shared memory: named buffers and the bytes they take, against a budget."""
+    """One block's shared memory: named buffers and the bytes they take, against a budget.
+
+    The engine holds every buffer as float32; `itemsize` is what an element takes on the chip (2 for a bf16 tile),
+    and a buffer a kernel keeps in registers (`where="registers"`: a Triton kernel's accumulators) is listed but
+    takes no shared memory."""
 
     budget_bytes: int = SMEM_OPTIN_BYTES
     buffers: dict[str, np.ndarray] = field(default_factory=dict)
+    itemsize: dict[str, int] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
 
-    def alloc(self, name: str, shape: tuple[int, ...], fill: float = 0.0) -> np.ndarray:
+    def alloc(
+        self, name: str, shape: tuple[int, ...], fill: float = 0.0, itemsize: int = FLOAT_BYTES, where: str = "shared"
+    ) -> np.ndarray:
         self.buffers[name] = np.full(shape, fill, dtype=np.float32)
+        self.itemsize[name] = itemsize
+        self.where[name] = where
         return self.buffers[name]
+
+    def size(self, name: str) -> int:
+        return self.buffers[name].size * self.itemsize[name]
 
     @property
     def bytes(self) -> int:
-        return sum(b.size * FLOAT_BYTES for b in self.buffers.values())
+        return sum(self.size(name) for name in self.buffers if self.where[name] == "shared")
 
     def footprint(self) -> dict[str, Any]:
+        listed: dict[str, Any] = {}
+        for name, b in self.buffers.items():
+            listed[name] = {"shape": list(b.shape), "bytes": self.size(name)}
+            if self.where[name] != "shared":
+                listed[name]["in"] = self.where[name]
         return {
-            "buffers": {
-                name: {"shape": list(b.shape), "bytes": b.size * FLOAT_BYTES} for name, b in self.buffers.items()
-            },
+            "buffers": listed,
             "bytes": self.bytes,
             "static_limit_bytes": SMEM_STATIC_BYTES,
             "budget_bytes": self.budget_bytes,

@@ -54,12 +54,16 @@ class Recorder:
         carries: dict[str, np.ndarray] | None = None,
         substeps: list[dict[str, Any]] | None = None,
         indices: Mapping[str, int | None] | None = None,
+        code: tuple[dict[str, int], str] | None = None,
+        mma: dict[str, Any] | None = None,
     ) -> None:
         """Count a step's transfers and note its writes; keep the step itself when its block is recorded.
 
         `i` is the recorded unit the step belongs to (a pick: the block of Q, or the backward's block j); `indices`
-        orders the loop indices in the code header (default i then j). A step of no block of Q (i None: FA1's
-        outer-loop load of Kj, Vj) is kept whenever any block is recorded."""
+        orders the loop indices in the code header (default i then j); `code` adds the kernel's own loop variables
+        to substitute and a note for the header (the Triton loop's `start`, its stage). A step of no block of Q
+        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded. `mma`: what the step's
+        matrix multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md)."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
         self.phase_flops[phase].update(self.flops.take())  # the arithmetic done since the last step is this step's
         counts = self.phase_counts[phase]
@@ -80,6 +84,7 @@ class Recorder:
         if not keep:
             return
         region = kernels.regions(self.algo)[op]
+        subst, note = code or ({}, "")
         math, tex = self.labels[op]
         self.steps.append(
             Step(
@@ -92,13 +97,14 @@ class Recorder:
                 math=math,
                 tex=tex,
                 indices=at,
-                code=kernels.step_code(self.algo, op, **given),
+                code=kernels.step_code(self.algo, op, subst, note, **given),
                 lines=(region.first, region.last),
                 transfers=transfers,
                 sram={k: v.copy() for k, v in (sram or {}).items()},
                 carries=carries,
                 substeps=substeps,
                 text=text,
+                mma=mma,
             )
         )
 

@@ -1,6 +1,7 @@
 """Launching an algorithm's kernels: compiled with NVRTC from its kernel file and checked against the device
 (`prepare`), launched on B x H heads at once (`launch`), or launched once in a child process (`launcher`: the
-command that `profile` and `sanitize` run under their tools)."""
+command that `profile` and `sanitize` run under their tools). A Triton kernel (`TritonSpec`) is compiled and
+launched by the host code its folder names; here it is only dispatched to."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from ..algos import get
 from ..config import Config, ConfigError
 from . import device, nvrtc
-from .specs import MAX_THREADS, Kernel, KernelSpec, spec
+from .specs import MAX_THREADS, Kernel, KernelSpec, TritonSpec, spec
 
 MAX_GRID_Y = 65535
 
@@ -69,13 +70,41 @@ class Launch:
         return facts[0] if len(facts) == 1 else {"kernel": self.name, "launches": facts}
 
 
-def prepare(cfg: Config, heads: int = 1, threads: int | None = None) -> Launch:
-    """Validate the launches against the device, compile them (NVRTC, cached) and return them ready to call."""
+@dataclass
+class TritonLaunch:
+    """A Triton kernel after one launch (compiled, in Triton's cache for a child process to reuse): its facts."""
+
+    facts: dict[str, Any]
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in self.facts.items() if k not in ("time_ms", "heads")}
+
+
+def _no_threads(threads: int | None) -> None:
+    if threads is not None:
+        raise ConfigError(
+            "--threads", "sets blockDim.x of a CUDA C++ kernel; a Triton kernel's warps come with its tiles"
+        )
+
+
+def _triton_heads(s: TritonSpec, cfg: Config, heads: int) -> dict[str, np.ndarray]:
+    from ..inputs import random_inputs
+
+    one = random_inputs(cfg.n, cfg.d, cfg.seed, s.algorithm.inputs)
+    return {k: np.broadcast_to(v, (heads, *v.shape)).copy() for k, v in one.items()}
+
+
+def prepare(cfg: Config, heads: int = 1, threads: int | None = None) -> Launch | TritonLaunch:
+    """Validate the launches against the device, compile them (NVRTC, cached) and return them ready to call. A
+    Triton kernel is compiled by launching it once."""
     cp = device.require_gpu()
     cfg = cfg.validated()
     s = spec(cfg.algo)
     if not 1 <= heads <= MAX_GRID_Y:
         raise ConfigError("heads", f"batch*heads must be in 1..{MAX_GRID_Y} (got {heads})")
+    if isinstance(s, TritonSpec):
+        _no_threads(threads)
+        return TritonLaunch(s.launch(cfg, _triton_heads(s, cfg, heads))[1])
     limit = int(cp.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
     compiled = []
     for k in s.kernels:
@@ -131,6 +160,10 @@ def launch(cfg: Config, inputs: dict[str, Any], threads: int | None = None) -> t
     """
     cp = device.require_gpu()
     algo = get(cfg.algo)
+    s = spec(cfg.algo)
+    if isinstance(s, TritonSpec):
+        _no_threads(threads)
+        return _launch_triton(s, cfg, inputs)
     arrays, kinds = {}, set()
     for name in algo.inputs:
         arrays[name], kind = _to_device(inputs[name], cp)
@@ -141,6 +174,7 @@ def launch(cfg: Config, inputs: dict[str, Any], threads: int | None = None) -> t
             raise ConfigError(name, f"must have shape (..., {cfg.n}, {cfg.d}) (got {arrays[name].shape})")
     heads = math.prod(lead)
     run = prepare(cfg, heads, threads)
+    assert isinstance(run, Launch)  # a Triton spec returned above
     for name, shape in run.spec.shapes.items():  # outputs and intermediates, poisoned: unwritten stays NaN
         if name not in arrays:
             arrays[name] = cp.full((*lead, *shape(cfg)), cp.nan, dtype=cp.float32)
@@ -152,6 +186,23 @@ def launch(cfg: Config, inputs: dict[str, Any], threads: int | None = None) -> t
     facts = {**run.describe(), "heads": heads, "time_ms": cp.cuda.get_elapsed_time(start, end)}
     kind = kinds.pop() if len(kinds) == 1 else "numpy"
     return {name: _from_device(arrays[name], kind) for name in algo.outputs}, facts
+
+
+def _launch_triton(s: TritonSpec, cfg: Config, inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The folder's host code on every head of `inputs` (NumPy, (..., N, D)); outputs come back as NumPy."""
+    algo = s.algorithm
+    arrays = {name: np.asarray(inputs[name], dtype=np.float32) for name in algo.inputs}
+    lead = arrays[algo.inputs[0]].shape[:-2]
+    for name in algo.inputs:
+        if arrays[name].shape != (*lead, cfg.n, cfg.d):
+            raise ConfigError(name, f"must have shape (..., {cfg.n}, {cfg.d}) (got {arrays[name].shape})")
+    heads = math.prod(lead)
+    if not 1 <= heads <= MAX_GRID_Y:
+        raise ConfigError("heads", f"batch*heads must be in 1..{MAX_GRID_Y} (got {heads})")
+    flat = {k: v.reshape(heads, cfg.n, cfg.d) for k, v in arrays.items()}
+    outputs, facts = s.launch(cfg, flat)
+    shaped = {name: outputs[name].reshape(*lead, *s.shapes[name](cfg)) for name in algo.outputs}
+    return shaped, {**facts, "heads": heads}
 
 
 def launcher(

@@ -27,6 +27,10 @@ EXTRA_METRICS = {
     "l2_read_sectors_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
     "l1_load_hit_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
     "time_ns": "gpu__time_duration.sum",
+    # loads and stores through the Tensor Memory Accelerator (a Triton kernel's tensor descriptors), which bypass the
+    # LSU pipe that the two first METRICS count (bench/results/tma/README.md: equal to the model on the H200)
+    "tma_load_bytes": "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "tma_store_bytes": "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
 }
 
 _UNITS = {
@@ -48,8 +52,12 @@ _UNITS = {
 }
 
 
-def ncu_command(program: list[str], metrics: list[str], ncu: str, kernel: str) -> list[str]:
-    """ncu measuring `metrics` of the kernels whose names match the regular expression `kernel`, as CSV."""
+def ncu_command(
+    program: list[str], metrics: list[str], ncu: str, kernel: str, launch_count: int | None = None
+) -> list[str]:
+    """ncu measuring `metrics` of the kernels whose names match the regular expression `kernel`, as CSV (only the
+    first `launch_count` matching launches when given)."""
+    count = [] if launch_count is None else ["--launch-count", str(launch_count)]
     return [
         ncu,
         "--clock-control",
@@ -58,6 +66,7 @@ def ncu_command(program: list[str], metrics: list[str], ncu: str, kernel: str) -
         "all",
         "--kernel-name",
         f"regex:^{kernel}",
+        *count,
         "--metrics",
         ",".join(metrics),
         "--csv",
@@ -120,7 +129,7 @@ def ncu_version(ncu: str) -> str:
 
 
 def run_ncu(
-    program: list[str], ncu: str, kernel: str, timeout: float = 600
+    program: list[str], ncu: str, kernel: str, timeout: float = 600, launch_count: int | None = None
 ) -> tuple[list[dict[str, Any]], str, list[str], list[str]]:
     """Profile `program` with the four metrics and the extra ones; if ncu measured the four but not every
     extra, keep what it measured; if it missed any of the four, try again with the four alone.
@@ -129,7 +138,7 @@ def run_ncu(
     tries = [[*METRICS.values(), *EXTRA_METRICS.values()], list(METRICS.values())]
     out = ""
     for metrics in tries:
-        cmd = ncu_command(program, metrics, ncu, kernel)
+        cmd = ncu_command(program, metrics, ncu, kernel, launch_count)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         out = proc.stdout + proc.stderr
         kernels = parse_ncu_csv(proc.stdout)

@@ -12,7 +12,7 @@ import numpy as np
 from ..config import Config
 from .specs import spec
 
-BYTES = 4  # float32
+BYTES = 4  # float32: the element size the 32-byte-sector model of warp accesses is written for
 SECTOR = 32  # bytes
 WARP = 32  # threads, one element each
 
@@ -42,8 +42,10 @@ def sector_bytes(first: np.ndarray, count: np.ndarray, head_stride: int, heads: 
 
 
 def model(cfg: Config, heads: int) -> dict[str, Any]:
-    """The traffic model for a launch of `heads` heads, in elements and bytes, plus the sector-rounded bytes
-    (where the spec lists the runs its loops move; else the sector model is the model)."""
+    """The traffic model for a launch of `heads` heads, in elements and bytes (each tensor at its own element size:
+    4 for fp32, 2 for bf16), plus the sector-rounded bytes (where the spec lists the runs its loops move; else the
+    sector model is the model), and per path (`spec.paths`: "lsu" ordinary loads and stores, "tma" tensor
+    descriptors) the bytes each path moves, which different counters see."""
     s = spec(cfg.algo)
     algo = s.algorithm
     per_head = algo.traffic.count(cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
@@ -51,8 +53,9 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
         name: {
             "read_elements": t["read"] * heads,
             "written_elements": t["written"] * heads,
-            "read_bytes": t["read"] * heads * BYTES,
-            "written_bytes": t["written"] * heads * BYTES,
+            "read_bytes": t["read"] * heads * algo.bytes_of(name),
+            "written_bytes": t["written"] * heads * algo.bytes_of(name),
+            "element_bytes": algo.bytes_of(name),
         }
         for name, t in per_head.items()
     }
@@ -67,8 +70,19 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
         out["sector_store_bytes"] = sum(sectors[name] for name in algo.outputs)
     else:
         out["sector_load_bytes"], out["sector_store_bytes"] = load, store
-    out["unique_input_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.inputs)
+    paths = s.paths or {}
+    by_path: dict[str, dict[str, int]] = {}
+    for name, t in tensors.items():
+        at = by_path.setdefault(paths.get(name, "lsu"), {"load_bytes": 0, "store_bytes": 0})
+        at["load_bytes"] += t["read_bytes"]
+        at["store_bytes"] += t["written_bytes"]
+    out["paths"] = by_path
+    out["unique_input_bytes"] = sum(
+        heads * int(np.prod(s.shapes[name](cfg))) * algo.bytes_of(name) for name in algo.inputs
+    )
     if algo.reread:
         out["reread"] = algo.reread  # what the loads the caches serve mostly are, in the algorithm's words
-    out["unique_output_bytes"] = sum(heads * int(np.prod(s.shapes[name](cfg))) * BYTES for name in algo.outputs)
+    out["unique_output_bytes"] = sum(
+        heads * int(np.prod(s.shapes[name](cfg))) * algo.bytes_of(name) for name in algo.outputs
+    )
     return out

@@ -1,5 +1,6 @@
-"""What it takes to launch an algorithm's kernels: the `KernelSpec` each algorithm's folder declares in its
-`gpu.py` (`SPEC`), and the lookup by name.
+"""What it takes to launch an algorithm's kernels: the spec each algorithm's folder declares in its `gpu.py`
+(`SPEC`), and the lookup by name. Two kinds: `KernelSpec` (CUDA C++ compiled with NVRTC, launched through CuPy) and
+`TritonSpec` (a Triton kernel, compiled and launched by its own host code, which the folder names).
 
 The algorithm's record (`flashviz.algos`) names its kernel file, inputs and outputs. A `KernelSpec` adds what
 only the GPU needs: the per-head shape of every HBM tensor (intermediates such as S and P too) and the launches
@@ -82,6 +83,44 @@ class KernelSpec:
         args = k.smem_args(cfg) if k.smem_args is not None else k.template_args(cfg)
         return smem_macro(self.file_algo(k), k.template)(*args)
 
+    kind = "nvrtc"
+    paths: dict[str, str] | None = None  # tensor -> how it moves: every CUDA C++ kernel here loads through the LSU
+
+    def counts(self, template: str) -> bool:
+        return self.counted is None or template in self.counted
+
+
+@dataclass(frozen=True)
+class TritonKernel:
+    """A Triton kernel's name as Nsight Compute sees it, and the HBM tensors it takes."""
+
+    template: str
+    tensors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TritonSpec:
+    """An algorithm whose kernel is Triton: the folder gives the host code that compiles and launches it.
+
+    `launch(cfg, inputs)`: inputs {name: (heads, ...) float32 NumPy} -> (outputs {name: (heads, ...) float32 NumPy},
+    facts about the launch: kernel, grid, warps, stages, shared memory, registers, the matrix instructions in its
+    compiled code, time_ms); it imports torch and Triton itself. `paths`: per tensor, how the kernel moves it ("tma":
+    tensor descriptors, "lsu": ordinary loads and stores), which decides the Nsight Compute counters that see it."""
+
+    algo: str
+    shapes: dict[str, Callable[[Config], tuple[int, ...]]]
+    kernels: tuple[TritonKernel, ...]
+    launch: Callable[[Config, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], dict]]
+    paths: dict[str, str]
+    reuse: str | None = None
+    spans: None = None  # TMA moves whole tiles: no 32-byte-sector model of warp accesses
+    counted: tuple[str, ...] | None = None
+    kind = "triton"
+
+    @property
+    def algorithm(self) -> Algorithm:
+        return get(self.algo)
+
     def counts(self, template: str) -> bool:
         return self.counted is None or template in self.counted
 
@@ -90,12 +129,12 @@ def tr_grid(c: Config, heads: int) -> tuple[int, int, int]:
     return (c.tr, heads, 1)
 
 
-def specs() -> dict[str, KernelSpec]:
+def specs() -> dict[str, KernelSpec | TritonSpec]:
     """Every algorithm that has a GPU launch, in registry order."""
     return {name: s for name, a in REGISTRY.items() if (s := a.gpu) is not None}
 
 
-def spec(algo: str) -> KernelSpec:
+def spec(algo: str) -> KernelSpec | TritonSpec:
     s = REGISTRY[algo].gpu if algo in REGISTRY else None
     if s is None:
         raise ConfigError("algo", f"{algo} has no GPU launch yet (flashviz gpu runs {', '.join(specs())})")

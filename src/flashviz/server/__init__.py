@@ -121,6 +121,17 @@ def create_app(
             )
         return JSONResponse(profile)
 
+    @app.get("/api/ladder", responses={200: DOCUMENT, 404: {"description": "no recorded ladder run ships"}})
+    async def get_ladder() -> Response:
+        """The recorded GPU run of the ladder that ships with flashviz (docs/ladder-schema.md): measured on the
+        GPU it names, on the date it gives; never measured here."""
+        from ..ladder import LadderError, load
+
+        try:
+            return JSONResponse(load())
+        except LadderError as exc:
+            return JSONResponse({"detail": str(exc)[:300]}, status_code=404)
+
     @app.api_route(
         "/api/{rest:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
     )

@@ -1,11 +1,22 @@
 // The code: the whole kernel file in a read-only CodeMirror 6 editor with the step's lines
 // highlighted and scrolled into view, and beside it the step's concrete code (`// i = 0, j = 1`).
+// The grammar follows the kernel file's name: C++ for a .cu file, Python for a Triton kernel (.py).
 import { cpp } from "@codemirror/lang-cpp";
+import { python } from "@codemirror/lang-python";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
-import { EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
+import { Compartment, EditorState, RangeSetBuilder, StateEffect, StateField } from "@codemirror/state";
 import { Decoration, type DecorationSet, EditorView, lineNumbers } from "@codemirror/view";
 import { parser as cppParser } from "@lezer/cpp";
 import { highlightTree, tags } from "@lezer/highlight";
+import { parser as pythonParser } from "@lezer/python";
+
+/** Whether a kernel file is Python (a Triton kernel), by its name. */
+export function isPython(file: string): boolean {
+  return file.endsWith(".py");
+}
+
+const language = new Compartment();
+
 import { h } from "../dom";
 import { showCodeMeta } from "./codeMeta";
 
@@ -64,7 +75,7 @@ function readOnlyView(parent: HTMLElement, doc: string, label: string, extra: Re
         EditorState.readOnly.of(true),
         EditorView.editable.of(false),
         EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),
-        cpp(),
+        language.of(cpp()),
         syntaxHighlighting(highlight),
         baseTheme,
         activeLines,
@@ -81,11 +92,12 @@ export class CodeView {
   private readonly header: HTMLElement;
   private readonly fileLabel: HTMLElement;
   private source = "";
+  private python = false;
   private range: [number, number] | null = null;
 
   constructor(kernelHost: HTMLElement, concreteHost: HTMLElement, summary: HTMLElement, header: HTMLElement, fileLabel: HTMLElement) {
     this.kernel = readOnlyView(kernelHost, "", "The whole kernel file, read-only", [lineNumbers()]);
-    // the step's own code: the same C++ grammar and colours as the editor, as a plain <pre> (cheap per step)
+    // the step's own code: the same grammar and colours as the editor, as a plain <pre> (cheap per step)
     this.concrete = document.createElement("pre");
     this.concrete.className = "snippet cm-editor-like";
     this.concrete.tabIndex = 0;
@@ -101,6 +113,11 @@ export class CodeView {
     if (source === this.source) return;
     this.source = source;
     this.range = null;
+    if (isPython(file) !== this.python) {
+      this.python = isPython(file);
+      this.snippets.clear();
+      this.kernel.dispatch({ effects: language.reconfigure(this.python ? python() : cpp()) });
+    }
     this.kernel.dispatch({ changes: { from: 0, to: this.kernel.state.doc.length, insert: source } });
   }
 
@@ -131,7 +148,7 @@ export class CodeView {
   private snippet(code: string): [string, string][] {
     let runs = this.snippets.get(code);
     if (runs !== undefined) return runs;
-    const tree = cppParser.parse(code);
+    const tree = (this.python ? pythonParser : cppParser).parse(code);
     runs = [];
     let at = 0;
     highlightTree(tree, highlight, (from, to, classes) => {

@@ -25,9 +25,12 @@ export function series(doc: CompareDoc, a: string): string {
  *  watched launch after its phase p (u = (p + 1)/P) is read at that very phase p, and another algorithm at the
  *  same fraction of its own phases. `phase` is the last phase done (−1: none yet, nothing moved), its cumulative
  *  elements read and written (at the last sampled phase at or before it: long launches are sampled). */
-export function curveAt(c: PhaseCurve, u: number): { phase: number; read: number; written: number; op: string | null } {
+export function curveAt(
+  c: PhaseCurve,
+  u: number,
+): { phase: number; read: number; written: number; bytes: number | null; op: string | null } {
   const done = Math.round(Math.min(1, Math.max(0, Number.isFinite(u) ? u : 0)) * c.phases);
-  if (done <= 0 || !c.phase.length || c.phase[0]! > done - 1) return { phase: -1, read: 0, written: 0, op: null };
+  if (done <= 0 || !c.phase.length || c.phase[0]! > done - 1) return { phase: -1, read: 0, written: 0, bytes: 0, op: null };
   const target = done - 1;
   let lo = 0;
   let hi = c.phase.length - 1;
@@ -36,7 +39,7 @@ export function curveAt(c: PhaseCurve, u: number): { phase: number; read: number
     if (c.phase[mid]! <= target) lo = mid;
     else hi = mid - 1;
   }
-  return { phase: c.phase[lo]!, read: c.read[lo]!, written: c.written[lo]!, op: c.op[lo] ?? null };
+  return { phase: c.phase[lo]!, read: c.read[lo]!, written: c.written[lo]!, bytes: c.bytes?.[lo] ?? null, op: c.op[lo] ?? null };
 }
 
 /** How far a launch has got after its phase `phase` (0-based) of `phases`: what the comparison follows. */
@@ -416,7 +419,7 @@ export class CompareView {
       if (curve && !("skipped" in curve)) {
         const at = curveAt(curve, u);
         done = String(at.phase + 1);
-        moved = (at.read + at.written) * per;
+        moved = at.bytes ?? (at.read + at.written) * per; // the curve's own bytes where it gives them (bf16: 2 per element)
         phase =
           at.phase < 0
             ? `before phase 1 of ${int(curve.phases)}`

@@ -2,7 +2,7 @@
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
 import type { ConfigParams } from "../state";
 import type { Limits } from "../types";
-import { configToRaw, FIELDS, type Field, validate } from "../validate";
+import { allows, configToRaw, FIELDS, type Field, validate } from "../validate";
 
 export class ConfigForm {
   private limits: Limits;
@@ -29,6 +29,7 @@ export class ConfigForm {
     this.algo = form.querySelector<HTMLSelectElement>('[name="algo"]')!;
     // picking an algorithm runs it at once (with the numbers typed, if they are good)
     this.algo.addEventListener("change", () => {
+      this.snapToAllowed();
       const v = this.check(true);
       if (v) this.onApply(v);
     });
@@ -91,6 +92,19 @@ export class ConfigForm {
       this.setMessage("", "");
     }
     return v.config;
+  }
+
+  /** A field whose value the picked algorithm's kernel does not run (/api/limits' `allowed`) takes the value of its
+   *  example launch, so that picking it shows it rather than an error; the other fields stay as typed. */
+  private snapToAllowed(): void {
+    const info = this.limits.algos?.find((a) => a.name === this.algo.value);
+    if (!info?.allowed || !info.example) return;
+    for (const f of Object.keys(info.allowed)) {
+      const input = this.inputs.get(f as Field);
+      const v = Number(input?.value);
+      const to = info.example[f];
+      if (input && to !== undefined && !allows(this.limits, info.name, f, v)) input.value = String(to);
+    }
   }
 
   /** The algorithm of the trace on screen is one of the picker's, even before /api/limits has listed them. */

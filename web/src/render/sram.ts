@@ -32,7 +32,9 @@ export function showSram(el: HTMLElement, t: Trace): void {
           ` ${kib(s.bytes)} per block, under the ${kib(s.static_limit_bytes)} static limit.`,
         );
   const list = (buffers: typeof s.buffers) =>
-    Object.entries(buffers).map(([name, b]) => h("li", {}, code(name), ` ${b.shape.join("\u00d7")} \u00b7 ${kib(b.bytes)}`));
+    Object.entries(buffers).map(([name, b]) =>
+      h("li", {}, code(name), ` ${b.shape.join("\u00d7")} \u00b7 ${kib(b.bytes)}${b.in ? ` in ${b.in}, not shared memory` : ""}`),
+    );
   const parts = s.kernels
     ? Object.entries(s.kernels).flatMap(([k, f]) => [
         h("li", { class: "kernel" }, h("b", {}, k), ` ${kib(f.bytes)}${k === s.kernel ? " (the largest)" : ""}:`),

@@ -1,0 +1,244 @@
+"""The Triton FA2 forward executor: kernel.py's `fa2_fwd` and `_fwd_tiles`, with their arithmetic, on the memory
+model. Q, K, V are bf16 (float32 arrays holding bf16 values); the products are exact and summed in fp32 as the
+tensor cores accumulate them; the scale times log2(e) is one multiply and the exponentials are exp2; P is rounded to
+bf16 before P·V; O is written in bf16, L in fp32. The kernel's fused multiply-adds (`Sij * qk_scale - m_new`,
+`li * alpha + rowsum`) are rounded once, as on the GPU; exp2 and log2 are NumPy's exact ones where the GPU uses its
+approximate `ex2.approx` and `lg2.approx` (a few units in the last place of fp32).
+
+The loop over tiles runs in the kernel's stages: not causal, the tiles wholly inside N unmasked, then the ragged
+last one with its columns >= N masked; causal, the tiles wholly below block i's diagonal unmasked, then its diagonal
+tiles masked (key column > query row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import Config
+from ...engine.memory import SRAM
+from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...precision import bf16, fma
+from ...tiling import span
+from . import ALGORITHM, narrative
+
+ALGO = ALGORITHM.name
+LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
+LN2 = np.float32(0.6931471805599453)
+
+# op -> (the seed's label, TeX)
+LABELS = {
+    "load_q": (
+        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
+        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
+    ),
+    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
+    "scores": ("Sij = tl.dot(Qi, Kj.T)", r"S_{ij} = Q_i K_j^{\top}\ \text{(tensor cores, fp32)}"),
+    "online_softmax": (
+        "mi, li, Oi = ... (exp2; Oi += bf16(P) @ Vj)",
+        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}_2(m_i, \ell_i, O_i, S_{ij}, V_j)",
+    ),
+    "write_back": (
+        "O[i], L[i] = bf16(Oi/li), (mi + log2(li))·ln 2",
+        r"O[i] \leftarrow \mathrm{bf16}(O_i / \ell_i),\; L[i] \leftarrow (m_i + \log_2 \ell_i) \ln 2",
+    ),
+}
+SUBSTEPS = (
+    (
+        "new max",
+        "m_new = max(mi, Sij.max(1) * qk_scale)",
+        r"m_i^{\text{new}} = \max\!\big(m_i,\ \tau \log_2 e \cdot \mathrm{rowmax}(S_{ij})\big)",
+    ),
+    (
+        "rescaled sum",
+        "li = li * alpha + exp2(Sij * qk_scale - m_new).sum(1)",
+        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i"
+        r" + \mathrm{rowsum}\big(2^{\,\tau \log_2 e\, S_{ij} - m_i^{\text{new}}}\big)",
+    ),
+    (
+        "rescaled output",
+        "Oi = tl.dot(bf16(Pij), Vj, Oi * alpha)",
+        r"O_i = 2^{\,m_i - m_i^{\text{new}}}\,O_i + \mathrm{bf16}(P)\,V_j",
+    ),
+)
+NO_MASK, MASK_COLUMNS, MASK_CAUSAL = "NO_MASK", "MASK_COLUMNS", "MASK_CAUSAL"  # kernel.py's loop stages
+
+
+def phase_of(op: str, j: int | None, tc: int) -> int:
+    """load_q, then 3 per tile, then write_back (tc: that block's tile count)."""
+    if op == "load_q":
+        return 0
+    if op == "write_back":
+        return 1 + 3 * tc
+    assert j is not None, op
+    return 1 + 3 * j + ("load_kv", "scores", "online_softmax").index(op)
+
+
+def stage_of(cfg: Config, i: int, j: int) -> str:
+    """The loop stage of kernel.py that runs tile j of block i: which mask `_fwd_tiles` applies to it."""
+    if cfg.causal:
+        return NO_MASK if j * cfg.bc < i * cfg.br else MASK_CAUSAL
+    return NO_MASK if (j + 1) * cfg.bc <= cfg.n else MASK_COLUMNS
+
+
+def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """a · b as the tensor cores add it up: one fp32 partial sum per k-step of 16 (a, b: one row and one column)."""
+    return [float(np.dot(a[k : k + 16], b[k : k + 16])) for k in range(0, a.shape[0], 16)]
+
+
+def block(rec: Recorder, cfg: Config, i: int) -> None:
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    qk_scale = np.float32(cfg.softmax_scale * LOG2E)  # the host passes scale * log2(e); the kernel takes it as fp32
+    keep = i in rec.recorded
+    tc = cfg.tiles_of_block(i)
+    sram = SRAM()
+    Qi = sram.alloc("Qi", (br, d), itemsize=2)  # (Br, D) bf16, by TMA into shared memory
+    Kj = sram.alloc("Kj", (bc, d), itemsize=2)  # (Bc, D) bf16
+    Vj = sram.alloc("Vj", (bc, d), itemsize=2)  # (Bc, D) bf16
+    Sij = sram.alloc("Sij", (br, bc), where="registers")  # (Br, Bc) fp32 accumulators
+    mi = sram.alloc("mi", (br,), fill=-np.inf, where="registers")  # (Br,) in units of log2
+    li = sram.alloc("li", (br,), where="registers")  # (Br,)
+    Oi = sram.alloc("Oi", (br, d), where="registers")  # (Br, D) fp32 accumulators
+    rec.sram_footprint = sram.footprint()
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    rows = np.arange(r0, r0 + br)  # (Br,) query row of each row of Qi, padding rows included
+
+    # step: load_q -- Qi = desc_q.load([i * Br, 0]); rows past N read as zeros
+    q, t = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    rec.emit(
+        i,
+        None,
+        "load_q",
+        phase_of("load_q", None, tc),
+        [t],
+        {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
+        narrative.load_q(i, r0, r1, br, d) if keep else "",
+        carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
+    )
+
+    for j in range(tc):
+        start = j * bc
+        c0, c1 = span(j, bc, n)
+        nc = c1 - c0
+        stage = stage_of(cfg, i, j)
+        code = ({"start": start}, f"{stage} stage")
+        # step: load_kv -- Kj, Vj = desc_k.load([start, 0]), desc_v.load([start, 0]); rows past N read as zeros
+        k, tk = rec.hbm.read("K", slice(c0, c1))
+        v, tv = rec.hbm.read("V", slice(c0, c1))
+        Kj[:nc], Kj[nc:] = k, 0.0
+        Vj[:nc], Vj[nc:] = v, 0.0
+        rec.emit(
+            i,
+            j,
+            "load_kv",
+            phase_of("load_kv", j, tc),
+            [tk, tv],
+            {"Kj": Kj, "Vj": Vj},
+            narrative.load_kv(j, tc, c0, c1, bc, d, cfg.tr, stage, skipped=cfg.tc - tc) if keep else "",
+            code=code,
+        )
+
+        # step: scores -- Sij = tl.dot(Qi, Kj.T): exact bf16 products summed in fp32, not yet scaled; then the mask
+        np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+        cols = start + np.arange(bc)  # (Bc,) key column of each column of Sij
+        if stage == MASK_CAUSAL:
+            Sij[rows[:, None] < cols[None, :]] = -np.inf
+        elif stage == MASK_COLUMNS:
+            Sij[:, cols >= n] = -np.inf
+        mma = None
+        if keep:
+            parts = chunks(Qi[0], Kj[0])
+            mma = {"dot": "scores", "row": r0, "col": c0, "parts": parts, "value": float(Sij[0, 0])}
+        rec.emit(
+            i,
+            j,
+            "scores",
+            phase_of("scores", j, tc),
+            [],
+            {"Sij": Sij},
+            narrative.scores(j, Sij, nr, nc, stage, float(qk_scale)) if keep else "",
+            code=code,
+            mma=mma,
+        )
+
+        # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_new), alpha, li, Oi
+        m_old, l_old = mi.copy(), li.copy()  # (Br,)
+        m_ij = np.fmax.reduce(Sij, axis=1, initial=-np.inf) * qk_scale  # (Br,) tl.max(Sij, 1) * qk_scale
+        m_new = np.fmax(mi, m_ij)  # (Br,) tl.maximum
+        P = np.exp2(fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
+        alpha = np.exp2(mi - m_new)  # (Br,)
+        lsum = P.sum(axis=1, dtype=np.float32)  # (Br,)
+        li[:] = fma(li, alpha, lsum)
+        P16 = bf16(P)  # (Br, Bc) Pij.to(Vj.dtype): what the tensor cores multiply
+        pv = P16 @ Vj  # (Br, D) fp32 accumulation
+        Oi[:] = Oi * alpha[:, None] + pv
+        mi[:] = m_new
+        Sij[:] = P
+        phase = phase_of("online_softmax", j, tc)
+        if not keep:
+            rec.emit(i, j, "online_softmax", phase, [], code=code)
+            continue
+        carries = {
+            "m_old": m_old,
+            "m_ij": m_ij,
+            "mi": mi.copy(),
+            "alpha": alpha,
+            "l_old": l_old,
+            "rowsum": lsum,
+            "li": li.copy(),
+        }
+        substeps = visible_parts(
+            SUBSTEPS,
+            (
+                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+                {"alpha": alpha, "PV": pv},
+            ),
+        )
+        rounding = float(np.abs(P - P16)[:nr].max()) if nr else 0.0
+        rec.emit(
+            i,
+            j,
+            "online_softmax",
+            phase,
+            [],
+            {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
+            narrative.online_softmax(j, m_old, m_new, alpha, l_old, li, nr, rounding),
+            carries=carries,
+            substeps=substeps,
+            code=code,
+            mma={"dot": "pv", "row": r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
+        )
+
+    # step: write_back -- Oi / li, stored as bf16 (rows past N are not stored); L = (mi + log2(li)) * ln 2 in fp32
+    Oi[:] = bf16(Oi / li[:, None])  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
+    L_i = (mi + np.log2(li)) * LN2  # (Br,)
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    rec.emit(
+        i,
+        None,
+        "write_back",
+        phase_of("write_back", None, tc),
+        [tl, to],
+        {"Oi": Oi},
+        narrative.write_back(i, r0, r1, d, L_i[:nr]) if keep else "",
+        carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
+    )
+
+
+def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
+    """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
+    rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
+    for name in ("Q", "K", "V"):
+        rec.hbm.put(name, bf16(np.asarray(inputs[name], dtype=np.float32)))
+    rec.hbm.put("O", np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))  # poisoned: an unwritten element shows
+    rec.hbm.put("L", np.full(cfg.n, np.nan, dtype=np.float32))
+    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU
+        for i in range(cfg.tr):
+            block(rec, cfg, i)
+    return rec
+
+
+trace_blocks = blocks_of_q  # one program per block of Q (and head)

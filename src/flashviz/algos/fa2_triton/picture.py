@@ -1,0 +1,257 @@
+"""fa2-triton's picture (docs/trace-schema.md): fa2's schedule, one program per block of Q, with where each buffer
+really lives (Qi, Kj, Vj in shared memory as bf16; Sij, Oi, mi, li in registers), the launch (tiles, warps, stages,
+and where they come from) and what its two matrix products do on the tensor cores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...picture import (
+    CAUSAL_CHIPS,
+    WRITTEN_ONCE,
+    Buffer,
+    Kernel,
+    Move,
+    Op,
+    Picker,
+    Rich,
+    Tensor,
+    Texts,
+    b,
+    code,
+    grouped,
+    plural,
+    slot,
+    sub,
+    when,
+    width_veil,
+)
+from . import tiles, traffic
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...trace import Step
+
+K = "fa2_fwd"
+KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)
+PICKER = Picker((K,), index="block", letter="i", label="block i")
+
+BUFFERS = {
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+}
+SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
+
+ONLINE_TEX = {
+    "m_old": r"m_i^{\text{old}}\ (\log_2)",
+    "m_ij": r"\tau \log_2 e \cdot \mathrm{rowmax}(S_{ij})",
+    "m_new": r"m_i^{\text{new}}",
+    "alpha": r"\alpha = 2^{\,m^{\text{old}} - m^{\text{new}}}",
+    "l_old": r"\ell_i^{\text{old}}",
+    "rowsum": r"\mathrm{rowsum}(P)",
+    "l_new": r"\ell_i^{\text{new}}",
+    "PV": r"\mathrm{bf16}(P)\,V_j",
+}
+OPS = {
+    "load_q": Op(
+        "read",
+        "Before the loop: one TMA load brings Qi into shared memory (bf16); the fp32 accumulator Oi and the carries "
+        "start in registers.",
+        moves={"Q": Move(("Qi",))},
+        online={"reloads": True},
+    ),
+    "load_kv": Op(
+        "read",
+        "A tile of K and V arrives by TMA, bf16 into shared memory (with num_stages > 1 the next tiles are already "
+        "on their way while this one is used).",
+        moves={"K": Move(("Kj",)), "V": Move(("Vj",))},
+    ),
+    "scores": Op(
+        "compute",
+        "One tl.dot on the tensor cores: this block's Br queries against the tile's Bc keys, bf16 in, fp32 out, not "
+        "yet scaled.",
+        notes={"Sij": "= Q\u1d62K\u2c7c\u1d40 (unscaled)"},
+        notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+    ),
+    "online_softmax": Op(
+        "softmax",
+        "The online softmax in base 2 (scale·log\u2082e folded in), then the second tl.dot: bf16(P)·Vj added into Oi.",
+        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)", "Oi": "rescaled + bf16(P)V"},
+        value_tex=ONLINE_TEX,
+        online={"rescales": True},
+    ),
+    "write_back": Op(
+        "write",
+        "After the loop: one division; O leaves in bf16 by TMA, L in fp32.",
+        moves={
+            "L": Move(("mi", "li"), {"carry": "L"}),
+            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62, bf16)"),
+        },
+        after_loop=True,
+        online={
+            "out": "L",
+            "out_heading": "L = (m\u1d62 + log\u2082 \u2113\u1d62)\u00b7ln 2",
+            "o_heading": "O row = bf16(O\u1d62 / \u2113\u1d62)",
+        },
+    ),
+}
+
+WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
+HIDDEN = [
+    "Which thread holds which element of a warp's 16 rows is fixed by the PTX ISA's fragment layout for the "
+    "instruction; how Triton arranges the operands in shared memory (swizzling) and whether bf16(P) is fed to the "
+    "second dot from registers is its compiler's choice, not visible in kernel.py.",
+    "The instruction shapes and the warps' rows follow Triton 3.x's rules (supportMMA, mmaVersionToInstrShape, "
+    "warpsPerTileV3), read from its source, not from this launch's compiled code; the ladder's H200 run found wgmma "
+    "in the compiled code of its 64\u00d764 and 128\u00d764 tiles (8 warps).",
+]
+
+
+def tensors(cfg: Config) -> dict[str, Tensor]:
+    r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    return {
+        "Q": Tensor(("q", "none"), "none", r["Q"]),
+        "K": Tensor(("kv", "none"), "none", r["K"]),
+        "V": Tensor(("kv", "none"), "none", r["V"]),
+        "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
+        "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
+    }
+
+
+def stage_note(cfg: Config, s: Step) -> str:
+    first = s.code.split("\n", 1)[0]
+    return first.rpartition("\u00b7 ")[2] if "\u00b7 " in first else ""
+
+
+def action(cfg: Config, s: Step) -> str:
+    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
+    if s.op == "load_q":
+        return f"Qi \u2190 {at['Q']} (TMA, bf16); Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0"
+    if s.op == "load_kv":
+        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']} (TMA, bf16; {stage_note(cfg, s)})"
+    if s.op == "scores":
+        return f"Sij \u2190 tl.dot(Qi, Kj\u1d40)  ({cfg.br}\u00d7{cfg.bc}, tensor cores; {stage_note(cfg, s)})"
+    if s.op == "online_softmax":
+        return f"exp2 softmax, rescale li and Oi, Oi += bf16(P)\u00b7Vj, tile j = {s.j}"
+    return f"{at['O']} \u2190 bf16(Oi/li); {at['L']} \u2190 (mi + log2 li)\u00b7ln 2"
+
+
+def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
+    if s.op == "online_softmax":
+        text = (
+            "First tile: m_old = \u2212\u221e, so \u03b1 = 2^(\u2212\u221e) = 0 wipes the empty carries."
+            if s.j == 0
+            else "Where the max grew (\u03b1 < 1), \u2113\u1d62 and O\u1d62 are rescaled by \u03b1 = "
+            "2^(m_old \u2212 m_new) before this tile is added; m\u1d62 is in units of log\u2082."
+        )
+    else:
+        text = {
+            "load_q": "The carries start empty in registers: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0.",
+            "load_kv": WAIT.format(what="brings in tile j"),
+            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
+            "write_back": "The only division: O = O\u1d62 / \u2113\u1d62, rounded to bf16. L = (m\u1d62 + log\u2082 "
+            "\u2113\u1d62)\u00b7ln 2 in fp32, the natural log-sum-exp.",
+        }[s.op]
+    return [text]
+
+
+def launch(cfg: Config) -> dict[str, Any]:
+    ws = tiles.warps_and_stages(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    return {
+        "kernel": "fa2_fwd",
+        "br": cfg.br,
+        "bc": cfg.bc,
+        "d_padded": tiles.padded(cfg.d),
+        **ws,
+        "shared_bytes": tiles.shared_bytes(cfg.d, cfg.br, cfg.bc, ws["num_stages"]),
+        "rule": tiles.rule_text(),
+    }
+
+
+def tensor_cores(cfg: Config) -> dict[str, Any]:
+    ws = tiles.warps_and_stages(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    warps = ws["num_warps"]
+    dp = tiles.padded(cfg.d)
+    scores = tiles.dot(cfg.br, cfg.bc, dp, warps, "Qi", "Kj", "Sij")
+    pv = tiles.dot(cfg.br, dp, cfg.bc, warps, "Sij", "Vj", "Oi")
+    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "\u1d40"]
+    pv["title"] = [sub("O", "i"), " += bf16(P) ", sub("V", "j")]
+    scores["b_transposed"], pv["b_transposed"] = True, False
+    return {
+        "ops": {"scores": scores, "online_softmax": pv},
+        "warps": warps,
+        "warpgroups": warps // 4,
+        "num_stages": ws["num_stages"],
+        "d_padded": dp,
+        "hidden": HIDDEN,
+        "why": "A CUDA core does one fused multiply-add per thread per instruction; one tensor-core instruction of a "
+        "warpgroup does 64\u00b7N\u00b716 of them at once, which is why the same schedule runs hundreds of times "
+        "faster (bench/results/ladder).",
+    }
+
+
+def picture(cfg: Config) -> Texts:
+    t = tensors(cfg)
+    causal = CAUSAL_CHIPS if cfg.causal else ""
+    smem = traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc)
+    return Texts(
+        tagline="FlashAttention-2 forward in Triton: bf16 tiles on the tensor cores",
+        tensors=t,
+        sram_titles={
+            K: [
+                f"On chip, program i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(smem)} bytes of shared memory "
+                "(one stage), accumulators in registers"
+            ],
+        },
+        summaries={
+            K: [
+                "All ",
+                *plural(cfg.tr, "program"),
+                f" of Q run at once, each on its own Br = {cfg.br} rows: every one is at phase ",
+                slot("phase"),
+                " of ",
+                slot("phases"),
+                ", ",
+                slot("math"),
+                when("j", " on tile j = ", slot("j")),
+                f". No program needs anything from another.{causal}",
+            ]
+        },
+        counting=[
+            [b("Q"), " is read once, and ", b("O"), " and ", b("L"), " are written once and never read back."],
+            [b("K"), " and ", b("V"), " are read once per block of Q: ", sub("T", "r"), " times."],
+            [
+                b("Half the bytes of fp32."),
+                " Q, K, V and O are bf16: 2 bytes per element, so the same element counts as the seed's fp32 kernel "
+                "(at the same tiles) move half the bytes; L stays fp32 (4 bytes).",
+            ],
+            [
+                b("Bigger tiles, fewer passes."),
+                " K and V are re-read once per block of Q, so the tiles a tensor-core kernel can afford (Br = 128 "
+                "rows instead of the seed's 32) divide that re-reading by four; ",
+                code("flashviz ladder"),
+                " shows what each step bought on the H200.",
+            ],
+        ],
+        carries={
+            "view": "online",
+            "buffers": {"m": "mi", "l": "li", "o": "Oi"},
+            "o_heading": "O\u1d62 row (unnormalised, fp32)",
+        },
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        headline=["O", "L"],
+        against="float64 attention of the bf16 inputs",
+        action=lambda s: action(cfg, s),
+        carries_note=lambda s, state: carries_note(cfg, s, state),
+        veil=lambda s: width_veil(cfg, t, s.block),
+        launch=launch(cfg),
+        tensor_cores=tensor_cores(cfg),
+    )

@@ -1,0 +1,155 @@
+// The ladder: one recorded GPU run (GET /api/ladder, the run that ships with flashviz; docs/ladder-schema.md) set
+// out rung by rung, from the seed's fp32 scalar kernel to the Triton kernel on tensor cores and PyTorch's backends.
+// The page shows the run's own numbers with its date and GPU and measures nothing; with no recorded run it says so.
+// Every value from the document lands as a text node.
+import { h } from "../dom";
+import { bytes, kib } from "../format";
+
+interface Tiles {
+  br: number;
+  bc: number;
+  warps: number;
+  stages: number;
+}
+
+interface Rung {
+  name: string;
+  label: string;
+  kernel: string;
+  dtype: string;
+  tensor_cores: boolean;
+  mma: string | null;
+  tiles: Tiles | null;
+  ms: number;
+  peak: string;
+  tflops: number;
+  share_of_peak: number;
+  hbm_bytes: number | null;
+  sram_bytes_per_block: number | null;
+  max_rel_err: number;
+  what_changed: string;
+}
+
+export interface LadderDoc {
+  schema: string;
+  date: string;
+  gpu: string;
+  mode: string;
+  complete: boolean;
+  command: string;
+  shape: { batch: number; heads: number; n: number; d: number; causal: boolean; tokens: number };
+  timing: string;
+  check: string;
+  peaks: Record<string, { tflops: number; what: string }>;
+  rungs: Rung[];
+}
+
+/** GET /api/ladder: the recorded run, or the server's one-line reason there is none. */
+export async function fetchLadder(signal?: AbortSignal): Promise<LadderDoc | string> {
+  try {
+    const res = await fetch("api/ladder", { signal, headers: { Accept: "application/json" } });
+    const doc = (await res.json()) as unknown;
+    if (!res.ok) {
+      const detail = doc && typeof doc === "object" && "detail" in doc ? String((doc as { detail: unknown }).detail) : "";
+      return detail || `the server answered ${res.status}`;
+    }
+    return isLadder(doc) ? doc : "the server's ladder document is not a flashviz.ladder/1 run";
+  } catch {
+    return "the ladder could not be fetched";
+  }
+}
+
+export function isLadder(x: unknown): x is LadderDoc {
+  if (!x || typeof x !== "object") return false;
+  const d = x as Partial<LadderDoc>;
+  return (
+    d.schema === "flashviz.ladder/1" &&
+    typeof d.date === "string" &&
+    typeof d.gpu === "string" &&
+    Array.isArray(d.rungs) &&
+    !!d.shape &&
+    !!d.peaks
+  );
+}
+
+function tilesText(t: Tiles | null): string {
+  return t === null ? "not reported" : `${t.br}×${t.bc}, ${t.warps} warps, ${t.stages} stage${t.stages === 1 ? "" : "s"}`;
+}
+
+/** The table of rungs and the run's provenance, as nodes. */
+export function ladderNodes(doc: LadderDoc): Node[] {
+  const s = doc.shape;
+  const head = [
+    "#",
+    "rung",
+    "dtype",
+    "tensor cores",
+    "tiles Br×Bc",
+    "ms",
+    "TFLOP/s",
+    "of peak",
+    "HBM (model)",
+    "SRAM / block",
+    "what changed from the rung below",
+  ];
+  const rows = doc.rungs.map((r, i) =>
+    h(
+      "tr",
+      { "data-testid": "ladder-rung", "data-rung": r.name },
+      h("td", {}, String(i + 1)),
+      h("th", { scope: "row" }, r.label, h("div", { class: "muted small mono" }, r.kernel)),
+      h("td", {}, r.dtype),
+      h("td", {}, r.tensor_cores ? `yes${r.mma ? ` (${r.mma})` : ""}` : "no"),
+      h("td", {}, tilesText(r.tiles)),
+      h("td", { class: "num" }, r.ms.toPrecision(4)),
+      h("td", { class: "num", "data-testid": "ladder-tflops" }, r.tflops.toFixed(1)),
+      h("td", { class: "num" }, `${(100 * r.share_of_peak).toFixed(1)}% of ${r.peak}`),
+      h("td", { class: "num" }, r.hbm_bytes === null ? "not known" : bytes(r.hbm_bytes)),
+      h("td", { class: "num" }, r.sram_bytes_per_block === null ? "not known" : kib(r.sram_bytes_per_block)),
+      h("td", { class: "small" }, r.what_changed),
+    ),
+  );
+  const peaks = Object.entries(doc.peaks)
+    .map(([k, v]) => `${k} ${v.tflops.toFixed(1)} TFLOP/s (${v.what})`)
+    .join("; ");
+  return [
+    h(
+      "p",
+      { class: "small", "data-testid": "ladder-provenance" },
+      h("b", {}, `Recorded ${doc.date} on ${doc.gpu}`),
+      `${doc.mode === "full" ? "" : ` (${doc.mode} run)`}${doc.complete ? "" : ", incomplete"}: not measured on this machine; these are that run's numbers. `,
+      `Shape: N = ${s.n}, D = ${s.d}, batch ${s.batch} × ${s.heads} heads${s.causal ? ", causal" : ""}. Command: `,
+      h("code", {}, doc.command),
+    ),
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { class: "final ladder", "data-testid": "ladder-table" },
+        h("thead", {}, h("tr", {}, ...head.map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, ...rows),
+      ),
+    ),
+    // the run's own sentences, quoted (data-verbatim: the page's junk check leaves them alone)
+    h(
+      "p",
+      { class: "small muted", "data-verbatim": "ladder" },
+      `Peaks measured in the same run: ${peaks}. Timing: ${doc.timing}. Check: ${doc.check}.`,
+    ),
+  ];
+}
+
+export class LadderView {
+  constructor(private readonly host: HTMLElement) {}
+
+  async load(): Promise<void> {
+    const doc = await fetchLadder();
+    this.host.replaceChildren(
+      ...(typeof doc === "string"
+        ? [h("p", { class: "small muted", "data-testid": "ladder-missing" }, `No recorded ladder run to show: ${doc}`)]
+        : ladderNodes(doc)),
+    );
+    this.host.dataset.ready = "1";
+  }
+}
