@@ -98,3 +98,19 @@ def test_the_readmes_parallelism_table_is_the_recorded_run():
     ratio = compare(4096, 64, 32, 128)["algorithms"]["fa1"]["traffic_vs_fa2"]
     assert f"{ratio:.2f}× FA2's bytes" in text
     assert "## Why FA2 wins: trips across HBM" not in text
+
+
+def test_the_sweep_sets_only_schedules_of_one_element_width_side_by_side():
+    """fa2-triton runs fa2's schedule in bf16: counted at 4 bytes it tied fa2 at every point (the sweep counted every
+    algorithm in fp32); counted at its own 2 bytes it would "win" everywhere by precision alone. The sweep sets side
+    by side only the algorithms as wide as fa2, counts each at its own width, and names the ones it leaves out."""
+    r = sweep(4096, 64, 32, 128, False)
+    wide = {name for name in r["points"][0]["bytes"]}
+    assert {"standard", "fa1", "fa2"} <= wide
+    for name in wide:
+        assert get(name).element_bytes == get("fa2").element_bytes
+    narrow = [a for a in ("fa2-triton",) if get(a).element_bytes != get("fa2").element_bytes]
+    assert narrow, "fa2-triton is bf16: 2 bytes per element"
+    for name in narrow:
+        assert name not in wide and name in r["left_out"]
+    assert "left out" in run("--n", "4096", "--d", "64", "--br", "32", "--bc", "128")

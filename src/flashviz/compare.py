@@ -212,6 +212,7 @@ def render_regimes(doc: dict[str, Any]) -> Table:
         caption=" ".join(
             [
                 r["real_kernels"],
+                *([r["left_out"]] if r.get("left_out") else []),
                 "Traffic at these tiles is mostly "
                 + "; ".join(
                     f"{name}: {dominant(e)}"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 DATA_ID = "flashviz-data"  # web/src/source.ts: the index of the documents
+LADDER_ID = "flashviz-ladder"  # the recorded ladder run, when one ships (GET /api/ladder's document)
 PLACEHOLDER = "<!--flashviz-documents-->"  # where the documents go: before </body>
 NO_BUNDLE = (
     "the viewer is not built (no {path}): build it from a source checkout with "
@@ -38,6 +39,8 @@ class Documents:
     compares: list[tuple[dict[str, Any], bytes]] = field(default_factory=list)  # (n, d, br, bc, causal; JSON)
     host: bool = False  # a host (the widget) answers launches the page does not hold
     server: bool = False  # the server that served the page answers them (flashviz view)
+    # the recorded ladder run that ships with flashviz (its JSON), or None when none ships: the page's last section
+    ladder: bytes | None = field(default_factory=lambda: shipped_ladder())
 
     def html(self) -> str:
         """The documents as elements: an index, then one element per trace and comparison."""
@@ -56,11 +59,25 @@ class Documents:
                 for k, (cfg, _) in enumerate(self.traces)
             ],
             "compares": [{"id": f"flashviz-compare-{k}", **key} for k, (key, _) in enumerate(self.compares)],
+            "ladder": None if self.ladder is None else LADDER_ID,
         }
         parts = [element(DATA_ID, json.dumps(index, separators=(",", ":")).encode())]
         parts += [element(f"flashviz-trace-{k}", data) for k, (_, data) in enumerate(self.traces)]
         parts += [element(f"flashviz-compare-{k}", data) for k, (_, data) in enumerate(self.compares)]
+        if self.ladder is not None:
+            parts.append(element(LADDER_ID, self.ladder))
         return "\n".join(parts)
+
+
+def shipped_ladder() -> bytes | None:
+    """The ladder run that ships with flashviz, as /api/ladder serves it, or None when none ships (or it is broken:
+    the page then says there is none, as it does behind a server answering 404)."""
+    from .ladder import LadderError, load
+
+    try:
+        return json.dumps(load(), separators=(",", ":")).encode()
+    except LadderError:
+        return None
 
 
 def page_config(cfg: dict[str, Any]) -> dict[str, Any]:

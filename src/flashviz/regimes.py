@@ -9,7 +9,6 @@ from typing import Any
 
 from .algos import BASELINE, REGISTRY
 from .config import Config
-from .units import FLOAT_BYTES
 
 RATIOS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # Bc/Br at the sweep's points, Br held
 TILE_RANGE = (1, 256)
@@ -27,9 +26,27 @@ def forward() -> list[str]:
     return [name for name, a in REGISTRY.items() if a.direction == "forward"]
 
 
+def schedules() -> list[str]:
+    """The forward algorithms the sweep sets side by side: those whose elements are as wide as the baseline's, so
+    that only the schedule (which tensor is re-read how often) tells their bytes apart."""
+    width = REGISTRY[BASELINE].element_bytes
+    return [name for name in forward() if REGISTRY[name].element_bytes == width]
+
+
+def left_out() -> str:
+    """A sentence naming the forward algorithms the sweep leaves out (another element width), or ""."""
+    width = REGISTRY[BASELINE].element_bytes
+    out = [name for name in forward() if name not in schedules()]
+    return " ".join(
+        f"{name} ({REGISTRY[name].dtype}, {REGISTRY[name].element_bytes} bytes per element) is left out of the sweep: "
+        f"its bytes differ from the others' by the element width, not the schedule ({BASELINE}'s are {width})."
+        for name in out
+    )
+
+
 def total_bytes(name: str, n: int, d: int, br: int, bc: int, causal: bool) -> int:
     counts = REGISTRY[name].traffic.count(n=n, d=d, br=br, bc=bc, causal=causal)
-    return FLOAT_BYTES * sum(t["read"] + t["written"] for t in counts.values())
+    return REGISTRY[name].element_bytes * sum(t["read"] + t["written"] for t in counts.values())
 
 
 def terms(name: str, n: int, d: int, br: int, bc: int, causal: bool) -> list[dict[str, Any]]:
@@ -57,13 +74,14 @@ def terms(name: str, n: int, d: int, br: int, bc: int, causal: bool) -> list[dic
 
 
 def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
-    """Each forward algorithm's bytes and bytes ÷ the baseline's at Bc = Br·r for r in RATIOS (Br held, Bc clipped
-    to 1..256), and which moves fewest at each point; the current (Br, Bc) is a point too."""
+    """The bytes of each forward algorithm as wide as the baseline (`schedules`), and bytes ÷ the baseline's, at
+    Bc = Br·r for r in RATIOS (Br held, Bc clipped to 1..256), and which moves fewest at each point; the current
+    (Br, Bc) is a point too; `left_out` names the algorithms of another element width."""
     lo, hi = TILE_RANGE
     shapes = sorted({(br, min(hi, max(lo, round(br * r)))) for r in RATIOS} | {(br, bc)}, key=lambda s: s[1])
     points = []
     for b_r, b_c in shapes:
-        by = {name: total_bytes(name, n, d, b_r, b_c, causal) for name in forward()}
+        by = {name: total_bytes(name, n, d, b_r, b_c, causal) for name in schedules()}
         base = by.get(BASELINE)
         points.append(
             {
@@ -75,4 +93,4 @@ def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
                 "current": (b_r, b_c) == (br, bc),
             }
         )
-    return {"n": n, "d": d, "causal": causal, "points": points, "real_kernels": REAL_KERNELS}
+    return {"n": n, "d": d, "causal": causal, "points": points, "real_kernels": REAL_KERNELS, "left_out": left_out()}

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 from pageutil import WAIT_MS, counter_el, expect, expect_step, tooltip_at
 
+from flashviz.ladder import load as load_ladder
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 OFFLINE = {"file", "data", "blob"}  # the only schemes an exported file may ask for
@@ -82,6 +84,9 @@ def test_an_exported_file_works_from_disk_with_no_network(offline_page, tmp_path
     text = tooltip_at(page, "K", 5.5, 2.5)
     assert "K[5, 2]" in text
     assert f"{abs(trace['inputs']['K'][5][2]):.4f}"[:5] in text.replace("\u2212", "-")
+    # the ladder's recorded run travels inside the file too (the page asks its Source, never /api/ladder)
+    recorded = load_ladder()
+    expect(page.locator("[data-testid=ladder-rung]")).to_have_count(len(recorded["rungs"]))
     assert_offline(page)
 
 

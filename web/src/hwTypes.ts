@@ -129,6 +129,6 @@ export interface Term {
 }
 
 export type RegimesDoc = CompareDoc & {
-  regimes?: { n: number; d: number; causal: boolean; points: RegimePoint[]; real_kernels: string };
+  regimes?: { n: number; d: number; causal: boolean; points: RegimePoint[]; real_kernels: string; left_out?: string };
   flops_anchor?: FlopAnchor;
 };

@@ -13,6 +13,7 @@ import {
   schemaProblem,
   TRACE_SCHEMA,
 } from "./api";
+import { fetchLadder, isLadder, type LadderDoc } from "./render/ladder";
 import { type ConfigParams, sameConfig, toSearch } from "./state";
 import type { Limits, Trace } from "./types";
 
@@ -22,6 +23,9 @@ export interface Source {
   trace(c: ConfigParams, record?: number | null, signal?: AbortSignal): Promise<Trace>;
   compare(c: ConfigParams, signal?: AbortSignal): Promise<CompareDoc>;
   profile(): Promise<unknown | null>;
+  /** the recorded ladder run (GET /api/ladder's document, or the one inlined in the page), or the one-line reason
+   *  there is none */
+  ladder(): Promise<LadderDoc | string>;
   /** the query string the page opens with: the URL's, or (inlined documents) the first launch the page holds */
   search(): string;
   /** whether the page keeps its state in the URL (a page from a server; not one from disk or inside a widget) */
@@ -39,6 +43,7 @@ export function serverSource(): Source {
     trace: (c, record = null, signal) => fetchTrace(c, record, signal),
     compare: (c, signal) => fetchCompare(c, signal),
     profile: () => fetchProfile(),
+    ladder: () => fetchLadder(),
     search: () => location.search,
     url: true,
     onOpen: () => {},
@@ -59,6 +64,8 @@ interface Index {
   host: boolean;
   /** the server that served the page answers them (`flashviz view`: a trace file, then any launch) */
   server: boolean;
+  /** the element holding the recorded ladder run, or null when none shipped with the flashviz that wrote the page */
+  ladder?: string | null;
 }
 
 export const DATA_ID = "flashviz-data";
@@ -86,6 +93,7 @@ function brokenSource(why: string): Source {
     trace: fail,
     compare: fail,
     profile: () => Promise.resolve(null),
+    ladder: () => Promise.resolve(why),
     url: false,
   };
 }
@@ -172,6 +180,10 @@ function inlineSource(doc: Document, index: Index): Source {
       throw new ApiError(0, `not held in this file (written by ${index.origin}); \`flashviz serve\` computes it for any launch`, null);
     },
     profile: () => (server ? server.profile() : Promise.resolve(null)),
+    ladder() {
+      if (index.ladder) return Promise.resolve(readLadder(held(doc, index.ladder)));
+      return server ? server.ladder() : Promise.resolve(`none shipped with the flashviz that wrote this file (${index.origin})`);
+    },
     search: () => (location.search || !first ? location.search : toSearch(first, 0, 0, 1, "")),
     url: !!server,
     onOpen(open) {
@@ -181,6 +193,15 @@ function inlineSource(doc: Document, index: Index): Source {
       host?.tell({ type: "flashviz:shown", config: c, step });
     },
   };
+}
+
+function readLadder(text: string): LadderDoc | string {
+  try {
+    const doc = JSON.parse(text) as unknown;
+    return isLadder(doc) ? doc : "the ladder document in this file is not a flashviz.ladder/1 run";
+  } catch {
+    return "the ladder document in this file is not JSON";
+  }
 }
 
 function parseChecked(text: string): Trace {

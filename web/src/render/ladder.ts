@@ -143,8 +143,9 @@ export function ladderNodes(doc: LadderDoc): Node[] {
 export class LadderView {
   constructor(private readonly host: HTMLElement) {}
 
-  async load(): Promise<void> {
-    const doc = await fetchLadder();
+  /** `doc`: the page's Source's answer (source.ts: the server's /api/ladder, or the run inlined in the file) */
+  async load(ladder: () => Promise<LadderDoc | string>): Promise<void> {
+    const doc = await ladder();
     this.host.replaceChildren(
       ...(typeof doc === "string"
         ? [h("p", { class: "small muted", "data-testid": "ladder-missing" }, `No recorded ladder run to show: ${doc}`)]

@@ -68,6 +68,6 @@ export function showRegimes(table: HTMLElement, note: HTMLElement, doc: RegimesD
     .map(([, e]) => `${e.short}: ${termsText((e as { terms?: Term[] }).terms ?? [])}`);
   fill(
     note,
-    `Bytes \u00f7 ${short(base)}'s at N=${r.n}, D=${r.d}${r.causal ? ", causal" : ""}, Br held, Bc = Br\u00b7r. At the current tiles the traffic is mostly ${terms.join("; ")}. ${r.real_kernels}`,
+    `Bytes \u00f7 ${short(base)}'s at N=${r.n}, D=${r.d}${r.causal ? ", causal" : ""}, Br held, Bc = Br\u00b7r. At the current tiles the traffic is mostly ${terms.join("; ")}. ${r.real_kernels}${r.left_out ? ` ${r.left_out}` : ""}`,
   );
 }
