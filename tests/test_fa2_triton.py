@@ -366,3 +366,81 @@ def test_no_l1_split_is_claimed_for_tma_loads():
     c = prof.compare(m, measured)
     assert "l1_caught_bytes" not in c["caches"]
     assert not any("L1 passed" in line for line in prof.summary(m, c, measured, ALGO))
+
+
+# ---- the H200 run of 2026-12-01 (bench/results/fa2-triton): every counter, tensor descriptors included ----
+
+H200_RUN = ROOT / "bench/results/fa2-triton/2026-12-01-nvidia-h200"
+
+
+@pytest.mark.parametrize("name", ["profile_n4096_d64.json", "profile_n4096_d64_causal.json"])
+def test_recorded_h200_profile_rejudged_agrees_on_every_path(name):
+    """The ncu output the H200 profile recorded, parsed and judged again by today's model: loads and stores exact,
+    every path (LSU, TMA) equal, and the atomic pipe's 131,072 B are the tensor descriptors' tensormaps (256
+    programs x Q, K, V, O x 128 B), held apart from the tensors' bytes and named in the summary."""
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.ncu import parse_ncu_csv
+    from flashviz.gpu.sectors import model
+
+    doc = json.loads((H200_RUN / name).read_text())
+    cfg = Config(**{k: doc["config"][k] for k in ("algo", "n", "d", "br", "bc", "causal", "seed")})
+    kernels = parse_ncu_csv(doc["ncu_output"])
+    assert [k["name"] for k in kernels] == ["fa2_fwd"]
+    _, measured = prof.tally(ALGO, kernels)
+    assert measured["atomic_bytes"] == 131_072
+    m = model(cfg, doc["config"]["heads"])
+    assert m["descriptors"]["bytes"] == 32 * 8 * 4 * 128 == 131_072
+    c = prof.compare(m, measured)
+    assert c["load"]["verdict"] == "exact" and c["store"]["verdict"] == "exact"
+    assert c["atomic_bytes"] == 0  # the atom counter is the descriptors', not added to loads and stores
+    assert all(v["agrees"] for kinds in c["paths"].values() for v in kinds.values()), c["paths"]
+    assert c["descriptors"]["agrees"] and c["descriptors"]["measured"] == c["descriptors"]["model"]
+    assert c["ok"]
+    text = "\n".join(prof.summary(m, c, measured, ALGO))
+    assert "TMA descriptors (l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum)" in text
+    assert "256 programs x 4 (Q, K, V, O in fa2_fwd) descriptors x 128 B" in text
+    assert "Atomic adds" not in text and "where the model has none" not in text
+
+
+def test_a_descriptor_count_off_the_model_fails_the_profile():
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.sectors import model
+
+    m = model(Config(algo=ALGO, n=256, d=64, br=64, bc=64), 2)
+    assert m["descriptors"]["bytes"] == 4 * 2 * 4 * 128
+    measured = {"load_bytes": 0.0, "store_bytes": m["paths"]["lsu"]["store_bytes"], "dram_read_bytes": 1.0,
+                "dram_write_bytes": 1.0, "tma_load_bytes": m["paths"]["tma"]["load_bytes"],
+                "tma_store_bytes": m["paths"]["tma"]["store_bytes"], "reduction_bytes": 0.0,
+                "atomic_bytes": m["descriptors"]["bytes"] + 128.0}  # fmt: skip
+    c = prof.compare(m, measured)
+    assert c["load"]["verdict"] == "exact" and not c["descriptors"]["agrees"] and not c["ok"]
+    del measured["atomic_bytes"]  # a record without the counter: not judged, not failed
+    c = prof.compare(m, measured)
+    assert c["descriptors"]["agrees"] is None and c["ok"]
+    assert any("not measured" in line for line in prof.summary(m, c, measured, ALGO))
+
+
+def test_the_summary_script_renders_the_descriptors(tmp_path):
+    """bench/fa2_triton_summary.py over the recorded profiles, judged again: a descriptors row with its counter."""
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.ncu import parse_ncu_csv
+    from flashviz.gpu.sectors import model
+
+    for p in H200_RUN.glob("profile_*.json"):
+        doc = json.loads(p.read_text())
+        cfg = Config(**{k: doc["config"][k] for k in ("algo", "n", "d", "br", "bc", "causal", "seed")})
+        _, measured = prof.tally(ALGO, parse_ncu_csv(doc["ncu_output"]))
+        m = model(cfg, doc["config"]["heads"])
+        c = prof.compare(m, measured)
+        doc.update(model=m, measured=measured, comparison=c, summary=prof.summary(m, c, measured, ALGO), ok=c["ok"])
+        (tmp_path / p.name).write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, str(ROOT / "bench/fa2_triton_summary.py"), str(tmp_path)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "summary.md").read_text()
+    row = (
+        "| descriptors | atom | `l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum` | 131,072 | 131,072 | 1.0000 | True |"
+    )
+    assert row in md
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert all(p["ok"] for p in summary["profiles"].values()) and len(summary["profiles"]) == 2

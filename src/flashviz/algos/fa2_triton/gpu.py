@@ -85,7 +85,7 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
 SPEC = TritonSpec(
     "fa2-triton",
     {"Q": nd, "K": nd, "V": nd, "O": nd, "L": rows},
-    (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L")),),
+    (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L"), descriptors=("Q", "K", "V", "O")),),
     launch,
     paths={"Q": "tma", "K": "tma", "V": "tma", "O": "tma", "L": "lsu"},
     reuse="mostly K and V, re-read by every block of Q",
