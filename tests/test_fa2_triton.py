@@ -245,16 +245,30 @@ for n, d, br, bc, causal, seed in json.loads(sys.argv[1]):
     got, facts = get("fa2-triton").gpu.launch(cfg, x)
     report = compare(cfg, x, got, seed)
     e = engine_outputs(cfg, {k: v[1] for k, v in x.items()})
+    def bf16_ordinal(a):  # a bf16 value held in float32 -> its place on the line of bf16 numbers (+0 = -0 = 0)
+        top = (np.ascontiguousarray(a, dtype=np.float32).view(np.uint32) >> 16).astype(np.int64)
+        return np.where(top & 0x8000, -(top & 0x7FFF), top)
+    ulps = np.abs(bf16_ordinal(e["O"]) - bf16_ordinal(got["O"][1]))
     out.append({"ok": report["ok"], "worst": report["worst"], "interpreted": facts["interpreted"],
-                "o_equal": float(np.mean(e["O"] == got["O"][1]))})
+                "o_equal": float(np.mean(e["O"] == got["O"][1])), "o_max_ulps": int(ulps.max())})
 print(json.dumps(out))
 """
+
+# The share of O's elements that the interpreter and the engine must round to the same bf16 number. Observed: 1.0 on
+# this project's CPUs, 0.9998 on the H200 machine's (bench/results/fa2-triton/2026-12-01-nvidia-h200/interpret.log).
+O_BIT_EQUAL_AT_LEAST = 0.99
 
 
 def test_the_engine_is_the_kernel_run_by_tritons_interpreter():
     """The very launch `flashviz gpu run` makes (the folder's gpu.launch, flashviz.attention's launcher with the
-    trace's tiles), under TRITON_INTERPRET=1: O equal to the engine's bit for bit (both round to bf16 from the same
-    fp32 arithmetic), L within fp32 rounding, and `gpu.check.compare` passes."""
+    trace's tiles), under TRITON_INTERPRET=1: every element of O within one bf16 ulp of the engine's and at least
+    O_BIT_EQUAL_AT_LEAST of them bit-equal, L within fp32 rounding, and `gpu.check.compare` passes.
+
+    Not all of O bit for bit: both do the same fp32 operations in the same order of tiles, but the order in which
+    a row's sum inside one tl.dot or np.matmul is added up is the library's (NumPy's BLAS, torch's CPU kernels for
+    the interpreter), and differs between machines and versions. Two fp32 results a few fp32 ulps apart round to
+    different bf16 numbers when a rounding boundary lies between them: one bf16 ulp apart, for a small share of
+    the elements (2 in 10,000 on the H200 machine's CPU, numpy 2.5.2, torch 2.11, triton 3.6)."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     seed = int.from_bytes(os.urandom(4), "little") % 2**31
@@ -266,7 +280,8 @@ def test_the_engine_is_the_kernel_run_by_tritons_interpreter():
     assert proc.returncode == 0, proc.stderr[-2000:]
     for case, r in zip(cases, json.loads(proc.stdout.strip().splitlines()[-1]), strict=True):
         assert r["interpreted"] and r["ok"], (case, r)
-        assert r["o_equal"] == 1.0, (case, r)
+        assert r["o_max_ulps"] <= 1, (case, r)
+        assert r["o_equal"] >= O_BIT_EQUAL_AT_LEAST, (case, r)
         assert r["worst"]["L"]["engine_max_rel"] <= 1e-6, (case, r)
 
 
