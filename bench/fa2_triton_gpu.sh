@@ -12,6 +12,8 @@
 # 4. interpret: the engine against the kernel run by Triton's interpreter on the CPU (TRITON_INTERPRET=1), the test
 #    CI runs too (last: it needs pytest, and only CPU time).
 # 5. summary.md / summary.json from the JSON files (always; stages cut by BUDGET are listed in stages.txt).
+# 6. pack: every log and JSON goes into runs.tar.gz, so that $OUT holds four files (runs.tar.gz, summary.md,
+#    summary.json, stages.txt): the device machine returns at most 8. Unpack with `tar xzf runs.tar.gz`.
 # Needs: python3 with numpy, click, rich, orjson, cupy, torch and triton; ncu on PATH.
 set -u
 OUT=${OUT:-$PWD/fa2-triton-out}
@@ -45,3 +47,7 @@ stage interpret 200 "TRITON_INTERPRET=1 $PY -m pytest -q -p no:cacheprovider tes
 # the summary always runs, whatever the budget left: it reads what the stages wrote
 $PY bench/fa2_triton_summary.py "$OUT" >"$OUT/summary.log" 2>&1
 echo "summary                  rc=$?" | tee -a "$OUT/stages.txt"
+# at most 8 files come back from the device machine: the logs and JSON files travel as one archive
+cd "$OUT" && mapfile -t packed < <(ls -- *.log *.json 2>/dev/null | grep -vx summary.json) &&
+    tar czf runs.tar.gz -- "${packed[@]}" && rm -f -- "${packed[@]}"
+ls "$OUT" | tee -a "$OUT/stages.txt"
