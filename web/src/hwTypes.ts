@@ -27,6 +27,8 @@ export interface FlopsDoc {
   exp: number;
   non_matmul_as_matmul: { paper: number; measured: number };
   formulas: Record<string, string>;
+  runs_on?: string; // where the kernel runs its FLOPs, one sentence (traces before it: the fp32 teaching kernels')
+  uncounted?: string; // present when `model` is null: why no counts are shown
   anchor: FlopAnchor;
 }
 
