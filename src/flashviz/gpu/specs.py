@@ -131,6 +131,8 @@ class TritonSpec:
     launch: Callable[[Config, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], dict]]
     paths: dict[str, str]
     reuse: str | None = None
+    # cfg -> what one program takes of an SM (threads, smem, registers, each with its source), for the hardware view
+    resources: Callable[[Config], dict] | None = None
     spans: None = None  # TMA moves whole tiles: no 32-byte-sector model of warp accesses
     counted: tuple[str, ...] | None = None
     kind = "triton"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...config import Config
 from ...gpu.specs import TritonKernel, TritonSpec, nd, rows
-from . import tiles
+from . import resources, tiles
 
 MMA = re.compile(r"\b(wgmma\.mma_async\.[\w.]+|mma\.sync\.aligned\.[\w.]+)")
 
@@ -89,4 +89,5 @@ SPEC = TritonSpec(
     launch,
     paths={"Q": "tma", "K": "tma", "V": "tma", "O": "tma", "L": "lsu"},
     reuse="mostly K and V, re-read by every block of Q",
+    resources=resources.resources,
 )
