@@ -9,6 +9,7 @@
 #    float64: the autotuned tiles of N=4096 D=64 (non-causal and causal), D=128, and a ragged causal N=1000.
 # 3. profile: `flashviz gpu profile --algo fa2-triton` (Nsight Compute): the TMA and LSU counters beside the model
 #    (N=4096 D=64, 8 heads: bench/results/tma's shape), non-causal right after its run, then causal.
+# 3b. tensormaps: fa2_fwd's PTX for sm_90, its tensormap writes (what the atomic pipe's counter sees) and scratch.
 # 4. interpret: the engine against the kernel run by Triton's interpreter on the CPU (TRITON_INTERPRET=1), the test
 #    CI runs too (last: it needs pytest, and only CPU time).
 # 5. summary.md / summary.json from the JSON files (always; stages cut by BUDGET are listed in stages.txt).
@@ -43,6 +44,7 @@ stage run_n4096_d64_causal 120 "$FV run --algo fa2-triton --n 4096 --d 64 --br 1
 stage run_n4096_d128 120 "$FV run --algo fa2-triton --n 4096 --d 128 --br 128 --bc 64 --heads 8 -o $OUT/run_n4096_d128.json"
 stage run_n1000_d64_causal 120 "$FV run --algo fa2-triton --n 1000 --d 64 --br 128 --bc 128 --heads 8 --causal -o $OUT/run_n1000_d64_causal.json"
 stage profile_n4096_d64_causal 200 "$FV profile --algo fa2-triton --n 4096 --d 64 --br 128 --bc 64 --heads 8 --causal -o $OUT/profile_n4096_d64_causal.json"
+stage tensormaps 60 "$PY bench/fa2_triton_tensormaps.py"
 stage interpret 200 "TRITON_INTERPRET=1 $PY -m pytest -q -p no:cacheprovider tests/test_fa2_triton.py -k interpreter"
 # the summary always runs, whatever the budget left: it reads what the stages wrote
 $PY bench/fa2_triton_summary.py "$OUT" >"$OUT/summary.log" 2>&1
