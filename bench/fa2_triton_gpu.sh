@@ -50,6 +50,6 @@ stage interpret 200 "TRITON_INTERPRET=1 $PY -m pytest -q -p no:cacheprovider tes
 $PY bench/fa2_triton_summary.py "$OUT" >"$OUT/summary.log" 2>&1
 echo "summary                  rc=$?" | tee -a "$OUT/stages.txt"
 # at most 8 files come back from the device machine: the logs and JSON files travel as one archive
-cd "$OUT" && mapfile -t packed < <(ls -- *.log *.json 2>/dev/null | grep -vx summary.json) &&
-    tar czf runs.tar.gz -- "${packed[@]}" && rm -f -- "${packed[@]}"
-ls "$OUT" | tee -a "$OUT/stages.txt"
+(cd "$OUT" && mapfile -t packed < <(ls -- *.log *.json 2>/dev/null | grep -vx summary.json) &&
+    tar czf runs.tar.gz -- "${packed[@]}" && rm -f -- "${packed[@]}")
+echo "packed: $(cd "$OUT" && ls | tr '\n' ' ')" | tee -a "$OUT/stages.txt"
