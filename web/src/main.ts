@@ -99,7 +99,7 @@ const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const tensorCores = new TensorCoresView(byId("tensor-cores"), byId("tc-body"), byId("tc-hidden"), byId("tc-element"));
-void new LadderView(byId("ladder-body")).load(); // the recorded run: fetched once, independent of the launch
+void new LadderView(byId("ladder-body")).load(() => source.ladder()); // the recorded run: once, whatever the launch
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
 const counters = new CountersView(
   byId<HTMLTableSectionElement>("counters-body"),

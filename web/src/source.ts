@@ -13,6 +13,7 @@ import {
   schemaProblem,
   TRACE_SCHEMA,
 } from "./api";
+import { fetchLadder, type LadderDoc } from "./render/ladder";
 import { type ConfigParams, sameConfig, toSearch } from "./state";
 import type { Limits, Trace } from "./types";
 
@@ -22,6 +23,8 @@ export interface Source {
   trace(c: ConfigParams, record?: number | null, signal?: AbortSignal): Promise<Trace>;
   compare(c: ConfigParams, signal?: AbortSignal): Promise<CompareDoc>;
   profile(): Promise<unknown | null>;
+  /** the recorded ladder run, or the one-line reason there is none to show */
+  ladder(): Promise<LadderDoc | string>;
   /** the query string the page opens with: the URL's, or (inlined documents) the first launch the page holds */
   search(): string;
   /** whether the page keeps its state in the URL (a page from a server; not one from disk or inside a widget) */
@@ -39,6 +42,7 @@ export function serverSource(): Source {
     trace: (c, record = null, signal) => fetchTrace(c, record, signal),
     compare: (c, signal) => fetchCompare(c, signal),
     profile: () => fetchProfile(),
+    ladder: () => fetchLadder(),
     search: () => location.search,
     url: true,
     onOpen: () => {},
@@ -86,6 +90,7 @@ function brokenSource(why: string): Source {
     trace: fail,
     compare: fail,
     profile: () => Promise.resolve(null),
+    ladder: () => Promise.resolve("this page holds no ladder run"),
     url: false,
   };
 }
@@ -172,6 +177,9 @@ function inlineSource(doc: Document, index: Index): Source {
       throw new ApiError(0, `not held in this file (written by ${index.origin}); \`flashviz serve\` computes it for any launch`, null);
     },
     profile: () => (server ? server.profile() : Promise.resolve(null)),
+    // the recorded run is not inlined: only a page with a server behind it fetches it (a file from disk has no network)
+    ladder: () =>
+      server ? server.ladder() : Promise.resolve(`not held in this file (written by ${index.origin}); \`flashviz serve\` shows it`),
     search: () => (location.search || !first ? location.search : toSearch(first, 0, 0, 1, "")),
     url: !!server,
     onOpen(open) {

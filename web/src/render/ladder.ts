@@ -143,8 +143,9 @@ export function ladderNodes(doc: LadderDoc): Node[] {
 export class LadderView {
   constructor(private readonly host: HTMLElement) {}
 
-  async load(): Promise<void> {
-    const doc = await fetchLadder();
+  /** `get`: the page's Source's ladder (the server's GET /api/ladder, or why a page from disk has none) */
+  async load(get: () => Promise<LadderDoc | string> = fetchLadder): Promise<void> {
+    const doc = await get();
     this.host.replaceChildren(
       ...(typeof doc === "string"
         ? [h("p", { class: "small muted", "data-testid": "ladder-missing" }, `No recorded ladder run to show: ${doc}`)]
