@@ -9,9 +9,12 @@
 #    float64: the autotuned tiles of N=4096 D=64 (non-causal and causal), D=128, and a ragged causal N=1000.
 # 3. profile: `flashviz gpu profile --algo fa2-triton` (Nsight Compute): the TMA and LSU counters beside the model
 #    (N=4096 D=64, 8 heads: bench/results/tma's shape), non-causal right after its run, then causal.
+# 3b. tensormaps: fa2_fwd's PTX for sm_90, its tensormap writes (what the atomic pipe's counter sees) and scratch.
 # 4. interpret: the engine against the kernel run by Triton's interpreter on the CPU (TRITON_INTERPRET=1), the test
 #    CI runs too (last: it needs pytest, and only CPU time).
 # 5. summary.md / summary.json from the JSON files (always; stages cut by BUDGET are listed in stages.txt).
+# 6. pack: every log and JSON goes into runs.tar.gz, so that $OUT holds four files (runs.tar.gz, summary.md,
+#    summary.json, stages.txt): the device machine returns at most 8. Unpack with `tar xzf runs.tar.gz`.
 # Needs: python3 with numpy, click, rich, orjson, cupy, torch and triton; ncu on PATH.
 set -u
 OUT=${OUT:-$PWD/fa2-triton-out}
@@ -41,7 +44,12 @@ stage run_n4096_d64_causal 120 "$FV run --algo fa2-triton --n 4096 --d 64 --br 1
 stage run_n4096_d128 120 "$FV run --algo fa2-triton --n 4096 --d 128 --br 128 --bc 64 --heads 8 -o $OUT/run_n4096_d128.json"
 stage run_n1000_d64_causal 120 "$FV run --algo fa2-triton --n 1000 --d 64 --br 128 --bc 128 --heads 8 --causal -o $OUT/run_n1000_d64_causal.json"
 stage profile_n4096_d64_causal 200 "$FV profile --algo fa2-triton --n 4096 --d 64 --br 128 --bc 64 --heads 8 --causal -o $OUT/profile_n4096_d64_causal.json"
+stage tensormaps 60 "$PY bench/fa2_triton_tensormaps.py"
 stage interpret 200 "TRITON_INTERPRET=1 $PY -m pytest -q -p no:cacheprovider tests/test_fa2_triton.py -k interpreter"
 # the summary always runs, whatever the budget left: it reads what the stages wrote
 $PY bench/fa2_triton_summary.py "$OUT" >"$OUT/summary.log" 2>&1
 echo "summary                  rc=$?" | tee -a "$OUT/stages.txt"
+# at most 8 files come back from the device machine: the logs and JSON files travel as one archive
+(cd "$OUT" && mapfile -t packed < <(ls -- *.log *.json 2>/dev/null | grep -vx summary.json) &&
+    tar czf runs.tar.gz -- "${packed[@]}" && rm -f -- "${packed[@]}")
+echo "packed: $(cd "$OUT" && ls | tr '\n' ' ')" | tee -a "$OUT/stages.txt"

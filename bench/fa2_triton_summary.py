@@ -39,6 +39,8 @@ def profile_rows(name: str, doc: dict) -> list[dict]:
     for path, kinds in doc["comparison"].get("paths", {}).items():
         for kind, v in kinds.items():
             rows.append({"file": name, "path": path, "kind": kind, **v})
+    if "descriptors" in doc["comparison"]:  # the tensormaps of the kernel's tensor descriptors (no tensor's bytes)
+        rows.append({"file": name, "path": "descriptors", "kind": "atom", **doc["comparison"]["descriptors"]})
     d = doc["measured"]
     rows.append({"file": name, "path": "dram", "kind": "load", "counter": "dram__bytes_read.sum",
                  "measured": d.get("dram_read_bytes"), "model": doc["model"]["unique_input_bytes"],

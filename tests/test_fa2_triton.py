@@ -245,16 +245,30 @@ for n, d, br, bc, causal, seed in json.loads(sys.argv[1]):
     got, facts = get("fa2-triton").gpu.launch(cfg, x)
     report = compare(cfg, x, got, seed)
     e = engine_outputs(cfg, {k: v[1] for k, v in x.items()})
+    def bf16_ordinal(a):  # a bf16 value held in float32 -> its place on the line of bf16 numbers (+0 = -0 = 0)
+        top = (np.ascontiguousarray(a, dtype=np.float32).view(np.uint32) >> 16).astype(np.int64)
+        return np.where(top & 0x8000, -(top & 0x7FFF), top)
+    ulps = np.abs(bf16_ordinal(e["O"]) - bf16_ordinal(got["O"][1]))
     out.append({"ok": report["ok"], "worst": report["worst"], "interpreted": facts["interpreted"],
-                "o_equal": float(np.mean(e["O"] == got["O"][1]))})
+                "o_equal": float(np.mean(e["O"] == got["O"][1])), "o_max_ulps": int(ulps.max())})
 print(json.dumps(out))
 """
+
+# The share of O's elements that the interpreter and the engine must round to the same bf16 number. Observed: 1.0 on
+# this project's CPUs, 0.9998 on the H200 machine's (bench/results/fa2-triton/2026-12-01-nvidia-h200/interpret.log).
+O_BIT_EQUAL_AT_LEAST = 0.99
 
 
 def test_the_engine_is_the_kernel_run_by_tritons_interpreter():
     """The very launch `flashviz gpu run` makes (the folder's gpu.launch, flashviz.attention's launcher with the
-    trace's tiles), under TRITON_INTERPRET=1: O equal to the engine's bit for bit (both round to bf16 from the same
-    fp32 arithmetic), L within fp32 rounding, and `gpu.check.compare` passes."""
+    trace's tiles), under TRITON_INTERPRET=1: every element of O within one bf16 ulp of the engine's and at least
+    O_BIT_EQUAL_AT_LEAST of them bit-equal, L within fp32 rounding, and `gpu.check.compare` passes.
+
+    Not all of O bit for bit: both do the same fp32 operations in the same order of tiles, but the order in which
+    a row's sum inside one tl.dot or np.matmul is added up is the library's (NumPy's BLAS, torch's CPU kernels for
+    the interpreter), and differs between machines and versions. Two fp32 results a few fp32 ulps apart round to
+    different bf16 numbers when a rounding boundary lies between them: one bf16 ulp apart, for a small share of
+    the elements (2 in 10,000 on the H200 machine's CPU, numpy 2.5.2, torch 2.11, triton 3.6)."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     seed = int.from_bytes(os.urandom(4), "little") % 2**31
@@ -266,7 +280,8 @@ def test_the_engine_is_the_kernel_run_by_tritons_interpreter():
     assert proc.returncode == 0, proc.stderr[-2000:]
     for case, r in zip(cases, json.loads(proc.stdout.strip().splitlines()[-1]), strict=True):
         assert r["interpreted"] and r["ok"], (case, r)
-        assert r["o_equal"] == 1.0, (case, r)
+        assert r["o_max_ulps"] <= 1, (case, r)
+        assert r["o_equal"] >= O_BIT_EQUAL_AT_LEAST, (case, r)
         assert r["worst"]["L"]["engine_max_rel"] <= 1e-6, (case, r)
 
 
@@ -366,3 +381,81 @@ def test_no_l1_split_is_claimed_for_tma_loads():
     c = prof.compare(m, measured)
     assert "l1_caught_bytes" not in c["caches"]
     assert not any("L1 passed" in line for line in prof.summary(m, c, measured, ALGO))
+
+
+# ---- the H200 run of 2026-12-01 (bench/results/fa2-triton): every counter, tensor descriptors included ----
+
+H200_RUN = ROOT / "bench/results/fa2-triton/2026-12-01-nvidia-h200"
+
+
+@pytest.mark.parametrize("name", ["profile_n4096_d64.json", "profile_n4096_d64_causal.json"])
+def test_recorded_h200_profile_rejudged_agrees_on_every_path(name):
+    """The ncu output the H200 profile recorded, parsed and judged again by today's model: loads and stores exact,
+    every path (LSU, TMA) equal, and the atomic pipe's 131,072 B are the tensor descriptors' tensormaps (256
+    programs x Q, K, V, O x 128 B), held apart from the tensors' bytes and named in the summary."""
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.ncu import parse_ncu_csv
+    from flashviz.gpu.sectors import model
+
+    doc = json.loads((H200_RUN / name).read_text())
+    cfg = Config(**{k: doc["config"][k] for k in ("algo", "n", "d", "br", "bc", "causal", "seed")})
+    kernels = parse_ncu_csv(doc["ncu_output"])
+    assert [k["name"] for k in kernels] == ["fa2_fwd"]
+    _, measured = prof.tally(ALGO, kernels)
+    assert measured["atomic_bytes"] == 131_072
+    m = model(cfg, doc["config"]["heads"])
+    assert m["descriptors"]["bytes"] == 32 * 8 * 4 * 128 == 131_072
+    c = prof.compare(m, measured)
+    assert c["load"]["verdict"] == "exact" and c["store"]["verdict"] == "exact"
+    assert c["atomic_bytes"] == 0  # the atom counter is the descriptors', not added to loads and stores
+    assert all(v["agrees"] for kinds in c["paths"].values() for v in kinds.values()), c["paths"]
+    assert c["descriptors"]["agrees"] and c["descriptors"]["measured"] == c["descriptors"]["model"]
+    assert c["ok"]
+    text = "\n".join(prof.summary(m, c, measured, ALGO))
+    assert "TMA descriptors (l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum)" in text
+    assert "256 programs x 4 (Q, K, V, O in fa2_fwd) descriptors x 128 B" in text
+    assert "Atomic adds" not in text and "where the model has none" not in text
+
+
+def test_a_descriptor_count_off_the_model_fails_the_profile():
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.sectors import model
+
+    m = model(Config(algo=ALGO, n=256, d=64, br=64, bc=64), 2)
+    assert m["descriptors"]["bytes"] == 4 * 2 * 4 * 128
+    measured = {"load_bytes": 0.0, "store_bytes": m["paths"]["lsu"]["store_bytes"], "dram_read_bytes": 1.0,
+                "dram_write_bytes": 1.0, "tma_load_bytes": m["paths"]["tma"]["load_bytes"],
+                "tma_store_bytes": m["paths"]["tma"]["store_bytes"], "reduction_bytes": 0.0,
+                "atomic_bytes": m["descriptors"]["bytes"] + 128.0}  # fmt: skip
+    c = prof.compare(m, measured)
+    assert c["load"]["verdict"] == "exact" and not c["descriptors"]["agrees"] and not c["ok"]
+    del measured["atomic_bytes"]  # a record without the counter: not judged, not failed
+    c = prof.compare(m, measured)
+    assert c["descriptors"]["agrees"] is None and c["ok"]
+    assert any("not measured" in line for line in prof.summary(m, c, measured, ALGO))
+
+
+def test_the_summary_script_renders_the_descriptors(tmp_path):
+    """bench/fa2_triton_summary.py over the recorded profiles, judged again: a descriptors row with its counter."""
+    from flashviz.gpu import profile as prof
+    from flashviz.gpu.ncu import parse_ncu_csv
+    from flashviz.gpu.sectors import model
+
+    for p in H200_RUN.glob("profile_*.json"):
+        doc = json.loads(p.read_text())
+        cfg = Config(**{k: doc["config"][k] for k in ("algo", "n", "d", "br", "bc", "causal", "seed")})
+        _, measured = prof.tally(ALGO, parse_ncu_csv(doc["ncu_output"]))
+        m = model(cfg, doc["config"]["heads"])
+        c = prof.compare(m, measured)
+        doc.update(model=m, measured=measured, comparison=c, summary=prof.summary(m, c, measured, ALGO), ok=c["ok"])
+        (tmp_path / p.name).write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, str(ROOT / "bench/fa2_triton_summary.py"), str(tmp_path)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "summary.md").read_text()
+    row = (
+        "| descriptors | atom | `l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum` | 131,072 | 131,072 | 1.0000 | True |"
+    )
+    assert row in md
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert all(p["ok"] for p in summary["profiles"].values()) and len(summary["profiles"]) == 2

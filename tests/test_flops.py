@@ -22,16 +22,21 @@ def counted(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int
     return a.engine.execute(cfg, random_inputs(n, d, seed, a.inputs)).flops_counted()
 
 
-COUNTED = tuple(a for a in ALGOS if closed_form(a) is not None)  # an algorithm may add its flops.py later
+COUNTED = tuple(a for a in ALGOS if closed_form(a) is not None)
+# fa2-triton's kernel takes only its own tiles (powers of two >= 16, D in tiles.SUPPORTED_D): tested on those below
+ANY_SHAPE = tuple(a for a in COUNTED if a != "fa2-triton")
+# a small launch each algorithm accepts
+SMALL = {a: dict(n=19, d=4, br=4, bc=8) for a in ANY_SHAPE} | {"fa2-triton": dict(n=77, d=32, br=32, bc=16)}
 
 
-def test_every_algorithm_of_issue_11_has_a_closed_form():
-    assert {"standard", "fa1", "fa2", "fa2-backward"} <= set(COUNTED)
+def test_every_algorithm_has_a_closed_form():
+    """Every algorithm counts its FLOPs: a trace's `flops.model` is never null (the page would show 0, or nothing)."""
+    assert set(COUNTED) == set(ALGOS)
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    algo=st.sampled_from(COUNTED),
+    algo=st.sampled_from(ANY_SHAPE),
     n=st.integers(1, 70),
     d=st.integers(1, 12),
     br=st.sampled_from([1, 3, 4, 8, 16, 32]),
@@ -44,6 +49,43 @@ def test_closed_form_equals_the_engine_counters(algo, n, d, br, bc, causal, seed
     want = get(algo).part("flops").count(n=n, d=d, br=br, bc=bc, causal=causal)
     assert counted(algo, n, d, br, bc, causal, seed) == want
     assert set(want) == set(KINDS)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    d=st.sampled_from([32, 64, 96]),
+    br=st.sampled_from([16, 32, 64, 128]),
+    bc=st.sampled_from([16, 32, 64, 128]),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fa2_triton_closed_form_equals_the_engine_counters(n, d, br, bc, causal, seed):
+    """Over the tiles kernel.py accepts (tiles.check): ragged N, D = 96 run 128 wide, causal with Br a multiple of
+    Bc; and the pairs of the closed form's stages are the pairs the engine ran in each stage."""
+    from flashviz.algos.fa2_triton import engine
+    from flashviz.algos.fa2_triton import flops as fa2_triton_flops
+
+    if causal and br % bc:
+        br, bc = bc, br  # the kernel's causal rule: Br a multiple of Bc
+    want = fa2_triton_flops.count(n=n, d=d, br=br, bc=bc, causal=causal)
+    assert counted("fa2-triton", n, d, br, bc, causal, seed) == want
+    cfg = Config(algo="fa2-triton", n=n, d=d, br=br, bc=bc, causal=causal)
+    ran: dict[str, int] = {}
+    for i in range(cfg.tr):
+        for j in range(cfg.tiles_of_block(i)):
+            ran[engine.stage_of(cfg, i, j)] = ran.get(engine.stage_of(cfg, i, j), 0) + 1
+    assert {k: v for k, v in fa2_triton_flops.stages(n, br, bc, causal).items() if v} == ran
+
+
+def test_fa2_triton_counts_what_the_kernel_computes_by_hand():
+    """N=256, D=64, Br=128, Bc=64, not causal: 2 blocks x 4 tiles; exp2 is one exp, the scale one mul per score."""
+    br, bc, d, pairs, tr = 128, 64, 64, 8, 2
+    c = counted("fa2-triton", 256, d, br, bc, False, 3)
+    assert c["matmul"] == pairs * 2 * (2 * br * bc * d) == 16_777_216
+    assert c["exp"] == pairs * (br * bc + br)
+    assert c["div"] == tr * br * d and c["log"] == tr * br
+    assert counted("fa2-triton", 256, 96, br, bc, False, 3)["matmul"] == pairs * 4 * br * bc * 128  # 96 runs 128 wide
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -74,7 +116,7 @@ def test_the_counter_counts_what_it_computes():
 @pytest.mark.parametrize("algo", COUNTED)
 def test_the_trace_carries_counted_model_and_the_measured_anchor(algo):
     causal = get(algo).causal
-    t = make_trace(Config(algo=algo, n=19, d=4, br=4, bc=8, causal=causal))
+    t = make_trace(Config(algo=algo, causal=causal, **SMALL[algo]))
     f = t.flops
     assert f["matches"] and f["counted"] == f["model"]
     assert f["matmul"] == f["counted"]["matmul"] > 0

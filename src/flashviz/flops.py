@@ -42,10 +42,32 @@ def closed_form(algo: str) -> ModuleType | None:
     return a.part("flops") if importlib.util.find_spec(f"{a.package}.flops") is not None else None
 
 
+TENSOR_CORES = ("bfloat16", "float16")  # an algorithm in these dtypes runs its tile products on the tensor cores
+UNCOUNTED = (
+    "This algorithm's FLOPs are not shown: it has no closed form (algos/<name>/flops.py) to check the engine's "
+    "counters against."
+)
+
+
+def runs_on(algo: str) -> str:
+    """One sentence on where the algorithm's kernel runs its FLOPs, for the ratio's reader."""
+    if get(algo).dtype in TENSOR_CORES:
+        return (
+            "This kernel runs its two tile products on the tensor cores (bf16 in, fp32 out) and everything else in "
+            "fp32 on the CUDA cores and the special-function units: the ratio is the one it pays."
+        )
+    return (
+        "This kernel runs everything in fp32 on the CUDA cores, so the ratio describes real (tensor-core) kernels, "
+        "not this one."
+    )
+
+
 def of_launch(cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
     """The trace's `flops`: `counted` (the engine's, by kind), `model` (the closed form), `matches`, the totals,
-    the closed form's words per kind (`formulas`), and the `anchor` of the ratio. `model` and `matches` are None
-    for an algorithm with no closed form."""
+    the closed form's words per kind (`formulas`), where the kernel runs them (`runs_on`), and the `anchor` of the
+    ratio. Every algorithm of the registry has a closed form (tests/test_flops.py holds it), so `model` is never
+    null for a trace made today; should one lack it, `model` and `matches` are None and `uncounted` says why, and
+    the page shows that sentence instead of the counts."""
     module = closed_form(cfg.algo)
     model = None if module is None else module.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     t = total(counted)
@@ -62,5 +84,7 @@ def of_launch(cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
             "measured": round(t["non_matmul"] * a["measured_ratio"]),
         },
         "formulas": {} if module is None else dict(module.FORMULAS),
+        "runs_on": runs_on(cfg.algo),
+        **({"uncounted": UNCOUNTED} if module is None else {}),
         "anchor": a,
     }

@@ -91,7 +91,7 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         hbm=counters,
         model={**model, "matches": counters == model},
         flops=flop_view.of_launch(cfg, rec.flops_counted()),
-        hardware=hardware_view.of_launch(cfg),
+        hardware=hardware_view.of_launch(cfg, None if texts.tensor_cores is None else dict(texts.tensor_cores)),
         sram=rec.sram_footprint,
         tensors=tensors,
         blocks=blocks,  # the picks (docs/trace-schema.md): blockIdx.x of the picker's kernel, or fa1's blocks of Q

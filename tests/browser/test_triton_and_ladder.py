@@ -139,3 +139,52 @@ def test_picking_fa2_triton_on_the_seeds_example_switches_to_tiles_its_kernel_ru
     expect(page.locator("#config [name=d]")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#cfg-d-err")).to_contain_text(f"must be one of {', '.join(map(str, info['allowed']['d']))}")
     assert_clean(log)
+
+
+def test_fa2_triton_counts_its_flops_and_lays_its_recorded_program_on_the_sms(page, server_url, log):
+    """Integration items 2 and 3: at a launch recorded on the H200 (N=1000, D=64, causal, 128×128: the autotuner's
+    pick, 8 warps, 3 stages, 191 registers, 115,712 B), the FLOPs panel shows the engine's counts, equal to the closed
+    form and not zero, with where this kernel runs them; the hardware view draws its grid on the SMs with the
+    recorded registers and shared memory, the causal program order, and the warps' rows of the tensor-cores key."""
+    query = "algo=fa2-triton&n=1000&d=64&br=128&bc=128&causal=true&seed=2"
+    trace = api(page, server_url, f"/api/trace?{query}")
+    open_viewer(page, server_url, query)
+    f = trace["flops"]
+    assert f["matches"] and f["matmul"] > 0 and f["non_matmul"] > 0
+    page.locator("[data-testid=flops]").scroll_into_view_if_needed()
+    last = len(trace["steps"]) - 1
+    page.evaluate(f"window.flashviz.goto({last})")
+    expect_step(page, last)
+    expect(page.locator("[data-testid=flops-matmul]")).to_have_text(f"{f['matmul']:,}")
+    expect(page.locator("[data-testid=flops-non-matmul]")).to_have_text(f"{f['non_matmul']:,}")
+    expect(page.locator("[data-testid=flops-now-exp]")).to_have_text(f"{f['counted']['exp']:,}")
+    expect(page.locator("[data-testid=flops-note]")).to_contain_text("tensor cores (bf16 in, fp32 out)")
+
+    k = trace["hardware"]["kernels"]["fa2_fwd"]
+    assert k["registers"]["value"] == 191 and k["smem_bytes"] == 115_712
+    sms = page.locator("[data-testid=hw-sms]")
+    sms.scroll_into_view_if_needed()
+    one = next(x for x in k["launches"] if x["heads"] == 1)
+    expect(sms).to_have_attribute("data-kernel", k["template"])
+    expect(sms).to_have_attribute("data-blocks", str(trace["config"]["tr"]))
+    expect(sms.locator(".sm.busy")).to_have_count(one["busy_sms"])
+    expect(page.locator("[data-testid=hw-theoretical]")).to_have_text(f"{100 * k['occupancy']['theoretical']:.1f}%")
+    occupancy = page.locator("#hw-occupancy")
+    expect(occupancy).to_contain_text("191 registers per thread (measured: ")
+    expect(occupancy).to_contain_text("(measured: fa2_fwd with 128×128 tiles, D=64, 8 warps, 3 stages")
+    # the step's block i runs as program Tr - 1 - i under causal masking
+    s = trace["steps"][last]
+    program = trace["config"]["tr"] - 1 - s["block"]
+    expect(page.locator("[data-testid=hw-sm-here]")).to_have_attribute("data-sm", str(program % 132))
+    expect(page.locator("[data-testid=hw-summary]")).to_contain_text(f"runs as program {program}")
+    # the warps: at a scores step, the wgmma rows of the tensor-cores key (16 rows per warp; the first 64 shown)
+    k_scores = next(j for j, st in enumerate(trace["steps"]) if st["op"] == "scores")
+    page.evaluate(f"window.flashviz.goto({k_scores})")
+    expect_step(page, k_scores)
+    host = page.locator("[data-testid=hw-warps]")
+    expect(host).to_have_attribute("data-op", "scores")
+    expect(page.locator("[data-testid=hw-owners]")).to_have_attribute("data-warps", "0,1,2,3")
+    expect(host).to_contain_text("wgmma.mma_async m64n128k16")
+    expect(host).to_contain_text("8 of 8 warps busy")
+    assert_no_junk(page)
+    assert_clean(log)

@@ -27,6 +27,8 @@ export interface FlopsDoc {
   exp: number;
   non_matmul_as_matmul: { paper: number; measured: number };
   formulas: Record<string, string>;
+  runs_on?: string; // where the kernel runs its FLOPs, one sentence (traces before it: the fp32 teaching kernels')
+  uncounted?: string; // present when `model` is null: why no counts are shown
   anchor: FlopAnchor;
 }
 
@@ -56,6 +58,8 @@ export interface KernelOnGpu {
   threads: number;
   smem_bytes: number;
   registers: { value: number | null; source: string; note: string };
+  smem?: { value: number; source: string; note: string }; // a Triton kernel's: where its shared memory comes from
+  program_of_block?: "same" | "reversed"; // a Triton kernel under causal masking runs block i as program Tr - 1 - i
   occupancy: Occupancy;
   grid_x: number;
   launches: LaunchOnSms[];
@@ -71,6 +75,7 @@ export interface WarpOp {
   busy_warps: number;
   idle_warps: number;
   from: string | null;
+  from_buffer?: string; // the buffer that crosses, when it is not `buffer` (a tensor-core dot reading the last result)
   crossing_elements: number;
 }
 

@@ -16,6 +16,7 @@ from collections import Counter
 import numpy as np
 
 from ..flop_kinds import KINDS, MATMUL, NON_MATMUL, total
+from ..precision import fma
 
 __all__ = ["KINDS", "MATMUL", "NON_MATMUL", "Flops", "total"]
 
@@ -66,6 +67,19 @@ class Flops:
 
     def log(self, x) -> np.ndarray:
         return self._elementwise("log", np.log(x))
+
+    def exp2(self, x) -> np.ndarray:
+        """2**x: one `exp` (the special-function unit's ex2, which exp(x) becomes once x is scaled by log2 e)."""
+        return self._elementwise("exp", np.exp2(x))
+
+    def log2(self, x) -> np.ndarray:
+        return self._elementwise("log", np.log2(x))
+
+    def fma(self, a, b, c) -> np.ndarray:
+        """a·b + c rounded once (the GPU's fused multiply-add): one `mul` and one `add` per element."""
+        out = fma(a, b, c)
+        self.count("mul", np.size(out))
+        return self._elementwise("add", out)
 
     def fmax(self, a, b) -> np.ndarray:
         """fmaxf, elementwise (a NaN is passed over)."""

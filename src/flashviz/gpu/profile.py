@@ -57,8 +57,12 @@ def compare(m: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
     """Model vs the counters: loads and stores with verdicts, and what the caches caught.
 
     An atomic add to global memory (fa2-backward's dQ) is one read and one write of its element in the
-    model; the GPU counts it apart from loads and stores, so its bytes are added to both."""
-    atomics = measured.get("reduction_bytes", 0.0) + measured.get("atomic_bytes", 0.0)
+    model; the GPU counts it apart from loads and stores, so its bytes are added to both. Where the model has
+    tensor descriptors (a Triton kernel's tensormaps, `sectors.model`), the atomic pipe's counter is theirs: it is
+    held against them alone (`descriptors`) and not added to the loads and stores."""
+    descriptors = m.get("descriptors")
+    atom = measured.get("atomic_bytes", 0.0)
+    atomics = measured.get("reduction_bytes", 0.0) + (0.0 if descriptors else atom)
     tma_load, tma_store = measured.get("tma_load_bytes", 0.0), measured.get("tma_store_bytes", 0.0)
     loaded = measured["load_bytes"] + tma_load  # every global load, through the LSU or the TMA
     load = _verdict(loaded + atomics, m["load_bytes"], m["sector_load_bytes"])
@@ -78,13 +82,25 @@ def compare(m: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
         caches["l2_read_bytes_from_l1"] = l2_read
         caches["l1_caught_bytes"] = loaded - l2_read
         caches["l2_caught_bytes"] = l2_read - dram_read
-    out = {
+    out: dict[str, Any] = {
         "load": load,
         "store": store,
         "atomic_bytes": atomics,
         "caches": caches,
         "ok": "mismatch" not in (load["verdict"], store["verdict"]),
     }
+    if descriptors:
+        # an older record without the atomic pipe's counter: the descriptors are not judged (None), not failed
+        seen = "atomic_bytes" in measured
+        want = descriptors["bytes"]
+        out["descriptors"] = {
+            "counter": METRICS_ALL["atomic_bytes"],
+            "measured": int(atom) if seen else None,
+            "model": want,
+            "measured_over_model": atom / want if seen else None,
+            "agrees": int(atom) == want if seen else None,
+        }
+        out["ok"] = out["ok"] and out["descriptors"]["agrees"] is not False
     if "tma_load_bytes" in measured and "paths" in m:
         out["paths"] = paths(m, measured, atomics)
     return out
@@ -146,6 +162,23 @@ def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float], al
                 f"{what}: measured {_mb(v['measured'])} differs from the model's {_mb(v['model'])} "
                 f"(sector-rounded {_mb(v['sector_model'])})."
             )
+    if "descriptors" in c:
+        v, d = c["descriptors"], m["descriptors"]
+        per = " + ".join(f"{len(n)} ({', '.join(n)} in {t})" for t, n in d["per_program"].items())
+        how = (
+            "not measured; the model has"
+            if v["measured"] is None
+            else f"measured {_mb(v['measured'])}, equal to the model's"
+            if v["agrees"]
+            else f"measured {_mb(v['measured'])}, {v['measured_over_model']:.4f}x the model's"
+        )
+        lines.append(
+            f"TMA descriptors ({v['counter']}): {how} {_mb(v['model'])} = "
+            f"{d['programs']} programs x {per} descriptors x {d['tensormap_bytes']} B: each program builds its "
+            "tensor descriptors on the device and publishes each 128-byte tensormap to global memory "
+            "(tensormap.cp_fenceproxy), which Nsight Compute counts as atomics. They are not tensor bytes, so they "
+            "are kept out of the loads and stores."
+        )
     for path, kinds in c.get("paths", {}).items():
         for kind, v in kinds.items():
             if v["model"] == 0 and v["measured"] == 0:

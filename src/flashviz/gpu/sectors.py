@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from .specs import spec
+from .specs import TritonSpec, spec
 
 BYTES = 4  # float32: the element size the 32-byte-sector model of warp accesses is written for
 SECTOR = 32  # bytes
@@ -45,7 +45,8 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
     """The traffic model for a launch of `heads` heads, in elements and bytes (each tensor at its own element size:
     4 for fp32, 2 for bf16), plus the sector-rounded bytes (where the spec lists the runs its loops move; else the
     sector model is the model), and per path (`spec.paths`: "lsu" ordinary loads and stores, "tma" tensor
-    descriptors) the bytes each path moves, which different counters see."""
+    descriptors) the bytes each path moves, which different counters see; for a Triton kernel that builds tensor
+    descriptors on the device, `descriptors`: the 128-byte tensormaps its programs write (not tensor traffic)."""
     s = spec(cfg.algo)
     algo = s.algorithm
     per_head = algo.traffic.count(cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
@@ -77,6 +78,8 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
         at["load_bytes"] += t["read_bytes"]
         at["store_bytes"] += t["written_bytes"]
     out["paths"] = by_path
+    if isinstance(s, TritonSpec) and (descriptors := s.descriptors(cfg, heads)):
+        out["descriptors"] = descriptors  # the tensormaps of a Triton kernel's tensor descriptors: no tensor's bytes
     out["unique_input_bytes"] = sum(
         heads * int(np.prod(s.shapes[name](cfg))) * algo.bytes_of(name) for name in algo.inputs
     )

@@ -90,12 +90,30 @@ class KernelSpec:
         return self.counted is None or template in self.counted
 
 
+TENSORMAP = 128  # bytes: one TMA tensor descriptor (CUtensorMap)
+
+
+def tr_grid(c: Config, heads: int) -> tuple[int, int, int]:
+    return (c.tr, heads, 1)
+
+
 @dataclass(frozen=True)
 class TritonKernel:
-    """A Triton kernel's name as Nsight Compute sees it, and the HBM tensors it takes."""
+    """A Triton kernel's name as Nsight Compute sees it, and the HBM tensors it takes.
+
+    `descriptors`: the tensors whose descriptors (`tl.make_tensor_descriptor`) each program builds on the device. Triton
+    (3.4 on) writes each one's 128-byte tensormap into global scratch memory and publishes it with
+    `tensormap.cp_fenceproxy` before the TMA may read it: bytes to memory that are no tensor's, which Nsight Compute
+    counts in the LSU's atomic pipe (`l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum`)."""
 
     template: str
     tensors: tuple[str, ...]
+    descriptors: tuple[str, ...] = ()
+    grid: Callable[[Config, int], tuple[int, int, int]] = tr_grid  # (cfg, heads B*H) -> the launch grid
+
+    def programs(self, cfg: Config, heads: int) -> int:
+        g = self.grid(cfg, heads)
+        return g[0] * g[1] * g[2]
 
 
 @dataclass(frozen=True)
@@ -113,6 +131,8 @@ class TritonSpec:
     launch: Callable[[Config, dict[str, np.ndarray]], tuple[dict[str, np.ndarray], dict]]
     paths: dict[str, str]
     reuse: str | None = None
+    # cfg -> what one program takes of an SM (threads, smem, registers, each with its source), for the hardware view
+    resources: Callable[[Config], dict] | None = None
     spans: None = None  # TMA moves whole tiles: no 32-byte-sector model of warp accesses
     counted: tuple[str, ...] | None = None
     kind = "triton"
@@ -124,9 +144,17 @@ class TritonSpec:
     def counts(self, template: str) -> bool:
         return self.counted is None or template in self.counted
 
-
-def tr_grid(c: Config, heads: int) -> tuple[int, int, int]:
-    return (c.tr, heads, 1)
+    def descriptors(self, cfg: Config, heads: int) -> dict | None:
+        """The tensormaps the counted launches write (programs x descriptors per program x 128 bytes), or None."""
+        counted = [k for k in self.kernels if self.counts(k.template) and k.descriptors]
+        if not counted:
+            return None
+        return {
+            "programs": sum(k.programs(cfg, heads) for k in counted),
+            "per_program": {k.template: list(k.descriptors) for k in counted},
+            "tensormap_bytes": TENSORMAP,
+            "bytes": sum(k.programs(cfg, heads) * len(k.descriptors) * TENSORMAP for k in counted),
+        }
 
 
 def specs() -> dict[str, KernelSpec | TritonSpec]:

@@ -55,19 +55,49 @@ def kernel_view(cfg: Config, spec: Any, k: Any) -> dict[str, Any]:
     }
 
 
-def of_launch(cfg: Config) -> dict[str, Any] | None:
-    """None for an algorithm with no CUDA C++ launch."""
+def triton_kernel_view(cfg: Config, spec: Any, k: Any) -> dict[str, Any]:
+    """A Triton kernel's program on the H200, from what its folder recorded (`spec.resources`): the shared memory and
+    registers each with its source, occupancy without the register limit where registers were not recorded."""
+    dev = h200()
+    r = spec.resources(cfg)
+    o = occ.occupancy(dev, r["threads"], r["registers"]["value"], r["smem"]["value"])
+    return {
+        "template": r["template"],
+        "threads": r["threads"],
+        "smem_bytes": r["smem"]["value"],
+        "smem": r["smem"],
+        "registers": r["registers"],
+        "occupancy": o,
+        "grid_x": k.grid(cfg, 1)[0],
+        "program_of_block": r["program_of_block"],
+        "launches": [grid_of(h, k.grid(cfg, h), o["blocks_per_sm"], dev.sms) for h in HEADS],
+    }
+
+
+def of_launch(cfg: Config, tensor_cores: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """None for an algorithm with no GPU launch whose resources are known (a CUDA C++ kernel: its file's shared-memory
+    macro; a Triton kernel: its spec's `resources`). `tensor_cores`: the trace's key of that name, whose warps'
+    rows are the warp split of a tensor-core kernel."""
     algo = get(cfg.algo)
     spec = algo.gpu
-    if spec is None or not algo.kernel_file.endswith(".cu"):
-        return None  # no CUDA launch whose shared memory the kernel file's macro gives (a Triton kernel: not yet)
+    if spec is None:
+        return None
     dev = h200()
     drawn = [kk.name for kk in algo.part("picture").KERNELS]  # the kernels the trace's steps name
-    kernels = {k.template: kernel_view(cfg, spec, k) for k in spec.kernels if k.template in drawn}
-    work = None
-    if importlib.util.find_spec(f"{algo.package}.warps") is not None:
-        work = algo.part("warps").WORK
+    if algo.kernel_file.endswith(".cu"):
+        kernels = {k.template: kernel_view(cfg, spec, k) for k in spec.kernels if k.template in drawn}
+    elif getattr(spec, "resources", None) is not None:
+        kernels = {k.template: triton_kernel_view(cfg, spec, k) for k in spec.kernels if k.template in drawn}
+    else:
+        return None
     main = next(iter(kernels.values()))
+    warp_view: dict[str, Any] | None
+    if tensor_cores is not None:
+        warp_view = warps.from_tensor_cores(cfg, tensor_cores, main["threads"], dev.warp_size)
+    elif importlib.util.find_spec(f"{algo.package}.warps") is not None:
+        warp_view = warps.of_launch(cfg, algo.part("warps").WORK, main["threads"], dev.warp_size)
+    else:
+        warp_view = None
     par = recorded.parallelism()
     return {
         "device": {**dev.to_dict()},
@@ -77,7 +107,7 @@ def of_launch(cfg: Config) -> dict[str, Any] | None:
         "one; which block lands on which SM is its choice (drawn: block b on SM b mod "
         f"{dev.sms})",
         "kernels": kernels,
-        "warps": warps.of_launch(cfg, work, main["threads"], dev.warp_size),
+        "warps": warp_view,
         "measured": {
             "source": par["source"],
             "date": par["date"],

@@ -110,3 +110,41 @@ def of_launch(cfg: Config, work: dict[str, Work] | None, threads: int, warp: int
         ops[op] = entry
         previous = (op, m)
     return {"warps": n_warps, "threads": threads, "ops": ops, "schemes": schemes(cfg, n_warps)}
+
+
+def from_tensor_cores(cfg: Config, tc: dict[str, Any], threads: int, warp: int = 32) -> dict[str, Any]:
+    """`hardware.warps` of a kernel whose tile products run on the tensor cores: per dot of the trace's `tensor_cores`
+    (its `owners`: the rows of the result each warp holds), the owner map of the result, and for a dot that reads
+    the previous dot's result (P·V reads Sij), the elements of it held by another warp than the one that reads them."""
+    n_warps = -(-threads // warp)
+    ops: dict[str, Any] = {}
+    previous: tuple[str, dict[str, Any], np.ndarray] | None = None
+    for op, dot in tc["ops"].items():
+        m, n = dot["m"], dot["n"]
+        rows = np.full(m, -1)  # warp that holds each row of the result (the first, where rows are replicated)
+        for o in reversed(dot["owners"]):
+            for first, end in o["rows"]:
+                rows[first:end] = o["warp"]
+        owner = rows[:, None] + np.zeros((1, n), dtype=int)  # (m, n)
+        busy = sorted({o["warp"] for o in dot["owners"]})
+        ins = dot["instruction"]
+        entry: dict[str, Any] = {
+            "buffer": dot["c"],
+            "shape": [m, n],
+            "split": "tensor cores",
+            "loop": f"{ins['text']}, issued by {ins['issued_by']}",
+            "owners": cut(owner),
+            "cut": m > CUT or n > CUT,
+            "busy_warps": len(busy),
+            "idle_warps": n_warps - len(busy),
+            "from": None,
+            "crossing_elements": 0,
+        }
+        if previous is not None and dot["a"] == previous[1]["c"]:
+            # this dot's A operand is the previous result, read by the warps that hold this result's rows
+            entry["from"] = previous[0]
+            entry["from_buffer"] = dot["a"]  # the buffer that would cross: the previous result, read as this A
+            entry["crossing_elements"] = crossing(previous[2], rows[:, None] + np.zeros_like(previous[2]))
+        ops[op] = entry
+        previous = (op, dot, owner)
+    return {"warps": n_warps, "threads": threads, "ops": ops, "schemes": schemes(cfg, n_warps)}

@@ -19,6 +19,12 @@ export class FlopsView {
       fill(this.note, "This trace carries no FLOP counts (made by an older flashviz).");
       return;
     }
+    if (f.model === null) {
+      // counts no closed form checks are not shown (an engine that does not count would show zeros)
+      fill(this.table);
+      fill(this.note, f.uncounted ?? "This algorithm's FLOPs are not shown: it has no closed form to check them against.");
+      return;
+    }
     const now = (t.phases[s.phase] as { flops?: Record<string, number> } | undefined)?.flops ?? {};
     const row = (kind: string) =>
       h(
@@ -59,14 +65,13 @@ export class FlopsView {
     const share = f.matmul ? (100 * f.non_matmul) / f.matmul : 0;
     fill(
       this.note,
-      f.matches === null
-        ? "Counted by the engine as it computed (this algorithm has no closed form to check them against). "
-        : `Counted by the engine as it computed, ${f.matches ? "equal to" : "NOT equal to"} the closed form (hover a kind for its formula). `,
+      `Counted by the engine as it computed, ${f.matches ? "equal to" : "NOT equal to"} the closed form (hover a kind for its formula). `,
       `Non-matmul FLOPs are ${share.toFixed(1)}% of the matmul FLOPs here, but a GPU runs them slower: ${a.paper}. `,
       `On the ${a.gpu} (${a.date}, ${a.source}) bf16 tensor-core matmul ran at ${a.matmul_tflops} TFLOP/s and fp32 FMA at ${a.fma_tflops} TFLOP/s: `,
       h("b", { "data-testid": "flops-ratio" }, `${a.measured_ratio}\u00d7`),
       ` (accurate expf: ${a.exp_ratio}\u00d7). At that ratio these ${int(f.non_matmul)} non-matmul FLOPs take as long as ${int(f.non_matmul_as_matmul.measured)} matmul FLOPs. `,
-      `The teaching kernels here run everything in fp32 on the CUDA cores, so the ratio describes real (tensor-core) kernels, not these.`,
+      f.runs_on ??
+        "The teaching kernels here run everything in fp32 on the CUDA cores, so the ratio describes real (tensor-core) kernels, not these.",
     );
   }
 }

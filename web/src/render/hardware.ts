@@ -72,7 +72,8 @@ export class HardwareView {
 
   private drawSms(hw: HardwareDoc, k: KernelOnGpu, l: LaunchOnSms, s: Step): void {
     const per = k.occupancy.blocks_per_sm;
-    const here = placeOf(s.block, hw.device.sms, per);
+    const program = k.program_of_block === "reversed" ? k.grid_x - 1 - s.block : s.block;
+    const here = placeOf(program, hw.device.sms, per);
     const waves = Math.ceil(l.waves);
     fill(
       this.summary,
@@ -81,7 +82,9 @@ export class HardwareView {
       `one SM holds ${per} at once, so ${hw.device.sms} SMs hold ${int(per * hw.device.sms)}: `,
       `${l.waves.toFixed(2)} waves. In the first wave ${l.busy_sms} SM${l.busy_sms === 1 ? " is" : "s are"} busy and `,
       h("b", { "data-testid": "hw-idle" }, `${l.idle_sms} idle`),
-      `. This step's block (blockIdx.x = ${s.block} of head 0) runs on SM ${here.sm}`,
+      k.program_of_block === "reversed"
+        ? `. This step's block i = ${s.block} runs as program ${program} of head 0 (under causal masking the longest blocks start first) on SM ${here.sm}`
+        : `. This step's block (blockIdx.x = ${s.block} of head 0) runs on SM ${here.sm}`,
       waves > 1 ? `, wave ${here.wave + 1} of ${waves}.` : ".",
     );
     const cells: HTMLElement[] = l.resident.map((n, sm) => {
@@ -124,7 +127,8 @@ export class HardwareView {
       h(
         "p",
         { class: "small" },
-        `${k.threads} threads (${o.warps_per_block} warps), ${bytes(k.smem_bytes)} of shared memory and `,
+        `${k.threads} threads (${o.warps_per_block} warps), ${bytes(k.smem_bytes)} of shared memory `,
+        k.smem ? `(${k.smem.source}: ${k.smem.note}) and ` : "and ",
         k.registers.value === null ? "unknown registers" : `${k.registers.value} registers per thread`,
         ` (${k.registers.source}: ${k.registers.note}). Blocks per SM each resource allows:`,
       ),
@@ -160,7 +164,7 @@ export class HardwareView {
           `this step in the kernel: ${op.buffer} (${op.shape.join(" \u00d7 ")})${op.cut ? ", first 64 × 64 shown" : ""}`,
           `${op.loop}: ${op.busy_warps} of ${w.warps} warps busy${op.idle_warps ? `, ${op.idle_warps} idle until the next __syncthreads` : ""}` +
             (op.from
-              ? `; ${int(op.crossing_elements)} of ${op.buffer}'s elements were written by another warp at "${op.from}" and cross shared memory`
+              ? `; ${int(op.crossing_elements)} of ${op.from_buffer ?? op.buffer}'s elements were written by another warp at "${op.from}" and cross shared memory`
               : ""),
           "hw-owners",
         ),
@@ -189,7 +193,10 @@ export class HardwareView {
   private drawMeasured(hw: HardwareDoc): void {
     const m = hw.measured;
     if (!m.rows.length) {
-      fill(this.measured, h("p", { class: "small muted" }, "No recorded GPU run of this algorithm."));
+      fill(
+        this.measured,
+        h("p", { class: "small muted" }, `The recorded occupancy run (${m.source}) measured no launch of this algorithm.`),
+      );
       return;
     }
     fill(

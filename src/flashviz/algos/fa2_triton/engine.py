@@ -8,6 +8,10 @@ approximate `ex2.approx` and `lg2.approx` (a few units in the last place of fp32
 The loop over tiles runs in the kernel's stages: not causal, the tiles wholly inside N unmasked, then the ragged
 last one with its columns >= N masked; causal, the tiles wholly below block i's diagonal unmasked, then its diagonal
 tiles masked (key column > query row).
+
+Its arithmetic goes through the recorder's FLOP counter (`rec.flops`), as the kernel computes it: on whole tiles, and
+D wide with D rounded up to a power of two (`pad`: the kernel's zero columns are multiplied too); flops.py is the
+closed form.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import numpy as np
 from ...config import Config
 from ...engine.memory import SRAM
 from ...engine.recorder import Recorder, blocks_of_q, visible_parts
-from ...precision import bf16, fma
+from ...precision import bf16
 from ...tiling import span
 from . import ALGORITHM, narrative
+from .tiles import padded
 
 ALGO = ALGORITHM.name
 LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
@@ -90,6 +95,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     qk_scale = np.float32(cfg.softmax_scale * LOG2E)  # the host passes scale * log2(e); the kernel takes it as fp32
     keep = i in rec.recorded
     tc = cfg.tiles_of_block(i)
+    fl = rec.flops  # the arithmetic below, counted as it is done
+    pad = padded(d) - d  # the tiles' columns past D, zeros the kernel computes with (96 runs as 128)
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d), itemsize=2)  # (Br, D) bf16, by TMA into shared memory
     Kj = sram.alloc("Kj", (bc, d), itemsize=2)  # (Bc, D) bf16
@@ -140,7 +147,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
         # step: scores -- Sij = tl.dot(Qi, Kj.T): exact bf16 products summed in fp32, not yet scaled; then the mask
-        np.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+        fl.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
+        fl.count("matmul", 2 * br * bc * pad)
         cols = start + np.arange(bc)  # (Bc,) key column of each column of Sij
         if stage == MASK_CAUSAL:
             Sij[rows[:, None] < cols[None, :]] = -np.inf
@@ -164,15 +172,18 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
         # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_new), alpha, li, Oi
         m_old, l_old = mi.copy(), li.copy()  # (Br,)
-        m_ij = np.fmax.reduce(Sij, axis=1, initial=-np.inf) * qk_scale  # (Br,) tl.max(Sij, 1) * qk_scale
-        m_new = np.fmax(mi, m_ij)  # (Br,) tl.maximum
-        P = np.exp2(fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
-        alpha = np.exp2(mi - m_new)  # (Br,)
-        lsum = P.sum(axis=1, dtype=np.float32)  # (Br,)
-        li[:] = fma(li, alpha, lsum)
+        m_ij = fl.mul(fl.rowmax(Sij), qk_scale)  # (Br,) tl.max(Sij, 1) * qk_scale
+        m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
+        P = fl.exp2(fl.fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
+        alpha = fl.exp2(fl.sub(mi, m_new))  # (Br,)
+        lsum = fl.rowsum(P)  # (Br,) fp32
+        li[:] = fl.fma(li, alpha, lsum)
         P16 = bf16(P)  # (Br, Bc) Pij.to(Vj.dtype): what the tensor cores multiply
-        pv = P16 @ Vj  # (Br, D) fp32 accumulation
-        Oi[:] = Oi * alpha[:, None] + pv
+        pv = fl.matmul(P16, Vj)  # (Br, D) fp32 accumulation
+        fl.count("matmul", 2 * br * bc * pad)
+        # tl.dot(P, Vj, Oi * alpha): the add into Oi is the accumulate of the tensor cores' multiply-add, in matmul
+        Oi[:] = fl.mul(Oi, alpha[:, None]) + pv
+        fl.count("mul", br * pad)
         mi[:] = m_new
         Sij[:] = P
         phase = phase_of("online_softmax", j, tc)
@@ -212,8 +223,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
 
     # step: write_back -- Oi / li, stored as bf16 (rows past N are not stored); L = (mi + log2(li)) * ln 2 in fp32
-    Oi[:] = bf16(Oi / li[:, None])  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
-    L_i = (mi + np.log2(li)) * LN2  # (Br,)
+    Oi[:] = bf16(fl.div(Oi, li[:, None]))  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
+    fl.count("div", br * pad)
+    L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
     to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
     tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
     rec.emit(

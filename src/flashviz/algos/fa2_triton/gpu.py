@@ -16,7 +16,7 @@ import numpy as np
 
 from ...config import Config
 from ...gpu.specs import TritonKernel, TritonSpec, nd, rows
-from . import tiles
+from . import resources, tiles
 
 MMA = re.compile(r"\b(wgmma\.mma_async\.[\w.]+|mma\.sync\.aligned\.[\w.]+)")
 
@@ -85,8 +85,9 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
 SPEC = TritonSpec(
     "fa2-triton",
     {"Q": nd, "K": nd, "V": nd, "O": nd, "L": rows},
-    (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L")),),
+    (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L"), descriptors=("Q", "K", "V", "O")),),
     launch,
     paths={"Q": "tma", "K": "tma", "V": "tma", "O": "tma", "L": "lsu"},
     reuse="mostly K and V, re-read by every block of Q",
+    resources=resources.resources,
 )
