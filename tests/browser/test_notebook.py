@@ -27,7 +27,10 @@ LAB_START_S = 240  # how long JupyterLab may take to answer on a loaded machine:
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 CELLS = [
-    "import flashviz\nw = flashviz.show(n=8, d=4, height=700)\nw",
+    # first the kernel imports what the widget needs and says so: the widget's cell then runs in a kernel that is up,
+    # whose widget comm the Lab has registered (a widget shown by a kernel's very first execution can race that)
+    'import flashviz, anywidget\nprint("ready")',
+    "w = flashviz.show(n=8, d=4, height=700)\nw",
     'print("shown:", w.config["algo"], w.config["n"], w.trace.config["n"], len(w.trace.steps))',
     'w.config = {**w.config, "n": 16, "causal": True}',
 ]
@@ -153,6 +156,8 @@ def test_the_widget_renders_and_recomputes_a_launch_in_python(browser, lab):
         # the kernel is up before the first cell runs (else the cell waits in a dialog-free queue: fine as well)
         expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]").first).to_be_attached()
         run_cell(page, 0)
+        expect(output_of(page, 0)).to_contain_text("ready")
+        run_cell(page, 1)
         frame = page.frame_locator("iframe[data-flashviz=viewer]")
         counter = frame.locator("[data-testid=step-counter]")
         expect(counter).to_have_attribute("data-total", str(len(seed_example.steps)))
@@ -165,8 +170,8 @@ def test_the_widget_renders_and_recomputes_a_launch_in_python(browser, lab):
         frame.locator("body").click(position={"x": 5, "y": 300})
         page.keyboard.press("ArrowRight")
         expect(counter).to_have_attribute("data-step", "1")
-        run_cell(page, 1)
-        expect(output_of(page, 1)).to_contain_text(f"shown: fa2 8 8 {len(seed_example.steps)}")
+        run_cell(page, 2)
+        expect(output_of(page, 2)).to_contain_text(f"shown: fa2 8 8 {len(seed_example.steps)}")
 
         # a config change in the widget: recomputed in the kernel, drawn in the page, read back in Python
         frame.locator("[data-testid=cfg-n]").fill("12")
@@ -176,11 +181,11 @@ def test_the_widget_renders_and_recomputes_a_launch_in_python(browser, lab):
         assert inner.evaluate("window.flashviz.trace().outputs.O[11]") == pytest.approx(
             larger.outputs["O"][11].tolist(), rel=1e-6
         )
-        run_cell(page, 1)
-        expect(output_of(page, 1)).to_contain_text(f"shown: fa2 12 12 {len(larger.steps)}")
+        run_cell(page, 2)
+        expect(output_of(page, 2)).to_contain_text(f"shown: fa2 12 12 {len(larger.steps)}")
 
         # a launch set in Python (the model's config): computed there, shown in the page
-        run_cell(page, 2)
+        run_cell(page, 3)
         expect(counter).to_have_attribute("data-total", str(len(from_python.steps)))
         assert inner.evaluate("window.flashviz.trace().config.causal") is True
         assert inner.evaluate("window.flashviz.trace().outputs.L") == pytest.approx(
@@ -197,6 +202,8 @@ def test_the_widget_renders_and_recomputes_a_launch_in_python(browser, lab):
         expect(counter).to_have_attribute("data-total", str(len(from_python.steps)))
     except Exception:
         print("console:", *console[-30:], sep="\n  ")
+        for k in range(len(CELLS)):  # what each cell printed or showed (an error, a widget that did not load)
+            print(f"cell {k} output:", [t[:300] for t in output_of(page, k).all_inner_texts()])
         raise
     finally:
         context.close()
