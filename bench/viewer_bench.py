@@ -69,6 +69,14 @@ STEP_LOOP = """async ([passes]) => {
   return { js, full, total };
 }"""
 
+# Per view: the durations of its update in render() (`flashviz:repaint:NAME`, main.ts's part()), over the steps above.
+VIEWS = """(() => {
+  const r = {};
+  for (const m of performance.getEntriesByType("measure"))
+    if (m.name.startsWith("flashviz:repaint:")) (r[m.name.slice(17)] ||= []).push(m.duration);
+  return r;
+})()"""
+
 
 def pct(xs: list[float], q: float) -> float:
     s = sorted(xs)
@@ -108,8 +116,10 @@ def bench_steps(browser, base: str, passes: int, algo: str) -> dict:
     cdp = page.context.new_cdp_session(page)
     cdp.send("Performance.enable")
     before = metrics(cdp)
+    page.evaluate("performance.clearMeasures()")  # the views' measures of start-up are not the steps'
     out = page.evaluate(STEP_LOOP, [passes])
     after = metrics(cdp)
+    views = page.evaluate(VIEWS)
     steps = len(out["full"])
     per = {
         k: 1000 * (after[k] - before[k]) / steps
@@ -125,6 +135,7 @@ def bench_steps(browser, base: str, passes: int, algo: str) -> dict:
         "js": out["js"],
         "full": out["full"],
         "per_step": per,
+        "views": views,
     }
 
 
@@ -173,6 +184,7 @@ def main() -> None:
     ap.add_argument("--algo", default="fa2", help="fa2 (the budget's config), fa1, standard or fa2-backward")
     ap.add_argument("--startup-runs", type=int, default=5)
     ap.add_argument("--json", help="also write the numbers here")
+    ap.add_argument("--views", action="store_true", help="also list each view's share of the repaint's JS")
     ap.add_argument("--check", action="store_true", help="exit 1 when a median is over its budget (16 ms, 1.5 s)")
     a = ap.parse_args()
 
@@ -209,6 +221,11 @@ def main() -> None:
     for name, med, p90, budget in rows:
         print(f"{name:46} {med:>10} {p90:>14} {budget:>7}")
     print(f"layouts per step {per['LayoutCount']:.2f}, style recalcs per step {per['RecalcStyleCount']:.2f}")
+    if a.views:
+        print(f"{'each view (flashviz:repaint:NAME)':46} {'median ms':>10} {'p90 ms':>14} {'mean ms':>7}")
+        for name, xs in sorted(steps["views"].items(), key=lambda kv: -sum(kv[1])):
+            mean = sum(xs) / len(xs)
+            print(f"  {name:44} {statistics.median(xs):>10.2f} {pct(xs, 0.9):>14.2f} {mean:>7.2f}")
     if a.json:
         doc = {
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -219,6 +236,7 @@ def main() -> None:
             "repaint_js_ms": {"median": statistics.median(js), "p90": pct(js, 0.9)},
             "frame_ms": {"median": statistics.median(full), "p90": pct(full, 0.9)},
             "per_step_cdp_ms": per,
+            "views_ms": {k: {"median": statistics.median(v), "p90": pct(v, 0.9)} for k, v in steps["views"].items()},
             "interactive_s": startup,
         }
         with open(a.json, "w") as f:

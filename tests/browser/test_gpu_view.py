@@ -103,3 +103,50 @@ def test_flops_panel_follows_the_phases_and_states_the_measured_ratio(page, serv
     expect(page.locator("[data-testid=flops-ratio]")).to_have_text(f"{f['anchor']['measured_ratio']}\u00d7")
     expect(page.locator("[data-testid=regimes-table] tbody tr.current")).to_have_count(1)
     assert_clean(log)
+
+
+def test_hardware_view_kept_between_steps_shows_what_a_fresh_draw_shows(page, server_url, log):
+    # the view redraws only what a step changes (owner maps kept per op, the SM marker moved): coming back to a
+    # step, or stepping after the heads control changed, must show what opening the page at that step shows
+    open_viewer(page, server_url, f"algo=fa2&{CFG}&block=5")
+    trace = page.evaluate("window.flashviz.trace()")
+    steps = trace["steps"]
+    ops = trace["hardware"]["warps"]["ops"]
+    k_a = next(k for k, s in enumerate(steps) if s["op"] in ops and s["block"] == 5)
+    split_a = ops[steps[k_a]["op"]]["owners"]
+    k_b = next(
+        k for k, s in enumerate(steps) if s["op"] in ops and ops[s["op"]]["owners"] != split_a and s["block"] == 5
+    )
+    k_other = next(k for k, s in enumerate(steps) if s["block"] != 5)  # block 0's steps, recorded by default
+    host = page.locator("[data-testid=hw-warps]")
+    host.scroll_into_view_if_needed()
+    owners = page.locator("[data-testid=hw-owners]")
+    here = page.locator("[data-testid=hw-sm-here]")
+    pixels = "el => el.toDataURL()"
+
+    goto(page, k_a)
+    expect(host).to_have_attribute("data-op", steps[k_a]["op"])
+    first = owners.evaluate(pixels)
+    row0 = ",".join(str(w) for w in split_a[0])
+    expect(owners).to_have_attribute("data-row0", row0)
+    goto(page, k_b)
+    expect(host).to_have_attribute("data-op", steps[k_b]["op"])
+    assert owners.evaluate(pixels) != first  # another split of the warps
+    goto(page, k_a)
+    expect(host).to_have_attribute("data-op", steps[k_a]["op"])
+    expect(owners).to_have_attribute("data-row0", row0)
+    assert owners.evaluate(pixels) == first
+    expect(here).to_have_count(1)
+    expect(here).to_have_attribute("data-sm", "5")
+
+    page.locator("[data-testid=hw-heads]").select_option("32")
+    expect(page.locator("[data-testid=hw-sms]")).to_have_attribute("data-heads", "32")
+    expect(here).to_have_count(1)
+    expect(here).to_have_attribute("data-sm", "5")
+    goto(page, k_other)
+    other = steps[k_other]["block"]
+    expect(here).to_have_count(1)
+    expect(here).to_have_attribute("data-sm", str(other))
+    expect(page.locator("[data-testid=hw-summary]")).to_contain_text(f"blockIdx.x = {other} of head 0")
+    expect(page.locator("[data-testid=hw-summary]")).to_contain_text("B\u00b7H = 32")
+    assert_clean(log)

@@ -535,6 +535,7 @@ function setTheme(t: Theme, remember: boolean): void {
   byId("theme").setAttribute("aria-label", t === "dark" ? "Switch to the light theme" : "Switch to the dark theme");
   memory.setPalette(readPalette());
   timeline.retheme();
+  hardware.retheme();
   tileMap.retheme();
   if (app.trace) render();
 }

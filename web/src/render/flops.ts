@@ -7,12 +7,30 @@ import type { HwTrace } from "../hwTypes";
 import type { Step } from "../types";
 
 export class FlopsView {
+  private trace: HwTrace | null = null; // the trace whose table is built
+  private nowCells = new Map<string, Text>(); // "after this phase", by kind: the only cells a step changes
+
   constructor(
     private readonly table: HTMLElement,
     private readonly note: HTMLElement,
   ) {}
 
   show(t: HwTrace, s: Step): void {
+    if (t !== this.trace) {
+      this.trace = t;
+      this.nowCells.clear();
+      this.build(t);
+    }
+    if (!this.nowCells.size) return;
+    const now = (t.phases[s.phase] as { flops?: Record<string, number> } | undefined)?.flops ?? {};
+    for (const [kind, cell] of this.nowCells) {
+      const text = int(now[kind] ?? 0);
+      if (cell.data !== text) cell.data = text;
+    }
+  }
+
+  /** The table and the note, once per trace; a step changes only the "after this phase" column. */
+  private build(t: HwTrace): void {
     const f = t.flops;
     if (!f) {
       fill(this.table);
@@ -25,15 +43,17 @@ export class FlopsView {
       fill(this.note, f.uncounted ?? "This algorithm's FLOPs are not shown: it has no closed form to check them against.");
       return;
     }
-    const now = (t.phases[s.phase] as { flops?: Record<string, number> } | undefined)?.flops ?? {};
-    const row = (kind: string) =>
-      h(
+    const row = (kind: string) => {
+      const now = document.createTextNode("");
+      this.nowCells.set(kind, now);
+      return h(
         "tr",
         { "data-kind": kind, title: f.formulas[kind] ?? "" },
         h("th", { scope: "row" }, kind),
-        h("td", { class: "num", "data-testid": `flops-now-${kind}` }, int(now[kind] ?? 0)),
+        h("td", { class: "num", "data-testid": `flops-now-${kind}` }, now),
         h("td", { class: "num" }, int(f.counted[kind] ?? 0)),
       );
+    };
     fill(
       this.table,
       h(

@@ -25,6 +25,16 @@ export class HardwareView {
   private trace: HwTrace | null = null;
   private step: Step | null = null;
   private readonly select: HTMLSelectElement;
+  // What is on screen, so a step redraws only what its kernel, launch, block or op changed (issue 11's view was
+  // rebuilt whole on every step: ~6 ms of the repaint, its owner maps re-read the theme and refilled 4096 cells each)
+  private smsOf: LaunchOnSms | null = null; // the launch whose SM grid is drawn
+  private smCells: HTMLElement[] = [];
+  private hereCell: HTMLElement | null = null;
+  private summaryKey = "";
+  private occupancyOf: KernelOnGpu | null = null;
+  private warpsKey: string | null = null; // the op whose owner maps are shown (null: none drawn for this trace)
+  private figures = new Map<string, HTMLElement>(); // the figures of this trace, by op and by scheme
+  private idle: string | null = null; // the theme's colour of an element no thread computes
 
   constructor(
     private readonly controls: HTMLElement,
@@ -54,14 +64,41 @@ export class HardwareView {
       return;
     }
     this.controls.hidden = false;
-    if (traceChanged) this.options(hw);
+    if (traceChanged) {
+      this.options(hw);
+      this.forget();
+    }
     const k = hw.kernels[s.kernel] ?? Object.values(hw.kernels)[0];
     if (!k) return;
     const launch = k.launches.find((l) => l.heads === this.heads) ?? k.launches[0]!;
     this.drawSms(hw, k, launch, s);
-    this.drawOccupancy(k);
-    this.drawWarps(hw, s);
+    if (k !== this.occupancyOf) {
+      this.occupancyOf = k;
+      this.drawOccupancy(k);
+    }
+    if (s.op !== this.warpsKey) {
+      this.warpsKey = s.op;
+      this.drawWarps(hw, s);
+    }
     if (traceChanged) this.drawMeasured(hw);
+  }
+
+  /** Draw everything afresh at the next show (a new trace, or the theme's colours changed). */
+  forget(): void {
+    this.smsOf = null;
+    this.smCells = [];
+    this.hereCell = null;
+    this.summaryKey = "";
+    this.occupancyOf = null;
+    this.warpsKey = null;
+    this.figures.clear();
+    this.idle = null;
+  }
+
+  /** The theme changed: the owner maps' idle colour is the theme's. */
+  retheme(): void {
+    this.forget();
+    if (this.trace && this.step) this.show(this.trace, this.step);
   }
 
   private options(hw: HardwareDoc): void {
@@ -75,6 +112,40 @@ export class HardwareView {
     const program = k.program_of_block === "reversed" ? k.grid_x - 1 - s.block : s.block;
     const here = placeOf(program, hw.device.sms, per);
     const waves = Math.ceil(l.waves);
+    const summaryKey = `${s.kernel}|${k.template}|${l.heads}|${s.block}`;
+    if (summaryKey !== this.summaryKey) {
+      this.summaryKey = summaryKey;
+      this.drawSummary(hw, k, l, s, program, here, waves);
+    }
+    if (l !== this.smsOf) {
+      this.smsOf = l;
+      this.drawSmGrid(hw, k, l);
+    }
+    // the SM the step's block runs on: moved, not redrawn
+    const cell = here.wave === 0 ? (this.smCells[here.sm] ?? null) : null;
+    if (cell !== this.hereCell) {
+      if (this.hereCell) {
+        this.hereCell.classList.remove("here");
+        delete this.hereCell.dataset.testid;
+      }
+      if (cell) {
+        cell.classList.add("here");
+        cell.dataset.testid = "hw-sm-here";
+      }
+      this.hereCell = cell;
+    }
+  }
+
+  private drawSummary(
+    hw: HardwareDoc,
+    k: KernelOnGpu,
+    l: LaunchOnSms,
+    s: Step,
+    program: number,
+    here: { sm: number; wave: number },
+    waves: number,
+  ): void {
+    const per = k.occupancy.blocks_per_sm;
     fill(
       this.summary,
       h("b", {}, k.template),
@@ -87,6 +158,10 @@ export class HardwareView {
         : `. This step's block (blockIdx.x = ${s.block} of head 0) runs on SM ${here.sm}`,
       waves > 1 ? `, wave ${here.wave + 1} of ${waves}.` : ".",
     );
+  }
+
+  private drawSmGrid(hw: HardwareDoc, k: KernelOnGpu, l: LaunchOnSms): void {
+    const per = k.occupancy.blocks_per_sm;
     const cells: HTMLElement[] = l.resident.map((n, sm) => {
       const bar = h("i", { class: "on" });
       bar.style.width = `${per ? (100 * n) / per : 0}%`; // the share of the SM's block slots taken
@@ -95,12 +170,10 @@ export class HardwareView {
         { class: `sm${n ? " busy" : " idle"}`, "data-sm": sm, "data-blocks": n, title: `SM ${sm}: ${n} of ${per} blocks` },
         bar,
       );
-      if (sm === here.sm && here.wave === 0) {
-        cell.classList.add("here");
-        cell.dataset.testid = "hw-sm-here";
-      }
       return cell;
     });
+    this.smCells = cells;
+    this.hereCell = null;
     this.sms.dataset.heads = String(l.heads);
     this.sms.dataset.blocks = String(l.blocks);
     this.sms.dataset.busy = String(l.busy_sms);
@@ -157,16 +230,29 @@ export class HardwareView {
     const op: WarpOp | undefined = w.ops[s.op];
     this.warps.dataset.op = s.op;
     const maps: HTMLElement[] = [];
+    // the figures are kept per op and per scheme for this trace: a canvas keeps its pixels when moved back in
+    const figure = (key: string, make: (idle: string) => HTMLElement): HTMLElement => {
+      let f = this.figures.get(key);
+      if (!f) {
+        this.idle ??= getComputedStyle(document.documentElement).getPropertyValue("--cell-zero").trim() || "#ddd";
+        f = make(this.idle);
+        this.figures.set(key, f);
+      }
+      return f;
+    };
     if (op) {
       maps.push(
-        ownerFigure(
-          op.owners,
-          `this step in the kernel: ${op.buffer} (${op.shape.join(" \u00d7 ")})${op.cut ? ", first 64 × 64 shown" : ""}`,
-          `${op.loop}: ${op.busy_warps} of ${w.warps} warps busy${op.idle_warps ? `, ${op.idle_warps} idle until the next __syncthreads` : ""}` +
-            (op.from
-              ? `; ${int(op.crossing_elements)} of ${op.from_buffer ?? op.buffer}'s elements were written by another warp at "${op.from}" and cross shared memory`
-              : ""),
-          "hw-owners",
+        figure(`op:${s.op}`, (idle) =>
+          ownerFigure(
+            idle,
+            op.owners,
+            `this step in the kernel: ${op.buffer} (${op.shape.join(" \u00d7 ")})${op.cut ? ", first 64 × 64 shown" : ""}`,
+            `${op.loop}: ${op.busy_warps} of ${w.warps} warps busy${op.idle_warps ? `, ${op.idle_warps} idle until the next __syncthreads` : ""}` +
+              (op.from
+                ? `; ${int(op.crossing_elements)} of ${op.from_buffer ?? op.buffer}'s elements were written by another warp at "${op.from}" and cross shared memory`
+                : ""),
+            "hw-owners",
+          ),
         ),
       );
     } else {
@@ -176,11 +262,14 @@ export class HardwareView {
     }
     for (const sc of w.schemes)
       maps.push(
-        ownerFigure(
-          sc.owners,
-          `${sc.name}: ${sc.paper}`,
-          `exchanged through shared memory per tile: ${sc.exchange}`,
-          `hw-scheme-${sc.name}`,
+        figure(`scheme:${sc.name}`, (idle) =>
+          ownerFigure(
+            idle,
+            sc.owners,
+            `${sc.name}: ${sc.paper}`,
+            `exchanged through shared memory per tile: ${sc.exchange}`,
+            `hw-scheme-${sc.name}`,
+          ),
         ),
       );
     fill(
@@ -241,7 +330,7 @@ export class HardwareView {
 }
 
 /** A grid of a tile's elements coloured by the warp that computes them, with a caption. */
-function ownerFigure(owners: number[][], title: string, note: string, testid: string): HTMLElement {
+function ownerFigure(idle: string, owners: number[][], title: string, note: string, testid: string): HTMLElement {
   const rows = owners.length;
   const cols = owners[0]?.length ?? 0;
   const cell = Math.max(2, Math.min(12, Math.floor(192 / Math.max(rows, cols, 1))));
@@ -251,8 +340,6 @@ function ownerFigure(owners: number[][], title: string, note: string, testid: st
   canvas.dataset.col0 = owners.map((r) => r[0]).join(",");
   const ctx = canvas.getContext("2d");
   if (ctx) {
-    const probe = getComputedStyle(document.documentElement);
-    const idle = probe.getPropertyValue("--cell-zero").trim() || "#ddd";
     for (let r = 0; r < rows; r++) {
       const row = owners[r] ?? [];
       for (let c = 0; c < row.length; c++) {

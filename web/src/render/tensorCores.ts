@@ -59,6 +59,7 @@ function elementLine(dot: TensorDot, m: NonNullable<Step["mma"]>): HTMLElement {
 
 export class TensorCoresView {
   private shown: TensorDot | null | undefined = undefined; // undefined: nothing drawn yet
+  private built = new Map<TensorDot | null, Node[]>(); // this trace's descriptions, made once: steps alternate products
 
   constructor(
     private readonly section: HTMLElement,
@@ -71,6 +72,7 @@ export class TensorCoresView {
     const tc = t.tensor_cores ?? null;
     this.section.hidden = tc === null;
     this.shown = undefined;
+    this.built.clear();
     this.body.replaceChildren();
     this.element.replaceChildren();
     if (tc === null) return;
@@ -87,7 +89,12 @@ export class TensorCoresView {
     const dot = tc.ops[step.op] ?? null;
     if (dot !== this.shown) {
       this.shown = dot;
-      this.body.replaceChildren(...(dot ? this.describe(tc, dot) : [this.idle(tc)]));
+      let nodes = this.built.get(dot);
+      if (!nodes) {
+        nodes = dot ? this.describe(tc, dot) : [this.idle(tc)];
+        this.built.set(dot, nodes);
+      }
+      this.body.replaceChildren(...nodes);
     }
     this.element.replaceChildren(dot && step.mma ? elementLine(dot, step.mma) : "");
   }
