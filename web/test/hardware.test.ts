@@ -1,7 +1,7 @@
 // Issue 11: the hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
 import type { HwTrace, RegimesDoc } from "../src/hwTypes";
-import { placeOf, warpColour } from "../src/render/hardware";
+import { placeOf, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
 import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
 
@@ -44,5 +44,14 @@ describe("the trace's hardware and flops keys", () => {
     const e = Object.values(doc.algorithms).find((x) => x.pass === "forward") as { terms: never[] } | undefined;
     expect(termsText([{ tensor: "Q", share: 0.32, times: 32, rewrites: null }])).toBe("Q 32% (read 32\u00d7)");
     expect(e?.terms.length).toBeGreaterThan(0);
+  });
+});
+
+describe("wavesText", () => {
+  it("writes two decimals, and two significant digits where two decimals would read 0.00", () => {
+    expect(wavesText(15.52)).toBe("15.52");
+    expect(wavesText(0.5)).toBe("0.50");
+    expect(wavesText(2 / 528)).toBe("0.0038");
+    expect(wavesText(0)).toBe("0.00");
   });
 });

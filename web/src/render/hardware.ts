@@ -151,7 +151,7 @@ export class HardwareView {
       h("b", {}, k.template),
       ` at B\u00b7H = ${l.heads}: a grid of ${l.grid.filter((x) => x > 1).join(" \u00d7 ") || "1"} = ${int(l.blocks)} block${l.blocks === 1 ? "" : "s"}; `,
       `one SM holds ${per} at once, so ${hw.device.sms} SMs hold ${int(per * hw.device.sms)}: `,
-      `${l.waves.toFixed(2)} waves. In the first wave ${l.busy_sms} SM${l.busy_sms === 1 ? " is" : "s are"} busy and `,
+      `${wavesText(l.waves)} waves. In the first wave ${l.busy_sms} SM${l.busy_sms === 1 ? " is" : "s are"} busy and `,
       h("b", { "data-testid": "hw-idle" }, `${l.idle_sms} idle`),
       k.program_of_block === "reversed"
         ? `. This step's block i = ${s.block} runs as program ${program} of head 0 (under causal masking the longest blocks start first) on SM ${here.sm}`
@@ -350,4 +350,10 @@ function ownerFigure(idle: string, owners: number[][], title: string, note: stri
     }
   }
   return h("figure", { class: "hw-map" }, canvas, h("figcaption", { class: "small" }, h("b", {}, title), h("br"), note));
+}
+
+/** A launch's waves as ncu writes them (two decimals), with two significant digits below 0.01 so that a launch
+ *  of a few blocks does not read "0.00 waves". */
+export function wavesText(waves: number): string {
+  return waves > 0 && waves < 0.01 ? waves.toPrecision(2) : waves.toFixed(2);
 }
