@@ -114,3 +114,13 @@ def test_the_sweep_sets_only_schedules_of_one_element_width_side_by_side():
     for name in narrow:
         assert name not in wide and name in r["left_out"]
     assert "left out" in run("--n", "4096", "--d", "64", "--br", "32", "--bc", "128")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_sweeps_bytes_at_the_current_tiles_are_compares_totals(causal):
+    """One count of bytes: the sweep's point at the current (Br, Bc) holds each algorithm's `total.bytes` of the
+    comparison (each tensor at its own width)."""
+    doc = compare(1000, 16, 32, 48, causal)
+    (here,) = [p for p in doc["regimes"]["points"] if p["current"]]
+    for name, b in here["bytes"].items():
+        assert b == doc["algorithms"][name]["total"]["bytes"], name

@@ -35,8 +35,8 @@ def schedules() -> list[str]:
 
 def left_out() -> str:
     """A sentence naming the forward algorithms the sweep leaves out (another element width), or ""."""
-    width = REGISTRY[BASELINE].element_bytes
-    out = [name for name in forward() if name not in schedules()]
+    width, kept = REGISTRY[BASELINE].element_bytes, set(schedules())
+    out = [name for name in forward() if name not in kept]
     return " ".join(
         f"{name} ({REGISTRY[name].dtype}, {REGISTRY[name].element_bytes} bytes per element) is left out of the sweep: "
         f"its bytes differ from the others' by the element width, not the schedule ({BASELINE}'s are {width})."
@@ -45,8 +45,10 @@ def left_out() -> str:
 
 
 def total_bytes(name: str, n: int, d: int, br: int, bc: int, causal: bool) -> int:
-    counts = REGISTRY[name].traffic.count(n=n, d=d, br=br, bc=bc, causal=causal)
-    return REGISTRY[name].element_bytes * sum(t["read"] + t["written"] for t in counts.values())
+    """Its HBM bytes, each tensor at its own width (`Algorithm.bytes_of`, as compare's `total.bytes` counts them)."""
+    algo = REGISTRY[name]
+    counts = algo.traffic.count(n=n, d=d, br=br, bc=bc, causal=causal)
+    return sum((t["read"] + t["written"]) * algo.bytes_of(tensor) for tensor, t in counts.items())
 
 
 def terms(name: str, n: int, d: int, br: int, bc: int, causal: bool) -> list[dict[str, Any]]:
@@ -78,10 +80,11 @@ def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
     Bc = Br·r for r in RATIOS (Br held, Bc clipped to 1..256), and which moves fewest at each point; the current
     (Br, Bc) is a point too; `left_out` names the algorithms of another element width."""
     lo, hi = TILE_RANGE
+    names = schedules()
     shapes = sorted({(br, min(hi, max(lo, round(br * r)))) for r in RATIOS} | {(br, bc)}, key=lambda s: s[1])
     points = []
     for b_r, b_c in shapes:
-        by = {name: total_bytes(name, n, d, b_r, b_c, causal) for name in schedules()}
+        by = {name: total_bytes(name, n, d, b_r, b_c, causal) for name in names}
         base = by.get(BASELINE)
         points.append(
             {
