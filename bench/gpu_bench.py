@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from event_timing import timed  # bench/, beside this script
 
 from flashviz.config import Config
 from flashviz.gpu.device import device_info, require_gpu
@@ -31,22 +32,6 @@ from flashviz.gpu.sectors import model
 
 TOKENS = 16384  # batch x N, as in the FlashAttention papers' benchmarks
 HEADS = 16  # hidden 1024 at D=64
-
-
-def timed(cp, fn, warmup: int, min_reps: int = 5, max_reps: int = 50, budget_s: float = 1.5) -> list[float]:
-    """Milliseconds of each repeat of fn() by CUDA events, after warm-up; repeats sized to ~budget_s."""
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(warmup):
-        fn()
-    cp.cuda.Device().synchronize()
-    times: list[float] = []
-    while len(times) < min_reps or (len(times) < max_reps and sum(times) < budget_s * 1e3):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return times
 
 
 def ceilings(cp) -> dict[str, float]:

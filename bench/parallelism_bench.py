@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import functools
 import io
 import json
 import math
@@ -34,6 +35,8 @@ import shutil
 import statistics
 import subprocess
 from pathlib import Path
+
+import event_timing  # bench/, beside this script
 
 from flashviz.config import Config
 from flashviz.gpu.device import device_info, require_gpu
@@ -87,20 +90,8 @@ extern "C" __global__ void exp_chains(float* out, float b, int iters) {
 """
 
 
-def timed(cp, fn, warmup: int = 1, min_reps: int = 3, max_reps: int = 30, budget_s: float = 1.5) -> list[float]:
-    """Milliseconds of each repeat of fn() by CUDA events, after warm-up."""
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(warmup):
-        fn()
-    cp.cuda.Device().synchronize()
-    times: list[float] = []
-    while len(times) < min_reps or (len(times) < max_reps and sum(times) < budget_s * 1e3):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return times
+# this benchmark's repeats: fewer than gpu_bench's (its launches run up to half a second each)
+timed = functools.partial(event_timing.timed, warmup=1, min_reps=3, max_reps=30)
 
 
 def reference_error(cp, q, k, v, o, scale: float) -> float:
