@@ -12,6 +12,7 @@ shapes: O (..., rows, D), L (..., rows)); computed in the dtype given (flashviz.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -35,9 +36,10 @@ def merge(o_a: Any, lse_a: Any, o_b: Any, lse_b: Any) -> tuple[Any, Any]:
     m = xp.where(xp.isneginf(m), xp.zeros_like(m), m)  # no key on either side: any finite shift will do
     w_a, w_b = xp.exp(lse_a - m), xp.exp(lse_b - m)  # (..., rows), each <= 1, one of them = 1 unless both empty
     total = w_a + w_b
-    lse = m + xp.log(total)  # log(0) = -inf when both are empty
     seen = total > 0
-    inv = xp.where(seen, 1 / xp.where(seen, total, xp.ones_like(total)), xp.zeros_like(total))
+    safe = xp.where(seen, total, xp.ones_like(total))
+    lse = xp.where(seen, m + xp.log(safe), xp.full_like(m, -math.inf))
+    inv = xp.where(seen, 1 / safe, xp.zeros_like(total))
     o = o_a * (w_a * inv)[..., None] + o_b * (w_b * inv)[..., None]  # (..., rows, D)
     return o, lse
 
