@@ -244,6 +244,33 @@ def test_simulated_bytes_are_the_closed_form(rng, world):
     ]
 
 
+@pytest.mark.parametrize("layout", ring_layout.LAYOUTS)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 6])
+def test_closed_form_compute_is_the_plan(layout, causal, world):
+    """ring_model's FLOPs per step (the busiest rank's) and per rank, in closed form, against the layout plan's
+    blocks counted one by one."""
+    from flashviz import ring_model
+
+    c, d = 4, 16
+    plan = [
+        [sum(block_flops(b.kind, c, d) for b in blocks(r, s, world, layout, causal)) for r in range(world)]
+        for s in range(world)
+    ]
+    assert ring_model.step_flops(world, layout, causal, c, d) == [max(row) for row in plan]
+    assert ring_model.rank_flops(world, layout, causal, c, d) == [rank_flops(r, world, layout, causal, c, d)
+                                                                  for r in range(world)]  # fmt: skip
+
+
+def test_the_model_does_no_work_per_rank():
+    """At the largest N and P `compare --ring` takes, the closed form answers at once (no loop over ranks)."""
+    from helpers import bounded_work
+
+    n = (2**31 - 1) // 2048 * 2048
+    doc, _ = bounded_work(model, n, 4096, 1024, True, max_lines=200_000)
+    assert doc["forward"]["sent_bytes"] == 1023 * 2 * (n // 1024) * 4096 * 2
+
+
 def test_closed_form_bytes_and_overlap_condition():
     B, H, N, D, P = 2, 3, 1024, 64, 4
     doc = model(N, D, P, causal=True, batch=B, heads=H, element_bytes=2, tflops=500.0, link_gb_s=100.0)

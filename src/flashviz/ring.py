@@ -174,16 +174,18 @@ def _backward(ring: Ring, q, k, v, o, lse, do, dlse, causal: bool, scale: float,
     c = n // per
     dq = torch.zeros((B, H, n, D), dtype=torch.float32, device=q.device)
     kv = torch.stack((k, v))  # (2, B, H, n, D)
-    own = None  # this rank's share of its own dK, dV: (2, B, H, n, D) fp32
-    travelling = None  # the dK, dV buffer of the shard held at the previous step, to send on
+    own: torch.Tensor | None = None  # this rank's share of its own dK, dV: (2, B, H, n, D) fp32
+    travelling: torch.Tensor | None = None  # the dK, dV buffer of the shard held at the previous step, to send on
     for step in range(ring.world):
-        sends, recvs = [], []
+        sends: list[torch.Tensor] = []
+        recvs: list[torch.Tensor] = []
         incoming_kv = incoming_dkv = None
         if step < ring.world - 1:
             incoming_kv = torch.empty_like(kv)
             sends.append(kv)
             recvs.append(incoming_kv)
         if step >= 2:
+            assert travelling is not None  # made at step 1
             incoming_dkv = torch.empty_like(travelling)
             sends.append(travelling)
             recvs.append(incoming_dkv)

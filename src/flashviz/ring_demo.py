@@ -1,11 +1,13 @@
-"""`torchrun --standalone --nproc-per-node P -m flashviz.ring_demo`: flashviz.ring_attention checked on P processes.
+"""`torchrun --standalone --nproc-per-node P -m flashviz.ring_demo` (or `python -m flashviz.ring_demo --processes P`,
+which starts the P processes itself): flashviz.ring_attention checked on P processes.
 
 Every rank draws the same random Q, K, V, dO (from --seed), takes its shard (ring_shard), runs ring_attention
 forward and backward, and counts the bytes it sends (flashviz.ring_counter). Rank 0 gathers the shards and prints
 a table per rank (times, bytes sent against the closed form of flashviz.ring_model, FLOPs) and the error of the
-ring against one-device flashviz.attention and against float64. NCCL on GPUs (one per rank, LOCAL_RANK), gloo
-and Triton's interpreter on CPUs. Without torchrun it runs on one process (P = 1). Exit code 0 when the ring is
-within attention_reference's tolerance of float64, 1 when not, 2 on a bad flag.
+ring against one-device flashviz.attention and against float64. NCCL on GPUs (one per rank), gloo and Triton's
+interpreter on CPUs. Exit code 0 when the ring is within attention_reference's tolerance of float64 and its bytes
+are the closed form's, 1 when not, 2 on a bad flag (one line; under torchrun, torchrun adds its own report of the
+failed processes after it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 import click
 
 from .cli_options import Bounded, OneOf
+from .config import ConfigError
 from .ring_layout import LAYOUTS, chunk_count, chunks
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
@@ -35,8 +38,22 @@ class RankRun:
     sent_backward: int
 
 
-def _setup():
-    """(rank, world, device, backend) after init_process_group; one process (P = 1) without torchrun."""
+def check_length(n: int | None, world: int, layout: str) -> int:
+    """N (default: PER_RANK per rank), or --seq-len's one-line error when the layout can't cut it evenly."""
+    n = PER_RANK * world if n is None else n
+    parts = chunk_count(world, layout)
+    if n % parts:
+        raise ConfigError(
+            "--seq-len",
+            f"must be a multiple of {parts} ({layout} on {world} process{'es' if world > 1 else ''} cuts N into "
+            f"{parts} equal chunks; ragged shards are refused); got {n}",
+        )
+    return n
+
+
+def _setup(rank: int | None = None, world: int | None = None, rendezvous: str | None = None):
+    """(rank, world, device, backend) after init_process_group: spawned by --processes, through a rendezvous file;
+    under torchrun, from its environment; otherwise one process (P = 1)."""
     import torch
 
     cuda = torch.cuda.is_available()
@@ -45,7 +62,12 @@ def _setup():
     import torch.distributed as dist
 
     backend = "nccl" if cuda else "gloo"
-    if "RANK" in os.environ:
+    if rendezvous is not None:
+        assert rank is not None and world is not None
+        if cuda:
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+        dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world)
+    elif "RANK" in os.environ:
         if cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend)
@@ -64,27 +86,22 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def run(n, d, heads, batch, causal, layout, dtype_name, seed):
+def run(n, d, heads, batch, causal, layout, dtype_name, seed, *, rank=None, world=None, rendezvous=None) -> int:
+    """One rank's part; rank 0 prints the tables. Returns the exit code (rank 0: 1 when the check failed)."""
     import torch
     import torch.distributed as dist
 
-    rank, world, device, backend = _setup()
+    rank, world, device, backend = _setup(rank, world, rendezvous)
     from .attention_reference import judge, plain_attention
     from .ring import ring_attention, ring_shard, ring_unshard
     from .ring_counter import counting_sends
     from .ring_model import model
 
-    n = PER_RANK * world if n is None else n
-    parts = chunk_count(world, layout)
-    if n % parts:  # the same verdict on every rank
-        raise ValueError(
-            f"--n: must be a multiple of {parts} ({layout} on {world} processes cuts N into {parts} equal chunks; "
-            f"ragged shards are refused); got {n}"
-        )
+    n = check_length(n, world, layout)  # the same verdict on every rank
     dtype = getattr(torch, DTYPES[dtype_name])
     g = torch.Generator().manual_seed(seed)
     whole = [torch.randn(batch, heads, n, d, generator=g).to(dtype) for _ in range(4)]  # Q, K, V, dO
-    shards = [ring_shard(t, rank, world, layout).to(device) for t in whole]  # raises on ragged N
+    shards = [ring_shard(t, rank, world, layout).to(device) for t in whole]
 
     def once() -> tuple[dict, RankRun]:
         q, k, v = (t.clone().requires_grad_() for t in shards[:3])
@@ -109,15 +126,16 @@ def run(n, d, heads, batch, causal, layout, dtype_name, seed):
     dist.all_gather_object(runs, mine)
     whole_outs = {}
     for name, t in outs.items():
-        parts = [torch.empty_like(t) for _ in range(world)]
-        dist.all_gather(parts, t.contiguous())
-        whole_outs[name] = ring_unshard([p.cpu() for p in parts], layout)
+        pieces = [torch.empty_like(t) for _ in range(world)]
+        dist.all_gather(pieces, t.contiguous())
+        whole_outs[name] = ring_unshard([p.cpu() for p in pieces], layout)
+    ok = True
     if rank == 0:
-        ok = _report(whole, whole_outs, runs, model(n, d, world, causal, layout, batch, heads, whole[0].element_size()),
-                     device, backend, causal, judge, plain_attention)  # fmt: skip
+        doc = model(n, d, world, causal, layout, batch, heads, whole[0].element_size())
+        ok = _report(whole, whole_outs, runs, doc, device, backend, causal, judge, plain_attention)
     dist.barrier()
     dist.destroy_process_group()
-    return 0 if rank != 0 or ok else 1
+    return 0 if ok else 1
 
 
 def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_attention) -> bool:
@@ -181,21 +199,60 @@ def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_a
     return verdict.ok and counted
 
 
+def _spawned(rank: int, world: int, rendezvous: str, args: tuple) -> None:
+    code = run(*args, rank=rank, world=world, rendezvous=rendezvous)
+    if code:
+        sys.exit(code)
+
+
+def spawn(world: int, args: tuple) -> int:
+    """Run the check on `world` local processes (torch.multiprocessing); the exit code of the first that failed."""
+    import tempfile
+
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="flashviz-ring-") as where:
+        try:
+            mp.spawn(_spawned, args=(world, os.path.join(where, "rendezvous"), args), nprocs=world, join=True)
+        except mp.ProcessExitedException as exc:
+            return exc.exit_code if exc.exit_code > 0 else 1
+    return 0
+
+
+# not --n and --d: torchrun's parser reads those, even after the module's name, as abbreviations of its own flags
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--n", type=Bounded(1, 2**24), default=None, help=f"whole sequence length N  [default: {PER_RANK} per rank]"
+    "--processes",
+    type=Bounded(1, 64),
+    default=None,
+    metavar="P",
+    help="start P local processes  [default: 1; under torchrun, leave it out: its processes are the ring]",
 )
-@click.option("--d", type=OneOf(HEAD_DIMS), default="64", show_default=True, help="head dimension D")
+@click.option(
+    "--seq-len",
+    "n",
+    type=Bounded(1, 2**24),
+    default=None,
+    help=f"whole sequence length N  [default: {PER_RANK} per process]",
+)
+@click.option("--head-dim", "d", type=OneOf(HEAD_DIMS), default="64", show_default=True, help="head dimension D")
 @click.option("--heads", type=Bounded(1, 4096), default=2, show_default=True, help="heads H")
 @click.option("--batch", type=Bounded(1, 4096), default=1, show_default=True, help="batch B")
 @click.option("--causal", is_flag=True, help="causal attention")
 @click.option("--layout", type=OneOf(LAYOUTS), default="zigzag", show_default=True, help="how the sequence is cut")
 @click.option("--dtype", type=OneOf(tuple(DTYPES)), default="bf16", show_default=True, help="Q, K, V dtype")
 @click.option("--seed", type=Bounded(0, 2**63 - 1), default=0, show_default=True, help="seed of Q, K, V, dO")
-@click.pass_context
-def demo(ctx, n, d, heads, batch, causal, layout, dtype, seed) -> None:
-    """Check flashviz.ring_attention on the processes torchrun starts (one process without torchrun)."""
-    ctx.exit(run(n, int(d), heads, batch, causal, layout, dtype, seed))
+@click.pass_context  # fmt: skip
+def demo(ctx, processes, n, d, heads, batch, causal, layout, dtype, seed) -> None:
+    """Check flashviz.ring_attention on P processes: per-rank times, bytes sent against the closed form, the error
+    against one-device attention and float64. Under torchrun on its processes, otherwise on --processes."""
+    args = (n, int(d), heads, batch, causal, layout, dtype, seed)
+    if "RANK" in os.environ:
+        if processes is not None:
+            raise ConfigError("--processes", "leave it out under torchrun: its --nproc-per-node processes are the ring")
+        ctx.exit(run(*args))
+    check_length(n, processes or 1, layout)  # before any process starts
+    ctx.exit(run(*args) if processes in (None, 1) else spawn(processes, args))
 
 
 def _say(line: str) -> None:
@@ -213,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as exc:
         _say(one_line(f"flashviz.ring_demo: error: {exc.format_message()}"))
         return 2
-    except ValueError as exc:
+    except ConfigError as exc:
         _say(one_line(f"flashviz.ring_demo: error: {exc}"))
         return 2
     return code if isinstance(code, int) else 0

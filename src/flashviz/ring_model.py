@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .ring_layout import block_flops, blocks, check_layout, chunk_count, chunks
+from .ring_layout import block_flops, check_layout, chunk_count, chunks
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -40,17 +40,33 @@ def recorded_tflops() -> tuple[float, str]:
     return float(par["rates"]["bf16_matmul_tflops"]), f"bf16 matmul measured on the {par['gpu']}, {par['date']}"
 
 
-def step_flops(world: int, layout: str, causal: bool, chunk_rows: int, d: int) -> list[list[int]]:
-    """[step][rank]: forward matmul FLOPs per head of each rank at each step."""
-    return [
-        [sum(block_flops(b.kind, chunk_rows, d) for b in blocks(r, s, world, layout, causal)) for r in range(world)]
-        for s in range(world)
-    ]
+def step_flops(world: int, layout: str, causal: bool, chunk_rows: int, d: int) -> list[int]:
+    """Per step: the forward matmul FLOPs (per head) of the busiest rank, in closed form (no loop over ranks; the
+    layout plan, flashviz.ring_layout, gives the same counts block by block -- tests/test_ring.py holds them equal).
+    Without the mask every rank computes its whole shard against the one held. Zigzag, causal: at step 0 two
+    diagonal chunks and one full block; later, two full blocks (an earlier shard: both Q chunks see its first chunk;
+    a later shard: the late Q chunk sees both of its chunks). Contiguous, causal: the diagonal at step 0; later the
+    ranks r >= s compute one full block and the others skip."""
+    full, diagonal = block_flops("full", chunk_rows, d), block_flops("causal", chunk_rows, d)
+    per = len(chunks(0, world, layout))
+    if not causal:
+        return [per * per * full] * world
+    if layout == "zigzag":
+        return [2 * diagonal + full] + [2 * full] * (world - 1)
+    return [diagonal] + [full] * (world - 1)
 
 
-def _step(index: int, sends: dict[str, int], flops: list[int], factor: tuple[int, int], tflops: float,
+def rank_flops(world: int, layout: str, causal: bool, chunk_rows: int, d: int) -> list[int]:
+    """Each rank's forward matmul FLOPs over the whole ring, per head, in closed form."""
+    steps = step_flops(world, layout, causal, chunk_rows, d)
+    if not causal or layout == "zigzag":
+        return [sum(steps)] * world  # every rank does the busiest rank's work at every step
+    return [steps[0] + r * block_flops("full", chunk_rows, d) for r in range(world)]  # rank r: r earlier shards
+
+
+def _step(index: int, sends: dict[str, int], flops: int, factor: tuple[int, int], tflops: float,
           link_gb_s: float) -> dict:  # fmt: skip
-    busiest = max(flops) * factor[0] // factor[1]  # exact: forward counts are multiples of 4
+    busiest = flops * factor[0] // factor[1]  # exact: forward counts are multiples of 4
     sent = sum(sends.values())
     compute_s = busiest / (tflops * 1e12)
     transfer_s = sent / (link_gb_s * 1e9)
@@ -115,7 +131,7 @@ def model(
     shard = chunk * len(chunks(0, world, layout))  # tokens per rank
     kv = 2 * heads_total * shard * d * element_bytes  # K and V shards
     dkv = 2 * heads_total * shard * d * DKV_BYTES
-    flops = [[f * heads_total for f in row] for row in step_flops(world, layout, causal, chunk, d)]
+    flops = [f * heads_total for f in step_flops(world, layout, causal, chunk, d)]
     rates = (tflops, link_gb_s)
     forward = [_step(s, {"K,V": kv} if s < world - 1 else {}, flops[s], (1, 1), *rates) for s in range(world)]
     backward = [
@@ -123,7 +139,7 @@ def model(
               BACKWARD_FACTOR, *rates)
         for s in range(world)
     ]  # fmt: skip
-    tail = _step(world, {"dK,dV": dkv}, [0], BACKWARD_FACTOR, *rates) if world > 1 else None
+    tail = _step(world, {"dK,dV": dkv}, 0, BACKWARD_FACTOR, *rates) if world > 1 else None
     one = block_flops("causal" if causal else "full", n, d) * heads_total
     one_backward = one * BACKWARD_FACTOR[0] // BACKWARD_FACTOR[1]
     return {
@@ -148,7 +164,7 @@ def model(
             else "given",
         },
         "shard_bytes": {"kv": kv, "dkv": dkv},
-        "rank_flops": [sum(flops[s][r] for s in range(world)) for r in range(world)],
+        "rank_flops": [f * heads_total for f in rank_flops(world, layout, causal, chunk, d)],
         "forward": _pass(forward, None, shard),
         "backward": _pass(backward, tail, shard),
         "one_device": {
