@@ -29,7 +29,7 @@ from flashviz.ring_sim import simulate
 
 torch = pytest.importorskip("torch")
 
-from flashviz.ring import ring_attention, ring_shard, ring_unshard  # noqa: E402
+from flashviz.ring import ring_shard, ring_unshard  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -195,9 +195,14 @@ def test_ring_unshard_refuses_ragged_shards():
 
 
 def test_ring_attention_needs_an_initialised_group():
+    import flashviz
+
     q = torch.randn(1, 1, 8, 32, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"needs torch.distributed initialised"):
-        ring_attention(q, q, q)
+        flashviz.ring_attention(q, q, q)
+    x = torch.randn(1, 1, 8, 4)
+    assert torch.equal(flashviz.ring_shard(x, 1, 2), ring_shard(x, 1, 2))
+    assert torch.equal(flashviz.ring_unshard([ring_shard(x, r, 2) for r in range(2)]), x)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -87,3 +87,32 @@ def test_ring_demo_refuses_in_one_line(args, message):
     assert out.returncode == 2
     assert len(out.stderr.splitlines()) == 1, out.stderr
     assert re.match(r"^flashviz\.ring_demo: error: ", out.stderr) and re.search(message, out.stderr), out.stderr
+
+
+def test_readme_numbers_are_the_models():
+    """The README's ring numbers: compare --ring's closed form at N=131072, D=128, P=8, causal, and the bytes of its
+    CPU run (4 processes, N=256, D=64, H=2) as the model has them."""
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.is_file():
+        pytest.skip("no README beside this checkout")
+    text = " ".join(readme.read_text().split())
+    doc = model(131072, 128, 8, causal=True)
+    step = doc["forward"]["steps"][0]
+    said = (
+        f"{human_bytes(step['sent_bytes'])} per forward step sent in {step['transfer_s'] * 1e6:.3g} µs under "
+        f"{step['compute_s'] * 1e6:.2g} µs of compute"
+    )
+    assert said in text
+    overlap = (
+        f"from {doc['forward']['min_shard_for_overlap']:,} tokens per rank forward and "
+        f"{doc['backward']['min_shard_for_overlap']:,} backward"
+    )
+    assert overlap in text
+    run = model(256, 64, 4, causal=True, heads=2)
+    rows = [line for line in readme.read_text().splitlines() if re.match(r"│\s+[0-3] │", line)]
+    assert len(rows) == 4
+    for line in rows:
+        assert line.count(human_bytes(run["forward"]["sent_bytes"], digits=2)) == 2
+        assert line.count(human_bytes(run["backward"]["sent_bytes"], digits=2)) == 2
