@@ -154,7 +154,9 @@ def run_kernel_trace(
 
     with to_stdout() as out:
         console = Console(file=out, width=None if getattr(out, "isatty", lambda: False)() else 132)
-        console.print(*render(trace))
+        verdict, *tables = render(trace)
+        console.print(verdict, soft_wrap=True)  # the verdict is one line, however long
+        console.print(*tables)
     if output is not None:
         data = trace.to_json(indent=indent)
         try:

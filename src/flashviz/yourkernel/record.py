@@ -84,6 +84,7 @@ class Program:
     opened: int = 0
     loop_counts: dict[int, int] = field(default_factory=dict)
     raised_at: int | None = None  # the line where an exception first passed through the kernel's frames
+    raised_in: int | None = None  # the iteration open there
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,7 @@ class Recorder:
                 and not isinstance(arg[1], KernelStop)
             ):
                 self.program.raised_at = frame.f_lineno
+                self.program.raised_in = self.stack[-1].id if self.stack else None
             return local
 
         return local
@@ -355,13 +357,45 @@ def raised(recorder: Recorder, exc: BaseException) -> Fault:
     line = prog.raised_at if prog is not None else None
     if prog is not None and line is None and prog.lines:
         line = prog.lines[-1][0]
-    iteration = recorder.stack[-1].id if recorder.stack else None
+    iteration = prog.raised_in if prog is not None else None
     return Fault("raised", prog.pid if prog else None, iteration, line, f"raised {type(root).__name__}: {text}")
+
+
+@contextmanager
+def interpreted_library(kernel_globals: dict[str, Any]) -> Iterator[None]:
+    """Triton's own @jit functions (tl.zeros, tl.sum, tl.cdiv ...) and the kernel file's imported ones, as the
+    interpreter runs them, for one launch. Triton decorates its library when it is first imported: in a process
+    that imported it without TRITON_INTERPRET=1 they are compiled-mode JITFunctions, which refuse to be called
+    from an interpreted kernel ("Cannot call @triton.jit'd outside of the scope of a kernel")."""
+    import types
+
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    spaces: list[dict[str, Any]] = [vars(tl), kernel_globals]
+    spaces += [
+        vars(m)
+        for m in vars(tl).values()
+        if isinstance(m, types.ModuleType) and m.__name__.startswith("triton.language")
+    ]
+    made: dict[int, Any] = {}
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    for space in spaces:
+        for name, value in list(space.items()):
+            if isinstance(value, JITFunction):
+                saved.append((space, name, value))
+                space[name] = made.setdefault(id(value), InterpretedFunction(value.fn))
+    try:
+        yield
+    finally:
+        for space, name, value in reversed(saved):
+            space[name] = value
 
 
 def launch(recorder: Recorder, kernel: Any, args: dict[str, Any], grid: tuple[int, int, int]) -> Fault | None:
     """Run every program of the grid with the hooks in place; the fault that stopped it, or None."""
-    with recorder.installed():
+    with interpreted_library(kernel.fn.__globals__), recorder.installed():
         try:
             kernel[grid](**args)
         except KernelStop as stop:

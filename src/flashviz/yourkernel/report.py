@@ -8,7 +8,7 @@ the loads, stores and dots with their bytes) and its tiles (the carries, their f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,8 @@ class KernelTrace:
     """What `flashviz.trace(kernel=...)` returns: `verdict` is correct, diverges or fault; `message` its line."""
 
     doc: dict[str, Any]
+    # float64 (Z·H, N, D) arrays Q, K, V as the kernel read them, and O (Z·H, N, D), L (Z·H, N) as it left them
+    arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def verdict(self) -> str:
@@ -136,7 +138,16 @@ def build(run: Run) -> KernelTrace:
         "traffic": traffic.count(run, blocks),
         "programs": [_program(b, source, grid, names, b.program.pid in keep) for b in blocks],
     }
-    return KernelTrace(doc)
+    heads = run.heads
+    arrays = {
+        "Q": np.stack([h.q for h in heads]),
+        "K": np.stack([h.k for h in heads]),
+        "V": np.stack([h.v for h in heads]),
+        "O": run.out,
+    }
+    if run.lse is not None:
+        arrays["L"] = run.lse
+    return KernelTrace(doc, arrays)
 
 
 def _program(block: carries.Block, source: Any, grid: tuple[int, int, int], names: frozenset[str], values: bool):

@@ -184,4 +184,4 @@ def _wrote_nothing(programs: list[record.Program]) -> record.Fault | None:
         return None
     last = programs[-1]
     line = last.lines[-1][0] if last.lines else None
-    return record.Fault("wrote_nothing", last.pid, None, line, "ended without storing anything to O: no program did")
+    return record.Fault("wrote_nothing", last.pid, None, line, "stored nothing to O")

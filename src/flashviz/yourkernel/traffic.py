@@ -89,6 +89,8 @@ def count(run: Any, blocks: list[Block]) -> dict[str, Any]:
 
 
 def _why(run: Any, blocks: list[Block], tensor: str, read: int, written: int, m_read: int, m_written: int) -> str:
+    if run.fault is not None and run.fault.kind != "wrote_nothing":
+        return "counted until the fault stopped the run"
     if tensor not in run.binding.roles:
         return f"the kernel has no {tensor} argument" + (" (no log-sum-exp output)" if tensor == "L" else "")
     loads = _accesses(run.programs, tensor, "load")

@@ -273,7 +273,8 @@ def fault_message(fault: Fault, programs: list[Program], grid: tuple[int, int, i
     where = ", ".join(parts)
     at = f"line {fault.line} `{source.statement(fault.line)}`" if fault.line else ""
     if fault.kind == "wrote_nothing":
-        return f"the kernel wrote nothing: it {fault.what}" + (f" ({where} ended at {at})" if at else "")
+        last = f"; the last program, {where}, ended at {at}" if at else ""
+        return f"the kernel wrote nothing: no program stored anything to O{last}"
     head = ": ".join(x for x in (where, at) if x)
     return f"{head}: {fault.what}" if head else fault.what
 
