@@ -381,3 +381,26 @@ def test_flashviz_serve_never_reaches_a_users_kernel():
     assert not [m for m in seen if m.startswith("flashviz.yourkernel")]
     importers = {m for m, targets in GRAPH.items() if any(t.startswith("flashviz.yourkernel") for t in targets)}
     assert {m for m in importers if not m.startswith("flashviz.yourkernel")} == {"flashviz.api", "flashviz.cli"}
+
+
+def test_the_examples(rng):
+    """examples/: the correct kernel the README shows, and the same with its planted bug."""
+    examples = Path(__file__).parents[1] / "examples"
+    qkv = inputs(rng)
+    right = flashviz.trace(kernel=f"{examples / 'my_attn.py'}:attn_fwd", inputs=qkv, causal=True, meta=META)
+    assert right.verdict == "correct", right.message
+    assert_fa2_traffic(right.doc, causal=True)
+    wrong = flashviz.trace(kernel=f"{examples / 'my_attn_bug.py'}:attn_fwd", inputs=qkv, meta=META)
+    assert wrong.divergence["name"] == "acc" and wrong.message.endswith(
+        "m_i and l_i are right, so the rescale by alpha is missing"
+    )
+
+
+def test_the_readme_shows_what_the_cli_prints():
+    readme = (Path(__file__).parents[1] / "README.md").read_text().splitlines()
+    k = readme.index(
+        "$ flashviz trace --kernel examples/my_attn_bug.py:attn_fwd --meta BLOCK_M=16,BLOCK_N=16 --n 40 --d 16"
+    )
+    examples = Path(__file__).parents[1] / "examples"
+    trace = flashviz.trace(kernel=f"{examples / 'my_attn_bug.py'}:attn_fwd", n=40, d=16, meta=META)  # --seed 0
+    assert readme[k + 1] == trace.message
