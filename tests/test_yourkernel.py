@@ -404,3 +404,19 @@ def test_the_readme_shows_what_the_cli_prints():
     examples = Path(__file__).parents[1] / "examples"
     trace = flashviz.trace(kernel=f"{examples / 'my_attn_bug.py'}:attn_fwd", n=40, d=16, meta=META)  # --seed 0
     assert readme[k + 1] == trace.message
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [("bfloat16", 2e-2), ("float32", 1e-2)])
+def test_other_dtypes(rng, dtype, tolerance):
+    """bf16 inputs, and float32 ones (whose dots Triton runs in tf32 by default)."""
+    import torch
+
+    qkv = inputs(rng)
+    trace = flashviz.trace(kernel=f"{PLAIN}:attn_fwd", inputs=qkv, meta=META, dtype=dtype)
+    q, k, v = (torch.from_numpy(qkv[x]).to(getattr(torch, dtype)).double().numpy() for x in "QKV")
+    assert np.array_equal(trace.arrays["Q"][0], q)  # the inputs as the dtype holds them
+    O, _ = attention(q, k, v, 1 / np.sqrt(D))
+    error = blockwise_error(trace.arrays["O"][0], O)
+    assert trace.verdict == "correct", trace.message
+    assert trace.doc["worst"]["O"]["error"] == pytest.approx(error, rel=1e-9)
+    assert error < tolerance and trace.doc["tolerance"]["O"] == tolerance

@@ -24,13 +24,15 @@ import numpy as np
 from . import truth
 from .record import Access, Iteration, Program
 
-# Relative max-norm tolerances per dtype. m and L: exact products of 16-bit inputs summed in fp32 (float32 inputs:
-# tf32 dots, Triton's default, keep 10 bits of each operand). l, acc and O: P rounded to the dtype before P·V, O
-# stored in it (fp16: 2^-11 relative, bf16: 2^-9), a few times over, as fa2-triton's expect.py bounds bf16.
+# Relative max-norm tolerances per dtype. m and L: exact products of 16-bit inputs summed in fp32. l, acc and O: P
+# rounded to the dtype before P·V, O stored in it (fp16: 2^-11 relative, bf16: 2^-9), a few times over, as
+# fa2-triton's expect.py bounds bf16. float32 inputs: tl.dot's default is tf32 (10 bits of each operand kept), which
+# puts every quantity near 1e-3 (measured with examples/my_attn.py: O 2.5e-3, m 9e-4 at N=128, D=128). A planted bug
+# errs by 1e-1 and more, far above all of these.
 TOLERANCE = {
     "float16": {"m": 1e-4, "l": 2e-3, "acc": 4e-3, "O": 4e-3, "L": 1e-4},
     "bfloat16": {"m": 1e-4, "l": 1e-2, "acc": 2e-2, "O": 2e-2, "L": 1e-4},
-    "float32": {"m": 4e-3, "l": 4e-3, "acc": 4e-3, "O": 4e-3, "L": 4e-3},
+    "float32": {"m": 4e-3, "l": 1e-2, "acc": 1e-2, "O": 1e-2, "L": 4e-3},
 }
 ROLES = ("m", "l", "acc")
 SPELLINGS = {
