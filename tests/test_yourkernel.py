@@ -420,3 +420,26 @@ def test_other_dtypes(rng, dtype, tolerance):
     assert trace.verdict == "correct", trace.message
     assert trace.doc["worst"]["O"]["error"] == pytest.approx(error, rel=1e-9)
     assert error < tolerance and trace.doc["tolerance"]["O"] == tolerance
+
+
+def test_flashvizs_own_triton_kernel_through_the_conventions(rng):
+    """algos/fa2_triton/kernel.py as a user's file: its `# step:` regions, tensor descriptors, bf16, and a causal grid
+    that runs the longest blocks first (program 0 is block Tr-1): blocks are named by the rows they load."""
+    path = Path(flashviz.__file__).parent / "algos" / "fa2_triton" / "kernel.py"
+    qkv = inputs(rng)
+    meta = {"Br": B, "Bc": B, "qk_scale": 1.4426950408889634 / np.sqrt(D), "WARP_SPECIALIZE": False}
+    trace = flashviz.trace(kernel=f"{path}:fa2_fwd", inputs=qkv, causal=True, dtype="bfloat16", meta=meta,
+                           bind={"D": "Dv", "BLOCK_M": "Br"})  # fmt: skip
+    assert trace.verdict == "correct", trace.message
+    programs = {tuple(p["program"]): p for p in trace.doc["programs"]}
+    assert [(programs[(x, 0, 0)]["block"], programs[(x, 0, 0)]["rows"]) for x in range(3)] == [
+        (2, [32, 39, 8]), (1, [16, 31, 16]), (0, [0, 15, 16])
+    ]  # fmt: skip
+    assert [len(programs[(x, 0, 0)]["tiles"]) for x in range(3)] == [3, 2, 1]  # causal: block i streams i + 1 tiles
+    assert [s["op"] for s in programs[(2, 0, 0)]["steps"]] == [
+        "load_q", "load_kv", "scores", "online_softmax", "write_back"
+    ]  # fmt: skip
+    assert_fa2_traffic(trace.doc, causal=True, skip=("Q", "K", "V", "O", "L"))  # bf16, 2 bytes: as fp16
+    for name in "QKVOL":
+        row = traffic(trace.doc)[name]
+        assert (row["read_bytes"], row["written_bytes"]) == (row["model_read_bytes"], row["model_written_bytes"])

@@ -126,6 +126,16 @@ class Block:
     def judged(self) -> np.ndarray:
         return self.rows >= 0
 
+    @property
+    def index(self) -> int:
+        """i of "block i": its first row over Br (the grid's order need not be: a causal kernel may run its longest
+        blocks first), or the program's first grid index when it has no rows."""
+        live = self.rows[self.judged]
+        return int(live.min()) // self.rows.size if live.size else self.program.pid[0]
+
+    def name(self, heads: int) -> str:
+        return f"block {self.index}" + (f", head {self.head}" if heads > 1 else "")
+
 
 @dataclass
 class Forms:
@@ -218,6 +228,10 @@ class Judge:
             self._judge_tiles(b, forms)
             self._judge_out(b, forms, out, lse)
         return blocks, forms
+
+    def block_of(self, program: Program) -> Block | None:
+        """The program's block (its rows and head), its tiles not yet judged; None when it loaded no Q."""
+        return self._block(program)
 
     def _block(self, program: Program) -> Block | None:
         first_q = next((e for e in program.events if isinstance(e, Access) and e.tensor == "Q"), None)

@@ -91,7 +91,7 @@ def build(run: Run) -> KernelTrace:
             "iteration": run.fault.iteration,
             "line": run.fault.line,
             "statement": source.statement(run.fault.line) if run.fault.line else "",
-            "message": verdict.fault_message(run.fault, run.programs, grid, source),
+            "message": verdict.fault_message(run.fault, run.programs, judge, source),
         }
         kind, message = "fault", str(fault["message"])
     else:
@@ -99,7 +99,7 @@ def build(run: Run) -> KernelTrace:
         if div is not None:
             kind, message = "diverges", div.message
         else:
-            kind, message = "correct", verdict.correct_message(verdict.worst(blocks), opts.dtype)
+            kind, message = "correct", verdict.correct_message(verdict.worst(blocks, len(run.heads)), opts.dtype)
     if not forms.names and kind != "fault":
         message += " (no carries found: name them with --carry m_i,l_i,acc)"
     keep = (
@@ -133,10 +133,11 @@ def build(run: Run) -> KernelTrace:
         "fault": fault,
         "divergence": None if div is None else div.to_dict(),
         "worst": {
-            r: {**w, "error": w["error"] if np.isfinite(w["error"]) else None} for r, w in verdict.worst(blocks).items()
+            r: {**w, "error": w["error"] if np.isfinite(w["error"]) else None}
+            for r, w in verdict.worst(blocks, len(run.heads)).items()
         },
         "traffic": traffic.count(run, blocks),
-        "programs": [_program(b, source, grid, names, b.program.pid in keep) for b in blocks],
+        "programs": [_program(b, source, len(run.heads), names, b.program.pid in keep) for b in blocks],
     }
     heads = run.heads
     arrays = {
@@ -150,13 +151,14 @@ def build(run: Run) -> KernelTrace:
     return KernelTrace(doc, arrays)
 
 
-def _program(block: carries.Block, source: Any, grid: tuple[int, int, int], names: frozenset[str], values: bool):
+def _program(block: carries.Block, source: Any, heads: int, names: frozenset[str], values: bool):
     prog = block.program
     numbers = steps.tile_numbers(prog)
     live = block.rows[block.rows >= 0]
     return {
         "program": list(prog.pid),
-        "name": verdict.program_name(prog.pid, grid),
+        "name": block.name(heads),
+        "block": block.index,
         "head": block.head,
         "rows": [int(live.min()), int(live.max()), int(live.size)] if live.size else None,
         "note": block.note,

@@ -1,8 +1,9 @@
 """The verdict on a run: a fault, the first divergence, or correct with its worst error, each as one line.
 
-The first divergence is the first tile, block by block in the order of the grid, where a carry's error passes the
-dtype's tolerance (then O, then L, at each block's write-back), told as the issue tells it: "block 3, tile 5: acc
-diverges — 2.1e-1 against 4e-3 — after `acc = acc + tl.dot(p, v)`; m_i is right, so the rescale by alpha is missing".
+The first divergence is the first tile, block by block (block 0 first, whatever order the grid runs them in; head by
+head), where a carry's error passes the dtype's tolerance (then O, then L, at each block's write-back), told as the
+issue tells it: "block 3, tile 5: acc diverges — 2.1e-1 against 4e-3 — after `acc = acc + tl.dot(p, v)`; m_i is
+right, so the rescale by alpha is missing". Block i is the block of rows a program loaded, not its grid index.
 The statement is the last one of that tile that assigned the carry. The cause is named only when the kernel's value
 matches, within the same tolerance, the float64 state one common mistake leaves (truth.py): no rescale by alpha, a
 running max that forgets earlier tiles, a causal mask off by one or missing (or present on a launch that is not
@@ -31,15 +32,6 @@ def sci(x: float) -> str:
     mantissa, exponent = f"{x:.1e}".split("e")
     mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
     return f"{mantissa}e{int(exponent)}"
-
-
-def program_name(pid: Pid, grid: tuple[int, int, int]) -> str:
-    name = f"block {pid[0]}"
-    if grid[1] > 1:
-        name += f", head {pid[1]}"
-    if grid[2] > 1:
-        name += f", program z {pid[2]}"
-    return name
 
 
 def _and(names: list[str]) -> str:
@@ -142,7 +134,7 @@ class Finder:
         self.out, self.lse = out, lse  # O (Z·H, N, D) and L (Z·H, N) as the kernel left them
 
     def first(self, blocks: list[Block]) -> Divergence | None:
-        for block in blocks:
+        for block in sorted(blocks, key=lambda b: (b.head, b.index)):
             for tile in block.tiles:
                 bad = [role for role in ROLES if role in tile.checks and not tile.checks[role].ok]
                 if bad:
@@ -158,7 +150,7 @@ class Finder:
         right = tuple(c.name for r, c in tile.checks.items() if r != role and c.ok)
         line = _last_assignment(block.program, self.source, tile, check.name)
         return Divergence(
-            f"{program_name(block.program.pid, self.grid)}, tile {tile.j}",
+            f"{block.name(len(self.judge.heads))}, tile {tile.j}",
             block.program.pid,
             tile.number,
             tile.j,
@@ -208,7 +200,7 @@ class Finder:
             last = block.tiles[-1]
             right = tuple(c.name for c in last.checks.values() if c.ok) + right
         return Divergence(
-            f"{program_name(block.program.pid, self.grid)}, write-back",
+            f"{block.name(len(self.judge.heads))}, write-back",
             block.program.pid,
             None,
             None,
@@ -244,7 +236,7 @@ class Finder:
         return ""
 
 
-def worst(blocks: list[Block]) -> dict[str, dict[str, Any]]:
+def worst(blocks: list[Block], heads: int) -> dict[str, dict[str, Any]]:
     """Per role, the largest error and where it was."""
     found: dict[str, dict[str, Any]] = {}
     for block in blocks:
@@ -257,16 +249,19 @@ def worst(blocks: list[Block]) -> dict[str, dict[str, Any]]:
                     "error": c.error,
                     "tolerance": c.tolerance,
                     "program": list(block.program.pid),
+                    "block": block.name(heads),
                     "j": j,
                 }
     return found
 
 
-def fault_message(fault: Fault, programs: list[Program], grid: tuple[int, int, int], source: KernelSource) -> str:
+def fault_message(fault: Fault, programs: list[Program], judge: Judge, source: KernelSource) -> str:
     parts = []
-    if fault.pid is not None:
-        parts.append(f"{program_name(fault.pid, grid)} (program {fault.pid})")
     prog = next((p for p in programs if p.pid == fault.pid), None)
+    if fault.pid is not None:
+        block = judge.block_of(prog) if prog is not None else None
+        name = block.name(len(judge.heads)) if block is not None else f"block {fault.pid[0]}"
+        parts.append(f"{name} (program {fault.pid})")
     if fault.iteration is not None and prog is not None and fault.iteration < len(prog.iterations):
         it = prog.iterations[fault.iteration]
         parts.append(f"iteration {it.number} of the loop at line {it.loop}")
@@ -284,7 +279,7 @@ def correct_message(found: dict[str, dict[str, Any]], dtype: str) -> str:
         return "correct?: nothing to judge (no block loaded Q)"
     key = max(found, key=lambda r: found[r]["error"] / found[r]["tolerance"])
     w = found[key]
-    where = f"block {w['program'][0]}" + (f", tile {w['j']}" if w["j"] is not None else "")
+    where = w["block"] + (f", tile {w['j']}" if w["j"] is not None else "")
     judged = _and([found[r]["name"] for r in (*ROLES, "O", "L") if r in found])
     return (
         f"correct: {judged} match float64 at every tile of every block within the {dtype} tolerances; worst error "
