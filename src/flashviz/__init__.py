@@ -21,7 +21,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False):
 
 def trace(*args, **kwargs):
     """Run the engine on one launch and return its Trace: see flashviz.api.trace for the arguments
-    (algo, n, d, br, bc, causal, seed, scale, inputs, block). Imported on first call: `import flashviz` stays light."""
+    (algo, n, d, br, bc, causal, seed, scale, inputs, block; or kernel=, your own Triton kernel). Imported on first
+    call: `import flashviz` stays light."""
     from .api import trace as _trace
 
     return _trace(*args, **kwargs)
