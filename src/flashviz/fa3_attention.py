@@ -4,7 +4,8 @@ function, and their compilation for sm_90 without a GPU (what CI checks).
 Launches: the forward persistent over min(blocks, SMs) programs, one warpgroup of 4 warps plus a second one and a
 producer warp (gl.warp_specialize), registers capped at MAXNREG at entry and moved by setmaxnreg; the backward one
 program per 128 rows of K, V, then dQ = scale * (the fp32 buffer the kernel added into). Which kernel runs the
-backward is BACKWARD below (the Gluon one, or FlashAttention-2's Triton kernels where they measured faster).
+backward is timed once per shape (Tuner): the Gluon one (two ways of adding into dQ) or FlashAttention-2's Triton
+kernels on fa3's O and L, whichever is faster; bench/results/attention/NOTES.md records which won where.
 Needs torch and Triton 3.6 with Gluon (`flashviz[triton]`), and, to run, an sm_90 GPU.
 """
 
@@ -31,16 +32,38 @@ class FwdConfig:
     pingpong: bool = True  # the two consumers take turns on the tensor cores
     overlap: bool = True  # Sij of tile j+1 issued with P V of tile j, softmax under P V
     persistent: bool = True  # min(blocks, SMs) programs, each looping over blocks
+    kv_first: bool = False  # the producer loads a block's first Kj, Vj before its Qi
 
     def name(self) -> str:
         parts = ["ws"] + [n for n, on in (("pingpong", self.pingpong), ("overlap", self.overlap)) if on]
-        return "+".join(parts + (["persistent"] if self.persistent else [])) + f" Bc={self.Bc} stages={self.stages}"
+        parts += [n for n, on in (("persistent", self.persistent), ("kv_first", self.kv_first)) if on]
+        return "+".join(parts) + f" Bc={self.Bc} stages={self.stages}"
 
 
-# Per head dimension; shared memory per program: D=128 196 KB (2 stages), D=64 131 KB (3 stages); compiled for
-# sm_90 on the CPU first (tests/test_fa3_compile.py): no spills, 240 registers per consumer thread.
+# Per head dimension; shared memory per program: D=128 196 KB (2 stages), D=64 131 KB (3 stages), 164 KB (4);
+# compiled for sm_90 on the CPU first (tests/test_fa3_compile.py): 240 registers per consumer thread, no spills in
+# the loops. The first is the default; the launcher times them all once per shape and keeps the fastest.
 FWD_CONFIGS = {128: FwdConfig(Bc=128, stages=2), 64: FwdConfig(Bc=128, stages=3)}
+FWD_CANDIDATES = {
+    128: [
+        FWD_CONFIGS[128],
+        replace(FWD_CONFIGS[128], persistent=False),  # the hardware's block order (run 1: better when causal)
+        replace(FWD_CONFIGS[128], kv_first=True),
+        replace(FWD_CONFIGS[128], persistent=False, kv_first=True),
+    ],
+    64: [
+        FWD_CONFIGS[64],
+        replace(FWD_CONFIGS[64], persistent=False),
+        replace(FWD_CONFIGS[64], kv_first=True),
+        replace(FWD_CONFIGS[64], stages=4),
+        replace(FWD_CONFIGS[64], pingpong=False),  # run 1: ping-pong cost at D=64
+        replace(FWD_CONFIGS[64], pingpong=False, persistent=False),
+    ],
+}
 BWD_STAGES = {128: 2, 64: 2}
+# The backward's kernels: fa3_bwd with dQ added by scalar atomics, or by two-column vector reductions
+# (red.global.add.v2.f32), or FlashAttention-2's Triton kernels (flashviz.triton_attention) on fa3's O and L.
+BWD_CANDIDATES = ("gluon", "gluon-vec", "triton")
 
 # The ablation of the FA3 paper's table, each a rung of `flashviz ladder` and a row of the benchmark.
 ABLATION = {
@@ -55,8 +78,53 @@ def ablation_config(d: int, rung: str) -> FwdConfig:
     return replace(FWD_CONFIGS[d], **ABLATION[rung])
 
 
-# Which kernel runs the backward: "gluon" (fa3_bwd) or "triton" (FlashAttention-2's, flashviz.triton_attention).
-BACKWARD = "gluon"
+class Tuner:
+    """The fastest forward config and backward kernel per (N, D, causal, dtype), timed once on the first call at
+    that shape (do_bench medians); candidates that failed a correctness gate can be left out (`exclude`)."""
+
+    def __init__(self):
+        self.fwd: dict = {}  # key -> FwdConfig
+        self.bwd: dict = {}  # key -> one of BWD_CANDIDATES
+        self.fwd_ms: dict = {}  # key -> {config name: ms}
+        self.bwd_ms: dict = {}
+        self.excluded: set = set()  # FwdConfigs and backward kernel names
+
+    def exclude(self, candidate) -> None:
+        self.excluded.add(candidate)
+
+    def forward_config(self, q, k, v, causal: bool, scale: float) -> FwdConfig:
+        key = (q.shape[2], q.shape[3], causal, q.dtype)
+        if key not in self.fwd:
+            from triton.testing import do_bench
+
+            ms = {}
+            for cfg in FWD_CANDIDATES[q.shape[3]]:
+                if cfg not in self.excluded:
+                    ms[cfg] = do_bench(lambda cfg=cfg: forward(q, k, v, causal, scale, cfg), warmup=5, rep=20,
+                                       return_mode="median")  # fmt: skip
+            self.fwd[key] = min(ms, key=lambda c: ms[c])
+            self.fwd_ms[key] = {c.name(): round(t, 4) for c, t in ms.items()}
+        return self.fwd[key]
+
+    def backward_kernel(self, q, k, v, o, lse, do, dlse, causal: bool, scale: float) -> str:
+        key = (q.shape[2], q.shape[3], causal, q.dtype)
+        if key not in self.bwd:
+            from triton.testing import do_bench
+
+            ms = {}
+            for name in BWD_CANDIDATES:
+                if name not in self.excluded and (name != "triton" or _triton_backward is not None):
+                    run = functools.partial(backward, q, k, v, o, lse, do, dlse, causal, scale, name)
+                    run()  # the Triton kernels tune their tiles here
+                    ms[name] = do_bench(run, warmup=5, rep=20, return_mode="median")
+            self.bwd[key] = min(ms, key=lambda n: ms[n])
+            self.bwd_ms[key] = {n: round(t, 4) for n, t in ms.items()}
+        return self.bwd[key]
+
+
+@functools.cache
+def tuner() -> Tuner:
+    return Tuner()
 
 
 def _cut(value: object, limit: int = 40) -> str:
@@ -125,10 +193,11 @@ def _kernels():
 
 
 def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None):
-    """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors."""
+    """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors. config None: the
+    tuner's choice for the shape."""
     km = _kernels()
     B, H, N, D = q.shape
-    cfg = config or FWD_CONFIGS[D]
+    cfg = config or tuner().forward_config(q, k, v, causal, scale)
     o = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
     blocks = math.ceil(N / BR) * B * H
@@ -136,7 +205,7 @@ def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None
     km.fa3_fwd[(programs,)](
         _desc(q, 64), _desc(k, cfg.Bc), _desc(v, cfg.Bc), _desc(o, 64), lse, H, N, blocks, scale * _LOG2E,
         D=D, Bc=cfg.Bc, STAGES=cfg.stages, CAUSAL=causal, PINGPONG=cfg.pingpong, OVERLAP=cfg.overlap,
-        num_warps=4, maxnreg=km.MAXNREG,
+        KV_FIRST=cfg.kv_first, num_warps=4, maxnreg=km.MAXNREG,
     )  # fmt: skip
     return o, lse
 
@@ -153,7 +222,7 @@ def delta(o, do, dlse):
     return out
 
 
-def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float):
+def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float, vec_atomic: bool = False):
     """dQ, dK, dV by fa3_bwd (after the Delta pre-kernel)."""
     km = _kernels()
     B, H, N, D = q.shape
@@ -166,18 +235,31 @@ def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float):
     km.fa3_bwd[grid](
         _desc(q, BWD_BR), _desc(k, BWD_BR, swizzle=D), _desc(v, BWD_BR), _desc(do, BWD_BR), lse, dl, dq_acc, dk, dv,
         *dk.stride()[:3], *dv.stride()[:3], H, N, scale, scale * _LOG2E,
-        D=D, STAGES=BWD_STAGES[D], CAUSAL=causal, num_warps=4, maxnreg=km.MAXNREG,
+        D=D, STAGES=BWD_STAGES[D], CAUSAL=causal, VEC_ATOMIC=vec_atomic, num_warps=4, maxnreg=km.MAXNREG,
     )  # fmt: skip
     return dq_acc.mul_(scale).to(q.dtype), dk, dv
 
 
 def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None):
-    """dQ, dK, dV by the kernel BACKWARD names (or `kernel`: "gluon" or "triton")."""
-    if (kernel or BACKWARD) == "gluon":
-        return backward_gluon(q, k, v, o, lse, do, dlse, causal, scale)
-    from . import triton_attention as ta
+    """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: the tuner's choice for the shape)."""
+    kernel = kernel or tuner().backward_kernel(q, k, v, o, lse, do, dlse, causal, scale)
+    if kernel not in BWD_CANDIDATES:
+        raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
+    if kernel.startswith("gluon"):
+        return backward_gluon(q, k, v, o, lse, do, dlse, causal, scale, vec_atomic=kernel == "gluon-vec")
+    if _triton_backward is None:
+        raise ValueError("kernel 'triton' needs FlashAttention-2's backward: import flashviz.triton_attention first")
+    return _triton_backward(q, k, v, o, lse, do, dlse, causal, scale)
 
-    return ta.launcher().backward(q, k, v, o, lse, do, dlse, causal, scale)
+
+# FlashAttention-2's backward (flashviz.triton_attention registers it when imported; this module does not import
+# that one, which imports this one): the "triton" candidate of BWD_CANDIDATES.
+_triton_backward = None
+
+
+def register_triton_backward(fn) -> None:
+    global _triton_backward
+    _triton_backward = fn
 
 
 _LOG2E = 1.4426950408889634
@@ -223,7 +305,9 @@ def _desc_type(rows: int, d: int, dtype, swizzle: int | None = None) -> str:
     return f"tensordesc<{name}[1, 1, {rows}, {d}],{tile_layout(rows, d, dtype, swizzle)!r}>"
 
 
-def compile_sm90(kernel: str, d: int, causal: bool, dtype=torch.bfloat16, config: FwdConfig | None = None):
+def compile_sm90(
+    kernel: str, d: int, causal: bool, dtype=torch.bfloat16, config: FwdConfig | None = None, vec_atomic: bool = False
+):
     """triton.compile of one fa3 kernel ("fwd", "bwd" or "bwd_preprocess") for sm_90, as the launches above
     specialise it; no GPU or driver needed. Returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
     import triton
@@ -238,7 +322,15 @@ def compile_sm90(kernel: str, d: int, causal: bool, dtype=torch.bfloat16, config
         sig = {"desc_q": _desc_type(64, d, dtype), "desc_k": _desc_type(cfg.Bc, d, dtype),
                "desc_v": _desc_type(cfg.Bc, d, dtype), "desc_o": _desc_type(64, d, dtype), "L": "*fp32",
                "H": "i32", "N": "i32", "num_blocks": "i32", "qk_scale": "fp32"}  # fmt: skip
-        consts = dict(D=d, Bc=cfg.Bc, STAGES=cfg.stages, CAUSAL=causal, PINGPONG=cfg.pingpong, OVERLAP=cfg.overlap)
+        consts = dict(
+            D=d,
+            Bc=cfg.Bc,
+            STAGES=cfg.stages,
+            CAUSAL=causal,
+            PINGPONG=cfg.pingpong,
+            OVERLAP=cfg.overlap,
+            KV_FIRST=cfg.kv_first,
+        )
         fn = km.fa3_fwd
     elif kernel == "bwd":
         sig = {"desc_q": _desc_type(BWD_BR, d, dtype), "desc_k": _desc_type(BWD_BR, d, dtype, swizzle=d),
@@ -246,7 +338,7 @@ def compile_sm90(kernel: str, d: int, causal: bool, dtype=torch.bfloat16, config
                "Delta": "*fp32", "dQ": "*fp32", "dK": f"*{elt}", "dV": f"*{elt}",
                **{n: "i32" for n in ("sdkb", "sdkh", "sdkn", "sdvb", "sdvh", "sdvn", "H", "N")},
                "scale": "fp32", "qk_scale": "fp32"}  # fmt: skip
-        consts = dict(D=d, STAGES=BWD_STAGES[d], CAUSAL=causal)
+        consts = dict(D=d, STAGES=BWD_STAGES[d], CAUSAL=causal, VEC_ATOMIC=vec_atomic)
         fn = km.fa3_bwd
     elif kernel == "bwd_preprocess":
         sig = {"O": f"*{elt}", "dO": f"*{elt}", "dL": "*fp32", "Delta": "*fp32",

@@ -521,6 +521,19 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
     return (o, lse) if return_lse else o
 
 
+def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale):
+    return launcher().backward(q, k, v, o, lse, do, dlse, causal, scale)
+
+
+def _register_with_fa3() -> None:
+    """fa3 may run its backward by these kernels (where they measure faster); it cannot import this module."""
+    from . import fa3_attention
+
+    fa3_attention.register_triton_backward(_fa2_backward)
+
+
+_register_with_fa3()
+
 FP32_PRECISIONS = ("ieee", "tf32")
 
 

@@ -53,7 +53,7 @@ LN2 = gl.constexpr(0.6931471805599453)
 WG_ROWS = gl.constexpr(64)  # rows of Q (forward) or of K, V (backward) per consumer warpgroup: one wgmma M
 NUM_WG = gl.constexpr(2)  # consumer warpgroups per program
 PRODUCER_REGS = gl.constexpr(24)  # registers per thread of the producer warp (setmaxnreg's floor)
-CONSUMER_REGS = gl.constexpr(240)  # of each consumer warpgroup: 3 warpgroups x 128 threads x (24 + 240 + 240) / 3 = 64512 <= 65536
+CONSUMER_REGS = gl.constexpr(240)  # of each consumer warpgroup: 128 threads x (24 + 240 + 240) = 64512 <= 65536
 MAXNREG = 168  # the kernel's register cap at entry, 12 warps x 32 x 168 = 64512: setmaxnreg moves them around
 
 # Masks a stretch of tiles applies.
@@ -118,10 +118,26 @@ def _fwd_num_tiles(i, N, Br: gl.constexpr, Bc: gl.constexpr, CAUSAL: gl.constexp
 # Forward: the producer
 # ----------------------------------------------------------------------------------------------------------
 @gluon.jit
+def _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, j, it,
+             Bc: gl.constexpr, STAGES: gl.constexpr):  # fmt: skip
+    s, phase = _stage(it, STAGES)
+    # step: load_kv
+    mbarrier.wait(k_empty.index(s), phase ^ 1)  # a fresh mbarrier's previous phase counts as complete
+    mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc_k, [b, h, j * Bc, 0], k_ready.index(s), _as4(k_smem.index(s), desc_k))
+    mbarrier.wait(v_empty.index(s), phase ^ 1)
+    mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc_v, [b, h, j * Bc, 0], v_ready.index(s), _as4(v_smem.index(s), desc_v))
+    # end step
+    return it + 1
+
+
+@gluon.jit
 def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                   v_empty, H, N, num_blocks,
-                  Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
-    """One warp: every TMA load of every block this program runs, as soon as its buffer is free."""
+                  Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_FIRST: gl.constexpr):  # fmt: skip
+    """One warp: every TMA load of every block this program runs, as soon as its buffer is free. KV_FIRST: a
+    block's first Kj, Vj go before its Qi, so that they load while the consumers still finish the last block."""
     Br: gl.constexpr = NUM_WG * WG_ROWS
     Tr = gl.cdiv(N, Br)
     BH = num_blocks // Tr
@@ -131,7 +147,11 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
         bh, i = _fwd_tile_coords(t, Tr, BH, CAUSAL)
         b = bh // H
         h = bh % H
-        n, n_full = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
+        n, _ = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
+        first = 0
+        if KV_FIRST:
+            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, 0, it, Bc, STAGES)
+            first = 1
         # step: load_q
         for w in gl.static_range(NUM_WG):
             mbarrier.wait(q_empty.index(w), (n_blocks_done & 1) ^ 1)  # the consumer is done with the last Qi
@@ -139,18 +159,9 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
             tma.async_copy_global_to_shared(desc_q, [b, h, i * Br + w * WG_ROWS, 0], q_ready.index(w),
                                             _as4(q_smem.index(w), desc_q))  # fmt: skip
         # end step
-        for j in range(n):
-            s, phase = _stage(it, STAGES)
-            # step: load_kv
-            mbarrier.wait(k_empty.index(s), phase ^ 1)  # a fresh mbarrier's previous phase counts as complete
-            mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-            tma.async_copy_global_to_shared(desc_k, [b, h, j * Bc, 0], k_ready.index(s), _as4(k_smem.index(s), desc_k))
-            mbarrier.wait(v_empty.index(s), phase ^ 1)
-            mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-            tma.async_copy_global_to_shared(desc_v, [b, h, j * Bc, 0], v_ready.index(s), _as4(v_smem.index(s), desc_v))
-            # end step
-            it += 1
-        n_blocks_done += 1
+        for j in range(first, n):
+            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, j, it, Bc, STAGES)
+        n_blocks_done += 1  # noqa: SIM113 (a Gluon loop: no enumerate)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -357,17 +368,18 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
         tma.store_wait(0)  # the last block's O has left o_buf
         o_buf.store(Oi.to(dtype))
         fence_async_shared()
-        tma.async_copy_shared_to_global(desc_o, [b, h, i * Br + W * WG_ROWS, 0], _as4(o_buf, desc_o))  # rows >= N dropped
+        # rows >= N are dropped
+        tma.async_copy_shared_to_global(desc_o, [b, h, i * Br + W * WG_ROWS, 0], _as4(o_buf, desc_o))
         gl.store(L + bh.to(gl.int64) * N + rows, (mi + gl.log2(li)) * LN2, mask=rows < N)
         # end step
-        n_blocks_done += 1
+        n_blocks_done += 1  # noqa: SIM113 (a Gluon loop: no enumerate)
     tma.store_wait(0)
 
 
 @gluon.jit(do_not_specialize=["H", "N", "num_blocks"])
 def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
             D: gl.constexpr, Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-            PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):  # fmt: skip
+            PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, KV_FIRST: gl.constexpr = False):  # fmt: skip
     """Grid (programs,): each loops over blocks t = pid, pid + programs, ... < num_blocks = Tr * B * H (persistent
     when programs < num_blocks). desc_q, desc_o: TMA descriptors of (B, H, N, D) with blocks [1, 1, 64, D];
     desc_k, desc_v: blocks [1, 1, Bc, D]; L: (B, H, N) fp32, natural log; qk_scale = scale * log2(e)."""
@@ -402,7 +414,7 @@ def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
             (_fwd_consumer, (desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                              v_empty, turn, H, N, num_blocks, qk_scale, 1, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP)),
             (_fwd_producer, (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL)),
+                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST)),
         ],
         [4, 1],
         [CONSUMER_REGS, PRODUCER_REGS],
@@ -473,7 +485,7 @@ def _bwd_producer(desc_q, desc_k, desc_v, desc_do, k_smem, v_smem, q_smem, do_sm
     bh, j = _bwd_coords(N, CAUSAL)
     b = bh // H
     h = bh % H
-    lo, mid, Tr = _bwd_range(j, N, CAUSAL)
+    lo, _, Tr = _bwd_range(j, N, CAUSAL)
     # step: load_kv
     mbarrier.expect(kv_ready.index(0), 2 * NUM_WG * desc_k.block_type.nbytes)
     for w in gl.static_range(NUM_WG):
@@ -486,22 +498,54 @@ def _bwd_producer(desc_q, desc_k, desc_v, desc_do, k_smem, v_smem, q_smem, do_sm
         # step: load_q
         mbarrier.wait(qdo_empty.index(s), phase ^ 1)
         mbarrier.expect(qdo_ready.index(s), 2 * desc_q.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc_q, [b, h, i * WG_ROWS, 0], qdo_ready.index(s), _as4(q_smem.index(s), desc_q))
+        tma.async_copy_global_to_shared(desc_q, [b, h, i * WG_ROWS, 0], qdo_ready.index(s),
+                                        _as4(q_smem.index(s), desc_q))  # fmt: skip
         tma.async_copy_global_to_shared(desc_do, [b, h, i * WG_ROWS, 0], qdo_ready.index(s),
                                         _as4(do_smem.index(s), desc_do))  # fmt: skip
         # end step
 
 
 @gluon.jit
+def _red_add_pairs(ptrs, vals, live):
+    """dQ[ptrs] += vals by `red.global.add.v2.f32`, two neighbouring columns per instruction (sm_90), where the two
+    elements inline asm receives are neighbours in memory (checked, else two scalar reductions); nobody waits."""
+    gl.inline_asm_elementwise(
+        """{
+        .reg .pred l0, l1, adj, pair, npair, s0, s1;
+        .reg .b64 gap;
+        setp.ne.b32 l0, $6, 0;
+        setp.ne.b32 l1, $7, 0;
+        sub.s64 gap, $3, $2;
+        setp.eq.s64 adj, gap, 4;
+        and.pred pair, adj, l0;
+        and.pred pair, pair, l1;
+        not.pred npair, pair;
+        and.pred s0, npair, l0;
+        and.pred s1, npair, l1;
+        @pair red.relaxed.gpu.global.add.v2.f32 [$2], {$4, $5};
+        @s0 red.relaxed.gpu.global.add.f32 [$2], $4;
+        @s1 red.relaxed.gpu.global.add.f32 [$3], $5;
+        mov.b32 $0, 0;
+        mov.b32 $1, 0;
+        }""",
+        "=r,=r,l,l,f,f,r,r",
+        [ptrs.to(gl.int64), vals, live.to(gl.int32)],
+        dtype=gl.int32,
+        is_pure=False,
+        pack=2,
+    )
+
+
+@gluon.jit
 def _bwd_steps(dKj, dVj, Kw, Vw, k_smem, q_smem, do_smem, p_smem, ds_smem, qdo_ready, qdo_empty, ds_ready, ds_empty,
                L, Delta, dQ, kcols, lo, mid, hi, N, qk_scale,
-               W: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+               W: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+               VEC_ATOMIC: gl.constexpr):  # fmt: skip
     """Blocks i in [lo, hi) of 64 rows of Q past this warpgroup's 64 rows of Kj, Vj; causal: those below mid are
     masked (one loop with a select, not two loops: two copies of this body do not fit in the registers).
     Sij and dPij are (64 queries, 64 keys) in registers, with Li and Delta_i one value per row; Pij and dSij go to
     shared memory, where the products that need them transposed (dV, dK) and the other warpgroup (dQ) read them."""
     s_layout: gl.constexpr = mma_layout(WG_ROWS)  # (64 query rows, this warpgroup's 64 keys)
-    kv_layout: gl.constexpr = mma_layout(D)
     dq_layout: gl.constexpr = mma_layout(D // NUM_WG)
     dtype: gl.constexpr = q_smem.dtype
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
@@ -551,26 +595,40 @@ def _bwd_steps(dKj, dVj, Kw, Vw, k_smem, q_smem, do_smem, p_smem, ds_smem, qdo_r
         # step: dq
         mbarrier.wait(ds_ready.index(buf), phase_ds)  # the other warpgroup's 64 keys of dSij are there too
         # dQi[:, this warpgroup's D/2 columns] = dSij (64 x 128 keys) Kj[:, those columns], in two halves of keys
-        dQi = warpgroup_mma(ds_smem.index(buf * NUM_WG), k_smem.index(0).slice(W * (D // NUM_WG), D // NUM_WG, dim=1),
-                            gl.zeros([WG_ROWS, D // NUM_WG], gl.float32, dq_layout), use_acc=False, is_async=True)
-        dQi = warpgroup_mma(ds_smem.index(buf * NUM_WG + 1),
-                            k_smem.index(1).slice(W * (D // NUM_WG), D // NUM_WG, dim=1), dQi, is_async=True)
+        dQi = warpgroup_mma(
+            ds_smem.index(buf * NUM_WG),
+            k_smem.index(0).slice(W * (D // NUM_WG), D // NUM_WG, dim=1),
+            gl.zeros([WG_ROWS, D // NUM_WG], gl.float32, dq_layout),
+            use_acc=False,
+            is_async=True,
+        )
+        dQi = warpgroup_mma(
+            ds_smem.index(buf * NUM_WG + 1),
+            k_smem.index(1).slice(W * (D // NUM_WG), D // NUM_WG, dim=1),
+            dQi,
+            is_async=True,
+        )
         dVj, dKj, dQi = warpgroup_mma_wait(0, deps=(dVj, dKj, dQi))
         mbarrier.arrive(qdo_empty.index(s), count=1)
         mbarrier.arrive(ds_empty.index(buf), count=1)
         # 32-bit offsets from the block's first row: fewer registers than a tensor of 64-bit pointers
         rows = gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, dq_layout))
         cols = W * (D // NUM_WG) + gl.arange(0, D // NUM_WG, layout=gl.SliceLayout(0, dq_layout))
-        gl.atomic_add((dQ + i * WG_ROWS * D) + (rows[:, None] * D + cols[None, :]), dQi,
-                      mask=rows[:, None] < N - i * WG_ROWS, sem="relaxed")  # nobody waits for these
+        ptrs = (dQ + i * WG_ROWS * D) + (rows[:, None] * D + cols[None, :])
+        live = rows[:, None] < N - i * WG_ROWS
+        if VEC_ATOMIC:
+            _red_add_pairs(ptrs, dQi, live)
+        else:
+            gl.atomic_add(ptrs, dQi, mask=live, sem="relaxed")  # nobody waits for these
         # end step
     return dKj, dVj
 
 
 @gluon.jit
-def _bwd_consumer(L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, kv_ready, qdo_ready, qdo_empty,
-                  ds_ready, ds_empty, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn, H, N, scale, qk_scale,
-                  W: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+def _bwd_consumer(L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, kv_ready, qdo_ready,
+                  qdo_empty, ds_ready, ds_empty, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn, H, N, scale, qk_scale,
+                  W: gl.constexpr, D: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                  VEC_ATOMIC: gl.constexpr):  # fmt: skip
     """Consumer warpgroup W: rows [W*64, W*64 + 64) of block j of K and V."""
     s_layout: gl.constexpr = mma_layout(WG_ROWS)
     kv_layout: gl.constexpr = mma_layout(D)
@@ -591,7 +649,8 @@ def _bwd_consumer(L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem,
     Kw = k_smem.index(W)
     Vw = v_smem.index(W)
     dKj, dVj = _bwd_steps(dKj, dVj, Kw, Vw, k_smem, q_smem, do_smem, p_smem, ds_smem, qdo_ready, qdo_empty, ds_ready,
-                          ds_empty, L, Delta, dQ, kcols, lo, mid, Tr, N, qk_scale, W, D, STAGES, CAUSAL)  # fmt: skip
+                          ds_empty, L, Delta, dQ, kcols, lo, mid, Tr, N, qk_scale, W, D, STAGES, CAUSAL,
+                          VEC_ATOMIC)  # fmt: skip
 
     # step: write_back
     rows = j0 + gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, kv_layout))
@@ -607,7 +666,7 @@ def _bwd_consumer(L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem,
 @gluon.jit(do_not_specialize=["H", "N"])
 def fa3_bwd(desc_q, desc_k, desc_v, desc_do, L, Delta, dQ, dK, dV, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
             H, N, scale, qk_scale,
-            D: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+            D: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, VEC_ATOMIC: gl.constexpr = False):  # fmt: skip
     """Grid (Tc, B*H) (causal: (B*H, Tc)), Tc = cdiv(N, 128): block j's dKj, dVj, and its share of dQ added into
     dQ, an fp32 (B, H, N, D) buffer of zeros (unscaled: the caller multiplies by scale). Descriptors: blocks
     [1, 1, 64, D] of Q, K, V, dO; L: natural log; Delta from fa3_bwd_preprocess."""
@@ -637,12 +696,12 @@ def fa3_bwd(desc_q, desc_k, desc_v, desc_do, L, Delta, dQ, dK, dV, sdkb, sdkh, s
 
     gl.warp_specialize(
         [
-            (_bwd_consumer, (L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, kv_ready, qdo_ready,
-                             qdo_empty, ds_ready, ds_empty, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn, H, N, scale, qk_scale,
-                             0, D, STAGES, CAUSAL)),
-            (_bwd_consumer, (L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, kv_ready, qdo_ready,
-                             qdo_empty, ds_ready, ds_empty, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn, H, N, scale, qk_scale,
-                             1, D, STAGES, CAUSAL)),
+            (_bwd_consumer, (L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, kv_ready,
+                             qdo_ready, qdo_empty, ds_ready, ds_empty, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn, H, N, scale,
+                             qk_scale, 0, D, STAGES, CAUSAL, VEC_ATOMIC)),
+            (_bwd_consumer, (L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem, ds_smem, kv_ready,
+                             qdo_ready, qdo_empty, ds_ready, ds_empty, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn, H, N, scale,
+                             qk_scale, 1, D, STAGES, CAUSAL, VEC_ATOMIC)),
             (_bwd_producer, (desc_q, desc_k, desc_v, desc_do, k_smem, v_smem, q_smem, do_smem, kv_ready, qdo_ready,
                              qdo_empty, H, N, STAGES, CAUSAL)),
         ],
