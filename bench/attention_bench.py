@@ -213,10 +213,10 @@ def gate(dims, budget_end) -> dict:
 
 
 def fa3_gate(dims, budget_end) -> dict:
-    """Every fa3 candidate against float64: forward configs (three runs, identical bits), backward kernels; a
-    candidate that fails is left out of fa3's tuning. Then the public function with backend="fa3"."""
+    """Every fa3 candidate against float64: forward configs (three runs, identical bits), backward kernels; a failure
+    is recorded in FA3_FAILED (fa3 is then not timed where it would run that candidate). Then the public function
+    with backend="fa3"."""
     results = {}
-    tuner = fa3.tuner()
     for d in dims:
         for causal in (False, True):
             for B, H, N in ((1, 2, 1000), (2, 3, 77)):
@@ -239,7 +239,7 @@ def fa3_gate(dims, budget_end) -> dict:
                         ok = False
                         results[name] = {"ok": False, "why": f"{type(e).__name__}: {str(e)[:200]}"}
                     if not ok:
-                        tuner.exclude(cfg)
+                        FA3_FAILED.add((d, causal, cfg))
                         log(f"FA3 GATE FAIL {name}: {results[name]}")
                 o, lse = fa3.forward(q, k, v, causal, scale, fa3.FWD_CONFIGS[d])
                 for kernel in fa3.BWD_CANDIDATES:
@@ -251,7 +251,7 @@ def fa3_gate(dims, budget_end) -> dict:
                     except Exception as e:
                         results[name] = {"ok": False, "why": f"{type(e).__name__}: {str(e)[:200]}"}
                     if not results[name]["ok"]:
-                        tuner.exclude(kernel)
+                        FA3_FAILED.add((d, causal, kernel))
                         log(f"FA3 GATE FAIL {name}: {results[name]}")
     for d in dims:
         for causal in (False, True):
@@ -303,14 +303,13 @@ def fa4_gate(fn) -> dict:
 
 
 FA4 = None  # flash_attn_func once main() has found it importable and correct
+FA3_FAILED: set = set()  # (D, causal, forward config or backward kernel) that failed the fa3 gate
 
 
-def fa3_ready(extra: dict, d: int, causal: bool) -> bool:
-    """fa3 runs at (d, causal) when its gate kept a forward config and a backward kernel there."""
-    tuner = fa3.tuner()
-    fwd = [c for c in fa3.FWD_CANDIDATES.get(d, []) if c not in tuner.excluded]
-    bwd = [k for k in fa3.BWD_CANDIDATES if k not in tuner.excluded]
-    return bool(extra.get("fa3_gate_ran")) and bool(fwd) and bool(bwd)
+def fa3_ready(extra: dict, d: int, n: int, causal: bool) -> bool:
+    """fa3 is timed at a shape when its gate ran and passed the forward config and backward kernel it runs there."""
+    runs = {(d, causal, fa3.forward_config(d, n, causal)), (d, causal, fa3.BACKWARD)}
+    return bool(extra.get("fa3_gate_ran")) and not runs & FA3_FAILED
 
 
 def providers(q, k, v, causal: bool, flex_fn, fa4_fn=None):
@@ -414,7 +413,7 @@ def bench_one(args, d: int, n: int, causal: bool, budget_end: float, rows: list,
                 }
             )
 
-    gated = {"flashviz": extra.get("gate_ok"), "fa3": fa3_ready(extra, d, causal)}
+    gated = {"flashviz": extra.get("gate_ok"), "fa3": fa3_ready(extra, d, n, causal)}
     for name, fn in providers(q, k, v, causal, flex_fn, fa4_fn).items():
         if name not in args.providers or not gated.get(name, True):
             continue
@@ -442,7 +441,7 @@ def bench_one(args, d: int, n: int, causal: bool, budget_end: float, rows: list,
         qd, kd, vd = q.detach(), k.detach(), v.detach()
         for rung in fa3.ABLATION:
             cfg = fa3.ablation_config(d, rung)
-            if cfg in fa3.tuner().excluded:
+            if (d, causal, cfg) in FA3_FAILED:
                 continue
             try:
                 t_f = do_bench(lambda cfg=cfg: fa3.forward(qd, kd, vd, causal, d**-0.5, cfg), warmup=args.warmup,
@@ -621,17 +620,20 @@ def markdown(doc: dict, extra: dict) -> str:
             "",
             *floors,
         ]
-    if extra.get("fa3_tuned"):
-        lines += ["", "fa3's choices per shape (timed once, the fastest kept): forward config; backward kernel "
-                  "(gluon: fa3_bwd, scalar dQ atomics; gluon-vec: two-column dQ reductions; triton: FlashAttention-2's "
-                  "kernels on fa3's O and L):", ""]  # fmt: skip
+    if extra.get("fa3_choices"):
+        lines += ["", f"fa3 ran, per shape: the forward config of fa3_attention.forward_config and the backward kernel "
+                  f"{next(iter(extra['fa3_choices'].values()))['bwd']!r} (fa3_attention.BACKWARD):", ""]  # fmt: skip
+        for key, v in extra["fa3_choices"].items():
+            lines.append(f"- {key}: forward {v['fwd']}")
+    if extra.get("fa3_tuned"):  # runs before the fixed table (fa3-run2): the in-process tuner's choices
+        lines += ["", "fa3's tuner, per shape (timed once, the fastest kept): forward config; backward kernel:", ""]
         for key, v in sorted(extra["fa3_tuned"].items()):
             lines.append(f"- {key}: forward {v['fwd']}; backward {v['bwd']} {v['bwd_ms']}")
     if extra.get("fa3_gate_ran"):
         g = extra.get("fa3_gate", {})
         lines += ["", f"fa3 gate: {sum(v['ok'] for v in g.values())} of {len(g)} cases passed (every forward config "
                   f"three times, identical bits required; every backward kernel; backend='fa3' through autograd); "
-                  f"left out of tuning: {', '.join(extra.get('fa3_excluded') or []) or 'none'}."]  # fmt: skip
+                  f"failed: {', '.join(extra.get('fa3_excluded') or []) or 'none'}."]  # fmt: skip
     if "fa4_gate" in extra:
         lines += ["", f"FlashAttention-4 gate (O, dQ, dK, dV vs float64): "
                   f"{'passed' if extra.get('fa4_gate_ok') else 'FAILED, no fa4 times recorded'}."]  # fmt: skip
@@ -711,7 +713,9 @@ def main() -> int:
     if "fa3" in args.providers and fa3.unavailable() is None:
         extra["fa3_gate"] = fa3_gate(dims, budget_end)
         extra["fa3_gate_ran"] = True
-        extra["fa3_excluded"] = sorted(c if isinstance(c, str) else c.name() for c in fa3.tuner().excluded)
+        extra["fa3_excluded"] = sorted(
+            f"D={d} causal={int(c)} {w if isinstance(w, str) else w.name()}" for d, c, w in FA3_FAILED
+        )
         bad = [n for n, v in extra["fa3_gate"].items() if not v["ok"]]
         log(f"fa3 gate: {len(extra['fa3_gate']) - len(bad)} of {len(extra['fa3_gate'])} passed; excluded "
             f"{extra['fa3_excluded']}")  # fmt: skip
@@ -729,12 +733,11 @@ def main() -> int:
         bench_shapes(args, budget_end, rows, extra)
     finally:
         extra["tuned"] = tuned_configs()
-        t = fa3.tuner()
-        extra["fa3_tuned"] = {
-            str(key): {"fwd": t.fwd[key].name() if key in t.fwd else None, "fwd_ms": t.fwd_ms.get(key),
-                       "bwd": t.bwd.get(key), "bwd_ms": t.bwd_ms.get(key)}
-            for key in {*t.fwd, *t.bwd}
-        }  # fmt: skip
+        extra["fa3_choices"] = {
+            f"D={d} N={n} causal={int(c)}": {"fwd": fa3.forward_config(d, n, c).name(), "bwd": fa3.BACKWARD}
+            for d, n in SHAPES
+            for c in (False, True)
+        }
         doc = {"date": date, "gpu": gpu, "versions": versions, "rows": rows}
         stem = os.path.join(args.out, f"{date}-{gpu.lower().replace(' ', '-')}")
         with open(stem + ".json", "w") as fh:

@@ -15,9 +15,19 @@ BACKENDS = (AUTO, FA3, FA2)
 
 
 def fast_fa3(d: int, n: int, causal: bool) -> bool:
-    """Where fa3 (forward + backward) beat fa2-triton in the recorded run. Source: bench/results/attention/
-    (see NOTES.md, "fa3"); until that run, fa3 is taken wherever it runs, from N = 1024 up."""
-    return n >= 1024
+    """Where fa3 beat fa2-triton in the recorded run (2026-12-01, H200: bench/results/attention/
+    2026-12-01-nvidia-h200.md, logs/fa3-run2; NOTES.md "fa3"). Both backends then ran the same backward kernels
+    (fa3_attention.BACKWARD), so the forward decides; TFLOP/s fa3 against fa2, non-causal / causal:
+    - D=128: N=16384 640 / 596 against 545 / 552 (fa3's forward_config, its ablation rows); N=8192 625 / 550
+      against 538 / 497; N=4096 649 / 484 against 500 / 451; N=1024 390 / 330 against 413 / 297;
+    - D=64: N=16384 448 / 418 against 445 / 420; N=8192 440 / 351 against 446 / 409; N=4096 427 / 374 against
+      433 / 371 (ties or fa2); N=1024 399 / 268 against 356 / 241.
+    N between the measured ones (2048) takes the side of its neighbours' boundary: a guess, not a measurement."""
+    if d == 128:
+        return causal or n >= 2048
+    if d == 64:
+        return n <= 2048
+    return False
 
 
 def choose(backend: object, q, causal: bool) -> str:

@@ -3,9 +3,11 @@ function, and their compilation for sm_90 without a GPU (what CI checks).
 
 Launches: the forward persistent over min(blocks, SMs) programs, one warpgroup of 4 warps plus a second one and a
 producer warp (gl.warp_specialize), registers capped at MAXNREG at entry and moved by setmaxnreg; the backward one
-program per 128 rows of K, V, then dQ = scale * (the fp32 buffer the kernel added into). Which kernel runs the
-backward is timed once per shape (Tuner): the Gluon one (two ways of adding into dQ) or FlashAttention-2's Triton
-kernels on fa3's O and L, whichever is faster; bench/results/attention/NOTES.md records which won where.
+program per 128 rows of K, V, then dQ = scale * (the fp32 buffer the kernel added into).
+
+Which kernel runs the backward: BACKWARD, FlashAttention-2's Triton kernels (flashviz.triton_attention) on fa3's O
+and L, because in the recorded run they beat the Gluon backward at every shape; the Gluon one (fa3_bwd) is
+correct (tests/test_fa3.py) and is run with kernel="gluon" or "gluon-vec".
 Needs torch and Triton 3.6 with Gluon (`flashviz[triton]`), and, to run, an sm_90 GPU.
 """
 
@@ -42,12 +44,12 @@ class FwdConfig:
 
 # Per head dimension; shared memory per program: D=128 196 KB (2 stages), D=64 131 KB (3 stages), 164 KB (4);
 # compiled for sm_90 on the CPU first (tests/test_fa3_compile.py): 240 registers per consumer thread, no spills in
-# the loops. The first is the default; the launcher times them all once per shape and keeps the fastest.
+# the loops. FWD_CANDIDATES: every config the recorded run checked and timed (bench/attention_bench.py).
 FWD_CONFIGS = {128: FwdConfig(Bc=128, stages=2), 64: FwdConfig(Bc=128, stages=3)}
 FWD_CANDIDATES = {
     128: [
         FWD_CONFIGS[128],
-        replace(FWD_CONFIGS[128], persistent=False),  # the hardware's block order (run 1: better when causal)
+        replace(FWD_CONFIGS[128], persistent=False),
         replace(FWD_CONFIGS[128], kv_first=True),
         replace(FWD_CONFIGS[128], persistent=False, kv_first=True),
     ],
@@ -56,14 +58,29 @@ FWD_CANDIDATES = {
         replace(FWD_CONFIGS[64], persistent=False),
         replace(FWD_CONFIGS[64], kv_first=True),
         replace(FWD_CONFIGS[64], stages=4),
-        replace(FWD_CONFIGS[64], pingpong=False),  # run 1: ping-pong cost at D=64
+        replace(FWD_CONFIGS[64], pingpong=False),
         replace(FWD_CONFIGS[64], pingpong=False, persistent=False),
     ],
 }
 BWD_STAGES = {128: 2, 64: 2}
-# The backward's kernels: fa3_bwd with dQ added by scalar atomics, or by two-column vector reductions
-# (red.global.add.v2.f32), or FlashAttention-2's Triton kernels (flashviz.triton_attention) on fa3's O and L.
+
+
+def forward_config(d: int, n: int, causal: bool) -> FwdConfig:
+    """The forward config the launches use: per shape, the fastest the recorded run measured (2026-12-01, H200,
+    bench/results/attention/logs/fa3-run2, its ablation rows and fa3 rows; NOTES.md "fa3"). Persistent programs
+    in a fixed order lost to the hardware's own block order from N = 8192 up (D=128, N=16384: 558 against 640
+    TFLOP/s non-causal, 541 against 596 causal) and won at N = 4096 (D=64: 439 against 421; 369 against 346).
+    Ping-pong and intra-warpgroup overlap stay on; kv_first and 4 stages measured within noise: off."""
+    return replace(FWD_CONFIGS[d], persistent=n <= 4096)
+
+
+# The backward's kernels: fa3_bwd with dQ added by scalar atomics ("gluon") or by two-column vector reductions
+# ("gluon-vec", red.global.add.v2.f32), or FlashAttention-2's Triton kernels on fa3's O and L ("triton").
 BWD_CANDIDATES = ("gluon", "gluon-vec", "triton")
+# The kernel that runs fa3's backward: in the recorded run (fa3-run2) FlashAttention-2's Triton kernels beat
+# fa3_bwd at every shape (D=128, N=16384: 13.0 ms against 13.4 (gluon-vec) and 14.0 (gluon); D=64: 14.4 against
+# 17.0), so the fa3 backend runs them; fa3_bwd stays, correct and tested, for the work NOTES.md lists.
+BACKWARD = "triton"
 
 # The ablation of the FA3 paper's table, each a rung of `flashviz ladder` and a row of the benchmark.
 ABLATION = {
@@ -76,55 +93,6 @@ ABLATION = {
 
 def ablation_config(d: int, rung: str) -> FwdConfig:
     return replace(FWD_CONFIGS[d], **ABLATION[rung])
-
-
-class Tuner:
-    """The fastest forward config and backward kernel per (N, D, causal, dtype), timed once on the first call at
-    that shape (do_bench medians); candidates that failed a correctness gate can be left out (`exclude`)."""
-
-    def __init__(self):
-        self.fwd: dict = {}  # key -> FwdConfig
-        self.bwd: dict = {}  # key -> one of BWD_CANDIDATES
-        self.fwd_ms: dict = {}  # key -> {config name: ms}
-        self.bwd_ms: dict = {}
-        self.excluded: set = set()  # FwdConfigs and backward kernel names
-
-    def exclude(self, candidate) -> None:
-        self.excluded.add(candidate)
-
-    def forward_config(self, q, k, v, causal: bool, scale: float) -> FwdConfig:
-        key = (q.shape[2], q.shape[3], causal, q.dtype)
-        if key not in self.fwd:
-            from triton.testing import do_bench
-
-            ms = {}
-            for cfg in FWD_CANDIDATES[q.shape[3]]:
-                if cfg not in self.excluded:
-                    ms[cfg] = do_bench(lambda cfg=cfg: forward(q, k, v, causal, scale, cfg), warmup=5, rep=20,
-                                       return_mode="median")  # fmt: skip
-            self.fwd[key] = min(ms, key=lambda c: ms[c])
-            self.fwd_ms[key] = {c.name(): round(t, 4) for c, t in ms.items()}
-        return self.fwd[key]
-
-    def backward_kernel(self, q, k, v, o, lse, do, dlse, causal: bool, scale: float) -> str:
-        key = (q.shape[2], q.shape[3], causal, q.dtype)
-        if key not in self.bwd:
-            from triton.testing import do_bench
-
-            ms = {}
-            for name in BWD_CANDIDATES:
-                if name not in self.excluded and (name != "triton" or _triton_backward is not None):
-                    run = functools.partial(backward, q, k, v, o, lse, do, dlse, causal, scale, name)
-                    run()  # the Triton kernels tune their tiles here
-                    ms[name] = do_bench(run, warmup=5, rep=20, return_mode="median")
-            self.bwd[key] = min(ms, key=lambda n: ms[n])
-            self.bwd_ms[key] = {n: round(t, 4) for n, t in ms.items()}
-        return self.bwd[key]
-
-
-@functools.cache
-def tuner() -> Tuner:
-    return Tuner()
 
 
 def _cut(value: object, limit: int = 40) -> str:
@@ -193,11 +161,11 @@ def _kernels():
 
 
 def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None):
-    """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors. config None: the
-    tuner's choice for the shape."""
+    """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors. config None: the one
+    forward_config gives for the shape."""
     km = _kernels()
     B, H, N, D = q.shape
-    cfg = config or tuner().forward_config(q, k, v, causal, scale)
+    cfg = config or forward_config(D, N, causal)
     o = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
     blocks = math.ceil(N / BR) * B * H
@@ -241,8 +209,9 @@ def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float, vec_at
 
 
 def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None):
-    """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: the tuner's choice for the shape)."""
-    kernel = kernel or tuner().backward_kernel(q, k, v, o, lse, do, dlse, causal, scale)
+    """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD, or fa3_bwd where FlashAttention-2's kernels
+    were not registered)."""
+    kernel = kernel or (BACKWARD if _triton_backward is not None else "gluon")
     if kernel not in BWD_CANDIDATES:
         raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
     if kernel.startswith("gluon"):
