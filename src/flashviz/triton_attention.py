@@ -510,7 +510,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from . import attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal)
+    chosen = attention_backends.choose(backend, q, causal, scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if chosen == attention_backends.FA3:
         from . import fa3_attention

@@ -29,8 +29,11 @@ and each consumer multiplies the whole dSij by its half of Kj's columns and adds
 dQ buffer by atomic adds that nobody waits for (the reductions overlap the next step's products).
 
 Tiles of 4-d (B, H, N, D) tensors move by host-side TMA descriptors with blocks of [1, 1, rows, D]. The regions
-between `# step: NAME` and `# end step` carry the step names of the other kernels (load_q, load_kv, scores,
-online_softmax, write_back; backward: load_kv, load_q, probs, dv, ds, dk, dq, write_back).
+between `# step: NAME` and `# end step` carry the step names of the other kernels, each once along the path the
+launches run: forward load_q (_fwd_producer), load_kv (_load_kv), scores and online_softmax
+(_fwd_tiles_overlapped: the two interleave, which is the point), write_back (_fwd_consumer); backward load_kv,
+load_q (_bwd_producer), probs, dv, ds, dk, dq (_bwd_steps), write_back (_bwd_consumer); Delta: load_do_o,
+write_delta. _fwd_tiles_plain (the ablation without overlap) marks scores and online_softmax again.
 
 Gluon has no interpreter: this module compiles for sm_90 on any machine (tests/test_fa3_compile.py) and runs on a
 Hopper GPU only. `flashviz.fa3_attention` launches it.
@@ -196,12 +199,10 @@ def _mask(Sij, j, rows, N, Bc: gl.constexpr, MASK: gl.constexpr, s_layout: gl.co
 def _softmax(Sij, mi, li, qk_scale, o_layout: gl.constexpr):
     """Online softmax of one tile: the new running max, Pij = exp2(scale * log2e * Sij - m) (fp32, in Sij's
     registers), the factor alpha that moves what the carries hold to the new max (in Oi's row layout), and li."""
-    # step: online_softmax
     m_new = gl.maximum(mi, gl.max(Sij, 1) * qk_scale)  # running max, in units of log2
     Pij = gl.exp2(Sij * qk_scale - m_new[:, None])  # (64, Bc)
     alpha = gl.exp2(mi - m_new)
     li = li * alpha + gl.sum(Pij, 1)
-    # end step
     return m_new, Pij, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), li
 
 
@@ -237,19 +238,17 @@ def _fwd_tiles_overlapped(Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_
         P = _operand(Pij, q.dtype, o_layout)
         mbarrier.wait(v_ready.index(sp), phase_p)
         Oi = warpgroup_mma(P, v_smem.index(sp), Oi, is_async=True)  # tile j-1's P V
-        # end step
         _turn_pass(turn, W, PINGPONG)
         Sij = warpgroup_mma_wait(1, deps=(Sij,))  # Sij done; P V may still run
         mbarrier.arrive(k_empty.index(s), count=1)
-        # step: scores
         Sij = _mask(Sij, j, rows, N, Bc, MASK, s_layout)
-        # end step
         mi, Pij, alpha, li = _softmax(Sij, mi, li, qk_scale, o_layout)
         # A wait that returns at once (Vj-1's phase cannot move before v_empty below) and ends the basic block:
         # without it ptxas schedules the wait for P V above the softmax, and the overlap is lost (SASS).
         mbarrier.wait(v_ready.index(sp), phase_p)
         Oi = warpgroup_mma_wait(0, deps=(Oi,))
         mbarrier.arrive(v_empty.index(sp), count=1)
+        # end step
         it += 1
     return Oi, mi, li, Pij, alpha, it, turns
 
@@ -313,25 +312,21 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
         h = bh % H
         n, n_full = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
         rows = i * Br + W * WG_ROWS + gl.arange(0, WG_ROWS, layout=row_layout)
-        # step: load_q
         mbarrier.wait(q_ready.index(W), n_blocks_done & 1)
         Oi = gl.zeros([WG_ROWS, D], gl.float32, o_layout)
         mi = gl.full([WG_ROWS], float("-inf"), gl.float32, row_layout)
         li = gl.zeros([WG_ROWS], gl.float32, row_layout)
-        # end step
         if OVERLAP:
             # tile 0: its scores and softmax only (its P V goes with tile 1's scores); masked whatever it is
             s, phase = _stage(it, STAGES)
             mbarrier.wait(k_ready.index(s), phase)
             turns = _turn_wait(turn, turns, W, PINGPONG)
-            # step: scores
             Sij = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), gl.zeros([WG_ROWS, Bc], gl.float32, s_layout),
                                 use_acc=False, is_async=True)  # fmt: skip
             _turn_pass(turn, W, PINGPONG)
             Sij = warpgroup_mma_wait(0, deps=(Sij,))
             mbarrier.arrive(k_empty.index(s), count=1)
             Sij = _mask(Sij, 0, rows, N, Bc, MASK_LAST, s_layout)
-            # end step
             mi, Pij, alpha, li = _softmax(Sij, mi, li, qk_scale, o_layout)
             it += 1
             mid = gl.maximum(n_full, 1)
@@ -346,10 +341,8 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
             sp, phase_p = _stage(it - 1, STAGES)
             mbarrier.wait(v_ready.index(sp), phase_p)
             turns = _turn_wait(turn, turns, W, PINGPONG)
-            # step: online_softmax
             Oi = Oi * alpha[:, None]
             Oi = warpgroup_mma(_operand(Pij, dtype, o_layout), v_smem.index(sp), Oi, is_async=True)
-            # end step
             _turn_pass(turn, W, PINGPONG)
             Oi = warpgroup_mma_wait(0, deps=(Oi,))
             mbarrier.arrive(v_empty.index(sp), count=1)
@@ -556,20 +549,14 @@ def _bwd_steps(dKj, dVj, Kw, Vw, k_smem, q_smem, do_smem, p_smem, ds_smem, qdo_r
         qi = q_smem.index(s)
         doi = do_smem.index(s)
         qrows = i * WG_ROWS + gl.arange(0, WG_ROWS, layout=row_layout)
-        # step: load_q
         Li = gl.load(L + qrows, mask=qrows < N, other=float("inf")) * LOG2E  # rows >= N: P = 0
         Di = gl.load(Delta + qrows, mask=qrows < N, other=0.0)
         mbarrier.wait(qdo_ready.index(s), phase)
-        # end step
         # step: probs
         Sij = warpgroup_mma(qi, Kw.permute((1, 0)), gl.zeros([WG_ROWS, WG_ROWS], gl.float32, s_layout),
                             use_acc=False, is_async=True)  # fmt: skip
-        # end step
-        # step: ds
         dPij = warpgroup_mma(doi, Vw.permute((1, 0)), gl.zeros([WG_ROWS, WG_ROWS], gl.float32, s_layout),
                              use_acc=False, is_async=True)  # fmt: skip
-        # end step
-        # step: probs
         Sij = warpgroup_mma_wait(1, deps=(Sij,))
         Pij = gl.exp2(Sij * qk_scale - Li[:, None])  # (64 queries, 64 keys)
         if CAUSAL:
@@ -641,11 +628,9 @@ def _bwd_consumer(L, Delta, dQ, dK, dV, k_smem, v_smem, q_smem, do_smem, p_smem,
     dQ += bh.to(gl.int64) * N * D  # dQ: (B, H, N, D) fp32, contiguous
     j0 = j * (NUM_WG * WG_ROWS) + W * WG_ROWS
     kcols = j0 + gl.arange(0, WG_ROWS, layout=gl.SliceLayout(0, s_layout))
-    # step: load_kv
     dKj = gl.zeros([WG_ROWS, D], gl.float32, kv_layout)
     dVj = gl.zeros([WG_ROWS, D], gl.float32, kv_layout)
     mbarrier.wait(kv_ready.index(0), 0)
-    # end step
     Kw = k_smem.index(W)
     Vw = v_smem.index(W)
     dKj, dVj = _bwd_steps(dKj, dVj, Kw, Vw, k_smem, q_smem, do_smem, p_smem, ds_smem, qdo_ready, qdo_empty, ds_ready,
