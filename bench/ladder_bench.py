@@ -20,7 +20,11 @@ measurement, not a guess:
  5. triton-bf16  the same tiles in bf16 (half the bytes, bf16 tensor-core products);
  6. triton-bf16-tiles  the autotuner's tiles and warps for this shape, still one stage;
  7. triton-bf16-tuned  the autotuner's config as flashviz.attention launches it (its stages: pipelining);
- 8. sdpa-flash, 9. sdpa-cudnn  PyTorch's FlashAttention-2 and cuDNN backends, the ceiling.
+ 8-11. fa3-ws, fa3-pingpong, fa3-overlap, fa3-persistent  algos/fa3/kernel.py (Gluon): FlashAttention-3's
+                 ablation, each adding one idea: a producer warp and two consumer warpgroups (warp specialization),
+                 the consumers taking turns on the tensor cores, Sij of the next tile under this one's softmax,
+                 persistent programs;
+ 12. sdpa-flash, 13. sdpa-cudnn  PyTorch's FlashAttention-2 and cuDNN backends, the ceiling.
 They run in another order (the seed, PyTorch's backends, Triton's bf16, then the new fp32 path last, so that a
 fault in it cannot cost the others) and are written in this one. Every rung is checked against float64 attention
 of the inputs it was given (fp32, or their bf16 rounding) before it is timed, its output memory poisoned with NaN
@@ -390,6 +394,28 @@ def seed_rung(x: Inputs, s: dict, br: int, bc: int, threads: int, quick: bool, b
     }
 
 
+def fa3_rung(x: Inputs, rung: str, quick: bool) -> tuple[dict, dict]:
+    """algos/fa3/kernel.py's forward at one rung of its ablation, on the bf16 inputs; (tiles, measurement)."""
+    from flashviz import fa3_attention as fa3
+
+    cfg = fa3.ablation_config(x.q16.shape[-1], rung)
+
+    def fn():
+        return fa3.forward(x.q16, x.k16, x.v16, False, x.scale, cfg)[0]
+
+    err = checked(fn, [x.q16], x.ref16, LIMITS["bf16"])
+    ck = fa3.compile_sm90("fwd", x.q16.shape[-1], False, config=cfg)
+    facts = {
+        "sram_bytes_per_block": int(ck.metadata.shared),
+        "registers": 240,  # each consumer thread's, set by setmaxnreg (the kernel's cap at entry: MAXNREG)
+        "spill_bytes": int(ck.n_spills) * 4 if getattr(ck, "n_spills", None) is not None else None,
+        "mma": mma_of(ck.asm["ptx"]),
+    }
+    ms, how = time_ms(fn, quick)
+    tiles = {"br": fa3.BR, "bc": cfg.Bc, "warps": 9, "stages": cfg.stages}  # 2 warpgroups + the producer warp
+    return tiles, {"ms": ms, "max_rel_err": err, "timing": how, **facts}
+
+
 def sdpa_rung(x: Inputs, backend: str, quick: bool) -> dict:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -449,8 +475,15 @@ PEAK_WORDS = {
     "tf32_matmul": "cuBLAS's tf32 matmul",
     "bf16_matmul": "cuBLAS's bf16 matmul",
 }
+FA3_RUNGS = {  # rung name -> fa3_attention.ABLATION's rung
+    "fa3-ws": "warp specialization",
+    "fa3-pingpong": "+ ping-pong",
+    "fa3-overlap": "+ intra-warpgroup overlap",
+    "fa3-persistent": "+ persistent",
+}
+# bottom to top, whatever order they ran in
 ORDER = ["seed", "seed-best", "triton-fp32-ieee", "triton-fp32-tf32", "triton-bf16", "triton-bf16-tiles",
-         "triton-bf16-tuned", "sdpa-flash", "sdpa-cudnn"]  # fmt: skip  # bottom to top, whatever order they ran in
+         "triton-bf16-tuned", *FA3_RUNGS, "sdpa-flash", "sdpa-cudnn"]  # fmt: skip
 # the rung each is set against, in order of preference (a rung that was not measured is passed over)
 AGAINST = {
     "seed-best": ("seed",),
@@ -459,6 +492,10 @@ AGAINST = {
     "triton-bf16": ("triton-fp32-tf32",),
     "triton-bf16-tiles": ("triton-bf16",),
     "triton-bf16-tuned": ("triton-bf16-tiles", "triton-bf16"),
+    "fa3-ws": ("triton-bf16-tuned",),
+    "fa3-pingpong": ("fa3-ws",),
+    "fa3-overlap": ("fa3-pingpong", "fa3-ws"),
+    "fa3-persistent": ("fa3-overlap",),
     "sdpa-flash": ("triton-bf16-tuned",),
     "sdpa-cudnn": ("sdpa-flash", "triton-bf16-tuned"),
 }
@@ -564,6 +601,8 @@ def _sentence(r: dict, below: dict | None, peaks_: dict, by: dict) -> str:
                 f"flashviz.attention launches it{tail}"
             )
         return f"The autotuner's pick, {tiles_text(t)}, as flashviz.attention launches it{tail}"
+    if name in FA3_RUNGS:
+        return _fa3_sentence(name, r, tail)
     if name == "sdpa-flash":
         return (
             "PyTorch's FLASH_ATTENTION backend: Tri Dao's FlashAttention-2 CUDA kernels, written for Ampere's "
@@ -578,6 +617,31 @@ def _sentence(r: dict, below: dict | None, peaks_: dict, by: dict) -> str:
             f"inside (its tiles, its use of wgmma and TMA) is not visible here{tail}{vs}"
         )
     return r.get("what_changed") or r["label"]
+
+
+def _fa3_sentence(name: str, r: dict, tail: str) -> str:
+    t = r.get("tiles") or {}
+    if name == "fa3-ws":
+        return (
+            "Another kernel: FlashAttention-3 in Gluon (algos/fa3/kernel.py), warp-specialized: a producer warp "
+            f"loads Qi and a ring of {t.get('stages', '?')} Kj, Vj buffers by TMA (mbarriers say when a buffer is "
+            "full or free), two consumer warpgroups own 64 rows of Qi each, with 24 and 240 registers per thread "
+            f"(setmaxnreg); {t.get('br', '?')}×{t.get('bc', '?')} tiles, one block after another{_mma(r)}{tail}"
+        )
+    if name == "fa3-pingpong":
+        return (
+            "Same kernel; the two consumers now take turns issuing their products (a pair of mbarriers passes the "
+            f"turn), so that one's exp2 and row sums run while the other's products are on the tensor cores{tail}"
+        )
+    if name == "fa3-overlap":
+        return (
+            "Same kernel; within a warpgroup, Sij of tile j+1 is issued together with P·V of tile j, and the "
+            f"softmax of tile j+1 runs while P·V is still on the tensor cores{tail}"
+        )
+    return (
+        "Same kernel; as many programs as SMs, each looping over blocks in a fixed order, the next block's loads "
+        f"overlapping this one's epilogue{tail}"
+    )
 
 
 def _gb(b: int | None) -> str:  # bytes moved: decimal units, as units.py writes them everywhere
@@ -817,6 +881,22 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
             step("triton-bf16-tiles", unpipelined)
 
     step("triton-bf16-tuned", tuned)
+
+    # 8-11: FlashAttention-3 in Gluon, one idea at a time (needs an sm_90 GPU)
+    from flashviz import fa3_attention as fa3
+
+    why = fa3.unavailable() if DEVICE == "cuda" else "Gluon has no interpreter; this is a CPU smoke run"
+    for name, rung in FA3_RUNGS.items():
+        if why:
+            run.skip(name, f"fa3 cannot run here: {why}")
+            continue
+
+        def fa3_step(name=name, rung=rung):
+            tiles, m = fa3_rung(x, rung, quick)
+            run.add(rung_record(name, f"FA3 Gluon, {rung.removeprefix('+ ')}", "algos/fa3/kernel.py fa3_fwd",
+                                "bf16", True, tiles, "bf16_matmul", 2, shape, m))  # fmt: skip
+
+        step(name, fa3_step)
 
     # 3-5: Triton, fp32 (CUDA cores, tensor cores), then bf16, at one set of tiles: the new fp32 path, last
     chosen: dict = {}

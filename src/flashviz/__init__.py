@@ -6,8 +6,9 @@ import types
 __version__ = "0.1.0"
 
 
-def attention(q, k, v, causal=False, scale=None, return_lse=False):
-    """FlashAttention-2 in Triton, forward and backward: softmax(scale * q k^T) v for (B, H, N, D) tensors.
+def attention(q, k, v, causal=False, scale=None, return_lse=False, backend="auto"):
+    """FlashAttention, forward and backward: softmax(scale * q k^T) v for (B, H, N, D) tensors; backend "auto"
+    (FlashAttention-3 in Gluon on Hopper where faster, else FlashAttention-2 in Triton), "fa3" or "fa2".
 
     Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.triton_attention.attention for the
     arguments. Imported on first call, so that `import flashviz` needs neither.
@@ -16,7 +17,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False):
         from .triton_attention import attention as _attention
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
-    return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse)
+    return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, backend=backend)
 
 
 def ring_attention(q, k, v, group=None, causal=False, scale=None, layout="zigzag", return_lse=False):
@@ -44,7 +45,8 @@ def ring_unshard(shards, layout="zigzag", dim=2):
 
 def trace(*args, **kwargs):
     """Run the engine on one launch and return its Trace: see flashviz.api.trace for the arguments
-    (algo, n, d, br, bc, causal, seed, scale, inputs, block). Imported on first call: `import flashviz` stays light."""
+    (algo, n, d, br, bc, causal, seed, scale, inputs, block; or kernel=, your own Triton kernel). Imported on first
+    call: `import flashviz` stays light."""
     from .api import trace as _trace
 
     return _trace(*args, **kwargs)

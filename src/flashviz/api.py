@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from .algos import DEFAULT, get
 from .config import Config, ConfigError, shown
@@ -13,8 +13,26 @@ from .config import Config, ConfigError, shown
 if TYPE_CHECKING:
     from .trace import Trace
     from .widget import Viewer
+    from .yourkernel.report import KernelTrace
 
 
+@overload
+def trace(
+    algo: str = ...,
+    n: int | None = ...,
+    d: int | None = ...,
+    br: int = ...,
+    bc: int = ...,
+    causal: bool = ...,
+    seed: int = ...,
+    scale: float | None = ...,
+    inputs: dict[str, Any] | None = ...,
+    block: int | None = ...,
+    *,
+    kernel: None = ...,
+) -> Trace: ...
+@overload
+def trace(*, kernel: Any, **options: Any) -> KernelTrace: ...
 def trace(
     algo: str = DEFAULT,
     n: int | None = None,
@@ -26,7 +44,10 @@ def trace(
     scale: float | None = None,
     inputs: dict[str, Any] | None = None,
     block: int | None = None,
-) -> Trace:
+    *,
+    kernel: Any = None,
+    **options: Any,
+) -> Trace | KernelTrace:
     """Run the engine on one launch and return its Trace (`trace.to_json()` is what `flashviz trace` writes).
 
     algo: one of flashviz's algorithms (`flashviz compare` lists them). n, d: sequence length N and head dimension D
@@ -34,7 +55,20 @@ def trace(
     K/V per tile. causal: mask keys after the query row. seed: random inputs are drawn from it (those `inputs` lacks).
     scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and "dO" for the backward) as (N, D) NumPy
     arrays or torch tensors of floating point; float32 is what the engine computes in. block: record only this
-    block's values (default: all when there are at most 8)."""
+    block's values (default: all when there are at most 8).
+
+    kernel: your own @triton.jit attention forward (or 'FILE.py:FUNCTION') instead of an algorithm: it runs under
+    Triton's interpreter and a KernelTrace comes back (flashviz.yourkernel.trace_kernel: n, d, causal, seed, scale,
+    inputs, and its own options grid, meta, bind, carry, heads, batch, dtype, budget)."""
+    if kernel is not None:
+        from .yourkernel import trace_kernel
+
+        for name, value, default in (("algo", algo, DEFAULT), ("br", br, 4), ("bc", bc, 4), ("block", block, None)):
+            if value != default:
+                raise ConfigError(name, "is not used with kernel= (its tiles are meta={'BLOCK_M': ..., ...})")
+        return trace_kernel(kernel, n=n, d=d, causal=causal, seed=seed, scale=scale, inputs=inputs, **options)
+    if options:
+        raise TypeError(f"flashviz.trace got {', '.join(options)}: options of kernel= only")
     from .inputs import NAMES, from_arrays
     from .tracer import make_trace
 

@@ -31,6 +31,7 @@ from .output import (
 )
 from .ring_cli import ring_option
 from .units import human_bytes
+from .yourkernel.cli import kernel_options, reject_kernel_options, run_kernel_trace
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -86,8 +87,14 @@ def cli(ctx: click.Context) -> None:
     help="write the JSON here instead of stdout",
 )
 @click.option("--indent", is_flag=True, help="indent the JSON")
-def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent) -> None:
-    """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md)."""
+@kernel_options
+def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent, kernel, **kernel_opts) -> None:
+    """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md); with --kernel, trace your own
+    Triton kernel against float64 (docs/yourkernel.md)."""
+    if kernel is not None:
+        return run_kernel_trace(kernel=kernel, n=n, d=d, causal=causal, seed=seed, scale=scale,
+                                inputs_path=inputs_path, output=output, indent=indent, **kernel_opts)  # fmt: skip
+    reject_kernel_options()
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
     trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)

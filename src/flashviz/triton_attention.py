@@ -491,24 +491,48 @@ class _Attention(torch.autograd.Function):
         return dq, dk, dv, None, None
 
 
-def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False):
-    """Softmax attention softmax(scale * q k^T) v by FlashAttention-2, forward and backward in Triton.
+def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
+              backend: str = "auto"):  # fmt: skip
+    """Softmax attention softmax(scale * q k^T) v by FlashAttention, forward and backward.
 
     q, k, v: (B, H, N, D) bfloat16 or float16 CUDA tensors (CPU tensors under TRITON_INTERPRET=1), one shape,
         D in {32, 64, 96, 128, 256}, any N >= 1, unit stride in the last dimension.
     causal: query row r attends to key columns <= r only.
     scale: multiplies the scores; None means 1/sqrt(D).
     return_lse: also return L = log(sum_c exp(scale * q_r . k_c)), (B, H, N) float32, natural log.
+    backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
+        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.attention_backends`).
 
     Returns O, (B, H, N, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
     check_inputs(q, k, v, causal, scale)
     if not isinstance(return_lse, bool):
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
+    from . import attention_backends
+
+    chosen = attention_backends.choose(backend, q, causal, scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    o, lse = _Attention.apply(q, k, v, causal, scale)
+    if chosen == attention_backends.FA3:
+        from . import fa3_attention
+
+        o, lse = fa3_attention.attention(q, k, v, causal, scale)
+    else:
+        o, lse = _Attention.apply(q, k, v, causal, scale)
     return (o, lse) if return_lse else o
 
+
+def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale):
+    return launcher().backward(q, k, v, o, lse, do, dlse, causal, scale)
+
+
+def _register_with_fa3() -> None:
+    """fa3 may run its backward by these kernels (where they measure faster); it cannot import this module."""
+    from . import fa3_attention
+
+    fa3_attention.register_triton_backward(_fa2_backward)
+
+
+_register_with_fa3()
 
 FP32_PRECISIONS = ("ieee", "tf32")
 
