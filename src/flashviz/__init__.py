@@ -20,6 +20,29 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, backend="auto
     return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, backend=backend)
 
 
+def ring_attention(q, k, v, group=None, causal=False, scale=None, layout="zigzag", return_lse=False):
+    """Attention over a sequence split across the ranks of a torch.distributed group, K/V shards passed around the
+    ring: each rank passes its shard (B, H, N/P, D) as `ring_shard` cuts it and gets its shard of O (and L). See
+    flashviz.ring.ring_attention for the arguments. Needs torch and Triton (pip install 'flashviz[triton]')."""
+    from .ring import ring_attention as _ring_attention
+
+    return _ring_attention(q, k, v, group=group, causal=causal, scale=scale, layout=layout, return_lse=return_lse)
+
+
+def ring_shard(x, rank, world, layout="zigzag", dim=2):
+    """Rank `rank`'s shard of the whole tensor `x` (sequence along `dim`) for ring_attention: see flashviz.ring."""
+    from .ring import ring_shard as _ring_shard
+
+    return _ring_shard(x, rank, world, layout=layout, dim=dim)
+
+
+def ring_unshard(shards, layout="zigzag", dim=2):
+    """The whole tensor from every rank's shard, in rank order (the inverse of ring_shard): see flashviz.ring."""
+    from .ring import ring_unshard as _ring_unshard
+
+    return _ring_unshard(shards, layout=layout, dim=dim)
+
+
 def trace(*args, **kwargs):
     """Run the engine on one launch and return its Trace: see flashviz.api.trace for the arguments
     (algo, n, d, br, bc, causal, seed, scale, inputs, block; or kernel=, your own Triton kernel). Imported on first

@@ -29,6 +29,7 @@ from .output import (
     silence_stdout,
     to_stdout,
 )
+from .ring_cli import ring_option
 from .units import human_bytes
 from .yourkernel.cli import kernel_options, reject_kernel_options, run_kernel_trace
 
@@ -272,13 +273,17 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 @size_options(COUNT_LIMITS)
 @click.option("--causal", is_flag=True, help="causal attention (an algorithm without a causal variant is left out)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-def compare(n, d, br, bc, causal, as_json) -> None:
+@ring_option
+def compare(n, d, br, bc, causal, as_json, ring) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
     and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
     from .compare import compare as compare_models
     from .compare import render, render_regimes
+    from .ring_cli import render_ring, ring_doc
 
     doc = compare_models(n, d, br, bc, causal)
+    if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
+        doc["ring"] = ring_doc(n, d, ring, causal)
     if as_json:
         import json  # not orjson: at N near 2^31, standard attention's byte counts pass 2^64
 
@@ -291,6 +296,8 @@ def compare(n, d, br, bc, causal, as_json) -> None:
         console = Console(file=out, width=None if getattr(out, "isatty", lambda: False)() else 132)
         console.print(render(doc))
         console.print(render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
+        if ring is not None:
+            console.print(render_ring(doc["ring"]))
 
 
 @cli.command()
