@@ -249,8 +249,12 @@ for n, d, br, bc, causal, seed in json.loads(sys.argv[1]):
         top = (np.ascontiguousarray(a, dtype=np.float32).view(np.uint32) >> 16).astype(np.int64)
         return np.where(top & 0x8000, -(top & 0x7FFF), top)
     ulps = np.abs(bf16_ordinal(e["O"]) - bf16_ordinal(got["O"][1]))
+    row_max = np.abs(e["O"]).max(axis=-1, keepdims=True)  # (N, 1)
+    row_ulp = np.exp2(np.floor(np.log2(np.maximum(row_max, 1e-30))) - 7)  # one bf16 ulp of the row's largest value
+    row_ulps = np.abs(e["O"] - got["O"][1]) / row_ulp
     out.append({"ok": report["ok"], "worst": report["worst"], "interpreted": facts["interpreted"],
-                "o_equal": float(np.mean(e["O"] == got["O"][1])), "o_max_ulps": int(ulps.max())})
+                "o_equal": float(np.mean(e["O"] == got["O"][1])), "o_max_ulps": int(ulps.max()),
+                "o_max_row_ulps": float(row_ulps.max())})
 print(json.dumps(out))
 """
 
@@ -261,14 +265,18 @@ O_BIT_EQUAL_AT_LEAST = 0.99
 
 def test_the_engine_is_the_kernel_run_by_tritons_interpreter():
     """The very launch `flashviz gpu run` makes (the folder's gpu.launch, flashviz.attention's launcher with the
-    trace's tiles), under TRITON_INTERPRET=1: every element of O within one bf16 ulp of the engine's and at least
-    O_BIT_EQUAL_AT_LEAST of them bit-equal, L within fp32 rounding, and `gpu.check.compare` passes.
+    trace's tiles), under TRITON_INTERPRET=1: every element of O within one bf16 ulp of its row's largest value
+    of the engine's, at least O_BIT_EQUAL_AT_LEAST of them bit-equal, L within fp32 rounding, and
+    `gpu.check.compare` passes.
 
     Not all of O bit for bit: both do the same fp32 operations in the same order of tiles, but the order in which
     a row's sum inside one tl.dot or np.matmul is added up is the library's (NumPy's BLAS, torch's CPU kernels for
     the interpreter), and differs between machines and versions. Two fp32 results a few fp32 ulps apart round to
     different bf16 numbers when a rounding boundary lies between them: one bf16 ulp apart, for a small share of
-    the elements (2 in 10,000 on the H200 machine's CPU, numpy 2.5.2, torch 2.11, triton 3.6)."""
+    the elements (2 in 10,000 on the H200 machine's CPU, numpy 2.5.2, torch 2.11, triton 3.6). The same happens to
+    P before P·V: one bf16 ulp of one P moves a small element of O, where the row's terms cancel, by many of its
+    own ulps (seed 471498357: -0.00116 against -0.00141 in a row whose largest value is 0.42, 33 ulps of that
+    element, 0.13 of the row's), so an element's distance is measured in ulps of its row's largest value."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     seed = int.from_bytes(os.urandom(4), "little") % 2**31
@@ -280,7 +288,7 @@ def test_the_engine_is_the_kernel_run_by_tritons_interpreter():
     assert proc.returncode == 0, proc.stderr[-2000:]
     for case, r in zip(cases, json.loads(proc.stdout.strip().splitlines()[-1]), strict=True):
         assert r["interpreted"] and r["ok"], (case, r)
-        assert r["o_max_ulps"] <= 1, (case, r)
+        assert r["o_max_row_ulps"] <= 1, (case, r)
         assert r["o_equal"] >= O_BIT_EQUAL_AT_LEAST, (case, r)
         assert r["worst"]["L"]["engine_max_rel"] <= 1e-6, (case, r)
 
