@@ -388,18 +388,38 @@ def _whole(results: list[dict], name: str, layout: str, ranks=None) -> dict:
     return {k: ring_unshard([g["out"][k] for g in got], layout) for k in got[0]["out"]}
 
 
-def _judge(ours: dict, inputs: dict, causal: bool):
-    from flashviz.attention_reference import judge
+def _judge(ours: dict, inputs: dict, causal: bool, partials: int):
+    """attention_reference.judge, with the rounding the ring adds to dK and dV on top: a shard's dK, dV is the fp32
+    sum of `partials` gradients (one per hop and held chunk), each returned by the kernel in bf16 like plain
+    attention's single one, so each adds up to half a bf16 ulp (2^-9 relative) of its size, bounded here by the
+    largest |dK|, |dV| of the float64 reference. (seed-dependent: at P = 2 a causal zigzag run measured dV 2.05x
+    plain attention's error, over the bare 2x.)"""
+    from flashviz.attention_reference import judge, plain_attention
 
     q, k, v, do = (inputs[x] for x in ("q", "k", "v", "do"))
-    return judge(ours, q, k, v, causal, D**-0.5, do, dl=inputs.get("dl"))
+    verdict = judge(ours, q, k, v, causal, D**-0.5, do, dl=inputs.get("dl"))
+    ref = plain_attention(q, k, v, causal, D**-0.5, do, torch.float64, inputs.get("dl"))
+    for name in ("dK", "dV"):
+        if name in verdict.limits:
+            verdict.limits[name] += (partials - 1) * 2.0**-9 * ref[name].abs().max().item()
+    return verdict
+
+
+def _partials(world: int, layout: str) -> int:
+    """How many bf16 gradients of one K/V element a ring of `world` sums: one per hop and chunk held."""
+    return world * len(chunks(0, world, layout))
 
 
 @pytest.mark.parametrize(("world", "case"), RUNS)
 def test_forward_and_backward_match_float64(ring_runs, world, case):
     plan, results = ring_runs(world)
     spec = _case(plan, case)
-    verdict = _judge(_whole(results, case, spec["layout"]), plan["inputs"][spec["inputs"]], spec["causal"])
+    verdict = _judge(
+        _whole(results, case, spec["layout"]),
+        plan["inputs"][spec["inputs"]],
+        spec["causal"],
+        _partials(world, spec["layout"]),
+    )
     assert verdict.ok, verdict.failures()
 
 
@@ -408,10 +428,10 @@ def test_two_rings_in_one_job_use_their_groups(ring_runs):
     plan, results = ring_runs(4)
     inputs = plan["inputs"]["three"]
     assert [results[r]["groups"]["world"] for r in range(4)] == [1, 3, 3, 3]
-    verdict = _judge(_whole(results, "groups", "zigzag", ranks=[1, 2, 3]), inputs, True)
+    verdict = _judge(_whole(results, "groups", "zigzag", ranks=[1, 2, 3]), inputs, True, _partials(3, "zigzag"))
     assert verdict.ok, verdict.failures()
     # rank 0, alone, ran the whole ring of one on its shard: group rank 0 of 1 holds the whole sequence
-    verdict = _judge(dict(results[0]["groups"]["out"]), inputs, True)
+    verdict = _judge(dict(results[0]["groups"]["out"]), inputs, True, _partials(1, "zigzag"))
     assert verdict.ok, verdict.failures()
     assert results[0]["groups"]["forward_batches"] == []
 
