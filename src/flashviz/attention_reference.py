@@ -51,11 +51,15 @@ class Verdict:
         ]
 
 
-def judge(ours: dict, q, k, v, causal: bool, scale: float, do, dl=None) -> Verdict:
+def judge(ours: dict, q, k, v, causal: bool, scale: float, do, dl=None, partials: int = 1) -> Verdict:
     """Compare ours ({name: tensor} for any of NAMES) with float64 attention, against plain attention's error.
 
-    Inputs are meant to be of unit scale (torch.randn), so that the absolute FLOOR stays tiny beside bf16 errors."""
+    Inputs are meant to be of unit scale (torch.randn), so that the absolute FLOOR stays tiny beside bf16 errors.
+    `partials`: how many low-precision gradients ours sums (in fp32) into each element of dK and dV -- a ring of P
+    ranks sums one per hop and chunk held, each rounded by the kernel like plain attention's single one -- so each
+    one past the first adds up to half an ulp (2^-9 relative in bf16, 2^-12 in fp16) of the largest |dK|, |dV|."""
     ref = plain_attention(q, k, v, causal, scale, do, torch.float64, dl)
+    half_ulp = 2.0**-9 if q.dtype == torch.bfloat16 else 2.0**-12
     low = plain_attention(q, k, v, causal, scale, do, q.dtype, dl)
     errors, plain, limits = {}, {}, {}
     for name, x in ours.items():
@@ -63,4 +67,6 @@ def judge(ours: dict, q, k, v, causal: bool, scale: float, do, dl=None) -> Verdi
         errors[name] = (x.to(torch.float64) - r).abs().max().item()
         plain[name] = (low[name].to(torch.float64) - r).abs().max().item()
         limits[name] = FACTOR * plain[name] + FLOOR
+        if name in ("dK", "dV"):
+            limits[name] += (partials - 1) * half_ulp * r.abs().max().item()
     return Verdict(errors, plain, limits)
