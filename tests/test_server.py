@@ -402,3 +402,45 @@ def test_the_built_viewer_is_served_with_its_assets(client):
             continue
         assert "://" not in asset and not asset.startswith("//"), f"{asset} would leave the local server"
         assert client.get("/" + asset.removeprefix("./").lstrip("/")).status_code == 200, asset
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::1]evil.example.com",
+        "[::1].evil.example.com:80",
+        "[::1]:80evil",
+        "[::1]x:80",
+        "127.0.0.1:80:80",
+        "127.0.0.1 evil",
+        "localhost:abc",
+        "[evil.example.com]",
+        "[::1",
+        "",
+    ],
+)
+def test_malformed_host_header_is_refused(host):
+    """Issue 17 item 16: `[::1]evil.example.com` and `[::1].evil.example.com:80` were read as `::1` (200); the Host
+    header is parsed whole (a host and an optional port) and anything else is a 400 naming Host."""
+    c = TestClient(server.create_app(allowed_hosts=server.LOOPBACK_NAMES))
+    r = c.get("/api/limits", headers={"host": host})
+    assert r.status_code == 400, (host, r.status_code, r.text)
+    assert r.json()["field"] == "Host" and "\n" not in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "127.0.0.1:8000",
+        "localhost",
+        "localhost:8000",
+        "LOCALHOST:1",
+        "[::1]",
+        "[::1]:8000",
+        "[0:0:0:0:0:0:0:1]:80",
+    ],
+)
+def test_loopback_host_headers_still_answer(host):
+    c = TestClient(server.create_app(allowed_hosts=server.LOOPBACK_NAMES))
+    assert c.get("/api/limits", headers={"host": host}).status_code == 200, host
