@@ -444,3 +444,28 @@ def test_malformed_host_header_is_refused(host):
 def test_loopback_host_headers_still_answer(host):
     c = TestClient(server.create_app(allowed_hosts=server.LOOPBACK_NAMES))
     assert c.get("/api/limits", headers={"host": host}).status_code == 200, host
+
+
+GET_APIS = ["/api/trace", "/api/compare", "/api/limits", "/api/profile", "/api/ladder", "/api/openapi.json"]
+
+
+@pytest.mark.parametrize("path", GET_APIS)
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+def test_other_methods_on_a_get_api_are_405_with_allow(client, path, method):
+    """Issue 17 item 15: POST/PUT/PATCH/DELETE on /api/trace were 404 "no such API"; now 405 naming the method,
+    with `Allow: GET, HEAD`. A path that is no API stays a 404 whatever the method."""
+    r = client.request(method, path)
+    assert r.status_code == 405, (method, path, r.status_code, r.text)
+    assert r.headers["allow"] == "GET, HEAD"
+    assert r.json()["field"] == "method" and r.json()["detail"].startswith(f"method: {method} is not answered")
+    assert client.request(method, "/api/no-such").status_code == 404
+
+
+@pytest.mark.parametrize("path", GET_APIS)
+def test_head_is_answered_as_get_without_the_body(client, path):
+    got, head = client.get(path), client.head(path)
+    assert head.status_code == got.status_code, (path, head.status_code)
+    assert head.content == b""
+    assert head.headers.get("content-length") == got.headers.get("content-length")
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert "content-security-policy" in head.headers

@@ -67,7 +67,41 @@ class App(FastAPI):
     allowed_hosts: tuple[str, ...] | None = None
 
     def build_middleware_stack(self):
-        return Guard(super().build_middleware_stack(), self.allowed_hosts)
+        return Guard(HeadAsGet(super().build_middleware_stack(), self), self.allowed_hosts)
+
+    def get_apis(self) -> frozenset[str]:
+        """The paths under /api/ that answer GET (and so HEAD): every other method on them is a 405."""
+        return frozenset(
+            path
+            for route in self.routes
+            if (path := getattr(route, "path", "")).startswith("/api/")
+            and "{" not in path
+            and "GET" in (getattr(route, "methods", None) or ())
+        )
+
+
+ALLOW = "GET, HEAD"
+
+
+class HeadAsGet:
+    """HEAD on an API answers as GET does, without the body (FastAPI's routes take GET only): the same status and
+    headers, Content-Length included."""
+
+    def __init__(self, app, routes: App) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] not in self.routes.get_apis():
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def create_app(
@@ -133,9 +167,16 @@ def create_app(
             return JSONResponse({"detail": str(exc)[:300]}, status_code=404)
 
     @app.api_route(
-        "/api/{rest:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
+        "/api/{rest:path}",
+        methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        include_in_schema=False,
     )
-    async def api_not_found(rest: str) -> Response:
+    async def api_not_found(request: Request, rest: str) -> Response:
+        if request.url.path in app.get_apis():  # an API of GET, asked with another method
+            words = f"{request.method} is not answered here: {request.url.path} takes {ALLOW}"
+            answer = api_error("method", words, 405)
+            answer.headers["Allow"] = ALLOW
+            return answer
         return api_error("path", f"no such API: /api/{clip_path(rest)}", status=404)
 
     root = static_dir()
