@@ -282,8 +282,9 @@ def test_an_abandoned_trace_stops_at_the_engines_next_step(monkeypatch):
 
 
 def test_the_queue_is_bounded_and_clients_that_leave_it_start_no_work(monkeypatch):
-    """Item 17: two runs and WAITING queued requests fill the gate: one more (a compare too) is 503 with
-    Retry-After at once, /api/limits still answers, and queued requests whose clients leave are dropped."""
+    """Item 17: two runs and WAITING queued requests fill the gate: one more (the comparison's engine curves too) is
+    503 with Retry-After at once, /api/limits and /api/compare (closed forms) still answer, and queued requests whose
+    clients leave are dropped."""
     held = Held()
     monkeypatch.setattr(server, "compute_json", held)
     app = server.create_app()
@@ -293,12 +294,14 @@ def test_the_queue_is_bounded_and_clients_that_leave_it_start_no_work(monkeypatc
         wait_for(lambda: gate.running == 2, "two runs on the engine")
         queued = [send(port, f"/api/trace?seed={s}") for s in range(10, 10 + gate_module.WAITING)]
         wait_for(lambda: gate.waiting == gate_module.WAITING, "the queue is full")
-        for path in ("/api/compare?n=64", "/api/trace?seed=99"):
+        for path in ("/api/curves?n=64", "/api/trace?seed=99"):
             status, headers, body = get(url + path)
             assert status == 503 and headers["retry-after"] == str(gate_module.RETRY_AFTER_S)
             assert b"\n" not in body and json.loads(body)["detail"].startswith("busy")
         status, _, body = get(url + "/api/limits")
         assert status == 200 and json.loads(body)["n"] == [1, 4096]
+        status, _, body = get(url + "/api/compare?n=4096&d=64&br=128&bc=11")  # issue 17 item 10: not queued
+        assert status == 200 and json.loads(body)["algorithms"]["fa2"]["total"]["bytes"] > 0
         for sock in queued:
             sock.close()
         wait_for(lambda: gate.waiting == 0, "the clients that left are out of the queue")
@@ -374,7 +377,14 @@ def test_only_ascii_integers_are_integers(client, value):
 
 def test_openapi_schema_has_typed_bounded_parameters(client):
     doc = client.get("/api/openapi.json").json()
-    assert set(doc["paths"]) == {"/api/trace", "/api/compare", "/api/limits", "/api/profile", "/api/ladder"}
+    assert set(doc["paths"]) == {
+        "/api/trace",
+        "/api/compare",
+        "/api/curves",
+        "/api/limits",
+        "/api/profile",
+        "/api/ladder",
+    }
     trace = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace"]["get"]["parameters"]}
     assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block"]
     for name, (lo, hi) in API_LIMITS.items():
@@ -446,7 +456,15 @@ def test_loopback_host_headers_still_answer(host):
     assert c.get("/api/limits", headers={"host": host}).status_code == 200, host
 
 
-GET_APIS = ["/api/trace", "/api/compare", "/api/limits", "/api/profile", "/api/ladder", "/api/openapi.json"]
+GET_APIS = [
+    "/api/trace",
+    "/api/compare",
+    "/api/curves",
+    "/api/limits",
+    "/api/profile",
+    "/api/ladder",
+    "/api/openapi.json",
+]
 
 
 @pytest.mark.parametrize("path", GET_APIS)

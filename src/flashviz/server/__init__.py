@@ -18,11 +18,12 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
 from .. import __version__
 from ..config import Config, ConfigError
-from .gate import Gate
+from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
 from .params import CompareQuery, TraceQuery, api_error, config_error, validation_error
 
@@ -132,11 +133,26 @@ def create_app(
         cfg = query.config()
         return await gate.answer(request, cfg, compute, cfg)
 
-    @app.get("/api/compare", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
-    async def get_compare(request: Request, query: Annotated[CompareQuery, Query()]) -> Response:
-        """Every algorithm at one config: closed forms, a sweep of N, the engine's phase curves."""
+    closed_forms = Cache(entries=64)  # the comparison's answers: no engine, so never behind the gate
+
+    @app.get("/api/compare", responses={200: DOCUMENT, 422: ERROR})
+    async def get_compare(query: Annotated[CompareQuery, Query()]) -> Response:
+        """Every algorithm at one config from the closed forms, and a sweep of N: no engine runs, so it never waits
+        behind traces (`curves` is null: GET /api/curves has the engine's counters per phase)."""
         params = query.model_dump()
-        return await gate.answer(request, ("compare", *sorted(params.items())), compare, params)
+        key = ("compare", *sorted(params.items()))
+        body = closed_forms.get(key)
+        if body is None:
+            body = await run_in_threadpool(compare, params)
+            closed_forms.put(key, body)
+        return Response(content=body, media_type="application/json")
+
+    @app.get("/api/curves", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
+    async def get_curves(request: Request, query: Annotated[CompareQuery, Query()]) -> Response:
+        """The comparison's animation: each algorithm's launch-wide counters per phase at one config, from counters-only
+        engine runs (queued with traces; past the API's work bounds an algorithm says why it is skipped)."""
+        params = query.model_dump()
+        return await gate.answer(request, ("curves", *sorted(params.items())), phase_curves, params)
 
     @app.get("/api/limits", responses={200: DOCUMENT})
     async def get_limits() -> dict[str, Any]:
@@ -221,7 +237,18 @@ def compare_json(params: dict[str, Any]) -> bytes:
     from ..compare_api import compare_document
 
     # the stdlib's ints have no 64-bit limit: at N near 2^31, standard attention's byte counts pass 2^64
-    return json.dumps(compare_document(**params), separators=(",", ":"), allow_nan=False).encode()
+    doc = compare_document(**params, with_curves=False)
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+
+
+def phase_curves(params: dict[str, Any]) -> bytes:
+    return curves_json(params)
+
+
+def curves_json(params: dict[str, Any]) -> bytes:
+    from ..compare_api import curves
+
+    return json.dumps(curves(**params), separators=(",", ":"), allow_nan=False).encode()
 
 
 def compute_json(cfg: Config) -> bytes:
