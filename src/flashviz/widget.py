@@ -54,6 +54,26 @@ class Viewer(anywidget.AnyWidget):
         self.trace: Trace | dict[str, Any] = shown
         self.on_msg(self._on_message)
 
+    @traitlets.validate("height")
+    def _check_height(self, proposal: dict[str, Any]) -> int:
+        from .api import height_of
+
+        return height_of(proposal["value"])  # a ConfigError (a ValueError) naming height, as flashviz.show says it
+
+    @traitlets.validate("config")
+    def _check_config(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        """A launch set here (from Python, or by the page showing one) is checked as flashviz.trace checks its
+        arguments: `w.config = {'n': -1}` is a ConfigError naming n, and the launch on screen stays; `{'n': 16}` is
+        that launch with flashviz.trace's defaults for the rest."""
+        value = proposal["value"]
+        cfg = config_of(value)
+        # every field of the page's ConfigParams, in its order, as plain JSON values (np.int64(16) is 16): the page
+        # opens a launch it is given whole; "" (the default algorithm, as the page may write it) stays ""
+        full = {k: getattr(cfg, k) for k in CONFIG_KEYS}
+        if value.get("algo") == "":
+            full["algo"] = ""
+        return full
+
     @classmethod
     def of_trace(cls, trace: Trace, height: int = 760) -> Viewer:
         return cls(_documents_of(trace.config, trace.to_json()), trace, height=height)
@@ -101,20 +121,30 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
     return Documents(origin=ORIGIN, limits=limits_document(default=config["algo"]), traces=[(config, data)], host=True)
 
 
+CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal")  # the page's ConfigParams (web/src/state.ts)
+
+
 def config_of(params: Any, block: Any = None) -> Config:
-    """A Config from the page's ConfigParams (web/src/state.ts); bad values are left for Config's messages."""
+    """A checked Config from the page's ConfigParams (flashviz.api.launch, as flashviz.trace checks its arguments);
+    keys left out take flashviz.trace's defaults. A ConfigError names what is wrong."""
     from .algos import DEFAULT
+    from .api import launch
 
     if not isinstance(params, dict):
-        raise ConfigError("config", "must be an object with algo, n, d, br, bc, seed, scale, causal")
-    keys = ("n", "d", "br", "bc", "seed")
-    if block is not None and (isinstance(block, bool) or not isinstance(block, int)):
-        raise ConfigError("block", "must be an integer, at least 0")
-    sizes: dict[str, Any] = {k: params[k] for k in keys if k in params}
-    return Config(
-        algo=params.get("algo") or DEFAULT,
-        **sizes,
-        scale=params.get("scale"),
+        raise ConfigError("config", f"must be an object with {', '.join(CONFIG_KEYS)}")
+    unknown = [k for k in params if k not in CONFIG_KEYS]
+    if unknown:
+        raise ConfigError("config", f"unknown key {shown_key(unknown[0])}; accepted: {', '.join(CONFIG_KEYS)}")
+    algo = params.get("algo")
+    return launch(
+        algo=DEFAULT if algo is None or (isinstance(algo, str) and not algo) else algo,
+        **{k: params[k] for k in ("n", "d", "br", "bc", "seed", "scale") if k in params},
         causal=params.get("causal", False),
-        record=None if block is None else (block,),
+        block=block,
     )
+
+
+def shown_key(key: Any) -> str:
+    from .config import shown
+
+    return shown(key)
