@@ -95,7 +95,8 @@ def test_widget_height_and_config_set_from_python_are_checked():
     w = flashviz.show(n=8, height=np.int64(500))
     assert w.height == 500
     before = dict(w.config)
-    for bad, field in (({"n": -1}, "n"), ({"n": 8, "colour": 1}, "config"), ({"scale": True}, "scale")):
+    cases = [({"n": -1}, "n"), ({"n": 8, "colour": 1}, "config"), ({"scale": True}, "scale"), (None, "config")]
+    for bad, field in [*cases, ([1], "config")]:
         with pytest.raises(ConfigError) as info:
             w.config = bad
         assert info.value.field == field
@@ -175,11 +176,11 @@ def judge_trace(kwargs) -> list[str]:
     found = []
     cfg = t.config
     for name in ("n", "d", "br", "bc", "seed"):
-        if name in kwargs and not plain_equal(kwargs[name], cfg[name]):
+        if kwargs.get(name) is not None and not plain_equal(kwargs[name], cfg[name]):  # None: the default
             found.append(f"{name}={kwargs[name]!r} became {cfg[name]!r}")
     if "causal" in kwargs and not plain_equal(kwargs["causal"], cfg["causal"]):
         found.append(f"causal={kwargs['causal']!r} became {cfg['causal']!r}")
-    if kwargs.get("scale") is not None and not plain_equal(kwargs["scale"], cfg["scale"]):
+    if kwargs.get("scale") is not None and not plain_equal(float(kwargs["scale"]), cfg["scale"]):
         found.append(f"scale={kwargs['scale']!r} became {cfg['scale']!r}")
     if kwargs.get("block") is not None and cfg["recorded_blocks"] != [int(kwargs["block"])]:
         found.append(f"block={kwargs['block']!r} recorded {cfg['recorded_blocks']!r}")

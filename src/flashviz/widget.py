@@ -37,12 +37,20 @@ def esm() -> str:
     return host.replace("__PAGE__", json.dumps(template())).replace("__MARK__", json.dumps(PLACEHOLDER))
 
 
+class Launch(traitlets.Any):
+    """The `config` trait: any value reaches Viewer._check_config (None too), which refuses all but a launch in one
+    line (traitlets' Dict would refuse a list in its own many-line words)."""
+
+    allow_none = False
+    info_text = "a launch: a dict of algo, n, d, br, bc, seed, scale, causal"
+
+
 class Viewer(anywidget.AnyWidget):
     """The flashviz viewer in a notebook. Make one with `flashviz.show(...)`."""
 
     _esm = esm()
     _documents = traitlets.Unicode("").tag(sync=True)
-    config = traitlets.Dict().tag(sync=True)
+    config = Launch({}).tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     height = traitlets.Int(760).tag(sync=True)
 
