@@ -417,3 +417,13 @@ def test_attention_takes_numpy_scalars(attention_stubbed):
     assert o.shape == good.shape and lse.shape == good.shape[:3]
     with pytest.raises(ValueError, match=r"^causal must be True or False; got 1$"):
         flashviz.attention(good, good, good, causal=1)
+
+
+def test_widget_asks_are_judged_by_the_apis_bounds_in_its_words():
+    """A launch the page asks for is checked against the API's bounds first, as the server says it (the notebook's
+    browser test: N=4096, D=256 is refused for its N*N*D, not for the CLI's bound on (block, tile) pairs)."""
+    w = fresh_widget()
+    ask = {"type": "ask", "id": 1, "kind": "trace", "config": {**w.config, "n": 4096, "d": 256}}
+    assert judge_message(w, ask) == []
+    reply = w.sent[-1][0]
+    assert reply["ok"] is False and reply["field"] == "n" and "N*N*D must be at most" in reply["detail"]

@@ -142,12 +142,14 @@ def launch(
     scale: Any = None,
     causal: Any = False,
     block: Any = None,
+    api: bool = False,
 ) -> Config:
-    """The Python API's launch arguments as a checked Config: the one path for `flashviz.trace`, `flashviz.show` and
+    """The Python API's launch arguments as a checked Config (`api`: under the API's bounds, Config.api_validated):
+    the one path for `flashviz.trace`, `flashviz.show` and
     the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold (np.int64(8),
     np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number either
     (scale=b'8'): each is a ConfigError naming the argument and its range (Config.validated says it)."""
-    return Config(
+    cfg = Config(
         algo=algo,
         n=8 if n is None else _integer(n),
         d=4 if d is None else _integer(d),
@@ -157,7 +159,8 @@ def launch(
         scale=None if scale is None else _number(scale),
         causal=_boolean(causal),
         record=None if block is None else (_integer(block),),
-    ).validated()
+    )
+    return cfg.api_validated() if api else cfg.validated()
 
 
 def height_of(value: Any) -> int:

@@ -109,16 +109,16 @@ class Viewer(anywidget.AnyWidget):
         self.send({**reply, "ok": True}, [data])
 
     def _answer(self, content: dict[str, Any]) -> bytes:
-        cfg = config_of(content.get("config"), content.get("block"))
+        # the API's bounds (a launch the page can hold), its words: as the server's page says them
+        cfg = config_of(content.get("config"), content.get("block"), api=True)
         if content.get("kind") == "compare":
             from .compare_api import compare_document
 
-            cfg = cfg.api_validated()
             doc = compare_document(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
             return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
         from .tracer import make_trace
 
-        made = make_trace(cfg.api_validated())  # the API's bounds: a launch the page can hold
+        made = make_trace(cfg)
         self.trace = made
         return made.to_json()
 
@@ -132,7 +132,7 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
 CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal")  # the page's ConfigParams (web/src/state.ts)
 
 
-def config_of(params: Any, block: Any = None) -> Config:
+def config_of(params: Any, block: Any = None, api: bool = False) -> Config:
     """A checked Config from the page's ConfigParams (flashviz.api.launch, as flashviz.trace checks its arguments);
     keys left out take flashviz.trace's defaults. A ConfigError names what is wrong."""
     from .algos import DEFAULT
@@ -149,6 +149,7 @@ def config_of(params: Any, block: Any = None) -> Config:
         **{k: params[k] for k in ("n", "d", "br", "bc", "seed", "scale") if k in params},
         causal=params.get("causal", False),
         block=block,
+        api=api,
     )
 
 
