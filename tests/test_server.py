@@ -282,8 +282,9 @@ def test_an_abandoned_trace_stops_at_the_engines_next_step(monkeypatch):
 
 
 def test_the_queue_is_bounded_and_clients_that_leave_it_start_no_work(monkeypatch):
-    """Item 17: two runs and WAITING queued requests fill the gate: one more (a compare too) is 503 with
-    Retry-After at once, /api/limits still answers, and queued requests whose clients leave are dropped."""
+    """Item 17: two runs and WAITING queued requests fill the gate: one more (the comparison's engine curves too) is
+    503 with Retry-After at once, /api/limits and /api/compare (closed forms) still answer, and queued requests whose
+    clients leave are dropped."""
     held = Held()
     monkeypatch.setattr(server, "compute_json", held)
     app = server.create_app()
@@ -293,12 +294,14 @@ def test_the_queue_is_bounded_and_clients_that_leave_it_start_no_work(monkeypatc
         wait_for(lambda: gate.running == 2, "two runs on the engine")
         queued = [send(port, f"/api/trace?seed={s}") for s in range(10, 10 + gate_module.WAITING)]
         wait_for(lambda: gate.waiting == gate_module.WAITING, "the queue is full")
-        for path in ("/api/compare?n=64", "/api/trace?seed=99"):
+        for path in ("/api/curves?n=64", "/api/trace?seed=99"):
             status, headers, body = get(url + path)
             assert status == 503 and headers["retry-after"] == str(gate_module.RETRY_AFTER_S)
             assert b"\n" not in body and json.loads(body)["detail"].startswith("busy")
         status, _, body = get(url + "/api/limits")
         assert status == 200 and json.loads(body)["n"] == [1, 4096]
+        status, _, body = get(url + "/api/compare?n=4096&d=64&br=128&bc=11")  # issue 17 item 10: not queued
+        assert status == 200 and json.loads(body)["algorithms"]["fa2"]["total"]["bytes"] > 0
         for sock in queued:
             sock.close()
         wait_for(lambda: gate.waiting == 0, "the clients that left are out of the queue")
@@ -374,7 +377,14 @@ def test_only_ascii_integers_are_integers(client, value):
 
 def test_openapi_schema_has_typed_bounded_parameters(client):
     doc = client.get("/api/openapi.json").json()
-    assert set(doc["paths"]) == {"/api/trace", "/api/compare", "/api/limits", "/api/profile", "/api/ladder"}
+    assert set(doc["paths"]) == {
+        "/api/trace",
+        "/api/compare",
+        "/api/curves",
+        "/api/limits",
+        "/api/profile",
+        "/api/ladder",
+    }
     trace = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace"]["get"]["parameters"]}
     assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block"]
     for name, (lo, hi) in API_LIMITS.items():
@@ -402,3 +412,78 @@ def test_the_built_viewer_is_served_with_its_assets(client):
             continue
         assert "://" not in asset and not asset.startswith("//"), f"{asset} would leave the local server"
         assert client.get("/" + asset.removeprefix("./").lstrip("/")).status_code == 200, asset
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::1]evil.example.com",
+        "[::1].evil.example.com:80",
+        "[::1]:80evil",
+        "[::1]x:80",
+        "127.0.0.1:80:80",
+        "127.0.0.1 evil",
+        "localhost:abc",
+        "[evil.example.com]",
+        "[::1",
+        "",
+    ],
+)
+def test_malformed_host_header_is_refused(host):
+    """Issue 17 item 16: `[::1]evil.example.com` and `[::1].evil.example.com:80` were read as `::1` (200); the Host
+    header is parsed whole (a host and an optional port) and anything else is a 400 naming Host."""
+    c = TestClient(server.create_app(allowed_hosts=server.LOOPBACK_NAMES))
+    r = c.get("/api/limits", headers={"host": host})
+    assert r.status_code == 400, (host, r.status_code, r.text)
+    assert r.json()["field"] == "Host" and "\n" not in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "127.0.0.1:8000",
+        "localhost",
+        "localhost:8000",
+        "LOCALHOST:1",
+        "[::1]",
+        "[::1]:8000",
+        "[0:0:0:0:0:0:0:1]:80",
+    ],
+)
+def test_loopback_host_headers_still_answer(host):
+    c = TestClient(server.create_app(allowed_hosts=server.LOOPBACK_NAMES))
+    assert c.get("/api/limits", headers={"host": host}).status_code == 200, host
+
+
+GET_APIS = [
+    "/api/trace",
+    "/api/compare",
+    "/api/curves",
+    "/api/limits",
+    "/api/profile",
+    "/api/ladder",
+    "/api/openapi.json",
+]
+
+
+@pytest.mark.parametrize("path", GET_APIS)
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+def test_other_methods_on_a_get_api_are_405_with_allow(client, path, method):
+    """Issue 17 item 15: POST/PUT/PATCH/DELETE on /api/trace were 404 "no such API"; now 405 naming the method,
+    with `Allow: GET, HEAD`. A path that is no API stays a 404 whatever the method."""
+    r = client.request(method, path)
+    assert r.status_code == 405, (method, path, r.status_code, r.text)
+    assert r.headers["allow"] == "GET, HEAD"
+    assert r.json()["field"] == "method" and r.json()["detail"].startswith(f"method: {method} is not answered")
+    assert client.request(method, "/api/no-such").status_code == 404
+
+
+@pytest.mark.parametrize("path", GET_APIS)
+def test_head_is_answered_as_get_without_the_body(client, path):
+    got, head = client.get(path), client.head(path)
+    assert head.status_code == got.status_code, (path, head.status_code)
+    assert head.content == b""
+    assert head.headers.get("content-length") == got.headers.get("content-length")
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert "content-security-policy" in head.headers

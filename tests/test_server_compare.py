@@ -51,9 +51,12 @@ def test_compare_is_flashviz_compare_plus_what_the_page_needs(client):
 
 
 def test_compare_curves_end_at_the_engines_totals(client):
-    doc = client.get("/api/compare", params={"n": 10, "d": 4, "br": 4, "bc": 3, "causal": "true"}).json()
+    query = {"n": 10, "d": 4, "br": 4, "bc": 3, "causal": "true"}
+    doc = client.get("/api/compare", params=query).json()
+    assert doc["curves"] is None  # the closed forms only: the engine's curves are GET /api/curves
+    curves = client.get("/api/curves", params=query).json()
     for name in REGISTRY:
-        curve = doc["curves"][name]
+        curve = curves[name]
         if not doc["algorithms"][name]["supported"]:  # tiles its kernel does not run: no engine run either
             assert "skipped" in curve
             continue
@@ -95,8 +98,9 @@ def test_compare_sweep_is_the_closed_forms_over_n(client):
 def test_compare_past_the_engines_bounds_still_answers_from_the_closed_forms(client):
     doc = client.get("/api/compare", params={"n": 65536, "d": 64, "br": 64, "bc": 64}).json()
     assert doc["algorithms"]["fa2"]["total"]["bytes"] > 0
+    curves = client.get("/api/curves", params={"n": 65536, "d": 64, "br": 64, "bc": 64}).json()
     for name in REGISTRY:
-        assert "n:" in doc["curves"][name]["skipped"]
+        assert "n:" in curves[name]["skipped"]
 
 
 @pytest.mark.parametrize(
@@ -138,9 +142,56 @@ def test_compare_counts_past_64_bits():
     doc = r.json()  # the stdlib's json reads ints of any size
     want = compare(876706528, 4, 4, 4, False)["algorithms"]["standard"]["total"]["bytes"]
     assert want > 2**64 and doc["algorithms"]["standard"]["total"]["bytes"] == want
-    assert "skipped" in doc["curves"]["fa2"]
+    assert "skipped" in TestClient(server.create_app()).get("/api/curves?n=876706528").json()["fa2"]
 
 
 def test_compare_blank_fields_mean_the_defaults(client):
     doc = client.get("/api/compare?n=&d=&br=&bc=&causal=").json()
     assert doc["config"] == compare(8, 4, 4, 4, False)["config"]
+
+
+def engine_refuses(monkeypatch):
+    """Every way into an engine raises: each algorithm's executor, the tracer and the phase curves."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the engine ran")
+
+    for algo in REGISTRY.values():
+        monkeypatch.setattr(algo.engine, "execute", refuse)
+    monkeypatch.setattr("flashviz.tracer.make_trace", refuse)
+    monkeypatch.setattr("flashviz.compare_api.phase_curve", refuse)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["n=4096&d=64&br=128&bc=11", "n=1024&d=64&br=64&bc=64&causal=true", "n=10&d=4&br=4&bc=3", "n=65536&d=128"],
+)
+def test_compare_runs_no_engine(monkeypatch, query):
+    """Issue 17 item 10: /api/compare ran the engine for its phase curves (6.1 s at N=4096, D=64, Br=128, Bc=11,
+    where `flashviz compare` takes 0.25 s). Now it answers from the closed forms with every engine refusing to run,
+    and its numbers are `flashviz compare`'s."""
+    engine_refuses(monkeypatch)
+    client = TestClient(server.create_app())
+    r = client.get(f"/api/compare?{query}")
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    cfg = doc["config"]
+    want = compare(cfg["n"], cfg["d"], cfg["br"], cfg["bc"], cfg["causal"])
+    for name, entry in want["algorithms"].items():
+        assert doc["algorithms"][name].get("total") == entry.get("total"), name
+    assert doc["curves"] is None
+
+
+def test_compare_answers_while_the_trace_queue_is_full(monkeypatch):
+    """Issue 17 item 10: compares queued with traces, so 59 of 67 got 503 under load. With the gate full (a trace
+    and the engine's curves are refused), /api/compare still answers."""
+    engine_refuses(monkeypatch)
+    app = server.create_app()
+    gate = app.state.gate
+    gate.waiting = gate.max_waiting  # as if that many requests waited for the engine
+    client = TestClient(app)
+    assert client.get("/api/trace?seed=7").status_code == 503
+    assert client.get("/api/curves?n=64").status_code == 503
+    r = client.get("/api/compare?n=4096&d=64&br=128&bc=11")
+    assert r.status_code == 200, r.text
+    assert r.json()["algorithms"]["fa2"]["total"] == compare(4096, 64, 128, 11, False)["algorithms"]["fa2"]["total"]

@@ -1,10 +1,11 @@
-"""What the viewer's comparison view asks for (`GET /api/compare`): every algorithm at one config from the
-closed-form models (`flashviz.compare`, the same numbers `flashviz compare` prints), the bytes causal masking
-saves, a sweep of N for the traffic chart, and launch-wide counters per phase so the page can advance every
-algorithm's counters together.
+"""What the viewer's comparison view asks for: every algorithm at one config from the closed-form models
+(`flashviz.compare`, the same numbers `flashviz compare` prints), the bytes causal masking saves and a sweep of N
+for the traffic chart (`GET /api/compare`: no engine), and launch-wide counters per phase so the page can advance
+every algorithm's counters together (`GET /api/curves`).
 
-Only the phase curves run an engine (no values recorded: counters only, ~0.1 s at N=1024); they are left out
-(with the reason) when the config is past the API's work bounds, where the closed forms still answer.
+Only the phase curves run an engine (no values recorded: counters only, ~0.1 s at N=1024); the server queues them
+with traces, and they are left out (with the reason) when the config is past the API's work bounds. `flashviz
+export` and the notebook widget put both in one document (`compare_document`).
 """
 
 from __future__ import annotations

@@ -45,6 +45,16 @@ def shown(value: object) -> str:
     return text if len(text) <= ECHO_MAX else text[: ECHO_MAX - 1] + "…"
 
 
+def finite_number(value: object) -> bool:
+    """A Python int or float (not a bool: True is no scale) of finite value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past a float's range
+        return False
+
+
 class ConfigError(ValueError):
     """A bad setting: `field` names the flag or parameter, the message says what is accepted."""
 
@@ -131,14 +141,17 @@ class Config:
             )
         if self.scale is not None:
             least, most = SCALE_RANGE
-            if not (isinstance(self.scale, (int, float)) and math.isfinite(self.scale)) or not (
-                least <= abs(self.scale) <= most
-            ):
-                raise ConfigError("scale", f"must be a finite number with {least:g} <= |scale| <= {most:g}")
+            if not (finite_number(self.scale) and least <= abs(self.scale) <= most):
+                raise ConfigError(
+                    "scale", f"must be a finite number with {least:g} <= |scale| <= {most:g} (got {shown(self.scale)})"
+                )
         if self.record is not None:
-            bad = [b for b in self.record if not 0 <= b < self.blocks]
-            if bad:
-                raise ConfigError("block", f"must be in 0..{self.blocks - 1} for N={self.n}, {self.block_size}")
+            where = f"0..{self.blocks - 1} for N={self.n}, {self.block_size}"
+            if not isinstance(self.record, tuple):
+                raise ConfigError("block", f"must be an integer in {where} (got {shown(self.record)})")
+            for b in self.record:  # True is no block (bool is an int to Python)
+                if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < self.blocks:
+                    raise ConfigError("block", f"must be an integer in {where} (got {shown(b)})")
         algorithm(self.algo).check_launch(self)  # its own rules: the tiles a kernel can run, say
         return self
 

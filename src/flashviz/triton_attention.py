@@ -29,6 +29,18 @@ def _cut(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def plain(value):
+    """NumPy's scalars as the Python values they hold (np.True_ is True, np.float32(0.5) is 0.5), as flashviz.trace
+    takes them; anything else as given, for check_inputs to judge."""
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value
+
+
 def check_inputs(q, k, v, causal, scale) -> None:
     """Raise ValueError, one line naming the argument and what is accepted, for anything the kernels can't take."""
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -505,6 +517,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
 
     Returns O, (B, H, N, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
+    causal, scale, return_lse = plain(causal), plain(scale), plain(return_lse)
     check_inputs(q, k, v, causal, scale)
     if not isinstance(return_lse, bool):
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")

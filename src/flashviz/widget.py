@@ -37,12 +37,20 @@ def esm() -> str:
     return host.replace("__PAGE__", json.dumps(template())).replace("__MARK__", json.dumps(PLACEHOLDER))
 
 
+class Launch(traitlets.Any):
+    """The `config` trait: any value reaches Viewer._check_config (None too), which refuses all but a launch in one
+    line (traitlets' Dict would refuse a list in its own many-line words)."""
+
+    allow_none = False
+    info_text = "a launch: a dict of algo, n, d, br, bc, seed, scale, causal"
+
+
 class Viewer(anywidget.AnyWidget):
     """The flashviz viewer in a notebook. Make one with `flashviz.show(...)`."""
 
     _esm = esm()
     _documents = traitlets.Unicode("").tag(sync=True)
-    config = traitlets.Dict().tag(sync=True)
+    config = Launch({}).tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     height = traitlets.Int(760).tag(sync=True)
 
@@ -53,6 +61,26 @@ class Viewer(anywidget.AnyWidget):
         super().__init__(_documents=documents.html(), config=page_config(config), **kwargs)
         self.trace: Trace | dict[str, Any] = shown
         self.on_msg(self._on_message)
+
+    @traitlets.validate("height")
+    def _check_height(self, proposal: dict[str, Any]) -> int:
+        from .api import height_of
+
+        return height_of(proposal["value"])  # a ConfigError (a ValueError) naming height, as flashviz.show says it
+
+    @traitlets.validate("config")
+    def _check_config(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        """A launch set here (from Python, or by the page showing one) is checked as flashviz.trace checks its
+        arguments: `w.config = {'n': -1}` is a ConfigError naming n, and the launch on screen stays; `{'n': 16}` is
+        that launch with flashviz.trace's defaults for the rest."""
+        value = proposal["value"]
+        cfg = config_of(value)
+        # every field of the page's ConfigParams, in its order, as plain JSON values (np.int64(16) is 16): the page
+        # opens a launch it is given whole; "" (the default algorithm, as the page may write it) stays ""
+        full = {k: getattr(cfg, k) for k in CONFIG_KEYS}
+        if value.get("algo") == "":
+            full["algo"] = ""
+        return full
 
     @classmethod
     def of_trace(cls, trace: Trace, height: int = 760) -> Viewer:
@@ -81,16 +109,16 @@ class Viewer(anywidget.AnyWidget):
         self.send({**reply, "ok": True}, [data])
 
     def _answer(self, content: dict[str, Any]) -> bytes:
-        cfg = config_of(content.get("config"), content.get("block"))
+        # the API's bounds (a launch the page can hold), its words: as the server's page says them
+        cfg = config_of(content.get("config"), content.get("block"), api=True)
         if content.get("kind") == "compare":
             from .compare_api import compare_document
 
-            cfg = cfg.api_validated()
             doc = compare_document(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
             return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
         from .tracer import make_trace
 
-        made = make_trace(cfg.api_validated())  # the API's bounds: a launch the page can hold
+        made = make_trace(cfg)
         self.trace = made
         return made.to_json()
 
@@ -101,20 +129,31 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
     return Documents(origin=ORIGIN, limits=limits_document(default=config["algo"]), traces=[(config, data)], host=True)
 
 
-def config_of(params: Any, block: Any = None) -> Config:
-    """A Config from the page's ConfigParams (web/src/state.ts); bad values are left for Config's messages."""
+CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal")  # the page's ConfigParams (web/src/state.ts)
+
+
+def config_of(params: Any, block: Any = None, api: bool = False) -> Config:
+    """A checked Config from the page's ConfigParams (flashviz.api.launch, as flashviz.trace checks its arguments);
+    keys left out take flashviz.trace's defaults. A ConfigError names what is wrong."""
     from .algos import DEFAULT
+    from .api import launch
 
     if not isinstance(params, dict):
-        raise ConfigError("config", "must be an object with algo, n, d, br, bc, seed, scale, causal")
-    keys = ("n", "d", "br", "bc", "seed")
-    if block is not None and (isinstance(block, bool) or not isinstance(block, int)):
-        raise ConfigError("block", "must be an integer, at least 0")
-    sizes: dict[str, Any] = {k: params[k] for k in keys if k in params}
-    return Config(
-        algo=params.get("algo") or DEFAULT,
-        **sizes,
-        scale=params.get("scale"),
+        raise ConfigError("config", f"must be an object with {', '.join(CONFIG_KEYS)}")
+    unknown = [k for k in params if k not in CONFIG_KEYS]
+    if unknown:
+        raise ConfigError("config", f"unknown key {shown_key(unknown[0])}; accepted: {', '.join(CONFIG_KEYS)}")
+    algo = params.get("algo")
+    return launch(
+        algo=DEFAULT if algo is None or (isinstance(algo, str) and not algo) else algo,
+        **{k: params[k] for k in ("n", "d", "br", "bc", "seed", "scale") if k in params},
         causal=params.get("causal", False),
-        record=None if block is None else (block,),
+        block=block,
+        api=api,
     )
+
+
+def shown_key(key: Any) -> str:
+    from .config import shown
+
+    return shown(key)

@@ -92,7 +92,8 @@ export async function fetchLimits(signal?: AbortSignal): Promise<Limits | null> 
   }
 }
 
-/** GET /api/compare: every algorithm at one config (closed forms), a sweep of N, and per-phase counter curves. */
+/** GET /api/compare: every algorithm at one config (closed forms), a sweep of N; the per-phase counter curves come
+ *  with it from `flashviz export` and the widget, and from the server by GET /api/curves (an engine run, queued). */
 export interface CompareEntry {
   title: string;
   /** the name the comparison's columns, rows and chart use ("FA2") */
@@ -129,6 +130,25 @@ export interface CompareDoc {
   baseline?: string;
   sweep: { n: number[]; bytes: Record<string, number[]> };
   curves: Record<string, PhaseCurve | { skipped: string }> | null;
+}
+
+export type Curves = Record<string, PhaseCurve | { skipped: string }>;
+
+/** GET /api/curves: each algorithm's launch-wide counters per phase (the comparison's animation). When the server
+ *  cannot give them (busy, gone), every algorithm says why instead: the table and the chart do not need them. */
+export async function fetchCurves(c: ConfigParams, names: string[], signal?: AbortSignal): Promise<Curves> {
+  const q = new URLSearchParams({ n: String(c.n), d: String(c.d), br: String(c.br), bc: String(c.bc) });
+  if (c.causal) q.set("causal", "true");
+  let why: string;
+  try {
+    const res = await fetch(`api/curves?${q}`, { signal, headers: { Accept: "application/json" } });
+    if (res.ok) return (await res.json()) as Curves;
+    why = (await errorOf(res)).detail;
+  } catch (e) {
+    if (signal?.aborted || (e instanceof DOMException && e.name === "AbortError")) throw e;
+    why = `the server did not answer (${(e as Error).message})`;
+  }
+  return Object.fromEntries(names.map((a) => [a, { skipped: why }]));
 }
 
 export async function fetchCompare(c: ConfigParams, signal?: AbortSignal): Promise<CompareDoc> {

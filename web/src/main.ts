@@ -358,7 +358,8 @@ function pickBlock(b: number): void {
   void loadConfig(app.state.config, { block: b, phase });
 }
 
-/** The comparison of every algorithm at this config (cheap: closed forms, and counters-only engine runs). */
+/** The comparison of every algorithm at this config (cheap: closed forms; then the counters-only engine runs of its
+ *  race, from a server). */
 async function loadCompare(c: ConfigParams): Promise<void> {
   app.comparing?.abort();
   const ctl = new AbortController();
@@ -370,9 +371,18 @@ async function loadCompare(c: ConfigParams): Promise<void> {
     compare.setDoc(doc);
     showRegimes(byId("regimes-table"), byId("regimes-note"), doc);
     if (app.trace) counters.showSaving(app.trace, doc);
-    if (app.trace) {
-      const s = app.trace.steps[app.state.step];
-      if (s) compare.follow(progressAfter(s.phase, app.trace.phases.length));
+    const follow = () => {
+      const s = app.trace?.steps[app.state.step];
+      if (app.trace && s) compare.follow(progressAfter(s.phase, app.trace.phases.length));
+    };
+    follow();
+    if (doc.curves === null) {
+      // the server's closed forms came first; the engine's curves (queued with traces) animate the race when they come
+      const curves = await source.curves(c, doc, ctl.signal);
+      if (ctl.signal.aborted || app.compare !== doc) return;
+      doc.curves = curves;
+      compare.setDoc(doc);
+      follow();
     }
   } catch (e) {
     if (ctl.signal.aborted || (e instanceof DOMException && e.name === "AbortError")) return;

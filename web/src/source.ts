@@ -5,7 +5,9 @@
 import {
   ApiError,
   type CompareDoc,
+  type Curves,
   fetchCompare,
+  fetchCurves,
   fetchLimits,
   fetchProfile,
   fetchTrace,
@@ -22,6 +24,8 @@ export interface Source {
   limits(): Promise<Limits | null>;
   trace(c: ConfigParams, record?: number | null, signal?: AbortSignal): Promise<Trace>;
   compare(c: ConfigParams, signal?: AbortSignal): Promise<CompareDoc>;
+  /** the comparison's per-phase curves, for a compare document that came without them (the server's) */
+  curves(c: ConfigParams, doc: CompareDoc, signal?: AbortSignal): Promise<Curves>;
   profile(): Promise<unknown | null>;
   /** the recorded ladder run (GET /api/ladder's document, or the one inlined in the page), or the one-line reason
    *  there is none */
@@ -42,6 +46,7 @@ export function serverSource(): Source {
     limits: () => fetchLimits(),
     trace: (c, record = null, signal) => fetchTrace(c, record, signal),
     compare: (c, signal) => fetchCompare(c, signal),
+    curves: (c, doc, signal) => fetchCurves(c, Object.keys(doc.algorithms), signal),
     profile: () => fetchProfile(),
     ladder: () => fetchLadder(),
     search: () => location.search,
@@ -178,6 +183,11 @@ function inlineSource(doc: Document, index: Index): Source {
       if (host) return JSON.parse(await host.ask("compare", { config: c }, signal)) as CompareDoc;
       if (server) return server.compare(c, signal);
       throw new ApiError(0, `not held in this file (written by ${index.origin}); \`flashviz serve\` computes it for any launch`, null);
+    },
+    curves(c, doc, signal) {
+      if (server) return server.curves(c, doc, signal);
+      const why = `not held in this file (written by ${index.origin})`;
+      return Promise.resolve(Object.fromEntries(Object.keys(doc.algorithms).map((a) => [a, { skipped: why }])));
     },
     profile: () => (server ? server.profile() : Promise.resolve(null)),
     ladder() {

@@ -18,11 +18,12 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
 from .. import __version__
 from ..config import Config, ConfigError
-from .gate import Gate
+from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
 from .params import CompareQuery, TraceQuery, api_error, config_error, validation_error
 
@@ -67,7 +68,41 @@ class App(FastAPI):
     allowed_hosts: tuple[str, ...] | None = None
 
     def build_middleware_stack(self):
-        return Guard(super().build_middleware_stack(), self.allowed_hosts)
+        return Guard(HeadAsGet(super().build_middleware_stack(), self), self.allowed_hosts)
+
+    def get_apis(self) -> frozenset[str]:
+        """The paths under /api/ that answer GET (and so HEAD): every other method on them is a 405."""
+        return frozenset(
+            path
+            for route in self.routes
+            if (path := getattr(route, "path", "")).startswith("/api/")
+            and "{" not in path
+            and "GET" in (getattr(route, "methods", None) or ())
+        )
+
+
+ALLOW = "GET, HEAD"
+
+
+class HeadAsGet:
+    """HEAD on an API answers as GET does, without the body (FastAPI's routes take GET only): the same status and
+    headers, Content-Length included."""
+
+    def __init__(self, app, routes: App) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] not in self.routes.get_apis():
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def create_app(
@@ -98,11 +133,26 @@ def create_app(
         cfg = query.config()
         return await gate.answer(request, cfg, compute, cfg)
 
-    @app.get("/api/compare", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
-    async def get_compare(request: Request, query: Annotated[CompareQuery, Query()]) -> Response:
-        """Every algorithm at one config: closed forms, a sweep of N, the engine's phase curves."""
+    closed_forms = Cache(entries=64)  # the comparison's answers: no engine, so never behind the gate
+
+    @app.get("/api/compare", responses={200: DOCUMENT, 422: ERROR})
+    async def get_compare(query: Annotated[CompareQuery, Query()]) -> Response:
+        """Every algorithm at one config from the closed forms, and a sweep of N: no engine runs, so it never waits
+        behind traces (`curves` is null: GET /api/curves has the engine's counters per phase)."""
         params = query.model_dump()
-        return await gate.answer(request, ("compare", *sorted(params.items())), compare, params)
+        key = ("compare", *sorted(params.items()))
+        body = closed_forms.get(key)
+        if body is None:
+            body = await run_in_threadpool(compare, params)
+            closed_forms.put(key, body)
+        return Response(content=body, media_type="application/json")
+
+    @app.get("/api/curves", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
+    async def get_curves(request: Request, query: Annotated[CompareQuery, Query()]) -> Response:
+        """The comparison's animation: each algorithm's launch-wide counters per phase at one config, from counters-only
+        engine runs (queued with traces; past the API's work bounds an algorithm says why it is skipped)."""
+        params = query.model_dump()
+        return await gate.answer(request, ("curves", *sorted(params.items())), phase_curves, params)
 
     @app.get("/api/limits", responses={200: DOCUMENT})
     async def get_limits() -> dict[str, Any]:
@@ -133,9 +183,16 @@ def create_app(
             return JSONResponse({"detail": str(exc)[:300]}, status_code=404)
 
     @app.api_route(
-        "/api/{rest:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
+        "/api/{rest:path}",
+        methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        include_in_schema=False,
     )
-    async def api_not_found(rest: str) -> Response:
+    async def api_not_found(request: Request, rest: str) -> Response:
+        if request.url.path in app.get_apis():  # an API of GET, asked with another method
+            words = f"{request.method} is not answered here: {request.url.path} takes {ALLOW}"
+            answer = api_error("method", words, 405)
+            answer.headers["Allow"] = ALLOW
+            return answer
         return api_error("path", f"no such API: /api/{clip_path(rest)}", status=404)
 
     root = static_dir()
@@ -180,7 +237,18 @@ def compare_json(params: dict[str, Any]) -> bytes:
     from ..compare_api import compare_document
 
     # the stdlib's ints have no 64-bit limit: at N near 2^31, standard attention's byte counts pass 2^64
-    return json.dumps(compare_document(**params), separators=(",", ":"), allow_nan=False).encode()
+    doc = compare_document(**params, with_curves=False)
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+
+
+def phase_curves(params: dict[str, Any]) -> bytes:
+    return curves_json(params)
+
+
+def curves_json(params: dict[str, Any]) -> bytes:
+    from ..compare_api import curves
+
+    return json.dumps(curves(**params), separators=(",", ":"), allow_nan=False).encode()
 
 
 def compute_json(cfg: Config) -> bytes:

@@ -4,6 +4,9 @@ allow-list (a page elsewhere cannot reach the server by DNS rebinding), and no c
 
 from __future__ import annotations
 
+import ipaddress
+import re
+
 from fastapi.responses import JSONResponse
 
 from .params import clip
@@ -39,7 +42,7 @@ class Guard:
 
     def __init__(self, app, allowed_hosts: tuple[str, ...] | None = None) -> None:
         self.app = app
-        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        self.allowed_hosts = None if allowed_hosts is None else {canonical(h) for h in allowed_hosts}
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -54,11 +57,20 @@ class Guard:
 
     def refusal(self, scope) -> JSONResponse | None:
         headers = dict(scope.get("headers", []))
-        host = host_name(headers.get(b"host", b""))
+        raw = headers.get(b"host", b"")
+        host = host_name(raw)
+        if self.allowed_hosts is not None and host is None:
+            return JSONResponse(
+                {
+                    "detail": f"Host {clip(raw.decode('latin-1'))!r} is not a host name and an optional port",
+                    "field": "Host",
+                },
+                status_code=400,
+            )
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             return JSONResponse(
                 {
-                    "detail": f"Host {clip(host)!r} is not a name this server answers to; "
+                    "detail": f"Host {clip(host or '')!r} is not a name this server answers to; "
                     "add it with `flashviz serve --allow-host NAME`",
                     "field": "Host",
                 },
@@ -89,9 +101,30 @@ def with_headers(send):
     return wrapped
 
 
-def host_name(header: bytes) -> str:
-    """The Host header without its port: `127.0.0.1:8000` -> `127.0.0.1`, `[::1]:8000` -> `::1`."""
+# RFC 9110's Host: uri-host [ ":" port ]; uri-host an IP literal in brackets, or a reg-name / IPv4 address
+BRACKETED = re.compile(r"\[([0-9a-f:.]+)\](?::[0-9]{0,5})?")
+PLAIN = re.compile(r"([a-z0-9._~-]+)(?::[0-9]{0,5})?")
+
+
+def canonical(name: str) -> str:
+    """An allowed host as host_name gives it: lower case, an IPv6 address in its short form."""
+    name = name.lower().strip("[]")
+    try:
+        return str(ipaddress.IPv6Address(name))
+    except ValueError:
+        return name
+
+
+def host_name(header: bytes) -> str | None:
+    """The Host header without its port: `127.0.0.1:8000` -> `127.0.0.1`, `[::1]:8000` -> `::1`; None when the
+    header is not a host and an optional port, whole (`[::1]evil.example.com`, `[::1].evil.example.com:80`,
+    `a:b:c`, a space): such a request is refused, never read as the name in front."""
     host = header.decode("latin-1").lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    bracketed = BRACKETED.fullmatch(host)
+    if bracketed:
+        try:
+            return str(ipaddress.IPv6Address(bracketed.group(1)))
+        except ValueError:
+            return None
+    plain = PLAIN.fullmatch(host)
+    return plain.group(1) if plain else None

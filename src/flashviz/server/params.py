@@ -179,7 +179,7 @@ class CompareQuery(Query):
     }
 
 
-QUERIES: dict[str, type[Query]] = {"/api/trace": TraceQuery, "/api/compare": CompareQuery}
+QUERIES: dict[str, type[Query]] = {"/api/trace": TraceQuery, "/api/compare": CompareQuery, "/api/curves": CompareQuery}
 
 
 def block_range(params: Mapping[str, str]) -> str:
