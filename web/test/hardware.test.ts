@@ -1,7 +1,8 @@
 // Issue 11: the hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
 import type { HwTrace, RegimesDoc } from "../src/hwTypes";
-import { placeOf, warpColour, wavesText } from "../src/render/hardware";
+import { sramText } from "../src/render/compare";
+import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
 import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
 
@@ -53,5 +54,16 @@ describe("wavesText", () => {
     expect(wavesText(0.5)).toBe("0.50");
     expect(wavesText(2 / 528)).toBe("0.0038");
     expect(wavesText(0)).toBe("0.00");
+  });
+});
+
+describe("shared memory, one unit on the page (issue 17 item 8)", () => {
+  it("writes the hardware section's shared memory as compare's SRAM row does, in KiB", () => {
+    const fa2 = Object.values((FA2C as HwTrace).hardware!.kernels)[0]!;
+    expect(smemText(fa2)).toBe(sramText(COMPARE.algorithms.fa2!));
+    // N=4096, D=64, Br=Bc=64: the fa2 kernel's 82,432 bytes (the hardware section said "82.4 kB")
+    expect(smemText({ smem_bytes: 82432 })).toBe("80.5 KiB");
+    expect(sramText({ sram_bytes: 82432, sram_fits: true })).toBe("80.5 KiB");
+    expect(sramText({ sram_bytes: 300 * 1024, sram_fits: false })).toBe("300.0 KiB (too big)");
   });
 });

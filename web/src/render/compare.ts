@@ -70,6 +70,11 @@ export function chartDomain(doc: CompareDoc): { nLo: number; nHi: number; bLo: n
   };
 }
 
+/** One algorithm's "SRAM per block" cell: shared memory in KiB (the hardware section's very string), or a dash. */
+export function sramText(e: { sram_bytes?: number | null; sram_fits?: boolean | null }): string {
+  return e.sram_bytes ? kib(e.sram_bytes) + (e.sram_fits === false ? " (too big)" : "") : "\u2014";
+}
+
 /** A power of ten of bytes in decimal units: 1 kB, 10 kB, 100 kB, 1 MB, ... */
 export function decadeLabel(b: number): string {
   const units = ["B", "kB", "MB", "GB", "TB", "PB"];
@@ -342,7 +347,7 @@ export class CompareView {
       ),
       row(
         "SRAM per block",
-        (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"),
+        (a) => sramText(e(a)),
         "compare-sram",
       ),
       row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014")),
