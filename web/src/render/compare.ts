@@ -345,11 +345,7 @@ export class CompareView {
       row(`traffic \u00f7 ${d.baseline ? `${shortName(d, d.baseline)}'s` : "the baseline's"}`, (a) =>
         typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014",
       ),
-      row(
-        "SRAM per block",
-        (a) => sramText(e(a)),
-        "compare-sram",
-      ),
+      row("SRAM per block", (a) => sramText(e(a)), "compare-sram"),
       row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014")),
       d.config.causal ? row("causal saves", (a) => (e(a).saved_bytes ? bytes(e(a).saved_bytes!) : "\u2014"), "compare-saved") : null,
     );
