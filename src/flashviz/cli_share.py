@@ -97,13 +97,28 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
     except NoBundle as exc:
         raise ConfigError("OUT", str(exc)) from None
     _write(out, html)
-    traces = sum(len(data) for _, data in docs.traces)
-    compares = sum(len(data) for _, data in docs.compares)
-    parts = [f"{len(docs.traces)} trace{'s' * (len(docs.traces) != 1)} {human_bytes(traces)}"]
+    click.echo(f"wrote {out} ({human_bytes(len(html))}: {size_line(docs)})", err=True)
+
+
+def size_line(docs: Any) -> str:
+    """What each part of the exported file weighs, each measured (`flashviz.page.sizes`): the viewer with its fonts,
+    each trace (by algorithm and N), the comparison, the recorded ladder run, the index."""
+    from .page import sizes
+
+    size = dict(sizes(docs))
+    traces = [size[f"trace {k}"] for k in range(len(docs.traces))]
+    each = [f"{cfg['algo']} N={cfg['n']} {human_bytes(b)}" for (cfg, _), b in zip(docs.traces, traces, strict=True)]
+    parts = [f"the viewer with its fonts {human_bytes(size['viewer'])}"]
+    if len(traces) == 1:
+        parts.append(f"1 trace ({each[0]})")
+    else:
+        parts.append(f"{len(traces)} traces {human_bytes(sum(traces))} ({', '.join(each)})")
     if docs.compares:
-        parts.append(f"the comparison {human_bytes(compares)}")
-    parts.append(f"the viewer with its fonts {human_bytes(len(html) - traces - compares)}")
-    click.echo(f"wrote {out} ({human_bytes(len(html))}: {', '.join(parts)})", err=True)
+        parts.append(f"the comparison {human_bytes(sum(size[f'compare {k}'] for k in range(len(docs.compares))))}")
+    if "ladder" in size:
+        parts.append(f"the recorded ladder run {human_bytes(size['ladder'])}")
+    parts.append(f"the index {human_bytes(size['index'])}")
+    return ", ".join(parts)
 
 
 def _run(algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block) -> list[tuple[dict, bytes]]:
