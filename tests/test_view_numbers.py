@@ -62,3 +62,33 @@ def test_sizes_add_up_to_the_file():
     assert sum(parts.values()) == len(html)
     assert parts["trace 0"] == element_bytes(html, "flashviz-trace-0")
     assert parts["compare 0"] == element_bytes(html, "flashviz-compare-0")
+
+
+def table_numbers(text: str) -> set[str]:
+    """Every number in the table rows of a rich table's text."""
+    return {tok for line in text.splitlines() if line.startswith("│") for tok in re.findall(r"\d[\d,.]*", line)}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("compare", "--n", "4096", "--d", "64", "--br", "64", "--bc", "64"),
+        ("compare", "--n", "4096", "--d", "64", "--br", "64", "--bc", "64", "--causal", "--ring", "4"),
+        ("compare", "--n", "2147483647", "--d", "256", "--br", "128", "--bc", "11", "--causal"),
+        ("ladder",),
+    ],
+    ids=["compare", "compare-ring", "compare-huge", "ladder"],
+)
+def test_terminal_tables_fit_columns(args):
+    """Item 17: with COLUMNS=80, compare printed 93 columns and ladder 150 (a pipe got a fixed 132 or 150). Every
+    line now fits, and every number of the wide table is still there, whole (no "…")."""
+    import os
+
+    narrow = run_cli(*args, env={**os.environ, "COLUMNS": "80"})
+    wide = run_cli(*args, env={**os.environ, "COLUMNS": "400"})
+    assert narrow.returncode == 0 and wide.returncode == 0, narrow.stderr + wide.stderr
+    widths = [len(line) for line in narrow.stdout.splitlines()]
+    assert max(widths) <= 80, max(widths)
+    assert max(len(line) for line in wide.stdout.splitlines()) > 80  # the test would show nothing otherwise
+    assert "…" not in narrow.stdout
+    assert table_numbers(wide.stdout) <= table_numbers(narrow.stdout)

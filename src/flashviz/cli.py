@@ -289,15 +289,15 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
 
         print_line(json.dumps(doc, indent=2, ensure_ascii=False))
         return
-    from rich.console import Console
+    from .term_tables import console, print_fitted
 
     with to_stdout() as out:
-        # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe
-        console = Console(file=out, width=None if getattr(out, "isatty", lambda: False)() else 132)
-        console.print(render(doc))
-        console.print(render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
+        # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe with no
+        # COLUMNS; narrower than the table, it is cut into tables of fewer algorithms each (issue 17 item 17)
+        con = console(out, wide=132)
+        print_fitted(con, render(doc), render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
         if ring is not None:
-            console.print(render_ring(doc["ring"]))
+            print_fitted(con, render_ring(doc["ring"]))
 
 
 @cli.command()
@@ -326,13 +326,12 @@ def ladder(source, as_json) -> None:
 
         print_line(json.dumps(doc, indent=1, ensure_ascii=False))
         return
-    from rich.console import Console
+    from .term_tables import console, print_fitted
 
     with to_stdout() as out:
-        console = Console(file=out)
-        if not console.is_terminal:  # a pipe or a file: wide enough for the table's eleven columns
-            console = Console(file=out, width=150)
-        console.print(*render(doc))
+        # a pipe or a file with no COLUMNS: wide enough for the table's eleven columns; a narrower terminal gets the
+        # columns in several tables, each with the rung's number and name (issue 17 item 17)
+        print_fitted(console(out, wide=150), *render(doc), keep=2)
 
 
 class NoLadder(click.ClickException):
