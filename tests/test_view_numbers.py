@@ -92,3 +92,47 @@ def test_terminal_tables_fit_columns(args):
     assert max(len(line) for line in wide.stdout.splitlines()) > 80  # the test would show nothing otherwise
     assert "…" not in narrow.stdout
     assert table_numbers(wide.stdout) <= table_numbers(narrow.stdout)
+
+
+def shipped_ladder() -> dict:
+    import json
+
+    folder = Path(__file__).parents[1] / "src/flashviz/data/ladder"
+    return json.loads(sorted(folder.glob("*.json"))[-1].read_text())
+
+
+def test_tensor_core_words_are_the_ladders_numbers():
+    """Item 12: "the same schedule runs hundreds of times faster" where the ladder measured 4.8x for the tensor cores
+    alone and 263x for all its rungs. The sentence now carries those two figures, computed from the shipped run."""
+    import json
+
+    from flashviz.api import trace
+
+    rungs = {r["label"]: r for r in shipped_ladder()["rungs"]}
+    alone = rungs["Triton fp32, CUDA cores"]["ms"] / rungs["Triton fp32, tensor cores"]["ms"]
+    every = rungs["seed kernel, as written"]["ms"] / rungs["Triton bf16, autotuned"]["ms"]
+    why = json.loads(trace("fa2-triton", 64, 32, 64, 32, seed=11).to_json())["tensor_cores"]["why"]
+    assert "hundreds" not in why
+    assert f"{alone:.1f}\u00d7 faster (Triton fp32, CUDA cores \u2192 Triton fp32, tensor cores)" in why, why
+    assert f"{every:.0f}\u00d7" in why and "seed kernel, as written" in why, why
+
+
+def test_one_bf16_peak_with_its_run_named():
+    """Item 12: the ladder said bf16 783.4 TFLOP/s (its run), the FLOP ratio of compare and the page 746.6 (the
+    parallelism run). Every place now quotes the ladder run's one peak and names that run."""
+    from flashviz.compare import compare
+    from flashviz.ring_model import recorded_tflops
+
+    run = shipped_ladder()
+    peak = f"{run['peaks']['bf16_matmul']['tflops']:.1f} TFLOP/s"
+    anchor = compare(64, 16, 16, 16, False)["flops_anchor"]
+    assert f"{anchor['matmul_tflops']} TFLOP/s" == peak
+    assert anchor["source"].startswith("the ladder run") and anchor["date"] == run["date"]
+    assert f"{recorded_tflops()[0]:.1f} TFLOP/s" == peak and "ladder run" in recorded_tflops()[1]
+    wide = {"COLUMNS": "200"}
+    import os
+
+    out = run_cli("compare", "--n", "64", "--d", "16", env={**os.environ, **wide}).stdout
+    out += run_cli("ladder", env={**os.environ, **wide}).stdout
+    quoted = set(re.findall(r"bf16[ _a-z-]*matmul (\d+\.\d) TFLOP/s", out.replace("\n", " ")))
+    assert quoted == {peak.split()[0]}, quoted
