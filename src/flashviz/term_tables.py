@@ -34,7 +34,8 @@ def natural_width(renderable: Any) -> int:
 def fit(table: Any, width: int, keep: int = 1) -> list[Any]:
     """`table`, or when it is wider than `width`, the same rows cut into several tables by columns: each holds the
     first `keep` columns (the row labels) and as many of the others, in order, as fit in `width`. The first keeps the
-    title, the last the caption. A column too wide even alone with the labels folds its cells (no "…")."""
+    title; the caption follows them all, as wide as the console. A column too wide even alone with the labels folds
+    its cells (no "…")."""
     if natural_width(table) <= width or len(table.columns) <= keep + 1:
         return [_folded(table)] if natural_width(table) > width else [table]
     labels, rest = table.columns[:keep], table.columns[keep:]
@@ -43,8 +44,15 @@ def fit(table: Any, width: int, keep: int = 1) -> list[Any]:
         if groups[-1] and natural_width(_part(table, [*labels, *groups[-1], col], True, True)) > width:
             groups.append([])
         groups[-1].append(col)
-    parts = [_part(table, labels + g, k == 0, k == len(groups) - 1) for k, g in enumerate(groups)]
-    return [_folded(p) if natural_width(p) > width else p for p in parts]
+    parts = [_part(table, labels + g, k == 0, False) for k, g in enumerate(groups)]
+    below = [] if not table.caption else [_caption(table.caption)]  # at the console's width, not the last part's
+    return [*(_folded(p) if natural_width(p) > width else p for p in parts), *below]
+
+
+def _caption(caption: Any) -> Any:
+    from rich.text import Text
+
+    return Text(caption) if isinstance(caption, str) else caption
 
 
 def _part(table: Any, columns: list[Any], title: bool, caption: bool) -> Any:
