@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from flashviz.units import human_bytes
@@ -136,3 +137,60 @@ def test_one_bf16_peak_with_its_run_named():
     out += run_cli("ladder", env={**os.environ, **wide}).stdout
     quoted = set(re.findall(r"bf16[ _a-z-]*matmul (\d+\.\d) TFLOP/s", out.replace("\n", " ")))
     assert quoted == {peak.split()[0]}, quoted
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Item 11: what the badge judges, and fa2-backward on ill-conditioned inputs
+# ----------------------------------------------------------------------------------------------------------
+GRADS = ("dQ", "dK", "dV")
+
+
+def test_backward_at_scale_1e6_is_judged_within_tolerance(tmp_path):
+    """A one-hot softmax (--scale 1e6): the true dQ, dK cancel to ~0 and the check divided the float32 rounding of
+    their terms by that ~0 (dQ "max rel" 0.41, and 1e9 at N=64: a ✗ on a legitimate run). Gradients are judged
+    against the scale of their terms now, and each output says what its error is over."""
+    import json
+
+    out = tmp_path / "t.json"
+    for scale in ("1e6", "-1e6"):
+        r = run_cli("trace", "--algo", "fa2-backward", "--n", "33", "--d", "8", "--br", "4", "--bc", "4", "--causal",
+                    "--seed", "5", "--scale", scale, "-o", str(out))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        ref = json.loads(out.read_text())["reference"]
+        assert ref["ok"], {k: ref[k]["max_rel"] for k in GRADS}
+        for k in GRADS:
+            assert ref[k]["over"] == "the largest sum of the magnitudes of its terms" and ref[k]["over_value"] > 0
+        assert ref["O"]["over"] == "max |ref|" and ref["L"]["over"] == "max(1, max |ref|)"
+
+
+def test_backward_with_a_true_gradient_of_zero(rng):
+    """V's rows all equal: dP - Delta = 0, so dQ = dK = 0 in exact arithmetic; float32 leaves ~1e-5, which the old
+    check divided by max |dQ| ~ 1e-14 (max rel 3.7e8, ✗)."""
+    import json
+
+    from flashviz.api import trace
+
+    n, d = 32, 8
+    inputs = {k: (3 * rng.standard_normal((n, d))).astype(np.float32) for k in ("Q", "K", "dO")}
+    inputs["V"] = np.tile(3 * rng.standard_normal((1, d)), (n, 1)).astype(np.float32)
+    ref = json.loads(trace("fa2-backward", None, None, 8, 8, inputs=inputs).to_json())["reference"]
+    assert ref["ok"], {k: ref[k]["max_rel"] for k in GRADS}
+    assert ref["dQ"]["max_abs"] > 0  # float32 did leave something: the check judged it, it did not see zeros
+
+
+def test_gradient_magnitudes_still_catch_a_wrong_gradient(rng):
+    """The scale of the terms is no blanket: a gradient off by 1e-3 of its own size fails the 1e-4 tolerance."""
+    from flashviz import reference
+    from flashviz.algos import get
+
+    n, d, scale = 40, 16, 0.3
+    q, k, v, do = (rng.standard_normal((n, d)) for _ in range(4))
+    ref = reference.attention_backward(q, k, v, do, scale, causal=True)
+    mags = reference.backward_magnitudes(q, k, v, do, scale, causal=True)
+    tol = get("fa2-backward").expect.TOLERANCE
+    for name in GRADS:
+        assert mags[name] >= np.abs(ref[name]).max()  # the terms' scale is at least the result's
+        wrong = {**ref, name: ref[name] + 1e-3 * np.abs(ref[name]).max() * rng.standard_normal(ref[name].shape)}
+        checked = reference.check(wrong, ref, tol, frozenset({"L"}), mags)
+        assert not checked[name]["ok"] and not checked["ok"], name
+        assert all(checked[x]["ok"] for x in ref if x != name)

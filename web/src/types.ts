@@ -53,6 +53,9 @@ export interface ErrorCheck {
   tolerance_rel: number;
   nonfinite: number;
   ok: boolean;
+  /** what max_rel is max_abs over: "max |ref|", "max(1, max |ref|)", or the scale of a gradient's terms */
+  over?: string;
+  over_value?: number;
 }
 
 /** Where a write's values are in the trace. */

@@ -1,9 +1,12 @@
 // Issue 11: the hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
+import { sci } from "../src/format";
 import type { HwTrace, RegimesDoc } from "../src/hwTypes";
+import { badgeWords, judgedText } from "../src/render/badge";
 import { sramText } from "../src/render/compare";
 import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
+import type { ErrorCheck } from "../src/types";
 import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
 
 describe("the trace's hardware and flops keys", () => {
@@ -65,5 +68,19 @@ describe("shared memory, one unit on the page (issue 17 item 8)", () => {
     expect(smemText({ smem_bytes: 82432 })).toBe("80.5 KiB");
     expect(sramText({ sram_bytes: 82432, sram_fits: true })).toBe("80.5 KiB");
     expect(sramText({ sram_bytes: 300 * 1024, sram_fits: false })).toBe("300.0 KiB (too big)");
+  });
+});
+
+describe("the exactness badge (issue 17 item 11)", () => {
+  it("writes the relative error it judges and the tolerance it is judged against, not an absolute error", () => {
+    const o = FA2C.reference.O as ErrorCheck;
+    expect(badgeWords("O", o)).toBe(`O rel err ${sci(o.max_rel)} \u2264 ${sci(o.tolerance_rel)}`);
+    expect(badgeWords("O", o)).not.toContain(sci(o.max_abs!));
+    const bad: ErrorCheck = { max_abs: 0.5, max_rel: 3e-4, tolerance_rel: 1e-5, nonfinite: 0, ok: false, over: "max |ref|" };
+    expect(badgeWords("l", bad)).toBe(`l rel err ${sci(3e-4)} > ${sci(1e-5)}`);
+    expect(judgedText("dQ", { ...bad, over: "the largest sum of the magnitudes of its terms" })).toContain(
+      "over the largest sum of the magnitudes of its terms",
+    );
+    expect(badgeWords("O", { ...bad, nonfinite: 3, max_abs: null, max_rel: null })).toBe("O 3 not finite");
   });
 });
