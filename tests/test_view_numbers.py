@@ -194,3 +194,28 @@ def test_gradient_magnitudes_still_catch_a_wrong_gradient(rng):
         checked = reference.check(wrong, ref, tol, frozenset({"L"}), mags)
         assert not checked[name]["ok"] and not checked["ok"], name
         assert all(checked[x]["ok"] for x in ref if x != name)
+
+
+def test_trace_of_an_algorithm_with_its_own_defaults_runs_with_no_flags(tmp_path):
+    """Item 13: `flashviz trace --algo fa2-triton` with no other flags failed ("--d: must be one of 32, 64, ...
+    (got 4)"): the seed's N=8, D=4 are no launch of its kernel. It now runs at the algorithm's own defaults, and a
+    flag given is kept."""
+    import json
+
+    from flashviz.algos import get
+
+    own = dict(get("fa2-triton").example or {})
+    assert own and get("fa2-triton").example_why
+    out = tmp_path / "t.json"
+    r = run_cli("trace", "--algo", "fa2-triton", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads(out.read_text())["config"]
+    assert {k: cfg[k] for k in own} == own
+    r = run_cli("trace", "--algo", "fa2-triton", "--d", "64", "--n", "40", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads(out.read_text())["config"]
+    assert (cfg["n"], cfg["d"], cfg["br"], cfg["bc"]) == (40, 64, own["br"], own["bc"])
+    r = run_cli("count", "--algo", "fa2-triton")
+    assert r.returncode == 0 and f"N={own['n']} D={own['d']}" in r.stdout, r.stderr
+    r = run_cli("trace", "-o", str(out))  # an algorithm without its own: the seed's example, as before
+    assert r.returncode == 0 and json.loads(out.read_text())["config"]["n"] == 8

@@ -80,7 +80,7 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
             raise ConfigError("--trace", f"holds its own launch: give either --trace files or {flag} and the others")
         held = [_trace_file(path) for path in trace_files]
     else:
-        held = _run(**flags)
+        held = _run(ctx=ctx, **flags)
     if gif and len(held) > 1:
         raise ConfigError("--gif", f"animates one launch (got {len(held)}): give one --algo or one --trace")
     docs = documents(held, compare=not no_compare and not gif)
@@ -121,14 +121,22 @@ def size_line(docs: Any) -> str:
     return ", ".join(parts)
 
 
-def _run(algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block) -> list[tuple[dict, bytes]]:
-    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays')."""
+def _run(
+    algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block, ctx: click.Context | None = None
+) -> list[tuple[dict, bytes]]:
+    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the sizes not
+    given on the command line, the algorithm's own defaults)."""
     from .algos import get
     from .api import trace
+    from .cli_options import algorithm_sizes
     from .inputs import NAMES, load_npz
 
     held = []
+    given = {"n": n, "d": d, "br": br, "bc": bc}
     for algo in algos:
+        if ctx is not None:
+            own = algorithm_sizes(ctx, algo, given)
+            n, d, br, bc = own["n"], own["d"], own["br"], own["bc"]
         inputs = None
         if inputs_path is not None:
             inputs = load_npz(inputs_path, NAMES, tuple(k for k in get(algo).inputs if k not in NAMES))

@@ -336,8 +336,10 @@ export interface AlgoInfo {
   allowed?: Record<string, number[]> | null;
   /** those rules in words */
   launch_rule?: string;
-  /** a launch it runs: the page's form switches a field that breaks `allowed` to this value */
+  /** its own defaults (a launch that shows it well): the page's form switches to them when it is picked */
   example?: Record<string, number> | null;
+  /** why those are its defaults, in words */
+  example_why?: string;
 }
 
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */
