@@ -317,7 +317,8 @@ export class CompareView {
         "tr",
         { "data-testid": testid },
         h("th", { scope: "row" }, label),
-        ...names.map((a) => h("td", { class: "num", "data-algo": a }, cell(a))),
+        // data-label: on a phone each row is a card, each algorithm's value under its name (styles.css, table.stack)
+        ...names.map((a) => h("td", { class: "num", "data-algo": a, "data-label": shortName(d, a) }, cell(a))),
       );
     const head = h(
       "thead",
