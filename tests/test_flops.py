@@ -122,5 +122,5 @@ def test_the_trace_carries_counted_model_and_the_measured_anchor(algo):
     assert f["matmul"] == f["counted"]["matmul"] > 0
     assert f["non_matmul"] == sum(f["counted"][k] for k in NON_MATMUL) > 0
     assert f["anchor"]["paper_ratio"] == 16
-    assert 11 < f["anchor"]["measured_ratio"] < 12  # bench/results/parallelism: 747 / 64.3 TFLOP/s
+    assert 11 < f["anchor"]["measured_ratio"] < 13  # the ladder run (flashviz.peaks): 783.4 / 64.8 TFLOP/s
     assert t.phases[-1]["flops"] == f["counted"]  # the phases' cumulative counters end at the launch's

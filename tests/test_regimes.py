@@ -32,7 +32,7 @@ def test_compare_prints_the_issues_example_and_both_regimes():
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ 32 × ")}
     assert rows["32 × 128 (this config)"].rstrip(" │").endswith("fa1")
     assert rows["32 × 16"].rstrip(" │").endswith("fa2")
-    assert "Br ≥ Bc" in out and "11.6×" in out and "~16×" in out
+    assert "Br ≥ Bc" in out and "12.1×" in out and "~16×" in out  # the ladder run: 783.4 / 64.8 TFLOP/s
     assert "non-matmul FLOPs" in out and "matmul FLOPs" in out
 
 
@@ -72,7 +72,7 @@ def test_real_forward_tiles_are_at_least_as_tall_as_wide():
 def test_compare_flops_are_the_closed_forms():
     doc = compare(300, 8, 16, 32, causal=True)
     assert doc["algorithms"]["fa1"]["flops"]["by_kind"]["div"] > doc["algorithms"]["fa2"]["flops"]["by_kind"]["div"]
-    assert doc["flops_anchor"]["measured_ratio"] == pytest.approx(11.6, abs=0.05)
+    assert doc["flops_anchor"]["measured_ratio"] == pytest.approx(12.1, abs=0.05)  # the ladder run's peaks
 
 
 def test_the_readmes_parallelism_table_is_the_recorded_run():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .algos import REGISTRY, get
-from .cli_options import Bounded, FilePath, Number, algo_option, causal_option, size_options
+from .cli_options import Bounded, FilePath, Number, algo_option, algorithm_sizes, causal_option, size_options
 from .cli_share import export, view
 from .config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
 from .gpu.cli import group as gpu_group
@@ -95,6 +95,7 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
         return run_kernel_trace(kernel=kernel, n=n, d=d, causal=causal, seed=seed, scale=scale,
                                 inputs_path=inputs_path, output=output, indent=indent, **kernel_opts)  # fmt: skip
     reject_kernel_options()
+    n, d, br, bc = own_sizes(algo, n, d, br, bc)
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
     trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
@@ -112,6 +113,12 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
         except OSError as exc:
             raise ConfigError("-o", f"cannot write {shown(str(output))}: {exc.strerror}") from None
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
+
+
+def own_sizes(algo: str, n: int, d: int, br: int, bc: int) -> tuple[int, int, int, int]:
+    """N, D, Br, Bc with those not given on the command line the algorithm's own defaults (cli_options)."""
+    s = algorithm_sizes(click.get_current_context(), algo, {"n": n, "d": d, "br": br, "bc": bc})
+    return s["n"], s["d"], s["br"], s["bc"]  # type: ignore[return-value]
 
 
 def build_trace(
@@ -156,6 +163,7 @@ def build_trace(
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def count(algo, n, d, br, bc, causal, as_json) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
+    n, d, br, bc = own_sizes(algo, n, d, br, bc)
     record = get(algo)
     record.check_launch(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal))  # tiles its kernel runs
     model = record.traffic.count(n, d, br, bc, causal)
@@ -239,6 +247,7 @@ def steps(algo, n, d, br, bc, causal, seed, block) -> None:
     from .views.table import render
 
     require_stdout()  # a closed stdout fails before the engine runs, not after
+    n, d, br, bc = own_sizes(algo, n, d, br, bc)
     tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal))
     with to_stdout() as out:
         Console(file=out).print(*tables)
@@ -289,15 +298,15 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
 
         print_line(json.dumps(doc, indent=2, ensure_ascii=False))
         return
-    from rich.console import Console
+    from .term_tables import console, print_fitted
 
     with to_stdout() as out:
-        # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe
-        console = Console(file=out, width=None if getattr(out, "isatty", lambda: False)() else 132)
-        console.print(render(doc))
-        console.print(render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
+        # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe with no
+        # COLUMNS; narrower than the table, it is cut into tables of fewer algorithms each (issue 17 item 17)
+        con = console(out, wide=132)
+        print_fitted(con, render(doc), render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
         if ring is not None:
-            console.print(render_ring(doc["ring"]))
+            print_fitted(con, render_ring(doc["ring"]))
 
 
 @cli.command()
@@ -326,13 +335,12 @@ def ladder(source, as_json) -> None:
 
         print_line(json.dumps(doc, indent=1, ensure_ascii=False))
         return
-    from rich.console import Console
+    from .term_tables import console, print_fitted
 
     with to_stdout() as out:
-        console = Console(file=out)
-        if not console.is_terminal:  # a pipe or a file: wide enough for the table's eleven columns
-            console = Console(file=out, width=150)
-        console.print(*render(doc))
+        # a pipe or a file with no COLUMNS: wide enough for the table's eleven columns; a narrower terminal gets the
+        # columns in several tables, each with the rung's number and name (issue 17 item 17)
+        print_fitted(console(out, wide=150), *render(doc), keep=2)
 
 
 class NoLadder(click.ClickException):

@@ -75,7 +75,8 @@ class FilePath(click.ParamType):
 
 
 def size_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
-    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example."""
+    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example (an algorithm with defaults of its own,
+    `Algorithm.example`, takes those where a command calls `algorithm_sizes`)."""
     defaults = Config()
 
     def decorate(f: F) -> F:
@@ -94,11 +95,22 @@ def size_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
                 type=Bounded(lo, hi),
                 default=getattr(defaults, key),
                 show_default=True,
-                help=f"{help_} ({lo}..{hi})",
+                help=f"{help_} ({lo}..{hi}; an algorithm with defaults of its own runs those unless given)",
             )(f)
         return f
 
     return decorate
+
+
+def algorithm_sizes(ctx: click.Context, algo: str, sizes: dict[str, int | None]) -> dict[str, int | None]:
+    """`sizes` (n, d, br, bc) with each one not given on the command line taken from the algorithm's own defaults,
+    where it has them (`Algorithm.example`), so that an algorithm whose kernel runs no D = 4 runs with no size flags;
+    a flag given is kept."""
+    from .algos import get
+
+    own = get(algo).example or {}
+    given = click.core.ParameterSource.COMMANDLINE
+    return {k: (own[k] if k in own and ctx.get_parameter_source(k) != given else v) for k, v in sizes.items()}
 
 
 algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_default=True, help="algorithm")

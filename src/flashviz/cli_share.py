@@ -80,7 +80,7 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
             raise ConfigError("--trace", f"holds its own launch: give either --trace files or {flag} and the others")
         held = [_trace_file(path) for path in trace_files]
     else:
-        held = _run(**flags)
+        held = _run(ctx=ctx, **flags)
     if gif and len(held) > 1:
         raise ConfigError("--gif", f"animates one launch (got {len(held)}): give one --algo or one --trace")
     docs = documents(held, compare=not no_compare and not gif)
@@ -97,23 +97,46 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
     except NoBundle as exc:
         raise ConfigError("OUT", str(exc)) from None
     _write(out, html)
-    traces = sum(len(data) for _, data in docs.traces)
-    compares = sum(len(data) for _, data in docs.compares)
-    parts = [f"{len(docs.traces)} trace{'s' * (len(docs.traces) != 1)} {human_bytes(traces)}"]
+    click.echo(f"wrote {out} ({human_bytes(len(html))}: {size_line(docs)})", err=True)
+
+
+def size_line(docs: Any) -> str:
+    """What each part of the exported file weighs, each measured (`flashviz.page.sizes`): the viewer with its fonts,
+    each trace (by algorithm and N), the comparison, the recorded ladder run, the index."""
+    from .page import sizes
+
+    size = dict(sizes(docs))
+    traces = [size[f"trace {k}"] for k in range(len(docs.traces))]
+    each = [f"{cfg['algo']} N={cfg['n']} {human_bytes(b)}" for (cfg, _), b in zip(docs.traces, traces, strict=True)]
+    parts = [f"the viewer with its fonts {human_bytes(size['viewer'])}"]
+    if len(traces) == 1:
+        parts.append(f"1 trace ({each[0]})")
+    else:
+        parts.append(f"{len(traces)} traces {human_bytes(sum(traces))} ({', '.join(each)})")
     if docs.compares:
-        parts.append(f"the comparison {human_bytes(compares)}")
-    parts.append(f"the viewer with its fonts {human_bytes(len(html) - traces - compares)}")
-    click.echo(f"wrote {out} ({human_bytes(len(html))}: {', '.join(parts)})", err=True)
+        parts.append(f"the comparison {human_bytes(sum(size[f'compare {k}'] for k in range(len(docs.compares))))}")
+    if "ladder" in size:
+        parts.append(f"the recorded ladder run {human_bytes(size['ladder'])}")
+    parts.append(f"the index {human_bytes(size['index'])}")
+    return ", ".join(parts)
 
 
-def _run(algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block) -> list[tuple[dict, bytes]]:
-    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays')."""
+def _run(
+    algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block, ctx: click.Context | None = None
+) -> list[tuple[dict, bytes]]:
+    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the sizes not
+    given on the command line, the algorithm's own defaults)."""
     from .algos import get
     from .api import trace
+    from .cli_options import algorithm_sizes
     from .inputs import NAMES, load_npz
 
     held = []
+    given = {"n": n, "d": d, "br": br, "bc": bc}
     for algo in algos:
+        if ctx is not None:
+            own = algorithm_sizes(ctx, algo, given)
+            n, d, br, bc = own["n"], own["d"], own["br"], own["bc"]
         inputs = None
         if inputs_path is not None:
             inputs = load_npz(inputs_path, NAMES, tuple(k for k in get(algo).inputs if k not in NAMES))

@@ -119,6 +119,7 @@ def api_algos() -> list[dict[str, Any]]:
             "allowed": None if a.allowed is None else {k: list(v) for k, v in a.allowed.items()},
             "launch_rule": a.launch_rule,
             "example": None if a.example is None else dict(a.example),
+            "example_why": a.example_why,  # why those are its defaults, for the page's note when it switches to them
         }
         for a in REGISTRY.values()
     ]

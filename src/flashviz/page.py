@@ -44,6 +44,10 @@ class Documents:
 
     def html(self) -> str:
         """The documents as elements: an index, then one element per trace and comparison."""
+        return "\n".join(text for _, text in self.elements())
+
+    def elements(self) -> list[tuple[str, str]]:
+        """The elements of `html()`, each with what it holds: "index", "trace K", "compare K", "ladder"."""
         index = {
             "limits": self.limits,
             "origin": self.origin,
@@ -61,12 +65,12 @@ class Documents:
             "compares": [{"id": f"flashviz-compare-{k}", **key} for k, (key, _) in enumerate(self.compares)],
             "ladder": None if self.ladder is None else LADDER_ID,
         }
-        parts = [element(DATA_ID, json.dumps(index, separators=(",", ":")).encode())]
-        parts += [element(f"flashviz-trace-{k}", data) for k, (_, data) in enumerate(self.traces)]
-        parts += [element(f"flashviz-compare-{k}", data) for k, (_, data) in enumerate(self.compares)]
+        parts = [("index", element(DATA_ID, json.dumps(index, separators=(",", ":")).encode()))]
+        parts += [(f"trace {k}", element(f"flashviz-trace-{k}", data)) for k, (_, data) in enumerate(self.traces)]
+        parts += [(f"compare {k}", element(f"flashviz-compare-{k}", data)) for k, (_, data) in enumerate(self.compares)]
         if self.ladder is not None:
-            parts.append(element(LADDER_ID, self.ladder))
-        return "\n".join(parts)
+            parts.append(("ladder", element(LADDER_ID, self.ladder)))
+        return parts
 
 
 def shipped_ladder() -> bytes | None:
@@ -155,3 +159,13 @@ def template() -> str:
 def standalone(docs: Documents) -> str:
     """One HTML file: the viewer and `docs`, opened from disk with no network."""
     return template().replace(PLACEHOLDER, docs.html(), 1)
+
+
+def sizes(docs: Documents) -> list[tuple[str, int]]:
+    """The bytes of each part of `standalone(docs)`, each measured on its own (UTF-8, as written): "viewer" (the
+    template: script, stylesheet with its fonts, markup), then each of `docs.elements()` by its name, the newlines
+    between the elements counted with the index. They add up to the file's length exactly."""
+    parts = [(what, len(text.encode())) for what, text in docs.elements()]
+    viewer = len(template().encode()) - len(PLACEHOLDER.encode())
+    index = [(what, size + (len(parts) - 1 if what == "index" else 0)) for what, size in parts]
+    return [("viewer", viewer), *index]

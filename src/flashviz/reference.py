@@ -65,6 +65,29 @@ def attention_backward(
     return {"O": O, "L": L, "dQ": dQ, "dK": dK, "dV": dV}
 
 
+def backward_magnitudes(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, dO: np.ndarray, scale: float, causal: bool = False
+) -> dict[str, float]:
+    """The scale of each gradient, in float64: the largest sum of the magnitudes of the terms each element adds up
+    (|scale| Σ_j Pij (|dPij| + |Δi|) |Kj| for dQ, its transpose against |Q| for dK, Σ_i Pij |dOi| for dV). A gradient
+    whose terms cancel (a true dQ of 0; a one-hot softmax at --scale 1e6) is judged against these, the size of
+    what its float32 rounding is made of, not against its own tiny max |ref|."""
+    O, L = attention(Q, K, V, scale, causal)
+    Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
+    D = (dO * O).sum(axis=1)  # (N,)
+    dq = 0.0
+    dk, dv = np.zeros_like(K), np.zeros_like(V)
+    for r0, r1 in bands(Q.shape[0], K.shape[0]):
+        S = scores(Q, K, scale, r0, r1, causal)  # (rows, N)
+        S -= L[r0:r1, None]
+        P = np.exp(S, out=S)  # (rows, N)
+        A = P * (np.abs(dO[r0:r1] @ V.T) + np.abs(D[r0:r1, None]))  # (rows, N) |terms| of dS
+        dq = max(dq, float((abs(scale) * (A @ np.abs(K))).max(initial=0.0)))
+        dk += abs(scale) * (A.T @ np.abs(Q[r0:r1]))  # (N, D)
+        dv += P.T @ np.abs(dO[r0:r1])  # (N, D)
+    return {"dQ": dq, "dK": float(dk.max(initial=0.0)), "dV": float(dv.max(initial=0.0))}
+
+
 def row_stats(Q: np.ndarray, K: np.ndarray, scale: float, causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The softmax's row statistics in float64: m = rowmax(S) and l = rowsum(exp(S - m)) (FA1 leaves both)."""
     Q, K = (np.asarray(x, dtype=np.float64) for x in (Q, K))
@@ -90,6 +113,7 @@ def check(
     ref: dict[str, np.ndarray],
     tolerance: dict[str, float],
     log_domain: frozenset[str] = frozenset(),
+    magnitudes: dict[str, float] | None = None,
 ) -> dict[str, object]:
     """The self-check every trace records: per output its errors, the tolerance and a verdict.
 
@@ -97,18 +121,34 @@ def check(
     the outputs in `log_domain` (logits and log-sum-exps: L, m) carry the absolute rounding of a float32 dot
     product, which does not shrink with the value (a score of 0.04 from a sum of O(1) products is off by ~1e-7),
     so their relative error is taken against max(1, max |ref|), and small logits (N = 1, say) are not judged
-    against their own tiny magnitude. Each algorithm's `expect` module holds both."""
+    against their own tiny magnitude. `magnitudes`: outputs judged against the scale of their terms instead
+    (`backward_magnitudes`: gradients). Each algorithm's `expect` module holds all three. Each output says what
+    its `max_rel` is over (`over`): the verdict is max_rel <= tolerance_rel."""
+    magnitudes = magnitudes or {}
     report: dict[str, object] = {
         "dtype": "float64",
-        "metric": "max |x - ref|, and that over max |ref| (for L and m: over max(1, max |ref|))",
+        "metric": "max |x - ref| over the output's scale (max |ref|; for L and m max(1, max |ref|); for gradients "
+        "the largest sum of the magnitudes of their terms), judged against the tolerance",
     }
     ok = True
     for name, r in ref.items():
-        e: dict[str, float | int | bool] = dict(errors(outputs[name], r, floor=1.0 if name in log_domain else 0.0))
+        floor = 1.0 if name in log_domain else 0.0
+        err = errors(outputs[name], r, floor=floor)
+        max_abs, max_rel = err["max_abs"], err["max_rel"]
+        e: dict[str, float | int | bool | str] = {"max_abs": max_abs}
+        if name in magnitudes:
+            m = magnitudes[name]
+            max_rel = max_abs / m if m > 0 else max_abs
+            e["over"] = "the largest sum of the magnitudes of its terms"
+            e["over_value"] = m
+        else:
+            e["over"] = "max(1, max |ref|)" if floor else "max |ref|"
+        e["max_rel"] = max_rel
         e["tolerance_rel"] = tolerance[name]
         # NaN or inf where float64 has a number (float32 overflow; a row with no finite score): max_abs is NaN then
-        e["nonfinite"] = int(np.size(outputs[name]) - np.isfinite(outputs[name]).sum())
-        verdict = bool(e["nonfinite"] == 0 and e["max_rel"] <= e["tolerance_rel"])
+        nonfinite = int(np.size(outputs[name]) - np.isfinite(outputs[name]).sum())
+        e["nonfinite"] = nonfinite
+        verdict = bool(nonfinite == 0 and max_rel <= tolerance[name])
         e["ok"] = verdict
         ok = ok and verdict
         report[name] = e

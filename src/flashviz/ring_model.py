@@ -34,10 +34,10 @@ BACKWARD_FACTOR = (5, 2)  # backward matmul FLOPs per forward FLOP, 5/2: five pr
 
 def recorded_tflops() -> tuple[float, str]:
     """The bf16 tensor-core matmul rate recorded on the H200, and where it comes from."""
-    from .hardware import recorded
+    from .peaks import peaks
 
-    par = recorded.parallelism()
-    return float(par["rates"]["bf16_matmul_tflops"]), f"bf16 matmul measured on the {par['gpu']}, {par['date']}"
+    p = peaks()
+    return p["bf16_matmul_tflops"], f"bf16 matmul measured on the {p['gpu']}, {p['date']} ({p['source']})"
 
 
 def step_flops(world: int, layout: str, causal: bool, chunk_rows: int, d: int) -> list[int]:

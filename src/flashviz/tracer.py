@@ -63,7 +63,14 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         }
         for name in hbm.tensors
     }
-    checked = reference.check({k: outputs[k] for k in refs}, refs, algo.expect.TOLERANCE, algo.expect.LOG_DOMAIN)
+    magnitudes = getattr(algo.expect, "magnitudes", None)  # outputs judged against the scale of their terms
+    checked = reference.check(
+        {k: outputs[k] for k in refs},
+        refs,
+        algo.expect.TOLERANCE,
+        algo.expect.LOG_DOMAIN,
+        None if magnitudes is None else magnitudes(cfg, inputs),
+    )
     return Trace(
         config={
             "algo": cfg.algo,

@@ -38,7 +38,8 @@ def test_page_loads_with_the_seeds_example(page, server_url, log):
     expect(c).to_have_attribute("data-op", "load_q")
     badge = page.locator("[data-testid=error-badge]")
     expect(badge).to_have_attribute("data-ok", "true")
-    expect(badge).to_have_text(re.compile(r"O err \d"))
+    # issue 17 item 11: the badge writes what it judges (the relative error) beside what it is judged against
+    expect(badge).to_have_text(re.compile(r"O rel err \S+ \u2264 \S+"))
     # real typesetting (the idea's formulas, typeset by KaTeX) and a real editor holding the kernel file
     expect(page.locator("#idea .katex-display")).to_have_count(2)
     page.locator("#code").scroll_into_view_if_needed()

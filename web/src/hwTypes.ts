@@ -15,6 +15,8 @@ export interface FlopAnchor {
   exp_tflops: number;
   measured_ratio: number;
   exp_ratio: number;
+  /** the run that measured expf (its ratio is that run's matmul over its expf); absent in older traces */
+  exp_source?: string;
 }
 
 export interface FlopsDoc {

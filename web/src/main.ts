@@ -142,7 +142,12 @@ const hardware = new HardwareView(
 );
 const flops = new FlopsView(byId("flops-table"), byId("flops-note"));
 const timeline = new Timeline(byId("timeline-host"), (k) => dispatch({ type: "goto", step: k }));
-const form = new ConfigForm(byId<HTMLFormElement>("config"), byId("config-error"), app.limits, (c) => void loadConfig(c, { push: true }));
+const form = new ConfigForm(
+  byId<HTMLFormElement>("config"),
+  byId("config-error"),
+  app.limits,
+  (c, note) => void loadConfig(c, { push: true, problems: note ? [note] : undefined }),
+);
 const counter = byId("step-counter");
 const counterParts = (() => {
   const step = document.createTextNode("");

@@ -53,6 +53,9 @@ export interface ErrorCheck {
   tolerance_rel: number;
   nonfinite: number;
   ok: boolean;
+  /** what max_rel is max_abs over: "max |ref|", "max(1, max |ref|)", or the scale of a gradient's terms */
+  over?: string;
+  over_value?: number;
 }
 
 /** Where a write's values are in the trace. */
@@ -333,8 +336,10 @@ export interface AlgoInfo {
   allowed?: Record<string, number[]> | null;
   /** those rules in words */
   launch_rule?: string;
-  /** a launch it runs: the page's form switches a field that breaks `allowed` to this value */
+  /** its own defaults (a launch that shows it well): the page's form switches to them when it is picked */
   example?: Record<string, number> | null;
+  /** why those are its defaults, in words */
+  example_why?: string;
 }
 
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */

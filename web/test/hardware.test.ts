@@ -1,8 +1,13 @@
 // Issue 11: the hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
+import { sci } from "../src/format";
 import type { HwTrace, RegimesDoc } from "../src/hwTypes";
-import { placeOf, warpColour, wavesText } from "../src/render/hardware";
+import { badgeWords, judgedText } from "../src/render/badge";
+import { sramText } from "../src/render/compare";
+import { sizesNote, switchedSizes } from "../src/render/configForm";
+import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
+import type { AlgoInfo, ErrorCheck } from "../src/types";
 import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
 
 describe("the trace's hardware and flops keys", () => {
@@ -53,5 +58,67 @@ describe("wavesText", () => {
     expect(wavesText(0.5)).toBe("0.50");
     expect(wavesText(2 / 528)).toBe("0.0038");
     expect(wavesText(0)).toBe("0.00");
+  });
+});
+
+describe("shared memory, one unit on the page (issue 17 item 8)", () => {
+  it("writes the hardware section's shared memory as compare's SRAM row does, in KiB", () => {
+    const fa2 = Object.values((FA2C as HwTrace).hardware!.kernels)[0]!;
+    expect(smemText(fa2)).toBe(sramText(COMPARE.algorithms.fa2!));
+    // N=4096, D=64, Br=Bc=64: the fa2 kernel's 82,432 bytes (the hardware section said "82.4 kB")
+    expect(smemText({ smem_bytes: 82432 })).toBe("80.5 KiB");
+    expect(sramText({ sram_bytes: 82432, sram_fits: true })).toBe("80.5 KiB");
+    expect(sramText({ sram_bytes: 300 * 1024, sram_fits: false })).toBe("300.0 KiB (too big)");
+  });
+});
+
+describe("the exactness badge (issue 17 item 11)", () => {
+  it("writes the relative error it judges and the tolerance it is judged against, not an absolute error", () => {
+    const o = FA2C.reference.O as ErrorCheck;
+    expect(badgeWords("O", o)).toBe(`O rel err ${sci(o.max_rel)} \u2264 ${sci(o.tolerance_rel)}`);
+    expect(badgeWords("O", o)).not.toContain(sci(o.max_abs!));
+    const bad: ErrorCheck = { max_abs: 0.5, max_rel: 3e-4, tolerance_rel: 1e-5, nonfinite: 0, ok: false, over: "max |ref|" };
+    expect(badgeWords("l", bad)).toBe(`l rel err ${sci(3e-4)} > ${sci(1e-5)}`);
+    expect(judgedText("dQ", { ...bad, over: "the largest sum of the magnitudes of its terms" })).toContain(
+      "over the largest sum of the magnitudes of its terms",
+    );
+    expect(badgeWords("O", { ...bad, nonfinite: 3, max_abs: null, max_rel: null })).toBe("O 3 not finite");
+  });
+});
+
+describe("picking an algorithm brings its own sizes (issue 17 item 13)", () => {
+  const triton: AlgoInfo = {
+    name: "fa2-triton",
+    title: "FA2 in Triton",
+    causal: true,
+    pass: "forward",
+    max_n: 4096,
+    allowed: { d: [32, 64, 96, 128, 256], br: [16, 32, 64, 128, 256], bc: [16, 32, 64, 128, 256] },
+    launch_rule: "powers of two",
+    example: { n: 128, d: 32, br: 64, bc: 32 },
+    example_why: "its kernel runs D of 32 to 256",
+  };
+  const fa2: AlgoInfo = { name: "fa2", title: "FA2", causal: true, pass: "forward", max_n: 4096 };
+  const runs = (f: string, v: number) => (triton.allowed![f] ? triton.allowed![f]!.includes(v) : true);
+  it("moves every size still at the seed's default, and says so", () => {
+    const changed = switchedSizes({ n: "8", d: "4", br: "4", bc: "4" }, fa2, triton, runs);
+    expect(changed.map((c) => [c.field, c.to])).toEqual([
+      ["n", 128],
+      ["d", 32],
+      ["br", 64],
+      ["bc", 32],
+    ]);
+    const note = sizesNote(triton, changed);
+    expect(note).toContain("N 8 \u2192 128, D 4 \u2192 32, Br 4 \u2192 64, Bc 4 \u2192 32");
+    expect(note).toContain("fa2-triton's own defaults: its kernel runs D of 32 to 256");
+  });
+  it("keeps a size the user typed that the kernel runs, and replaces one it does not", () => {
+    const changed = switchedSizes({ n: "300", d: "64", br: "4", bc: "128" }, fa2, triton, runs);
+    expect(changed.map((c) => [c.field, c.from, c.to])).toEqual([["br", 4, 64]]);
+  });
+  it("goes back to the seed's sizes from the algorithm's own, and changes nothing between two without their own", () => {
+    const back = switchedSizes({ n: "128", d: "32", br: "64", bc: "32" }, triton, fa2, () => true);
+    expect(back.map((c) => c.to)).toEqual([8, 4, 4, 4]);
+    expect(switchedSizes({ n: "8", d: "4", br: "4", bc: "4" }, fa2, { ...fa2, name: "fa1" }, () => true)).toEqual([]);
   });
 });

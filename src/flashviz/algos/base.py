@@ -74,7 +74,11 @@ class Algorithm:
     kernel_functions: tuple[str, ...] = ()  # a kernel file shared with others: the functions whose steps are its own
     launch_check: str = ""  # "module.function" of its folder: more rules on a launch (tiles a kernel can run)
     launch_rule: str = ""  # those rules in words, for /api/limits and the page
-    example: Mapping[str, int] | None = None  # a launch it runs (n, d, br, bc), when the seed's does not satisfy them
+    # its own defaults (n, d, br, bc), where the seed's example (N=8, D=4, Br=Bc=4) does not show it well: what
+    # `flashviz trace --algo NAME` runs with no size flags and what the page switches to when it is picked (issue 17
+    # item 13; the redesign's one field table can take these over), and in `example_why` why they were chosen
+    example: Mapping[str, int] | None = None
+    example_why: str = ""
     allowed: Mapping[str, tuple[int, ...]] | None = None  # the only values a field may take ("d": head dims), if any
 
     def bytes_of(self, tensor: str) -> int:

@@ -18,10 +18,23 @@ function nonfinite(e: ErrorCheck): number {
   return e.nonfinite;
 }
 
-/** The badge's words for one output: its max error, or how many of its values are not numbers. */
-function err(e: ErrorCheck): string {
+/** What an output's relative error is over (older traces do not say: max |ref|). */
+export function overOf(e: ErrorCheck): string {
+  return e.over ?? "max |ref|";
+}
+
+/** The badge's words for one output: the relative error it is judged on against its tolerance ("O rel err 1.2e-7
+ * ≤ 1e-5"), or how many of its values are not numbers. */
+export function badgeWords(name: string, e: ErrorCheck): string {
   const bad = nonfinite(e);
-  return bad ? `${bad} not finite` : `err ${sci(e.max_abs)}`;
+  if (bad) return `${name} ${bad} not finite`;
+  return `${name} rel err ${sci(e.max_rel)} ${e.ok ? "\u2264" : ">"} ${sci(e.tolerance_rel)}`;
+}
+
+/** One output's check in words for the badge's title: what is judged against what. */
+export function judgedText(name: string, e: ErrorCheck): string {
+  if (nonfinite(e)) return `${name}: ${nonfinite(e)} values not finite.`;
+  return `${name}: max |x \u2212 ref| ${sci(e.max_abs)} over ${overOf(e)} = ${sci(e.max_rel)}, judged against the tolerance ${sci(e.tolerance_rel)} (${e.ok ? "within" : "outside"}).`;
 }
 
 export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): void {
@@ -33,16 +46,9 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
   badge.className = `badge ${r.ok ? "ok" : "bad"}`;
   // each output's error in a no-wrap span: the badge wraps between outputs, never inside one
   const parts: Child[] = [];
-  for (const [q, [k, e]] of shown.entries()) parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, `${k} ${err(e)}`));
+  for (const [q, [k, e]] of shown.entries()) parts.push(q ? " \u00b7 " : null, h("span", { class: "nw" }, badgeWords(k, e)));
   fill(badge, h("span", { "aria-hidden": "true" }, r.ok ? "\u2713" : "\u2717"), " ", ...parts);
-  badge.title =
-    `Against a float64 reference (${r.metric}). ` +
-    all
-      .map(
-        ([k, e]) =>
-          `${k}: ${nonfinite(e) ? `${nonfinite(e)} values not finite` : `max abs ${sci(e.max_abs)}, max rel ${sci(e.max_rel)}`} (tolerance ${sci(e.tolerance_rel)}).`,
-      )
-      .join(" ");
+  badge.title = `Against a float64 reference: relative error, judged against each output's tolerance. ${all.map(([k, e]) => judgedText(k, e)).join(" ")}`;
   badge.setAttribute("aria-label", `${r.ok ? "Exact within tolerance" : "Outside tolerance"}: ${badge.title}`);
   const num = (x: string) => h("td", { class: "num" }, x);
   const row = ([name, e]: [string, ErrorCheck]) =>
@@ -51,6 +57,7 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
       {},
       h("th", { scope: "row" }, name),
       num(nonfinite(e) ? `${nonfinite(e)} not finite` : sci(e.max_abs)),
+      h("td", {}, overOf(e)),
       num(nonfinite(e) ? "\u2014" : sci(e.max_rel)),
       num(sci(e.tolerance_rel)),
       h("td", {}, e.ok ? h("span", { class: "ok" }, "\u2713 within") : h("span", { class: "bad" }, "\u2717 outside")),
@@ -61,7 +68,11 @@ export function showBadge(badge: HTMLElement, detail: HTMLElement, t: Trace): vo
     h(
       "table",
       { class: "final" },
-      h("thead", {}, h("tr", {}, col("output"), col("max |x \u2212 ref|"), col("relative"), col("tolerance (rel)"), col(""))),
+      h(
+        "thead",
+        {},
+        h("tr", {}, col("output"), col("max |x \u2212 ref|"), col("over"), col("relative (judged)"), col("tolerance (rel)"), col("")),
+      ),
       h("tbody", {}, ...all.map(row)),
     ),
     h(

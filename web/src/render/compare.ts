@@ -70,6 +70,11 @@ export function chartDomain(doc: CompareDoc): { nLo: number; nHi: number; bLo: n
   };
 }
 
+/** One algorithm's "SRAM per block" cell: shared memory in KiB (the hardware section's very string), or a dash. */
+export function sramText(e: { sram_bytes?: number | null; sram_fits?: boolean | null }): string {
+  return e.sram_bytes ? kib(e.sram_bytes) + (e.sram_fits === false ? " (too big)" : "") : "\u2014";
+}
+
 /** A power of ten of bytes in decimal units: 1 kB, 10 kB, 100 kB, 1 MB, ... */
 export function decadeLabel(b: number): string {
   const units = ["B", "kB", "MB", "GB", "TB", "PB"];
@@ -312,7 +317,8 @@ export class CompareView {
         "tr",
         { "data-testid": testid },
         h("th", { scope: "row" }, label),
-        ...names.map((a) => h("td", { class: "num", "data-algo": a }, cell(a))),
+        // data-label: on a phone each row is a card, each algorithm's value under its name (styles.css, table.stack)
+        ...names.map((a) => h("td", { class: "num", "data-algo": a, "data-label": shortName(d, a) }, cell(a))),
       );
     const head = h(
       "thead",
@@ -340,11 +346,7 @@ export class CompareView {
       row(`traffic \u00f7 ${d.baseline ? `${shortName(d, d.baseline)}'s` : "the baseline's"}`, (a) =>
         typeof e(a).traffic_vs_fa2 === "number" ? `${e(a).traffic_vs_fa2!.toFixed(2)}\u00d7` : "\u2014",
       ),
-      row(
-        "SRAM per block",
-        (a) => (e(a).sram_bytes ? kib(e(a).sram_bytes!) + (e(a).sram_fits === false ? " (too big)" : "") : "\u2014"),
-        "compare-sram",
-      ),
+      row("SRAM per block", (a) => sramText(e(a)), "compare-sram"),
       row("steps", (a) => (e(a).steps ? int(e(a).steps!) : "\u2014")),
       d.config.causal ? row("causal saves", (a) => (e(a).saved_bytes ? bytes(e(a).saved_bytes!) : "\u2014"), "compare-saved") : null,
     );

@@ -1,7 +1,7 @@
 // The config form: the algorithm, N, D, Br, Bc, seed, scale and causal, validated in place against /api/limits. A server 4xx
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
-import type { ConfigParams } from "../state";
-import type { Limits } from "../types";
+import { type ConfigParams, DEFAULT_CONFIG } from "../state";
+import type { AlgoInfo, Limits } from "../types";
 import { allows, configToRaw, FIELDS, type Field, validate } from "../validate";
 
 export class ConfigForm {
@@ -10,12 +10,13 @@ export class ConfigForm {
   private readonly hints = new Map<Field, HTMLElement>();
   private readonly causal: HTMLInputElement;
   private readonly algo: HTMLSelectElement;
+  private picked = ""; // the algorithm the fields were last filled or switched for
 
   constructor(
     private readonly form: HTMLFormElement,
     private readonly message: HTMLElement,
     limits: Limits,
-    private readonly onApply: (c: ConfigParams) => void,
+    private readonly onApply: (c: ConfigParams, note?: string) => void,
   ) {
     this.limits = limits;
     for (const f of FIELDS) {
@@ -29,9 +30,10 @@ export class ConfigForm {
     this.algo = form.querySelector<HTMLSelectElement>('[name="algo"]')!;
     // picking an algorithm runs it at once (with the numbers typed, if they are good)
     this.algo.addEventListener("change", () => {
-      this.snapToAllowed();
+      const note = this.switchSizes(this.picked, this.algo.value);
+      this.picked = this.algo.value;
       const v = this.check(true);
-      if (v) this.onApply(v);
+      if (v) this.onApply(v, note ?? undefined);
     });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -94,17 +96,18 @@ export class ConfigForm {
     return v.config;
   }
 
-  /** A field whose value the picked algorithm's kernel does not run (/api/limits' `allowed`) takes the value of its
-   *  example launch, so that picking it shows it rather than an error; the other fields stay as typed. */
-  private snapToAllowed(): void {
-    const info = this.limits.algos?.find((a) => a.name === this.algo.value);
-    if (!info?.allowed || !info.example) return;
-    for (const f of Object.keys(info.allowed)) {
-      const input = this.inputs.get(f as Field);
-      const v = Number(input?.value);
-      const to = info.example[f];
-      if (input && to !== undefined && !allows(this.limits, info.name, f, v)) input.value = String(to);
-    }
+  /** Picking an algorithm (issue 17 item 13): a size still at the last algorithm's default takes the picked one's
+   *  own (`example`: fa2-triton's N=128, D=32, Br=64, Bc=32, where the seed's D=4 is not a head dimension its kernel
+   *  runs), and so does a typed one its kernel does not run; a typed one it runs stays. Returns the note the config
+   *  bar shows, saying what changed and why, or null when nothing did. */
+  private switchSizes(from: string, to: string): string | null {
+    const next = this.limits.algos?.find((a) => a.name === to);
+    if (!next) return null;
+    const prev = this.limits.algos?.find((a) => a.name === from);
+    const changed = switchedSizes(this.raw(), prev, next, (f, v) => allows(this.limits, to, f, v));
+    if (!changed.length) return null;
+    for (const c of changed) this.inputs.get(c.field)!.value = String(c.to);
+    return sizesNote(next, changed);
   }
 
   /** The algorithm of the trace on screen is one of the picker's, even before /api/limits has listed them. */
@@ -121,6 +124,7 @@ export class ConfigForm {
     for (const f of FIELDS) this.inputs.get(f)!.value = raw[f];
     this.causal.checked = c.causal;
     this.algo.value = c.algo;
+    this.picked = c.algo;
     this.check(false);
   }
 
@@ -148,4 +152,38 @@ export class ConfigForm {
 
 function label(f: Field): string {
   return { n: "N", d: "D", br: "Br", bc: "Bc", seed: "seed", scale: "scale" }[f];
+}
+
+const SIZES = ["n", "d", "br", "bc"] as const;
+type Size = (typeof SIZES)[number];
+
+/** An algorithm's own default for a size: its `example`'s, else the seed's (N=8, D=4, Br=Bc=4). */
+export function ownDefault(a: AlgoInfo | undefined, f: Size): number {
+  return a?.example?.[f] ?? DEFAULT_CONFIG[f];
+}
+
+/** The sizes to change when the picker goes from `prev` to `next`: those at prev's default, or that next's kernel
+ *  does not run (`runs` false), take next's default where it differs. */
+export function switchedSizes(
+  raw: Record<string, string>,
+  prev: AlgoInfo | undefined,
+  next: AlgoInfo,
+  runs: (f: Size, v: number) => boolean,
+): { field: Size; from: number; to: number }[] {
+  const out: { field: Size; from: number; to: number }[] = [];
+  for (const f of SIZES) {
+    const v = Number(raw[f]);
+    const to = ownDefault(next, f);
+    const atDefault = raw[f] === "" || v === ownDefault(prev, f);
+    if (to !== v && (atDefault || !Number.isInteger(v) || !runs(f, v))) out.push({ field: f, from: v, to });
+  }
+  return out;
+}
+
+/** The config bar's note on a switch: what changed, and why (the algorithm's `example_why`, its `launch_rule`). */
+export function sizesNote(next: AlgoInfo, changed: { field: Size; from: number; to: number }[]): string {
+  const what = changed.map((c) => `${label(c.field)} ${Number.isNaN(c.from) ? "\u2014" : c.from} \u2192 ${c.to}`).join(", ");
+  const why = next.example_why || next.launch_rule || "";
+  const own = next.example ? `${next.name}'s own defaults` : "the seed's example";
+  return `Switched to ${next.name}: ${what} (${own}${why ? `: ${why}` : ""})`; // the config bar adds the full stop
 }

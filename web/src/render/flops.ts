@@ -89,7 +89,7 @@ export class FlopsView {
       `Non-matmul FLOPs are ${share.toFixed(1)}% of the matmul FLOPs here, but a GPU runs them slower: ${a.paper}. `,
       `On the ${a.gpu} (${a.date}, ${a.source}) bf16 tensor-core matmul ran at ${a.matmul_tflops} TFLOP/s and fp32 FMA at ${a.fma_tflops} TFLOP/s: `,
       h("b", { "data-testid": "flops-ratio" }, `${a.measured_ratio}\u00d7`),
-      ` (accurate expf: ${a.exp_ratio}\u00d7). At that ratio these ${int(f.non_matmul)} non-matmul FLOPs take as long as ${int(f.non_matmul_as_matmul.measured)} matmul FLOPs. `,
+      ` (accurate expf: ${a.exp_ratio}\u00d7${a.exp_source && a.exp_source !== a.source ? `, measured in ${a.exp_source}` : ""}). At that ratio these ${int(f.non_matmul)} non-matmul FLOPs take as long as ${int(f.non_matmul_as_matmul.measured)} matmul FLOPs. `,
       f.runs_on ??
         "The teaching kernels here run everything in fp32 on the CUDA cores, so the ratio describes real (tensor-core) kernels, not these.",
     );

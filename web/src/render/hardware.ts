@@ -3,7 +3,7 @@
 // current step's block runs on — and inside one block, which warp computes which element of the step's tile,
 // beside the two splits of the FlashAttention papers. Everything is read from the trace's `hardware` key.
 import { fill, h } from "../dom";
-import { bytes, int } from "../format";
+import { int, kib } from "../format";
 import type { HardwareDoc, HwTrace, KernelOnGpu, LaunchOnSms, WarpOp } from "../hwTypes";
 import type { Step } from "../types";
 
@@ -12,6 +12,11 @@ const pct = (x: number | null | undefined, digits = 1): string => (x === null ||
 /** The colour of warp w in the owner maps (-1: no thread). */
 export function warpColour(w: number): string {
   return w < 0 ? "var(--cell-zero)" : `hsl(${(w * 67) % 360} 62% 56%)`;
+}
+
+/** A kernel's shared memory per block, in KiB as CUDA sizes it: the same string as compare's "SRAM per block" row. */
+export function smemText(k: Pick<KernelOnGpu, "smem_bytes">): string {
+  return kib(k.smem_bytes);
 }
 
 /** Where block b (blockIdx.x of head 0) lands, as the trace's `placement` draws it: SM b mod sms, in turn. */
@@ -200,7 +205,7 @@ export class HardwareView {
       h(
         "p",
         { class: "small" },
-        `${k.threads} threads (${o.warps_per_block} warps), ${bytes(k.smem_bytes)} of shared memory `,
+        `${k.threads} threads (${o.warps_per_block} warps), ${smemText(k)} of shared memory `,
         k.smem ? `(${k.smem.source}: ${k.smem.note}) and ` : "and ",
         k.registers.value === null ? "unknown registers" : `${k.registers.value} registers per thread`,
         ` (${k.registers.source}: ${k.registers.note}). Blocks per SM each resource allows:`,

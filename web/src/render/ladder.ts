@@ -92,21 +92,25 @@ export function ladderNodes(doc: LadderDoc): Node[] {
     "SRAM / block",
     "what changed from the rung below",
   ];
+  // each cell carries its column's name (data-label): on a phone the table is a stack of cards, one per rung, each
+  // value under its name (styles.css, table.stack), where the 11 columns would need 1,345 px (issue 17 item 19)
+  const cell = (k: number, attrs: Record<string, string>, ...kids: (Node | string)[]) =>
+    h("td", { ...attrs, "data-label": head[k]! }, ...kids);
   const rows = doc.rungs.map((r, i) =>
     h(
       "tr",
       { "data-testid": "ladder-rung", "data-rung": r.name },
-      h("td", {}, String(i + 1)),
+      cell(0, { class: "rung-no" }, String(i + 1)),
       h("th", { scope: "row" }, r.label, h("div", { class: "muted small mono" }, r.kernel)),
-      h("td", {}, r.dtype),
-      h("td", {}, r.tensor_cores ? `yes${r.mma ? ` (${r.mma})` : ""}` : "no"),
-      h("td", {}, tilesText(r.tiles)),
-      h("td", { class: "num" }, r.ms.toPrecision(4)),
-      h("td", { class: "num", "data-testid": "ladder-tflops" }, r.tflops.toFixed(1)),
-      h("td", { class: "num" }, `${(100 * r.share_of_peak).toFixed(1)}% of ${r.peak}`),
-      h("td", { class: "num" }, r.hbm_bytes === null ? "not known" : bytes(r.hbm_bytes)),
-      h("td", { class: "num" }, r.sram_bytes_per_block === null ? "not known" : kib(r.sram_bytes_per_block)),
-      h("td", { class: "small" }, r.what_changed),
+      cell(2, {}, r.dtype),
+      cell(3, {}, r.tensor_cores ? `yes${r.mma ? ` (${r.mma})` : ""}` : "no"),
+      cell(4, {}, tilesText(r.tiles)),
+      cell(5, { class: "num" }, r.ms.toPrecision(4)),
+      cell(6, { class: "num", "data-testid": "ladder-tflops" }, r.tflops.toFixed(1)),
+      cell(7, { class: "num" }, `${(100 * r.share_of_peak).toFixed(1)}% of ${r.peak}`),
+      cell(8, { class: "num" }, r.hbm_bytes === null ? "not known" : bytes(r.hbm_bytes)),
+      cell(9, { class: "num" }, r.sram_bytes_per_block === null ? "not known" : kib(r.sram_bytes_per_block)),
+      cell(10, { class: "small" }, r.what_changed),
     ),
   );
   const peaks = Object.entries(doc.peaks)
@@ -126,7 +130,7 @@ export function ladderNodes(doc: LadderDoc): Node[] {
       { class: "table-wrap" },
       h(
         "table",
-        { class: "final ladder", "data-testid": "ladder-table" },
+        { class: "final ladder stack", "data-testid": "ladder-table" },
         h("thead", {}, h("tr", {}, ...head.map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, ...rows),
       ),

@@ -61,6 +61,8 @@ ALGORITHM = Algorithm(
     launch_check="tiles.check",
     launch_rule="Br and Bc powers of two in 16..256, Br a multiple of Bc when causal, D one of 32, 64, 96, 128, 256",
     example={"n": 128, "d": 32, "br": 64, "bc": 32},
+    example_why="its kernel runs D of 32 to 256 and tiles that are powers of two from 16; at N = 128 the picture has "
+    "2 blocks of Q and 4 tiles of K and V, none of them padding",
     # tiles.SUPPORTED_D and the powers of two 16..256 (tests/test_fa2_triton.py holds them to tiles.check)
     allowed={"d": (32, 64, 96, 128, 256), "br": (16, 32, 64, 128, 256), "bc": (16, 32, 64, 128, 256)},
 )

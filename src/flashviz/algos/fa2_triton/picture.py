@@ -177,6 +177,8 @@ def launch(cfg: Config) -> dict[str, Any]:
 
 
 def tensor_cores(cfg: Config) -> dict[str, Any]:
+    from ...peaks import tensor_core_words  # the ladder's recorded run, read (issue 17 item 12)
+
     ws = tiles.warps_and_stages(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
     warps = ws["num_warps"]
     dp = tiles.padded(cfg.d)
@@ -193,8 +195,7 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
         "d_padded": dp,
         "hidden": HIDDEN,
         "why": "A CUDA core does one fused multiply-add per thread per instruction; one tensor-core instruction of a "
-        "warpgroup does 64\u00b7N\u00b716 of them at once, which is why the same schedule runs hundreds of times "
-        "faster (bench/results/ladder).",
+        "warpgroup does 64\u00b7N\u00b716 of them at once. " + tensor_core_words(),
     }
 
 
