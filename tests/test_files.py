@@ -92,3 +92,15 @@ def test_a_trace_file_on_a_dangling_symlink_says_no_such_file(tmp_path):
     (tmp_path / "t.json").symlink_to("gone.json")
     line = one_line(run_cli("view", "--no-browser", "t.json", cwd=tmp_path), "flashviz: error: TRACE.json: ")
     assert "No such file or directory (a symlink to" in line
+
+
+def test_readme_says_the_test_command_pulls_cuda_torch_unless_the_cpu_build_comes_first():
+    """Item 18: the README's test command pulled the CUDA build of torch (a 6 GB venv) where .ci/run installs the
+    CPU build first; the README says so, beside the command .ci/run checks it holds."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    command = 'pip install -e ".[test]" && pytest'
+    assert command in readme.splitlines()
+    after = readme[readme.index(command) :][:800]
+    assert "CUDA" in after and "pip install torch==2.13.0" in after and "CPU build" in after
+    assert 'pip install "torch==2.13.0"' in (root / ".ci" / "run").read_text()
