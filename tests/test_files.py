@@ -104,3 +104,103 @@ def test_readme_says_the_test_command_pulls_cuda_torch_unless_the_cpu_build_come
     after = readme[readme.index(command) :][:800]
     assert "CUDA" in after and "pip install torch==2.13.0" in after and "CPU build" in after
     assert 'pip install "torch==2.13.0"' in (root / ".ci" / "run").read_text()
+
+
+# ---- items 5 and 6: a trace file's config values and structure, checked before any view -------------------------
+
+
+@pytest.fixture(scope="module")
+def good_trace(tmp_path_factory) -> dict:
+    import json
+
+    out = tmp_path_factory.mktemp("good") / "t.json"
+    done = run_cli("trace", "--n", "12", "--block", "1", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+# (what is changed, the value, what the one line names): item 5's config values
+BAD_CONFIG = [
+    ("d", 0, "config.d must be an integer in 1..256 (got 0)"),
+    ("d", -1, "config.d must be an integer in 1..256 (got -1)"),
+    ("d", "x", "config.d must be an integer in 1..256 (got 'x')"),
+    ("scale", "abc", "config.scale must be a finite number with 1e-06 <= |scale| <= 1e+06 (got 'abc')"),
+    ("br", 0, "config.br must be an integer in 1..256 (got 0)"),
+    ("n", 8.5, "config.n must be an integer in 1..16384 (got 8.5)"),
+    ("n", 1e30, "config.n must be an integer in 1..16384 (got 1e+30)"),
+    ("n", [1, 2], "config.n must be an integer in 1..16384 (got [1, 2])"),
+    ("recorded_blocks", 5, "config.recorded_blocks must be a list of at least one block number"),
+    ("recorded_blocks", None, "config.recorded_blocks must be a list of at least one block number"),
+    ("algo", "fa3", "config.algo must be one of standard, fa1, fa2, fa2-backward, fa2-triton (got 'fa3')"),
+]
+# item 6: the parts every view reads, null or a string; steps that are not steps
+BAD_PARTS = [
+    *[(part, value) for part in ("tensors", "buffers", "picture", "ops", "picker") for value in (None, "x")],
+    *[(part, value) for part in ("inputs", "outputs", "kernels") for value in (None, "x")],
+    ("steps", [None, 1, "x"]),
+]
+
+
+def crafted(tmp: Path, doc: dict, name: str = "t.json") -> Path:
+    import json
+
+    path = tmp / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("key", "value", "says"), BAD_CONFIG, ids=[f"{k}={v!r}" for k, v, _ in BAD_CONFIG])
+def test_view_refuses_a_bad_config_value_in_one_line(tmp_path, good_trace, key, value, says):
+    """Item 5: d=0 was a ZeroDivisionError, d=-1 a math domain error, d="x" a TypeError, ... from `flashviz view`."""
+    doc = {**good_trace, "config": {**good_trace["config"], key: value}}
+    crafted(tmp_path, doc)
+    line = one_line(run_cli("view", "--no-browser", "t.json", cwd=tmp_path), "flashviz: error: TRACE.json: ")
+    assert "is not a trace this flashviz can show: " + says in line, line
+
+
+@pytest.mark.parametrize(("part", "value"), BAD_PARTS, ids=[f"{p}={v!r}" for p, v in BAD_PARTS])
+def test_export_refuses_a_broken_part_in_one_line(tmp_path, good_trace, part, value):
+    """Item 6: these passed the check and broke the page ("Cannot read properties of null (reading 'Qi')")."""
+    crafted(tmp_path, {**good_trace, part: value})
+    line = one_line(run_cli("export", "out.html", "--trace", "t.json", cwd=tmp_path), "flashviz: error: --trace: ")
+    target = f"{part}[0]" if part == "steps" else part
+    assert f"is not a trace this flashviz can show: {target} must be " in line, line
+    assert not (tmp_path / "out.html").exists()
+
+
+def test_show_refuses_the_same_files(tmp_path, good_trace):
+    """Item 5 through flashviz.show(path): a ConfigError naming the field, not a traceback from deep inside."""
+    import flashviz
+    from flashviz.config import ConfigError
+
+    for key, value, says in BAD_CONFIG:
+        path = crafted(tmp_path, {**good_trace, "config": {**good_trace["config"], key: value}})
+        with pytest.raises(ConfigError) as caught:
+            flashviz.show(str(path))
+        assert caught.value.field == "trace file" and says in caught.value.message, (key, value)
+    for part, value in BAD_PARTS:
+        with pytest.raises(ConfigError, match=f"can show: {part}"):
+            flashviz.show(crafted(tmp_path, {**good_trace, part: value}))
+
+
+def test_every_algorithms_trace_passes_the_schema(tmp_path):
+    """The schema refuses no trace flashviz writes: each algorithm, causal, a block, a negative scale, inputs."""
+    import json
+
+    import numpy as np
+
+    import flashviz
+    from flashviz.trace_file_schema import problem
+
+    rng = np.random.default_rng()
+    qkv = {k: rng.standard_normal((40, 32)).astype(np.float32) for k in "QKV"}
+    launches = [
+        {"algo": "standard", "n": 9, "causal": True},
+        {"algo": "fa1", "n": 13, "br": 4, "bc": 8, "scale": -0.3},
+        {"algo": "fa2", "n": 100, "br": 8, "bc": 8, "block": 3},
+        {"algo": "fa2-backward", "n": 33, "causal": True, "block": 2},
+        {"algo": "fa2-triton", "n": 17, "d": 32, "br": 16, "bc": 16},
+        {"algo": "fa2", "inputs": qkv, "br": 32, "bc": 32, "block": 1},
+    ]
+    for launch in launches:
+        assert problem(json.loads(flashviz.trace(**launch).to_json())) is None, launch

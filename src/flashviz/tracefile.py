@@ -63,6 +63,11 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
         raise ConfigError(flag, f"{where}'s config lacks one of {', '.join(CONFIG_KEYS)}; {EXPECTED}")
     if not isinstance(doc["steps"], list) or not doc["steps"]:
         raise ConfigError(flag, f"{where} holds no steps; {EXPECTED}")
+    from .trace_file_schema import problem  # its values' types and ranges, and the parts every view reads
+
+    wrong = problem(doc)
+    if wrong is not None:
+        raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
 
 
 def _read(path: Path, flag: str) -> bytes:
