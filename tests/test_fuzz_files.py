@@ -11,6 +11,7 @@ Bounded example counts keep CI to a few seconds each; bench/fuzz_traces.py runs 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import subprocess
@@ -126,10 +127,8 @@ def crafted_ladder(draw, good: dict[str, Any]) -> bytes:
                 where.append((k, i))
                 where += [(k, i, kk) for kk in v[i]]
     for _ in range(draw(st.integers(1, 3))):
-        try:
+        with contextlib.suppress(KeyError, IndexError, TypeError):
             set_at(doc, draw(st.sampled_from(where)), draw(JSON), delete=draw(st.integers(0, 5)) == 0)
-        except (KeyError, IndexError, TypeError):
-            pass
     return json.dumps(doc).encode()
 
 
