@@ -85,10 +85,8 @@ def crafted_trace(draw, good: dict[str, Any]) -> bytes:
     where = paths(good)
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(where))
-        try:
+        with contextlib.suppress(KeyError, IndexError, TypeError):  # an earlier mutation replaced a parent
             set_at(doc, path, draw(JSON), delete=draw(st.integers(0, 5)) == 0)
-        except (KeyError, IndexError, TypeError):
-            pass  # an earlier mutation replaced a parent
     return json.dumps(doc).encode()
 
 
