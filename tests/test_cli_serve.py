@@ -167,7 +167,7 @@ def changed(**where):
 NOT_PROFILES = {
     "dev-zero": (lambda tmp: "/dev/zero", "not a regular file (a character device)"),
     "fifo": (fifo, "not a regular file (a FIFO)"),
-    "oversized": (oversized, f"a profile has at most {serve.PROFILE_MAX_BYTES:,}"),
+    "oversized": (oversized, f"more than a profile holds ({serve.PROFILE_MAX_BYTES:,} at most)"),
     "trace": (lambda tmp: write(tmp / "trace.json", {"schema": "flashviz.trace/1", "config": {}}), "a trace"),
     "no-schema": (lambda tmp: write(tmp / "p.json", {"device": "H200"}), "schema must be 'flashviz.profile/1'"),
     "html-in-d": (changed(config__d="<b>4</b>"), "config.d: "),

@@ -228,7 +228,10 @@ def test_cli_names_the_file_and_what_is_wrong_in_one_line(tmp_path, content, nam
 def test_cli_names_a_missing_file(tmp_path):
     res = run_cli("ladder", "--from", "nope.json", cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr.strip() == "flashviz: error: --from: nope.json: cannot read it (No such file or directory)"
+    assert res.stderr.strip() == (
+        "flashviz: error: --from: cannot read nope.json: No such file or directory; "
+        "give a ladder JSON (bench/ladder_bench.py writes one)"
+    )
 
 
 def test_load_returns_the_validated_document(doc_file):

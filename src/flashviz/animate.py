@@ -93,6 +93,10 @@ def _screenshots(sync_api, page_file: Path, executable: str | None, frames: int,
             page.wait_for_selector("html[data-ready=true]", state="attached")
             counter = page.locator("[data-testid=step-counter]")
             total = int(counter.get_attribute("data-total") or 0)
+            if total == 0:  # the page shows no steps: say what it says instead (no empty GIF, no IndexError)
+                said = " ".join((page.locator("#config-error").text_content() or "").split())
+                said = said if len(said) <= 200 else said[:199] + "…"
+                raise ConfigError("--gif", f"the page shows no steps to animate ({said or 'it says nothing'})")
             count = min(frames, total)
             # the frame: the step bar and the memory picture (the idea folded away; the code below is left out)
             page.evaluate("() => { const i = document.getElementById('idea'); if (i) i.open = false; }")
@@ -130,6 +134,8 @@ def _gif(shots: list[bytes], delay_ms: int) -> bytes:
     colours do not change between steps), so Pillow can store each frame as its difference from the last."""
     from PIL import Image
 
+    if not shots:
+        raise ConfigError("--gif", "no frames to write: the page showed no steps")
     frames = [Image.open(io.BytesIO(s)).convert("RGB") for s in shots]
     size = frames[0].size
     frames = [f if f.size == size else f.resize(size) for f in frames]

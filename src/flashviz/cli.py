@@ -260,7 +260,7 @@ def steps(algo, n, d, br, bc, causal, seed, block) -> None:
 @click.option(
     "--profile",
     "profile_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(),  # '' is refused here; a directory, FIFO or device where it is read (flashviz.regular_file)
     default=None,
     help="a profile JSON (`flashviz gpu profile -o FILE.json`) to show beside the walkthrough (served at /api/profile)",
 )

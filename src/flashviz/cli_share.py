@@ -193,5 +193,6 @@ def view(trace_file: Path, host: str, port: int, no_browser: bool) -> None:
     from .tracefile import read_trace_file
 
     doc, data = read_trace_file(trace_file, "TRACE.json")
-    docs = Documents(origin="flashviz view", limits=limits_document(), traces=[(doc["config"], data)], server=True)
+    held = [(doc["config"], data)]
+    docs = Documents(origin="flashviz view", limits=limits_document(), traces=held, server=True, file=trace_file.name)
     run(host, port, no_browser, None, (), documents=docs.html())

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib import format as fmt
 
 from .config import LIMITS, ConfigError, shown
+from .regular_file import why_not
 
 NAMES = ("Q", "K", "V")
 
@@ -34,8 +35,8 @@ def load_npz(path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[s
     where = shown(str(path))
     try:
         st = os.stat(path)
-    except OSError as exc:  # missing, a name too long for the file system, no permission ...
-        raise ConfigError("--inputs", f"cannot read {where}: {exc.strerror}") from None
+    except OSError as exc:  # missing, a dangling symlink, a name too long for the file system, no permission ...
+        raise ConfigError("--inputs", f"cannot read {where}: {why_not(path, exc)}") from None
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError("--inputs", f"{where} is not a regular file (a directory, FIFO or device is not read)")
     if st.st_size > MAX_FILE_BYTES:

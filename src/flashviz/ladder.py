@@ -14,12 +14,16 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import ConfigError
 from .ladder_schema import LadderError, check
+from .regular_file import read_regular
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
 DATA = "data/ladder"  # inside the package (as flashviz/DATA)
+HINT = "give a ladder JSON (bench/ladder_bench.py writes one)"
+MAX_FILE_BYTES = 16 * 2**20  # the recorded runs are ~12 kB; a file far larger is not one
 
 
 class NoRecordedRun(LadderError):
@@ -51,7 +55,12 @@ def load(path: str | Path | None = None) -> dict[str, Any]:
         source = Path(path)
     name = _name(source)
     try:
-        text = source.read_text(encoding="utf-8")
+        if isinstance(source, Path):  # a given file: a regular one of bounded size (not /dev/zero, not a FIFO)
+            text = read_regular(source, "--from", name, MAX_FILE_BYTES, "a ladder file", HINT).decode("utf-8")
+        else:
+            text = source.read_text(encoding="utf-8")
+    except ConfigError as exc:
+        raise LadderError(exc.message) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LadderError(f"{name}: cannot read it ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
     try:

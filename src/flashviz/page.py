@@ -39,6 +39,7 @@ class Documents:
     compares: list[tuple[dict[str, Any], bytes]] = field(default_factory=list)  # (n, d, br, bc, causal; JSON)
     host: bool = False  # a host (the widget) answers launches the page does not hold
     server: bool = False  # the server that served the page answers them (flashviz view)
+    file: str | None = None  # the trace file shown (flashviz view t.json), named when the page leaves it
     # the recorded ladder run that ships with flashviz (its JSON), or None when none ships: the page's last section
     ladder: bytes | None = field(default_factory=lambda: shipped_ladder())
 
@@ -59,11 +60,13 @@ class Documents:
                     "config": page_config(cfg),
                     "recorded": list(cfg["recorded_blocks"]),
                     "blocks": cfg.get("tr", 0),
+                    "inputs": cfg.get("inputs", "random"),  # "file": not the seed's; said when the page leaves it
                 }
                 for k, (cfg, _) in enumerate(self.traces)
             ],
             "compares": [{"id": f"flashviz-compare-{k}", **key} for k, (key, _) in enumerate(self.compares)],
             "ladder": None if self.ladder is None else LADDER_ID,
+            "file": self.file,
         }
         parts = [("index", element(DATA_ID, json.dumps(index, separators=(",", ":")).encode()))]
         parts += [(f"trace {k}", element(f"flashviz-trace-{k}", data)) for k, (_, data) in enumerate(self.traces)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .config import ConfigError
+from .regular_file import read_regular
 
 if TYPE_CHECKING:
     import socket
@@ -115,25 +115,7 @@ def load_profile(path: Path) -> dict:
     from .profile_schema import ProfileError, check
 
     shown = clip(str(path))
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, by its type)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ValueError) as exc:
-        raise ConfigError("--profile", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError("--profile", f"{shown} is not a regular file ({kind(info.st_mode)}); give a JSON file")
-        if info.st_size > PROFILE_MAX_BYTES:
-            raise ConfigError(
-                "--profile", f"{shown} is {info.st_size:,} bytes; a profile has at most {PROFILE_MAX_BYTES:,}"
-            )
-        try:
-            data = f.read(PROFILE_MAX_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError("--profile", f"cannot read {shown}: {exc.strerror}") from None
-    if len(data) > PROFILE_MAX_BYTES:  # it grew while read
-        raise ConfigError("--profile", f"{shown} holds more than {PROFILE_MAX_BYTES:,} bytes")
+    data = read_regular(path, "--profile", shown, PROFILE_MAX_BYTES, "a profile", "give a JSON file")
     try:
         profile = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -143,19 +125,6 @@ def load_profile(path: Path) -> dict:
     except ProfileError as exc:
         raise ConfigError("--profile", f"{shown} is not a flashviz profile: {exc}") from None
     return profile
-
-
-def kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def listen(host: str, port: int) -> socket.socket:

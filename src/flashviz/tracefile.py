@@ -4,12 +4,11 @@ and which schema version is expected: another version, a truncated file, a file 
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, shown
+from .regular_file import read_regular
 from .trace import SCHEMA
 
 # The largest trace the CLI writes (N=16384, one block recorded) is a few hundred MB; a page holding more is no use.
@@ -64,27 +63,12 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
         raise ConfigError(flag, f"{where}'s config lacks one of {', '.join(CONFIG_KEYS)}; {EXPECTED}")
     if not isinstance(doc["steps"], list) or not doc["steps"]:
         raise ConfigError(flag, f"{where} holds no steps; {EXPECTED}")
+    from .trace_file_schema import problem  # its values' types and ranges, and the parts every view reads
+
+    wrong = problem(doc)
+    if wrong is not None:
+        raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
 
 
 def _read(path: Path, flag: str) -> bytes:
-    where = shown(str(path))
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, by its type)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(flag, f"cannot read {where}: {getattr(exc, 'strerror', None) or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory with its own exception
-        os.close(fd)
-        raise ConfigError(flag, f"{where} is not a regular file; {EXPECTED}")
-    with os.fdopen(fd, "rb") as f:
-        if info.st_size > MAX_FILE_BYTES:
-            raise ConfigError(
-                flag,
-                f"{where} is {info.st_size:,} bytes, more than a trace file holds ({MAX_FILE_BYTES:,} at most); "
-                + EXPECTED,
-            )
-        try:
-            return f.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError(flag, f"cannot read {where}: {exc.strerror}") from None
+    return read_regular(path, flag, shown(str(path)), MAX_FILE_BYTES, "a trace file", EXPECTED)

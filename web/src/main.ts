@@ -433,8 +433,10 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     const pre = early.trace && sameConfig(c, asked) ? await early.trace : null;
     early.trace = null; // used once: later loads of this config ask again (it may be another block)
     let t = pre ?? (await source.trace(c, null, ctl.signal));
+    let fetched: number | null = null;
     // the block asked for is not recorded by default (large launches record block 0 only): ask for it
     if (block !== null && block < t.blocks.length && !t.config.recorded_blocks.includes(block)) {
+      fetched = block;
       t = await source.trace(c, block, ctl.signal);
     }
     if (ctl.signal.aborted) return;
@@ -453,6 +455,9 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     const shown = t.steps[step] ? pickOf(t, t.steps[step]!) : null;
     const unrecorded = unrecordedProblem(t.blocks.length, t.config.recorded_blocks, block, shown ?? 0);
     if (unrecorded) problems.push(unrecorded);
+    // a launch (or block) the page's trace file does not hold: said, so that it is not taken for the file's
+    const elsewhere = source.provenance?.(c, fetched);
+    if (elsewhere) problems.push(elsewhere);
     if (problems.length) {
       form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
     } else if (form.check(false)) {
@@ -465,7 +470,9 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
     schedule();
   } catch (e) {
     if (ctl.signal.aborted || (e instanceof DOMException && e.name === "AbortError")) return;
-    const err = e instanceof ApiError ? e : new ApiError(0, `could not reach the server: ${(e as Error).message}`, null);
+    // a page that holds its documents (an export, the widget) reached no server: its trace could not be drawn
+    const why = source.url ? "could not reach the server" : "could not show this launch";
+    const err = e instanceof ApiError ? e : new ApiError(0, `${why}: ${(e as Error).message}`, null);
     form.serverError(err.detail, err.field);
     // nothing on screen yet (a bad link): show the default so the page is not empty; the form keeps what was asked
     if (!app.trace && !sameConfig(c, defaultConfig())) await loadFallback(err, to.problems ?? []);

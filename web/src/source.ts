@@ -17,6 +17,7 @@ import {
 } from "./api";
 import { fetchLadder, isLadder, type LadderDoc } from "./render/ladder";
 import { type ConfigParams, sameConfig, toSearch } from "./state";
+import { got, traceProblem } from "./traceCheck";
 import type { Limits, Trace } from "./types";
 
 export interface Source {
@@ -38,6 +39,10 @@ export interface Source {
   onOpen(open: (c: ConfigParams) => void): void;
   /** the page tells its host what it shows */
   shown(c: ConfigParams, step: number): void;
+  /** a launch (or a block of one) that this page's documents do not hold and a server or the notebook computed, said
+   *  in one line ("block 0 is not in t.json, …: the server computed it"); null when it is a document held, or when
+   *  there are none (the server's page) */
+  provenance?(c: ConfigParams, record: number | null): string | null;
 }
 
 /** The server that served the page (`flashviz serve`). */
@@ -61,7 +66,9 @@ export function serverSource(): Source {
  *  read only when asked for. */
 interface Index {
   limits: Limits;
-  traces: { id: string; config: ConfigParams; recorded: number[]; blocks: number }[];
+  traces: { id: string; config: ConfigParams; recorded: number[]; blocks: number; inputs?: "random" | "file" }[];
+  /** the trace file the page shows (`flashviz view t.json`), for messages */
+  file?: string | null;
   compares: { id: string; n: number; d: number; br: number; bc: number; causal: boolean }[];
   /** who wrote the page, said when a launch is not held: "flashviz export", "the notebook widget" */
   origin: string;
@@ -116,15 +123,19 @@ function differing(c: ConfigParams, held: ConfigParams[]): keyof ConfigParams {
   return "algo";
 }
 
-function describe(h: ConfigParams): string {
+function describe(h: ConfigParams, own = false): string {
   const scale = h.scale === null ? "" : ` scale=${h.scale}`;
-  return `N=${h.n} D=${h.d} Br=${h.br} Bc=${h.bc}${h.causal ? " causal" : ""} seed=${h.seed}${scale}`;
+  return `N=${h.n} D=${h.d} Br=${h.br} Bc=${h.bc}${h.causal ? " causal" : ""} ${own ? "on its own inputs" : `seed=${h.seed}`}${scale}`;
 }
 
-/** The launches held, in words: "fa1, fa2 at N=8 D=4 Br=4 Bc=4 seed=0" (grouped by launch). */
-function heldWords(configs: ConfigParams[]): string {
+/** The launches held, in words: "fa1, fa2 at N=8 D=4 Br=4 Bc=4 seed=0" (grouped by launch); `own`: those whose
+ *  inputs came from a file, not from the seed. */
+function heldWords(configs: ConfigParams[], own: boolean[] = []): string {
   const groups = new Map<string, string[]>();
-  for (const c of configs) groups.set(describe(c), [...(groups.get(describe(c)) ?? []), c.algo]);
+  configs.forEach((c, k) => {
+    const key = describe(c, !!own[k]);
+    groups.set(key, [...(groups.get(key) ?? []), c.algo]);
+  });
   return [...groups].map(([launch, algos]) => `${algos.join(", ")} at ${launch}`).join("; ");
 }
 
@@ -145,7 +156,7 @@ function inlineSource(doc: Document, index: Index): Source {
         if (e instanceof ApiError) throw e;
         throw new ApiError(0, `this file's trace ${id} is not whole JSON (truncated?); this page reads ${TRACE_SCHEMA} (${AGAIN})`, null);
       }
-      const problem = schemaProblem(t, "this file holds", AGAIN);
+      const problem = schemaProblem(t, "this file holds", AGAIN) ?? brokenTrace(t, id, index.limits);
       if (problem) throw new ApiError(0, problem, null);
       traces.set(id, t);
     }
@@ -194,13 +205,31 @@ function inlineSource(doc: Document, index: Index): Source {
       if (index.ladder) return Promise.resolve(readLadder(held(doc, index.ladder)));
       return server ? server.ladder() : Promise.resolve(`none shipped with the flashviz that wrote this file (${index.origin})`);
     },
-    search: () => (location.search || !first ? location.search : toSearch(first, 0, 0, 1, "")),
+    // the first launch held, on its first recorded block (a file written with --block 1 holds block 1 only)
+    search: () => (location.search || !first ? location.search : toSearch(first, 0, index.traces[0]?.recorded[0] ?? 0, 1, "")),
     url: !!server,
     onOpen(open) {
       opener = open;
     },
     shown(c, step) {
       host?.tell({ type: "flashviz:shown", config: c, step });
+    },
+    provenance(c, record) {
+      const by = host ? "the notebook" : server ? "the server" : null; // without either, trace() refused it
+      if (!by || !index.traces.length) return null;
+      if (index.traces.some((h) => sameConfig(h.config, c) && (record === null || h.recorded.includes(record)))) return null;
+      const file = index.file ?? "this page";
+      const same = index.traces.filter((h) => sameConfig(h.config, c));
+      const what = same.length && record !== null ? `block ${record}` : "this launch";
+      const own = index.traces.map((h) => h.inputs === "file");
+      const holds = heldWords(
+        index.traces.map((h) => h.config),
+        own,
+      );
+      const blocks = same.length ? ` (block ${same[0]!.recorded.join(", ")})` : "";
+      // a trace of its own inputs: the server (or the notebook) draws them from the seed instead
+      const inputs = own.some(Boolean) ? `, on random inputs from seed ${c.seed}, not the file's own` : "";
+      return `${what} is not in ${file}, which holds ${holds}${blocks}: ${by} computed it${inputs}`;
     },
   };
 }
@@ -221,9 +250,19 @@ function parseChecked(text: string): Trace {
   } catch {
     throw new ApiError(0, "unexpected answer from the notebook: not JSON", null);
   }
-  const problem = schemaProblem(t, "the notebook sent", "pip install the same flashviz in the kernel");
+  const problem = schemaProblem(t, "the notebook sent", "pip install the same flashviz in the kernel") ?? traceProblem(t);
   if (problem) throw new ApiError(0, problem, null);
   return t;
+}
+
+/** What is wrong with the structure of an inlined trace (traceCheck.ts), or an algorithm the page does not offer, in
+ *  one line saying it is this file's trace that is broken; null when it can be shown. */
+function brokenTrace(t: Trace, id: string, limits: Limits): string | null {
+  let why = traceProblem(t);
+  const names = limits.algos?.map((a) => a.name); // absent: a page that lists none (any name goes)
+  if (!why && names && !names.includes(t.config.algo))
+    why = `config.algo must be one of ${names.join(", ") || "the algorithms of the flashviz that wrote it"} (got ${got(t.config.algo)})`;
+  return why ? `this file's trace ${id} is broken: ${why}; ${AGAIN}` : null;
 }
 
 /** Requests to the widget that holds the page (window.parent), by postMessage; answers match by id. */

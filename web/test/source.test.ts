@@ -5,13 +5,13 @@ import { describe, expect, it, vi } from "vitest";
 import { ApiError, TRACE_SCHEMA } from "../src/api";
 import { DATA_ID, pickSource } from "../src/source";
 import type { ConfigParams } from "../src/state";
-import { FA1, FA2C } from "./fixtures";
+import { FA1, FA2C, LIMITS } from "./fixtures";
 
 const at = (algo: string): ConfigParams => ({ algo, n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false });
 
 function page(traces: Record<string, string>, configs: Record<string, ConfigParams>): Document {
   const index = {
-    limits: { algos: [] },
+    limits: { algos: LIMITS.algos },
     origin: "flashviz export",
     host: false,
     server: false,

@@ -1,0 +1,74 @@
+"""A larger run of the fuzzers of tests/test_fuzz_files.py: crafted trace files through the check every view runs
+first (`flashviz view`, `export --trace`, `flashviz.show(path)`) and the page documents built from what passes, and
+crafted ladder files through `flashviz.ladder.load` and its table. Same generators, same judges, in-process; a
+failure is any exception other than the one-line refusal. Prints the counts for bench/results/robustness.md.
+
+    python bench/fuzz_traces.py [--traces 3000] [--ladders 2000] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from test_fuzz_files import GOOD, LADDER, crafted_ladder, crafted_trace, judge_ladder, judge_trace
+
+
+def run(name: str, count: int, strategy, judge, seed_: int) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    failures: list[str] = []
+
+    @seed(seed_)
+    @settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def one(data: bytes) -> None:
+        try:
+            counts[judge(data)] += 1
+        except Exception:
+            counts["failed"] += 1
+            if len(failures) < 5:
+                failures.append(traceback.format_exc(limit=3))
+
+    t0 = time.perf_counter()
+    one()
+    print(f"{name}: {sum(counts.values())} tries, {dict(counts)}, {time.perf_counter() - t0:.1f} s")
+    for f in failures:
+        print(f)
+    return counts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=3000)
+    ap.add_argument("--ladders", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    traces = run("trace files", args.traces, crafted_trace(GOOD), judge_trace, args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.json"
+
+        def ladder(data: bytes) -> str:
+            path.write_bytes(data)
+            return judge_ladder(path)
+
+        ladders = run("ladder files", args.ladders, crafted_ladder(LADDER), ladder, args.seed)
+    return 1 if traces["failed"] or ladders["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

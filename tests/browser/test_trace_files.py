@@ -1,0 +1,170 @@
+"""End-to-end, issue 17 (round two) items 1, 2 and 6: a trace file shown as written (`flashviz view t.json` of a file
+recorded at block 1 on its own inputs asks the server for nothing, and says so when the page leaves the file), exports
+at another block open on its steps (HTML and GIF), and an exported page whose trace is broken says what is wrong with
+it in one line. The CLI runs as a subprocess, the page in Debian's chromium; every wait is for a state. Screenshots go
+to test-artifacts/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pageutil import WAIT_MS, counter_el, expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "flashviz", *args], capture_output=True, text=True, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@contextmanager
+def viewing(path: Path):
+    """`flashviz view PATH --no-browser` in a subprocess; yields its URL once it prints it (a state)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flashviz", "view", str(path), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = None
+        for line in proc.stdout:
+            found = re.search(r"http://127\.0\.0\.1:\d+/?", line)
+            if found:
+                url = found[0]
+                break
+        assert url, "flashviz view printed no URL"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.fixture
+def context(browser):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    yield ctx
+    ctx.close()
+
+
+def watched(context):
+    """A page of `context` that records every request's URL and every page error."""
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.urls, page.errors = [], []
+    page.on("request", lambda r: page.urls.append(r.url))
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    return page
+
+
+def test_view_shows_a_file_of_block_1_on_its_own_inputs_as_written(context, tmp_path, artifacts):
+    """Item 1: the page asked /api/trace?…&seed=0&block=0 and showed random seed-0 inputs with their own error badge."""
+    rng = np.random.default_rng()
+    n, d = 80, 16  # Br = Bc = 32: three blocks of Q, block 1 recorded
+    np.savez(tmp_path / "qkv.npz", **{k: rng.standard_normal((n, d)).astype(np.float32) for k in "QKV"})
+    cli("trace", "--inputs", "qkv.npz", "--br", "32", "--bc", "32", "--block", "1", "-o", "t.json", cwd=tmp_path)
+    held = json.loads((tmp_path / "t.json").read_text())
+    assert held["config"]["recorded_blocks"] == [1] and held["config"]["inputs"] == "file"
+    with viewing(tmp_path / "t.json") as url:
+        page = watched(context)
+        page.goto(url)
+        expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        counter = counter_el(page)
+        expect(counter).to_have_attribute("data-total", str(len(held["steps"])))
+        expect(counter).to_have_attribute("data-block", "1")
+        # the file's values and its own error badge, not a launch the server ran
+        assert page.evaluate("window.flashviz.trace().outputs.O") == held["outputs"]["O"]
+        assert page.evaluate("window.flashviz.trace().reference") == held["reference"]
+        assert page.evaluate("window.flashviz.trace().inputs.Q") == held["inputs"]["Q"]
+        assert not [u for u in page.urls if "/api/trace" in u], [u for u in page.urls if "/api/" in u]
+        expect(page.locator("[data-testid=config-error]")).to_be_hidden()
+        page.screenshot(path=str(artifacts / "h17-view-block1-own-inputs.png"))
+        # another block: the server computes it, and the page says it left the file (and on which inputs)
+        page.locator("#block-picker").select_option("0")
+        expect(counter).to_have_attribute("data-block", "0")
+        message = page.locator("[data-testid=config-error]")
+        holds = "block 0 is not in t.json, which holds fa2 at N=80 D=16 Br=32 Bc=32 on its own inputs"
+        expect(message).to_contain_text(holds)
+        expect(message).to_contain_text("the server computed it, on random inputs from seed 0, not the file's own")
+        # another config: said too
+        page.locator("[data-testid=cfg-n]").fill("64")
+        page.locator("[data-testid=cfg-apply]").click()
+        expect(counter).to_have_attribute("data-block", "0")
+        expect(message).to_contain_text("this launch is not in t.json")
+        assert "\n" not in message.inner_text()
+        page.screenshot(path=str(artifacts / "h17-view-left-the-file.png"))
+        assert not page.errors, page.errors
+
+
+def test_export_at_block_1_opens_on_its_steps(context, tmp_path, artifacts):
+    """Item 2: `flashviz export b1.html --block 1` opened on "block 0 was not recorded in this file" with no steps."""
+    flags = ("--n", "12", "--block", "1", "--seed", "7")
+    cli("export", "b1.html", *flags, cwd=tmp_path)
+    trace = json.loads(cli("trace", *flags).stdout)
+    page = watched(context)
+    page.goto((tmp_path / "b1.html").as_uri())
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    counter = counter_el(page)
+    expect(counter).to_have_attribute("data-total", str(len(trace["steps"])))
+    expect(counter).to_have_attribute("data-block", "1")
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()
+    assert page.evaluate("window.flashviz.trace().outputs.O") == trace["outputs"]["O"]
+    page.screenshot(path=str(artifacts / "h17-export-block1.png"))
+    assert not page.errors, page.errors
+
+
+def test_export_gif_at_block_1(tmp_path):
+    """Item 2: `flashviz export w.gif --block 1` was an IndexError in animate.py (frames[0]), exit 1."""
+    image = pytest.importorskip("PIL.Image", reason="pip install -e '.[test]' (Pillow)")
+    done = cli("export", "w.gif", "--n", "12", "--block", "1", "--frames", "3", "--width", "480", cwd=tmp_path)
+    assert "3 frames of 480 px" in done.stderr
+    with image.open(tmp_path / "w.gif") as gif:
+        assert gif.n_frames == 3
+
+
+def spoiled(html: str, change) -> str:
+    """The exported page with its trace element changed by `change(doc)` as a hand-edited file would be."""
+    tag = '<script type="application/json" id="flashviz-trace-0">'
+    body = html.index(tag) + len(tag)
+    end = html.index("</script>", body)
+    doc = json.loads(html[body:end])
+    change(doc)
+    text = json.dumps(doc).replace("<", "\\u003c")
+    return html[:body] + text + html[end:]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("export") / "good.html"
+    cli("export", str(out), "--n", "12")
+    return out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("part", "value"), [("tensors", None), ("picker", "x"), ("steps", [None, 1, "x"]), ("inputs", None)]
+)
+def test_a_broken_trace_in_an_export_says_what_is_wrong_with_it(context, tmp_path, artifacts, exported, part, value):
+    """Item 6: the page said "could not reach the server: Cannot read properties of null (reading 'Qi')", in a
+    file:// export too, where there is no server."""
+    bad = tmp_path / f"{part}.html"
+    bad.write_text(spoiled(exported, lambda doc: doc.__setitem__(part, value)))
+    page = watched(context)
+    page.goto(bad.as_uri())
+    message = page.locator("[data-testid=config-error]")
+    expect(message).to_be_visible()
+    target = "steps[0]" if part == "steps" else part
+    expect(message).to_contain_text(f"this file's trace flashviz-trace-0 is broken: {target} must be ")
+    text = message.inner_text()
+    assert "\n" not in text and "server" not in text and "Cannot read" not in text, text
+    if part == "tensors":
+        page.screenshot(path=str(artifacts / "h17-broken-trace-in-export.png"))
+    assert not page.errors, page.errors

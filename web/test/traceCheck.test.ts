@@ -1,0 +1,90 @@
+// Issue 17 item 6: a trace whose parts are null, a string or not steps is one line saying what is wrong with it (the
+// page's own check, for file:// exports too, where there is no server to blame), not "Cannot read properties of null".
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../src/api";
+import { DATA_ID, pickSource } from "../src/source";
+import type { ConfigParams } from "../src/state";
+import { traceProblem } from "../src/traceCheck";
+import { BY_ALGO, FA2C, LIMITS } from "./fixtures";
+
+const PARTS = ["tensors", "buffers", "picture", "ops", "picker", "inputs", "outputs", "kernels"];
+
+function broken(change: Record<string, unknown>): unknown {
+  return { ...structuredClone(FA2C), ...change };
+}
+
+describe("traceProblem", () => {
+  it.each(Object.keys(BY_ALGO))("passes every algorithm's trace (%s)", (algo) => {
+    expect(traceProblem(BY_ALGO[algo])).toBeNull();
+  });
+
+  it.each(PARTS.flatMap((p) => [[p, null] as const, [p, "x"] as const]))("%s = %j is named", (part, value) => {
+    const why = traceProblem(broken({ [part]: value }));
+    expect(why).toMatch(new RegExp(`^${part} must be .*\\(got ${value === null ? "null" : '"x"'}\\)$`));
+  });
+
+  it("names the first step that is not one", () => {
+    expect(traceProblem(broken({ steps: [null, 1, "x"] }))).toMatch(/^steps\[0\] must be an object .*\(got null\)$/);
+    const steps = structuredClone(FA2C.steps) as unknown[];
+    steps[3] = { ...(steps[3] as object), op: "nope" };
+    expect(traceProblem(broken({ steps }))).toBe('steps[3].op must name one of ops (got "nope")');
+  });
+
+  it.each([
+    ["d", 0],
+    ["n", 8.5],
+    ["n", [1, 2]],
+    ["br", "x"],
+    ["recorded_blocks", 5],
+    ["recorded_blocks", null],
+    ["scale", "abc"],
+  ])("config.%s = %j is named", (key, value) => {
+    const t = broken({ config: { ...FA2C.config, [key]: value } });
+    expect(traceProblem(t)).toMatch(new RegExp(`^config\\.${key} must be `));
+  });
+
+  it("keeps every message to one short line", () => {
+    const t = broken({ tensors: "x".repeat(5000) });
+    const why = traceProblem(t)!;
+    expect(why).not.toContain("\n");
+    expect(why.length).toBeLessThan(200);
+  });
+});
+
+describe("an exported page holding a broken trace", () => {
+  const at: ConfigParams = { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: true };
+  function page(trace: unknown): Document {
+    const index = {
+      limits: { algos: LIMITS.algos },
+      origin: "flashviz export",
+      host: false,
+      server: false,
+      traces: [{ id: "t0", config: at, recorded: [0], blocks: 3 }],
+      compares: [],
+    };
+    const elements: Record<string, string> = { [DATA_ID]: JSON.stringify(index), t0: JSON.stringify(trace) };
+    return { getElementById: (id: string) => (id in elements ? { textContent: elements[id] } : null) } as unknown as Document;
+  }
+
+  it.each(PARTS)("says in one line that its trace is broken (%s: null)", async (part) => {
+    const err = await pickSource(page(broken({ [part]: null })))
+      .trace(at)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(ApiError);
+    const detail = (err as ApiError).detail;
+    expect(detail).toMatch(new RegExp(`^this file's trace t0 is broken: ${part} must be `));
+    expect(detail).not.toMatch(/server|Cannot read/);
+  });
+
+  it("refuses an algorithm the page does not offer (config.algo fa3)", async () => {
+    const t = broken({ config: { ...FA2C.config, algo: "fa3" } });
+    const err = (await pickSource(page(t))
+      .trace(at)
+      .catch((e: unknown) => e)) as ApiError;
+    expect(err.detail).toContain("config.algo must be one of standard, fa1, fa2");
+    expect(err.detail).toContain('(got "fa3")');
+  });
+});
