@@ -64,6 +64,14 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
         raise ConfigError(flag, f"{where}'s config lacks one of {', '.join(CONFIG_KEYS)}; {EXPECTED}")
     if not isinstance(doc["steps"], list) or not doc["steps"]:
         raise ConfigError(flag, f"{where} holds no steps; {EXPECTED}")
+    check_compact(doc, where, flag)
+
+
+def check_compact(doc: dict[str, Any], where: str, flag: str) -> None:
+    """The compact arrays' dtypes, shapes, bytes and references (flashviz.trace_codec)."""
+    from .trace_codec import check_arrays
+
+    check_arrays(doc, where, flag)
 
 
 def _read(path: Path, flag: str) -> bytes:

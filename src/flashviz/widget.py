@@ -56,7 +56,7 @@ class Viewer(anywidget.AnyWidget):
 
     @classmethod
     def of_trace(cls, trace: Trace, height: int = 760) -> Viewer:
-        return cls(_documents_of(trace.config, trace.to_json()), trace, height=height)
+        return cls(_documents_of(trace.config, trace.to_json(compact=True)), trace, height=height)
 
     @classmethod
     def of_document(cls, doc: dict[str, Any], data: bytes, height: int = 760) -> Viewer:
@@ -92,7 +92,7 @@ class Viewer(anywidget.AnyWidget):
 
         made = make_trace(cfg.api_validated())  # the API's bounds: a launch the page can hold
         self.trace = made
-        return made.to_json()
+        return made.to_json(compact=True)
 
 
 def _documents_of(config: dict[str, Any], data: bytes) -> Documents:

@@ -50,7 +50,7 @@ export function parseTrace(text: string): Trace {
 }
 
 /** The one schema this page reads (docs/trace-schema.md). A trace of another version is refused, not read half-way. */
-export const TRACE_SCHEMA = "flashviz.trace/2";
+export const TRACE_SCHEMA = "flashviz.trace/3";
 
 /** Why a parsed document is not a trace this page can show (one line naming both versions), or null. */
 /** What is wrong with a trace, in one line, or null. `from` says where it came from (source.ts: a file, the
