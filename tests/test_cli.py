@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from flashviz.cli import main
+from flashviz.trace_codec import to_plain
 from helpers import bounded_work
 
 
@@ -24,7 +25,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_trace_default_is_the_seed_example(capsysbinary):
     assert main(["trace"]) == 0
-    doc = json.loads(capsysbinary.readouterr().out)
+    doc = to_plain(json.loads(capsysbinary.readouterr().out))
     c = doc["config"]
     assert (c["algo"], c["n"], c["d"], c["br"], c["bc"], c["seed"]) == ("fa2", 8, 4, 4, 4, 0)
     assert c["scale"] == pytest.approx(0.5)
@@ -54,7 +55,7 @@ def test_trace_default_is_the_seed_example(capsysbinary):
 
 
 def test_minus_infinity_is_null_in_json(capsysbinary):
-    assert main(["trace", "--n", "6", "--d", "2", "--br", "4", "--bc", "4"]) == 0
+    assert main(["trace", "--plain", "--n", "6", "--d", "2", "--br", "4", "--bc", "4"]) == 0
     doc = json.loads(capsysbinary.readouterr().out)
     load_q = doc["steps"][0]
     assert load_q["sram"]["mi"] == [None] * 4  # mi starts at -inf
@@ -69,7 +70,7 @@ def test_trace_reads_inputs_from_npz(tmp_path, rng, capsysbinary):
         main(["trace", "--inputs", str(tmp_path / "in.npz"), "--br", "5", "--bc", "4", "-o", str(tmp_path / "t.json")])
         == 0
     )
-    doc = json.loads((tmp_path / "t.json").read_text())
+    doc = to_plain(json.loads((tmp_path / "t.json").read_text()))
     assert (doc["config"]["n"], doc["config"]["d"], doc["config"]["inputs"]) == (12, 3, "file")
     np.testing.assert_array_equal(np.array(doc["inputs"]["K"], dtype=np.float32), x["K"])
 

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from flashviz import server
 from flashviz.config import API_LIMITS, Config
 from flashviz.server import gate as gate_module
+from flashviz.trace_codec import to_plain
 from flashviz.tracer import make_trace
 from serving import answer, get, in_thread, send, wait_for
 
@@ -43,7 +44,7 @@ def test_default_trace_is_the_seeds_example(client):
     r = client.get("/api/trace")
     assert r.status_code == 200
     assert r.headers["content-type"] == "application/json"
-    got, want = orjson.loads(r.content), orjson.loads(make_trace(Config()).to_json())
+    got, want = to_plain(orjson.loads(r.content)), orjson.loads(make_trace(Config()).to_json())
     assert got["outputs"] == want["outputs"]
     assert got["hbm"] == want["hbm"]
     assert got == want

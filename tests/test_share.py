@@ -14,6 +14,7 @@ import pytest
 import flashviz
 from flashviz.config import ConfigError
 from flashviz.trace import SCHEMA
+from flashviz.trace_codec import to_plain
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -23,7 +24,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def cli_trace(*flags: str) -> dict:
     done = run_cli("trace", *flags)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return to_plain(json.loads(done.stdout))  # compact arrays as the nested lists --plain writes
 
 
 def one_line_error(done: subprocess.CompletedProcess, flag: str) -> str:
@@ -73,14 +74,14 @@ def bad_file(how: str, good: bytes, path) -> None:
 
 
 BAD = {
-    "version": "is a trace of schema 'flashviz.trace/1'; this flashviz reads flashviz.trace/2 only",
+    "version": "is a trace of schema 'flashviz.trace/1'; this flashviz reads flashviz.trace/3 only",
     "truncated": "is truncated (the JSON ends early)",
     "array": "is not a flashviz trace (a JSON list)",
     "no-schema": "is not a flashviz trace (no schema key)",
     "profile": "is not a flashviz trace (schema 'flashviz.profile/1')",
     "not-json": "is not JSON",
     "empty": "is empty",
-    "parts-missing": "lacks steps, tensors: not a whole flashviz.trace/2 trace",
+    "parts-missing": "lacks steps, tensors: not a whole flashviz.trace/3 trace",
     "huge": "is 629,145,600 bytes, more than a trace file holds (536,870,912 at most)",
 }
 
@@ -240,7 +241,7 @@ def test_the_widget_answers_a_launch_from_python():
     w._on_message(w, {"type": "ask", "view": "v", "id": 1, "kind": "trace", "config": config, "block": None}, [])
     reply, buffers = sent[-1]
     assert reply == {"type": "answer", "view": "v", "id": 1, "ok": True}
-    assert json.loads(bytes(buffers[0])) == cli_trace("--n", "12", "--causal")
+    assert to_plain(json.loads(bytes(buffers[0]))) == cli_trace("--n", "12", "--causal")
     assert w.trace.config["n"] == 12
     # a launch Python refuses: one line naming the field, nothing sent but the message
     bad = {**w.config, "n": 0}
@@ -273,7 +274,7 @@ def inlined_traces(html: str) -> list[dict]:
     import re
 
     found = re.findall(r'<script type="application/json" id="flashviz-trace-\d+">(.*?)</script>', html, re.S)
-    return [json.loads(text) for text in found]
+    return [to_plain(json.loads(text)) for text in found]
 
 
 def test_export_holds_the_cli_traces_with_inputs_from_a_file(tmp_path):

@@ -87,8 +87,15 @@ def cli(ctx: click.Context) -> None:
     help="write the JSON here instead of stdout",
 )
 @click.option("--indent", is_flag=True, help="indent the JSON")
+@click.option(
+    "--plain",
+    is_flag=True,
+    help="write arrays as nested lists of numbers (default: compact base64 typed arrays, docs/trace-schema.md)",
+)
 @kernel_options
-def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent, kernel, **kernel_opts) -> None:
+def trace(
+    algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent, plain, kernel, **kernel_opts
+) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md); with --kernel, trace your own
     Triton kernel against float64 (docs/yourkernel.md)."""
     if kernel is not None:
@@ -99,7 +106,7 @@ def trace(algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, i
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
     trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
-    data = trace_.to_json(indent=indent)
+    data = trace_.to_json(indent=indent, compact=not plain)
     if output is None:
         try:
             print_bytes(data, b"\n")  # not data + b"\n": a copy of a JSON of 100 MB or more

@@ -142,7 +142,7 @@ def _run(
             inputs = load_npz(inputs_path, NAMES, tuple(k for k in get(algo).inputs if k not in NAMES))
             n = d = None
         made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block)
-        held.append((made.config, made.to_json()))
+        held.append((made.config, made.to_json(compact=True)))
     return held
 
 

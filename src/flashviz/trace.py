@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 import orjson
 
-SCHEMA = "flashviz.trace/2"
+SCHEMA = "flashviz.trace/3"
 
 
 class SchemaError(ValueError):
@@ -102,9 +102,12 @@ class Trace:
     veils: list[Any] = field(default_factory=list)
     tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
 
-    def to_json(self, indent: bool = False) -> bytes:
+    def to_json(self, indent: bool = False, compact: bool = False) -> bytes:
+        """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references
+        (flashviz.trace_codec; what `flashviz trace` writes unless --plain, and what /api/trace sends)."""
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
-        return orjson.dumps(_plain(self), option=option, default=_default)
+        doc = _compact(self) if compact else _plain(self)
+        return orjson.dumps(doc, option=option, default=_default)
 
 
 def _plain(trace: Trace) -> dict[str, Any]:
@@ -117,13 +120,26 @@ def _plain(trace: Trace) -> dict[str, Any]:
     return out
 
 
-def _step(step: Step) -> dict[str, Any]:
+def _compact(trace: Trace) -> dict[str, Any]:
+    from .trace_codec import encode_doc
+
+    out: dict[str, Any] = {"schema": SCHEMA}
+    for name in trace.__dataclass_fields__:
+        out[name] = getattr(trace, name)
+    out["inputs"] = dict(trace.inputs)
+    out["outputs"] = dict(trace.outputs)
+    out["steps"] = [_step(s, compact=True) for s in trace.steps]
+    return encode_doc(out, trace.steps)
+
+
+def _step(step: Step, compact: bool = False) -> dict[str, Any]:
+    values = (lambda x: None if x is None else dict(x)) if compact else _values
     d = {name: getattr(step, name) for name in step.__dataclass_fields__}
     d["transfers"] = [_transfer(t) for t in step.transfers]
-    d["sram"] = _values(step.sram)
-    d["carries"] = _values(step.carries)
+    d["sram"] = values(step.sram)
+    d["carries"] = values(step.carries)
     if step.substeps is not None:
-        d["substeps"] = [{**s, "values": _values(s["values"])} for s in step.substeps]
+        d["substeps"] = [{**s, "values": values(s["values"])} for s in step.substeps]
     return d
 
 

@@ -68,6 +68,14 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
     wrong = problem(doc)
     if wrong is not None:
         raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
+    check_compact(doc, where, flag)
+
+
+def check_compact(doc: dict[str, Any], where: str, flag: str) -> None:
+    """The compact arrays' dtypes, shapes, bytes and references (flashviz.trace_codec)."""
+    from .trace_codec import check_arrays
+
+    check_arrays(doc, where, flag)
 
 
 def _read(path: Path, flag: str) -> bytes:

@@ -84,7 +84,7 @@ class Viewer(anywidget.AnyWidget):
 
     @classmethod
     def of_trace(cls, trace: Trace, height: int = 760) -> Viewer:
-        return cls(_documents_of(trace.config, trace.to_json()), trace, height=height)
+        return cls(_documents_of(trace.config, trace.to_json(compact=True)), trace, height=height)
 
     @classmethod
     def of_document(cls, doc: dict[str, Any], data: bytes, height: int = 760) -> Viewer:
@@ -120,7 +120,7 @@ class Viewer(anywidget.AnyWidget):
 
         made = make_trace(cfg)
         self.trace = made
-        return made.to_json()
+        return made.to_json(compact=True)
 
 
 def _documents_of(config: dict[str, Any], data: bytes) -> Documents:

@@ -96,9 +96,29 @@ def expect_counter(page, tensor: str, read: int, written: int) -> None:
 
 
 def api(page, base: str, path: str) -> dict:
+    """An API answer; a trace with its compact arrays as the nested lists `flashviz trace --plain` writes."""
+    from flashviz.trace_codec import to_plain
+
     r = page.request.get(f"{base}{path}")
     assert r.ok, r.text()
-    return r.json()
+    doc = r.json()
+    return to_plain(doc) if str(doc.get("schema", "")).startswith("flashviz.trace/") else doc
+
+
+def same_float32(got, want) -> bool:
+    """The page's values (each float32 exactly, as compact arrays decode) are a plain trace's (each float32's
+    shortest decimal), value for value; null (−∞) where it is null."""
+    import numpy as np
+
+    a, b = np.array(got, dtype=object), np.array(want, dtype=object)
+    if a.shape != b.shape:
+        return False
+    nulls = np.vectorize(lambda v: v is None)
+    if not (nulls(a) == nulls(b)).all():
+        return False
+    fill = np.where(nulls(a), -np.inf, a).astype(np.float64).astype(np.float32)
+    other = np.where(nulls(b), -np.inf, b).astype(np.float64).astype(np.float32)
+    return bool(np.array_equal(fill, other, equal_nan=True))
 
 
 def assert_clean(log) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from pageutil import WAIT_MS, counter_el, expect, expect_step, tooltip_at
+from pageutil import WAIT_MS, counter_el, expect, expect_step, same_float32, tooltip_at
 
 from flashviz.ladder import load as load_ladder
 
@@ -30,7 +30,9 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def cli_trace(*flags: str) -> dict:
-    return json.loads(cli("trace", *flags).stdout)
+    from flashviz.trace_codec import to_plain
+
+    return to_plain(json.loads(cli("trace", *flags).stdout))
 
 
 @pytest.fixture
@@ -78,7 +80,7 @@ def test_an_exported_file_works_from_disk_with_no_network(offline_page, tmp_path
     page.keyboard.press("End")
     expect_step(page, len(trace["steps"]) - 1)
     # the trace's numbers: the page holds the CLI's trace, and shows its values (a cell of K, hovered)
-    assert page.evaluate("window.flashviz.trace().outputs.O") == trace["outputs"]["O"]
+    assert same_float32(page.evaluate("window.flashviz.trace().outputs.O"), trace["outputs"]["O"])
     page.keyboard.press("Home")
     expect_step(page, 0)
     text = tooltip_at(page, "K", 5.5, 2.5)
@@ -122,7 +124,7 @@ def spoil(html: str, how: str) -> str:
     end = html.index("</script>", body)
     text = html[body:end]
     if how == "version":
-        text = text.replace('"schema":"flashviz.trace/2"', '"schema":"flashviz.trace/1"', 1)
+        text = text.replace('"schema":"flashviz.trace/3"', '"schema":"flashviz.trace/1"', 1)
     elif how == "truncated":
         text = text[: len(text) // 2]
     else:
@@ -133,9 +135,9 @@ def spoil(html: str, how: str) -> str:
 @pytest.mark.parametrize(
     ("how", "says"),
     [
-        ("version", "schema flashviz.trace/1; this page reads flashviz.trace/2 only"),
-        ("truncated", "is not whole JSON (truncated?); this page reads flashviz.trace/2"),
-        ("not-a-trace", "not a flashviz trace (schema null); this page reads flashviz.trace/2"),
+        ("version", "schema flashviz.trace/1; this page reads flashviz.trace/3 only"),
+        ("truncated", "is not whole JSON (truncated?); this page reads flashviz.trace/3"),
+        ("not-a-trace", "not a flashviz trace (schema null); this page reads flashviz.trace/3"),
     ],
 )
 def test_a_bad_trace_in_a_file_is_one_line_in_the_page(offline_page, tmp_path, how, says):
@@ -157,7 +159,9 @@ def test_flashviz_view_opens_a_trace_file(browser, tmp_path):
     flags = ("--n", "12", "--d", "8", "--br", "4", "--bc", "4", "--seed", "5")
     path = tmp_path / "t.json"
     cli("trace", *flags, "-o", str(path))
-    trace = json.loads(path.read_text())
+    from flashviz.trace_codec import to_plain
+
+    trace = to_plain(json.loads(path.read_text()))
     proc = subprocess.Popen(
         [sys.executable, "-m", "flashviz", "view", str(path), "--no-browser"],
         stdout=subprocess.PIPE,
@@ -179,7 +183,7 @@ def test_flashviz_view_opens_a_trace_file(browser, tmp_path):
         expect(page.locator("html")).to_have_attribute("data-ready", "true")
         expect(counter_el(page)).to_have_attribute("data-total", str(len(trace["steps"])))
         assert page.evaluate("window.flashviz.trace().config.n") == 12
-        assert page.evaluate("window.flashviz.trace().outputs.O") == trace["outputs"]["O"]
+        assert same_float32(page.evaluate("window.flashviz.trace().outputs.O"), trace["outputs"]["O"])
         context.close()
     finally:
         proc.terminate()

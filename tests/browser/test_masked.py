@@ -19,8 +19,10 @@ N, D, B = 8, 4, 4
 ROW = 1  # the row of Q with no finite score
 
 
-@pytest.fixture
-def masked_trace(tmp_path) -> dict:
+@pytest.fixture(params=["plain", "compact"])
+def masked_trace(tmp_path, request) -> dict:
+    """The trace as `flashviz trace --plain` writes it (NaN and +inf as strings, null for -inf) and as it writes it
+    by default (compact arrays: the values themselves, in base64)."""
     rng = np.random.default_rng()
     q = rng.standard_normal((N, D)).astype(np.float32)
     k = np.abs(rng.standard_normal((N, D))).astype(np.float32) + np.float32(0.1)
@@ -30,16 +32,18 @@ def masked_trace(tmp_path) -> dict:
     np.savez(tmp_path / "qkv.npz", Q=q, K=k, V=v)
     out = tmp_path / "trace.json"
     cmd = [sys.executable, "-m", "flashviz", "trace", "--inputs", str(tmp_path / "qkv.npz"), "--scale", "-1"]
-    cmd += ["--br", str(B), "--bc", str(B), "-o", str(out)]
+    cmd += ["--br", str(B), "--bc", str(B), "-o", str(out)] + (["--plain"] if request.param == "plain" else [])
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    return {"text": out.read_text(), "doc": json.loads(out.read_text())}
+    from flashviz.trace_codec import to_plain
+
+    return {"text": out.read_text(), "doc": to_plain(json.loads(out.read_text())), "plain": request.param == "plain"}
 
 
 def test_a_row_with_no_finite_score_renders_in_every_view(page, server_url, log, masked_trace):
     doc = masked_trace["doc"]
     body = masked_trace["text"]
-    assert '"NaN"' in body  # the CLI wrote the row's NaN as the schema says
+    assert ('"NaN"' in body) == masked_trace["plain"]  # the CLI wrote the row's NaN as the schema says
     page.route("**/api/trace?*", lambda r: r.fulfill(status=200, content_type="application/json", body=body))
     open_viewer(page, server_url, f"n={N}&d={D}&br={B}&bc={B}&seed=0&scale=-1")
     expect(counter_el(page)).to_have_attribute("data-total", str(len(doc["steps"])))

@@ -1,5 +1,6 @@
 // The four calls the page makes (trace, limits, compare, profile), all to the server that served it (relative URLs:
 // any mount works).
+import { prepareArrays } from "./codec";
 import { apiQuery, type ConfigParams } from "./state";
 import type { Limits, Trace } from "./types";
 
@@ -50,11 +51,11 @@ export function parseTrace(text: string): Trace {
 }
 
 /** The one schema this page reads (docs/trace-schema.md). A trace of another version is refused, not read half-way. */
-export const TRACE_SCHEMA = "flashviz.trace/2";
+export const TRACE_SCHEMA = "flashviz.trace/3";
 
-/** Why a parsed document is not a trace this page can show (one line naming both versions), or null. */
 /** What is wrong with a trace, in one line, or null. `from` says where it came from (source.ts: a file, the
- *  notebook), `again` how to get a good one. */
+ *  notebook), `again` how to get a good one. A trace of this version also has its compact arrays checked and made
+ *  lazy here (codec.ts: each decoded the first time the page reads it). */
 export function schemaProblem(t: unknown, from = "the server sent", again = "rebuild the viewer or update flashviz"): string | null {
   const schema = t && typeof t === "object" ? (t as { schema?: unknown }).schema : undefined;
   if (typeof schema !== "string" || !schema.startsWith("flashviz.trace/")) {
@@ -65,6 +66,8 @@ export function schemaProblem(t: unknown, from = "the server sent", again = "reb
   if (schema !== TRACE_SCHEMA) {
     return `${from} a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (${again})`;
   }
+  const bad = prepareArrays(t as Trace);
+  if (bad) return from === "the server sent" ? `unexpected response: ${bad}` : `${from} a broken trace: ${bad} (${again})`;
   return null;
 }
 

@@ -254,7 +254,7 @@ def curves_json(params: dict[str, Any]) -> bytes:
 def compute_json(cfg: Config) -> bytes:
     from ..tracer import make_trace
 
-    return make_trace(cfg).to_json()
+    return make_trace(cfg).to_json(compact=True)
 
 
 def warm_trace(gate: Gate) -> None:

@@ -2,6 +2,7 @@
 // "written, value not in the trace"), images of one pixel per cell, kept while their values stay the same, and the
 // image of a written HBM tensor, painted write by write as the launch goes on. One colour scale per tensor and
 // buffer for the whole trace, so that a tile looks the same in HBM and in SRAM.
+import { absMaxOf } from "../../codec";
 import { absMax, type Palette, rgbOf } from "../../colors";
 import type { HbmHistory } from "../../hbm";
 import type { GridBox } from "../../layout";
@@ -16,10 +17,12 @@ const IMAGE_CAP = 1024; // an HBM tensor's image is at most this many pixels a s
  *  the buffer it says (`scale_like`). */
 export function colourRanges(t: Trace): Map<string, number> {
   const r = new Map<string, number>();
-  for (const [name, v] of [...Object.entries(t.inputs), ...Object.entries(t.outputs)]) r.set(name, absMax(v as Mat));
+  // from the bytes of compact arrays not decoded yet (codec.ts): the scales need no step's values as lists
+  const scale = (v: unknown) => absMax(v as Mat);
+  for (const g of [t.inputs, t.outputs]) for (const name of Object.keys(g)) r.set(name, absMaxOf(g, name, scale));
   const snap = new Map<string, number>();
   for (const s of t.steps) {
-    for (const [b, v] of Object.entries(s.sram)) snap.set(b, Math.max(snap.get(b) ?? 0, absMax(v as Mat)));
+    for (const b of Object.keys(s.sram)) snap.set(b, Math.max(snap.get(b) ?? 0, absMaxOf(s.sram, b, scale)));
   }
   for (const [b, m] of snap) {
     const of = t.buffers[b]?.copy_of;

@@ -1,0 +1,243 @@
+"""The trace's size and the page's load at N = 4096 (issue 17, item 20's targets), on this machine.
+
+1. `GET /api/trace?n=4096&d=64&br=64&bc=64` from `flashviz serve` (a subprocess; raw HTTP/1.1 with
+   `Accept-Encoding: gzip`): the bytes on the wire (headers and body), and the time to the answer's last byte, cold
+   (the server runs the engine) and warm (the answer cached), median of --runs. Targets: <= 5 MB, <= 0.5 s.
+   Beside it, for reference, the same trace as /2 sent it (plain lists, no gzip) and plain lists gzipped.
+2. `flashviz trace --n 4096 --d 128 --br 64 --bc 64 -o FILE` (compact) and with `--plain`: bytes on disk. Target
+   <= 10 MB. With --triton also fa2-triton at the same launch (its engine takes about half a minute here).
+3. The page interactive at that launch in headless Chromium: from `page.goto` to the page's `flashviz:interactive`
+   mark (its first step painted), cold (nothing cached: the server runs the engine) and warm (the answer cached).
+   Target <= 2 s. And the same at the seed's example (N = 8), which must not change.
+
+    python bench/trace_size_bench.py [--runs 3] [--triton] [--json out.json]
+
+Needs the built viewer (cd web && npm run build), Playwright and Debian's chromium (/usr/bin/chromium).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+BIG = "n=4096&d=64&br=64&bc=64&seed=0"
+SEED = "n=8&d=4&br=4&bc=4&seed=0"
+MB = 1e6
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flashviz", "serve", "--no-browser", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    line = proc.stdout.readline()
+    found = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
+    if not found:
+        proc.terminate()
+        raise SystemExit(f"flashviz serve printed no URL: {line!r}")
+    return proc, found[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str, path: str, gzip_ok: bool) -> tuple[float, int, bytes, dict[str, str]]:
+    """(seconds to the last byte, bytes on the wire, the body as sent, headers), over a raw socket."""
+    host, port = re.match(r"http://([^:/]+):(\d+)/", url).groups()
+    enc = "gzip" if gzip_ok else "identity"
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept-Encoding: {enc}\r\nConnection: close\r\n\r\n"
+    t0 = time.perf_counter()
+    with socket.create_connection((host, int(port))) as s:
+        s.sendall(request.encode())
+        chunks = []
+        while chunk := s.recv(1 << 20):
+            chunks.append(chunk)
+    took = time.perf_counter() - t0
+    raw = b"".join(chunks)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    headers = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:])
+    headers = {k.lower(): v for k, v in headers.items()}
+    status = head.split(b" ", 2)[1]
+    if status != b"200":
+        raise SystemExit(f"GET {path}: {head.decode('latin-1')[:200]}")
+    return took, len(raw), body, headers
+
+
+def bench_api(runs: int) -> dict:
+    out: dict = {}
+    for name, query in (("n4096", BIG), ("n8", SEED)):
+        cold, warm, wire = [], [], 0
+        for _ in range(runs):
+            proc, url = start_server()
+            try:
+                get(url, "/api/limits", True)  # the server is up and its modules imported
+                took, wire, body, headers = get(url, f"/api/trace?{query}", True)
+                cold.append(took)
+                for _ in range(3):
+                    warm.append(get(url, f"/api/trace?{query}", True)[0])
+                _, ident_wire, ident, _ = get(url, f"/api/trace?{query}", False)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+        assert headers.get("content-encoding") == "gzip", headers
+        assert gzip.decompress(body) == ident
+        out[name] = {
+            "query": query,
+            "wire_bytes": wire,
+            "identity_bytes": ident_wire,
+            "cold_s": cold,
+            "warm_s": warm,
+            "cold_median_s": statistics.median(cold),
+            "warm_median_s": statistics.median(warm),
+        }
+    # the same launch as /2 sent it: plain lists, no gzip (and gzipped, had it been)
+    from flashviz.config import Config
+    from flashviz.tracer import make_trace
+
+    plain = make_trace(Config(n=4096, d=64, br=64, bc=64).api_validated()).to_json()
+    out["n4096"]["plain_bytes"] = len(plain)
+    out["n4096"]["plain_gzip_bytes"] = len(gzip.compress(plain, 6))
+    return out
+
+
+def bench_files(triton: bool) -> dict:
+    out = {}
+    algos = ["fa2"] + (["fa2-triton"] if triton else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        for algo in algos:
+            sizes = {}
+            for form, extra in (("compact", []), ("plain", ["--plain"])):
+                path = Path(tmp) / f"{algo}-{form}.json"
+                cmd = [sys.executable, "-m", "flashviz", "trace", "--algo", algo]
+                cmd += ["--n", "4096", "--d", "128", "--br", "64", "--bc", "64", "-o", str(path), *extra]
+                t0 = time.perf_counter()
+                subprocess.run(cmd, check=True, capture_output=True)
+                sizes[form] = {"bytes": path.stat().st_size, "seconds": time.perf_counter() - t0}
+                if form == "compact":
+                    sizes["compact_gzip_bytes"] = len(gzip.compress(path.read_bytes(), 6))
+            out[algo] = sizes
+    return out
+
+
+INTERACTIVE = (
+    "(() => { const m = performance.getEntriesByName('flashviz:interactive')[0]; return m ? m.startTime : null; })()"
+)
+
+
+def bench_page(runs: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    out: dict = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        out["browser"] = browser.version
+        for name, query in (("n4096", BIG), ("n8", SEED)):
+            cold, warm = [], []
+            for _ in range(runs):
+                proc, url = start_server()
+                try:
+                    get(url, "/api/limits", True)
+                    for into in (cold, warm):  # the first visit runs the engine, the second finds it cached
+                        page = browser.new_page(viewport={"width": 1280, "height": 800})
+                        t0 = time.perf_counter()
+                        page.goto(f"{url}?{query}")
+                        at = None
+                        deadline = time.perf_counter() + 120
+                        while at is None and time.perf_counter() < deadline:
+                            at = page.evaluate(INTERACTIVE)  # ms since the navigation started
+                            if at is None:
+                                time.sleep(0.01)
+                        if at is None:
+                            raise SystemExit(f"the page at {query} never marked flashviz:interactive")
+                        total = page.evaluate("window.flashviz.trace().steps.length")
+                        into.append(at / 1000)
+                        page.close()
+                        del t0
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=10)
+            out[name] = {
+                "query": query,
+                "steps": total,
+                "cold_s": cold,
+                "warm_s": warm,
+                "cold_median_s": statistics.median(cold),
+                "warm_median_s": statistics.median(warm),
+            }
+        browser.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3, help="fresh servers per measure (medians over them)")
+    ap.add_argument("--triton", action="store_true", help="also write fa2-triton's trace at N=4096 D=128 (slow)")
+    ap.add_argument("--no-page", action="store_true", help="skip the browser")
+    ap.add_argument("--json", help="also write the numbers here")
+    a = ap.parse_args()
+
+    api = bench_api(a.runs)
+    files = bench_files(a.triton)
+    page = None if a.no_page else bench_page(a.runs)
+
+    big, seed = api["n4096"], api["n8"]
+    print(f"flashviz trace-size benchmark, {os.cpu_count()} CPUs, {platform.platform()}, load {os.getloadavg()}")
+    print(f"{'measure':58} {'value':>14} {'target':>10}")
+    rows = [
+        ("/api/trace N=4096 D=64 Br=Bc=64, on the wire (gzip)", f"{big['wire_bytes'] / MB:.2f} MB", "5 MB"),
+        ("  the same, identity (compact, no gzip)", f"{big['identity_bytes'] / MB:.2f} MB", ""),
+        ("  as /2 sent it (plain lists, no gzip)", f"{big['plain_bytes'] / MB:.2f} MB", ""),
+        ("  plain lists, gzipped", f"{big['plain_gzip_bytes'] / MB:.2f} MB", ""),
+        ("/api/trace N=4096, time to answer, warm (cached)", f"{big['warm_median_s']:.3f} s", "0.5 s"),
+        ("/api/trace N=4096, time to answer, cold (engine runs)", f"{big['cold_median_s']:.3f} s", "0.5 s"),
+        ("/api/trace N=8, on the wire (gzip)", f"{seed['wire_bytes'] / 1e3:.1f} kB", ""),
+        ("/api/trace N=8, time to answer, cold", f"{seed['cold_median_s']:.3f} s", ""),
+        ("/api/trace N=8, time to answer, warm", f"{seed['warm_median_s']:.3f} s", ""),
+    ]
+    for algo, s in files.items():
+        on_disk = f"{s['compact']['bytes'] / MB:.2f} MB"
+        rows.append((f"flashviz trace --algo {algo} N=4096 D=128 Br=Bc=64, on disk", on_disk, "10 MB"))
+        rows.append(("  --plain", f"{s['plain']['bytes'] / MB:.2f} MB", ""))
+        rows.append(("  the compact file gzipped", f"{s['compact_gzip_bytes'] / MB:.2f} MB", ""))
+    if page:
+        for name, label in (("n4096", "N=4096 D=64 Br=Bc=64"), ("n8", "N=8 (the seed's example)")):
+            q = page[name]
+            rows.append((f"page interactive, {label}, warm", f"{q['warm_median_s']:.2f} s", "2 s"))
+            rows.append((f"page interactive, {label}, cold", f"{q['cold_median_s']:.2f} s", "2 s"))
+    for name, value, target in rows:
+        print(f"{name:58} {value:>14} {target:>10}")
+    if a.json:
+        doc = {
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+            "api": api,
+            "files": files,
+            "page": page,
+        }
+        Path(a.json).write_text(json.dumps(doc, indent=2))
+
+
+if __name__ == "__main__":
+    main()
