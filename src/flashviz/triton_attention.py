@@ -352,7 +352,7 @@ class Launcher:
         self._launch(
             "fwd", self.km.fa2_fwd, D, tiles, (N, Dv, causal, q.dtype), grid,
             q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
-            H, N, Dv, scale * _LOG2E, D=D, CAUSAL=causal,
+            H, N, Dv, scale * _LOG2E, D=D, CAUSAL=causal, SCALE_FIRST=scale <= 0,
             **({} if precision is None else {"INPUT_PRECISION": precision}),
         )  # fmt: skip
         return o, lse

@@ -40,9 +40,10 @@ MASK_CAUSAL = tl.constexpr(2)  # a diagonal tile: key column > query row is mask
 def _fwd_tiles(
     Oi, mi, li, Qi, desc_k, desc_v, i, lo, hi, N, qk_scale,
     Br: tl.constexpr, Bc: tl.constexpr, MASK: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, SCALE_FIRST: tl.constexpr,
 ):  # fmt: skip
-    """Stream the tiles Kj, Vj of rows [lo, hi) past block i, updating the carries Oi, mi, li."""
+    """Stream the tiles Kj, Vj of rows [lo, hi) past block i, updating the carries Oi, mi, li. SCALE_FIRST (a
+    scale <= 0): each score is scaled before the max, since max(S) * scale is then not the max of the scaled S."""
     rows = i * Br + tl.arange(0, Br)
     for start in tl.range(lo, hi, Bc, warp_specialize=WARP_SPECIALIZE):
         # step: load_kv
@@ -52,6 +53,8 @@ def _fwd_tiles(
 
         # step: scores
         Sij = tl.dot(Qi, Kj.T, input_precision=INPUT_PRECISION)  # (Br, Bc), fp32, not yet scaled
+        if SCALE_FIRST:
+            Sij = Sij * qk_scale  # scaled now, before the mask: -inf stays -inf
         if MASK == MASK_CAUSAL:
             cols = start + tl.arange(0, Bc)
             Sij = tl.where(rows[:, None] >= cols[None, :], Sij, float("-inf"))
@@ -61,8 +64,12 @@ def _fwd_tiles(
         # end step
 
         # step: online_softmax
-        m_new = tl.maximum(mi, tl.max(Sij, 1) * qk_scale)  # running max, in units of log2
-        Pij = tl.math.exp2(Sij * qk_scale - m_new[:, None])  # (Br, Bc)
+        if SCALE_FIRST:
+            m_new = tl.maximum(mi, tl.max(Sij, 1))  # running max, in units of log2
+            Pij = tl.math.exp2(Sij - m_new[:, None])  # (Br, Bc)
+        else:
+            m_new = tl.maximum(mi, tl.max(Sij, 1) * qk_scale)  # running max, in units of log2
+            Pij = tl.math.exp2(Sij * qk_scale - m_new[:, None])  # (Br, Bc)
         alpha = tl.math.exp2(mi - m_new)  # rescales what the carries hold to the new max
         li = li * alpha + tl.sum(Pij, 1)
         Oi = Oi * alpha[:, None]
@@ -78,13 +85,14 @@ def fa2_fwd(
     sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sob, soh, son,
     H, N, Dv, qk_scale,
     D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr = "tf32",
+    INPUT_PRECISION: tl.constexpr = "tf32", SCALE_FIRST: tl.constexpr = False,
 ):  # fmt: skip
     """Grid (Tr, B*H). Q, K, V, O: (B, H, N, Dv) with unit last stride; L: (B, H, N) contiguous fp32.
 
     D is Dv rounded up to a power of two (the columns past Dv read as zeros and are never stored);
-    qk_scale = scale * log2(e). INPUT_PRECISION is tl.dot's for float32 Q, K, V (the ladder's private fp32
-    runs: "ieee" multiplies on the CUDA cores, "tf32" on the tensor cores); bf16 and fp16 tiles ignore it.
+    qk_scale = scale * log2(e), SCALE_FIRST set when it is <= 0. INPUT_PRECISION is tl.dot's for float32 Q, K, V
+    (the ladder's private fp32 runs: "ieee" multiplies on the CUDA cores, "tf32" on the tensor cores); bf16 and
+    fp16 tiles ignore it.
     """
     Tr = tl.num_programs(0)
     # causal: the blocks with the most tiles start first, so the last wave is made of short programs
@@ -109,16 +117,17 @@ def fa2_fwd(
     if CAUSAL:
         # tiles wholly below the diagonal, then the diagonal tiles of block i (Br is a multiple of Bc)
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, 0, i * Br, N, qk_scale,
-                                Br, Bc, NO_MASK, WARP_SPECIALIZE, INPUT_PRECISION)  # fmt: skip
+                                Br, Bc, NO_MASK, WARP_SPECIALIZE, INPUT_PRECISION, SCALE_FIRST)  # fmt: skip
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, i * Br, tl.minimum((i + 1) * Br, N), N,
-                                qk_scale, Br, Bc, MASK_CAUSAL, WARP_SPECIALIZE, INPUT_PRECISION)  # fmt: skip
+                                qk_scale, Br, Bc, MASK_CAUSAL, WARP_SPECIALIZE, INPUT_PRECISION,
+                                SCALE_FIRST)  # fmt: skip
     else:
         full = (N // Bc) * Bc  # tiles wholly inside N, then the ragged last one (if any)
         Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, 0, full, N, qk_scale,
-                                Br, Bc, NO_MASK, WARP_SPECIALIZE, INPUT_PRECISION)  # fmt: skip
+                                Br, Bc, NO_MASK, WARP_SPECIALIZE, INPUT_PRECISION, SCALE_FIRST)  # fmt: skip
         if full < N:
             Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, i, full, N, N, qk_scale,
-                                    Br, Bc, MASK_COLUMNS, False, INPUT_PRECISION)  # fmt: skip
+                                    Br, Bc, MASK_COLUMNS, False, INPUT_PRECISION, SCALE_FIRST)  # fmt: skip
 
     # step: write_back
     Oi = Oi / li[:, None]  # the only division
