@@ -2,7 +2,7 @@
 
 - "fa2": FlashAttention-2 in Triton (`flashviz.triton_attention`): any CUDA GPU, and the CPU under Triton's
   interpreter (how CI runs it);
-- "fa3": FlashAttention-3 in Gluon (`flashviz.fa3_attention`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale >= 0;
+- "fa3": FlashAttention-3 in Gluon (`flashviz.fa3_attention`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0;
 - "auto": fa3 where it runs and FAST_FA3 says it measured faster for the shape, fa2 elsewhere.
 
 These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).
