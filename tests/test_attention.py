@@ -162,7 +162,10 @@ def _bad(**over):
 
 BAD = [
     (_bad(q=torch.randn(2, 8, 64, dtype=torch.bfloat16)), r"q must be a 4-d tensor \(B, H, N, D\); got 3-d"),
-    (_bad(k=torch.randn(1, 2, 9, 64, dtype=torch.bfloat16)), r"q, k and v must have the same shape"),
+    (
+        _bad(k=torch.randn(1, 2, 9, 64, dtype=torch.bfloat16)),
+        r"k and v must have the same shape; got k \(1, 2, 9, 64\)",
+    ),
     (
         _bad(
             q=torch.randn(1, 2, 8, 48, dtype=torch.bfloat16),
@@ -191,7 +194,7 @@ def test_bad_input_says_what_is_accepted(kernels, args, message):
 
 def test_empty_sequence_is_refused(kernels):
     q = torch.randn(1, 2, 0, 64, dtype=torch.bfloat16, device=DEVICE)
-    with pytest.raises(ValueError, match=r"B, H and N must be at least 1; got shape \(1, 2, 0, 64\)"):
+    with pytest.raises(ValueError, match=r"B, H and N must be at least 1; got q \(1, 2, 0, 64\), k \(1, 2, 0, 64\)"):
         flashviz.attention(q, q, q)
 
 
