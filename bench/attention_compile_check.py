@@ -20,13 +20,20 @@ os.environ["TRITON_INTERPRET"] = "0"
 
 
 def signature(kernel, ptr_types: dict, constexprs: dict):
+    """Triton's signature of `kernel` as the launcher specialises it; adds to `constexprs` the defaults of the
+    constexpr parameters not given and None for cu_q, cu_k (packed sequences are not compiled here)."""
     sig = {}
-    for name in kernel.arg_names:
+    for p in kernel.params:
+        name = p.name
+        if name in ("cu_q", "cu_k") and name not in ptr_types:
+            constexprs[name] = None
+        elif p.is_constexpr and p.has_default and name not in constexprs:
+            constexprs[name] = p.default
         if name in constexprs:
             sig[name] = "constexpr"
         elif name in ptr_types:
             sig[name] = ptr_types[name]
-        elif name in ("scale", "qk_scale"):
+        elif name in ("scale", "qk_scale", "softcap2"):
             sig[name] = "fp32"
         else:
             sig[name] = "i32"

@@ -140,6 +140,21 @@ def test_scale_is_used(kernels, seed):
     assert (lse_default - lse2).abs().max() > 1e-2
 
 
+@pytest.mark.parametrize("n", [1, 17, 100])
+@pytest.mark.parametrize("scale", [-0.5, 0.0])
+def test_negative_and_zero_scale(kernels, seed, n, scale):
+    """Issue 17 item 3: max(S) * scale is the minimum of the scaled scores when scale < 0 (every O was NaN, L inf);
+    the kernel scales each score before the max when scale <= 0. O, L and the gradients against float64."""
+    q, k, v, do = qkv(1, 2, n, 96, torch.bfloat16)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    for causal in (False, True):
+        o, lse = flashviz.attention(q, k, v, causal=causal, scale=scale, return_lse=True)
+        dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
+        ours = {"O": o, "L": lse, "dQ": dq, "dK": dk, "dV": dv}
+        verdict = judge(ours, q.detach(), k.detach(), v.detach(), causal, scale, do)
+        assert verdict.ok, (causal, verdict.failures())
+
+
 def _bad(**over):
     q, k, v = (torch.randn(1, 2, 8, 64, dtype=torch.bfloat16, device=DEVICE) for _ in range(3))
     return {"q": q, "k": k, "v": v, **over}
@@ -147,7 +162,10 @@ def _bad(**over):
 
 BAD = [
     (_bad(q=torch.randn(2, 8, 64, dtype=torch.bfloat16)), r"q must be a 4-d tensor \(B, H, N, D\); got 3-d"),
-    (_bad(k=torch.randn(1, 2, 9, 64, dtype=torch.bfloat16)), r"q, k and v must have the same shape"),
+    (
+        _bad(k=torch.randn(1, 2, 9, 64, dtype=torch.bfloat16)),
+        r"k and v must have the same shape; got k \(1, 2, 9, 64\)",
+    ),
     (
         _bad(
             q=torch.randn(1, 2, 8, 48, dtype=torch.bfloat16),
@@ -176,7 +194,7 @@ def test_bad_input_says_what_is_accepted(kernels, args, message):
 
 def test_empty_sequence_is_refused(kernels):
     q = torch.randn(1, 2, 0, 64, dtype=torch.bfloat16, device=DEVICE)
-    with pytest.raises(ValueError, match=r"B, H and N must be at least 1; got shape \(1, 2, 0, 64\)"):
+    with pytest.raises(ValueError, match=r"B, H and N must be at least 1; got q \(1, 2, 0, 64\), k \(1, 2, 0, 64\)"):
         flashviz.attention(q, q, q)
 
 

@@ -467,3 +467,19 @@ def test_the_summary_script_renders_the_descriptors(tmp_path):
     assert row in md
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert all(p["ok"] for p in summary["profiles"].values()) and len(summary["profiles"]) == 2
+
+
+@pytest.mark.parametrize("scale", ["-0.5", "-3"])
+def test_negative_scale_through_the_cli(tmp_path, scale):
+    """Issue 17 item 3: `flashviz trace --algo fa2-triton --scale -0.5` wrote non-finite O and L = Infinity (the engine,
+    like kernel.py, took max(S) * scale); now every output is finite and the float64 check passes."""
+    out = tmp_path / "t.json"
+    seed = str(int.from_bytes(os.urandom(2), "little"))
+    cmd = [sys.executable, "-m", "flashviz", "trace", "--algo", ALGO, "--n", "17", "--d", "96", "--br", "128",
+           "--bc", "128", "--scale", scale, "--seed", seed, "-o", str(out)]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert doc["reference"]["ok"], doc["reference"]["headline"]
+    for name in ("O", "L"):
+        assert np.isfinite(np.asarray(doc["outputs"][name], dtype=np.float64)).all(), name

@@ -162,16 +162,17 @@ def test_an_unavailable_fa3_names_what_is_there():
         flashviz.attention(q, k, v, backend="fa3")
 
 
-def test_a_negative_scale_is_not_for_fa3():
-    """fa3 scales its running max after taking it (right for scale >= 0 only): auto sends a negative scale to fa2,
-    and forcing fa3 says why it cannot (before needing a GPU to say so)."""
+@pytest.mark.parametrize("scale", [-0.5, 0.0])
+def test_a_scale_not_above_zero_is_not_for_fa3(scale):
+    """fa3 scales its running max after taking it (right for scale > 0 only; a zero scale makes the mask's -inf
+    NaN): auto sends such a scale to fa2, and forcing fa3 says why it cannot (before needing a GPU to say so)."""
     q = torch.randn(1, 2, 8, 64, dtype=torch.bfloat16)
-    assert fa3_attention.supports(q.cuda() if GPU else q, -0.5).startswith("fa3 takes scale >= 0; got -0.5")
+    assert fa3_attention.supports(q.cuda() if GPU else q, scale) == f"fa3 takes scale > 0; got {scale}"
     if HOPPER:
         q = q.cuda()
-        assert attention_backends.choose("auto", q, False, -0.5) == attention_backends.FA2
-        with pytest.raises(ValueError, match=r"^backend 'fa3' is not available here \(fa3 takes scale >= 0"):
-            attention_backends.choose("fa3", q, False, -0.5)
+        assert attention_backends.choose("auto", q, True, scale) == attention_backends.FA2
+        with pytest.raises(ValueError, match=r"^backend 'fa3' is not available here \(fa3 takes scale > 0"):
+            attention_backends.choose("fa3", q, True, scale)
 
 
 def test_auto_and_fa2_run_fa2_where_fa3_cannot():

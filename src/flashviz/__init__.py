@@ -6,9 +6,11 @@ import types
 __version__ = "0.1.0"
 
 
-def attention(q, k, v, causal=False, scale=None, return_lse=False, backend="auto"):
-    """FlashAttention, forward and backward: softmax(scale * q k^T) v for (B, H, N, D) tensors; backend "auto"
-    (FlashAttention-3 in Gluon on Hopper where faster, else FlashAttention-2 in Triton), "fa3" or "fa2".
+def attention(q, k, v, causal=False, scale=None, return_lse=False, window=(-1, -1), softcap=0.0, backend="auto"):
+    """FlashAttention, forward and backward: softmax(scale * q k^T) v for q (B, Hq, Nq, D) and k, v (B, Hkv, Nk, D)
+    (grouped-query attention when Hkv < Hq; causal aligned to the bottom-right when Nq != Nk), with a sliding
+    window (left, right) and soft-capping; backend "auto" (FlashAttention-3 in Gluon on Hopper where faster and
+    able, else FlashAttention-2 in Triton), "fa3" or "fa2".
 
     Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.triton_attention.attention for the
     arguments. Imported on first call, so that `import flashviz` needs neither.
@@ -17,7 +19,22 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, backend="auto
         from .triton_attention import attention as _attention
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
-    return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, backend=backend)
+    return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, window=window, softcap=softcap,
+                      backend=backend)  # fmt: skip
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
+                     return_lse=False, window=(-1, -1), softcap=0.0, backend="auto"):  # fmt: skip
+    """`attention` over packed sequences: q (total_q, Hq, D), k and v (total_k, Hkv, D), int32 cumulative lengths
+    cu_seqlens_q, cu_seqlens_k (B + 1,); no attention across a sequence's boundary. See
+    flashviz.triton_attention.attention_varlen. Needs torch and Triton (pip install 'flashviz[triton]')."""
+    try:
+        from .triton_attention import attention_varlen as _attention_varlen
+    except ImportError as e:
+        raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
+    return _attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
+                             scale=scale, return_lse=return_lse, window=window, softcap=softcap,
+                             backend=backend)  # fmt: skip
 
 
 def ring_attention(q, k, v, group=None, causal=False, scale=None, layout="zigzag", return_lse=False):

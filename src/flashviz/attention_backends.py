@@ -2,7 +2,7 @@
 
 - "fa2": FlashAttention-2 in Triton (`flashviz.triton_attention`): any CUDA GPU, and the CPU under Triton's
   interpreter (how CI runs it);
-- "fa3": FlashAttention-3 in Gluon (`flashviz.fa3_attention`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale >= 0;
+- "fa3": FlashAttention-3 in Gluon (`flashviz.fa3_attention`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0;
 - "auto": fa3 where it runs and FAST_FA3 says it measured faster for the shape, fa2 elsewhere.
 
 These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).
@@ -30,15 +30,17 @@ def fast_fa3(d: int, n: int, causal: bool) -> bool:
     return False
 
 
-def choose(backend: object, q, causal: bool, scale: float | None = None) -> str:
-    """The backend that runs (B, H, N, D) q; ValueError, one line naming what is there, when `backend` can't run."""
+def choose(backend: object, q, causal: bool, scale: float | None = None, unsupported: str | None = None) -> str:
+    """The backend that runs (B, H, N, D) q; ValueError, one line naming what is there, when `backend` can't run.
+    unsupported: what of the call fa3 does not take, in words ("grouped-query attention, a window"), if any."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {str(backend)[:40]!r}")
     if backend == FA2:
         return FA2
     from . import fa3_attention
 
-    why = fa3_attention.unavailable() or fa3_attention.supports(q, scale)
+    why = (f"fa3 does not take {unsupported}" if unsupported else None) or fa3_attention.unavailable()
+    why = why or fa3_attention.supports(q, scale)
     if backend == FA3:
         if why:
             raise ValueError(f"backend {FA3!r} is not available here ({why}); available: {AUTO}, {FA2}")

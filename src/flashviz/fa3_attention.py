@@ -116,11 +116,11 @@ def unavailable() -> str | None:
 
 
 def supports(q, scale: float | None = None) -> str | None:
-    """Why fa3 cannot take these inputs (None: it can), for inputs already checked by check_inputs. A negative
-    scale is refused: the kernels take the running max of the unscaled scores and scale it afterwards, which is
-    the max of the scaled ones only for scale >= 0."""
-    if scale is not None and scale < 0:
-        return f"fa3 takes scale >= 0; got {_cut(scale)}"
+    """Why fa3 cannot take these inputs (None: it can), for inputs already checked by check_inputs. A scale <= 0
+    is refused (fa2 takes it): the kernels take the running max of the unscaled scores and scale it afterwards,
+    which is the max of the scaled ones only for scale > 0, and a zero scale turns the mask's -inf into NaN."""
+    if scale is not None and scale <= 0:
+        return f"fa3 takes scale > 0; got {_cut(scale)}"
     if q.shape[-1] not in SUPPORTED_D:
         return f"fa3 takes head dimension D in {', '.join(map(str, SUPPORTED_D))}; got {q.shape[-1]}"
     if q.device.type != "cuda":

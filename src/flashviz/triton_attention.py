@@ -7,6 +7,7 @@ interpreter) and wires forward and backward into torch.autograd. Needs torch and
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ import torch
 
 SUPPORTED_D = (32, 64, 96, 128, 256)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+WINDOW_MAX = 1 << 28  # window sides above this are refused (the kernels pass an unbounded side as 2**30)
+UNBOUNDED = 1 << 30
 _INSTALL = "pip install 'flashviz[triton]'"
 
 
@@ -41,21 +44,38 @@ def plain(value):
     return value
 
 
-def check_inputs(q, k, v, causal, scale) -> None:
-    """Raise ValueError, one line naming the argument and what is accepted, for anything the kernels can't take."""
+def _shape(t) -> str:
+    return _cut(tuple(t.shape))
+
+
+def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: bool = False) -> tuple[int, int]:
+    """Raise ValueError, one line naming the argument and what is accepted, for anything the kernels can't take.
+    Returns the window as two ints (left, right), -1 meaning unbounded."""
+    layout = "(total, H, D)" if varlen else "(B, H, N, D)"
+    dims = 3 if varlen else 4
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor of shape (B, H, N, D); got {_cut(type(t).__name__)}")
-        if t.dim() != 4:
-            raise ValueError(f"{name} must be a 4-d tensor (B, H, N, D); got {t.dim()}-d shape {_cut(tuple(t.shape))}")
-    if not (q.shape == k.shape == v.shape):
+            raise ValueError(f"{name} must be a torch.Tensor of shape {layout}; got {_cut(type(t).__name__)}")
+        if t.dim() != dims:
+            raise ValueError(f"{name} must be a {dims}-d tensor {layout}; got {t.dim()}-d shape {_shape(t)}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape; got k {_shape(k)}, v {_shape(v)}")
+    if varlen:
+        (Nq, Hq, D), (Nk, Hkv, Dk) = q.shape, k.shape
+        if min(Nq, Nk, Hq, Hkv) < 1:
+            raise ValueError(f"total rows and H must be at least 1; got q {_shape(q)}, k {_shape(k)}")
+    else:
+        (B, Hq, Nq, D), (Bk, Hkv, Nk, Dk) = q.shape, k.shape
+        if Bk != B:
+            raise ValueError(f"q and k must have one batch size B; got q {_shape(q)}, k {_shape(k)}")
+        if min(B, Hq, Nq, Hkv, Nk) < 1:
+            raise ValueError(f"B, H and N must be at least 1; got q {_shape(q)}, k {_shape(k)}")
+    if Dk != D:
+        raise ValueError(f"q, k and v must have one head dimension D; got q {_shape(q)}, k {_shape(k)}")
+    if Hq % Hkv:
         raise ValueError(
-            f"q, k and v must have the same shape (B, H, N, D); got q {_cut(tuple(q.shape))}, "
-            f"k {_cut(tuple(k.shape))}, v {_cut(tuple(v.shape))}"
+            f"q's heads must be a multiple of k's and v's (grouped-query attention); got Hq = {Hq}, Hkv = {Hkv}"
         )
-    B, H, N, D = q.shape
-    if min(B, H, N) < 1:
-        raise ValueError(f"B, H and N must be at least 1; got shape {_cut(tuple(q.shape))}")
     if D not in SUPPORTED_D:
         raise ValueError(f"head dimension D must be one of {', '.join(map(str, SUPPORTED_D))}; got {D}")
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -83,6 +103,49 @@ def check_inputs(q, k, v, causal, scale) -> None:
         isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale)
     ):
         raise ValueError(f"scale must be None (1/sqrt(D)) or a finite number; got {_cut(repr(scale))}")
+    if (
+        not isinstance(window, (tuple, list))
+        or len(window) != 2
+        or not all(isinstance(w, int) and not isinstance(w, bool) for w in window)
+    ):
+        raise ValueError(f"window must be a pair of ints (left, right), -1 for unbounded; got {_cut(repr(window))}")
+    if min(window) < -1 or max(window) > WINDOW_MAX:
+        raise ValueError(f"window values must be -1 (unbounded) or 0 .. {WINDOW_MAX}; got {_cut(tuple(window))}")
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) or softcap < 0:
+        raise ValueError(f"softcap must be a finite number >= 0 (0: no soft-capping); got {_cut(repr(softcap))}")
+    return int(window[0]), int(window[1])
+
+
+def check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -> None:
+    """The packed sequences' lengths: int32 cumulative lengths from 0 to the tensors' rows, increasing, one batch,
+    and maxima that bound every sequence (checked on the host: one small copy from the GPU)."""
+    for name, cu, t in (("cu_seqlens_q", cu_seqlens_q, q), ("cu_seqlens_k", cu_seqlens_k, k)):
+        if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
+            got = f"{cu.dtype} {_shape(cu)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
+            raise ValueError(f"{name} must be a 1-d int32 tensor of B + 1 >= 2 offsets; got {_cut(got)}")
+        if cu.device != t.device:
+            raise ValueError(f"{name} must be on q's device {t.device}; got {_cut(cu.device)}")
+    if cu_seqlens_q.numel() != cu_seqlens_k.numel():
+        raise ValueError(
+            f"cu_seqlens_q and cu_seqlens_k must hold one batch (B + 1 offsets each); got {cu_seqlens_q.numel()} "
+            f"and {cu_seqlens_k.numel()}"
+        )
+    for name, cu, t, mx, mname in (
+        ("cu_seqlens_q", cu_seqlens_q, q, max_seqlen_q, "max_seqlen_q"),
+        ("cu_seqlens_k", cu_seqlens_k, k, max_seqlen_k, "max_seqlen_k"),
+    ):
+        host = cu.tolist()
+        if host[0] != 0:
+            raise ValueError(f"{name} must start at 0; got {host[0]}")
+        if any(b <= a for a, b in itertools.pairwise(host)):
+            raise ValueError(f"{name} must be strictly increasing (every sequence at least 1 row); got {_cut(host)}")
+        if host[-1] != t.shape[0]:
+            raise ValueError(f"{name} must end at the total rows of its tensor ({t.shape[0]}); got {host[-1]}")
+        if isinstance(mx, bool) or not isinstance(mx, int) or mx < 1:
+            raise ValueError(f"{mname} must be an int >= 1; got {_cut(repr(mx))}")
+        longest = max(b - a for a, b in itertools.pairwise(host))
+        if mx < longest:
+            raise ValueError(f"{mname} must be at least the longest sequence ({longest}); got {mx}")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -296,13 +359,13 @@ class Launcher:
         self.km, self.interpret = _load_kernels()
         self.allocation = _allocation
         self.tuned: dict = {}
-        self.best: dict = {}  # (kernel, D, N, Dv, causal, dtype) -> the autotuner's choice, launched directly
-        self.bwd_variant: dict = {}  # (N, D, causal, dtype) -> the faster of BWD_VARIANTS, timed once
+        self.best: dict = {}  # (kernel, D, Nq, Nk, Dv, causal, dtype, ...) -> the autotuner's choice, launched directly
+        self.bwd_variant: dict = {}  # (shapes, causal, dtype, options) -> the faster of BWD_VARIANTS, timed once
         self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
         self.compiled: dict = {}  # kernel name ("fwd", "dq", ...) -> its last launch's CompiledKernel (on a GPU)
         if self.interpret:
             return
-        key = ["N", "Dv", "CAUSAL"]
+        key = ["N", "Nk", "Dv", "CAUSAL"]
         for d in FWD_TILES:
             self.tuned["fwd", d] = triton.autotune(
                 _triton_configs(FWD_TILES[d], WARP_SPECIALIZE=False),
@@ -350,117 +413,206 @@ class Launcher:
             kw["WARP_SPECIALIZE"] = t.warp_specialize
         self.compiled[name] = kernel[grid](*args, **kwargs, **kw)
 
-    def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None):
-        """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`)."""
+    def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None,
+                opts: Options | None = None):  # fmt: skip
+        """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`).
+        opts: the window, soft-capping and packed sequences (None: plain attention over (B, H, N, D))."""
         import triton
 
         if not self.interpret:
             _ensure_allocator(self.allocation)
-        B, H, N, Dv = q.shape
-        D = _padded(Dv)
-        o = torch.empty((B, H, N, Dv), dtype=q.dtype, device=q.device)
-        lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
-        grid = lambda meta: (triton.cdiv(N, meta["Br"]), B * H)  # noqa: E731
+        opts = opts or PLAIN
+        g = _geometry(q, k, opts)
+        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        lse = torch.empty(g.lse_shape, dtype=torch.float32, device=q.device)
+        grid = lambda meta: (triton.cdiv(g.Nq, meta["Br"]), g.B * g.Hq)  # noqa: E731
         self._launch(
-            "fwd", self.km.fa2_fwd, D, tiles, (N, Dv, causal, q.dtype), grid,
-            q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
-            H, N, Dv, scale * _LOG2E, D=D, CAUSAL=causal,
+            "fwd", self.km.fa2_fwd, g.D, tiles, g.key(causal, q.dtype, opts), grid,
+            q, k, v, o, lse, *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(o),
+            g.Hq, g.Nq, g.Dv, opts.qk_scale(scale), D=g.D, CAUSAL=causal, SCALE_FIRST=opts.scale_first(scale),
             **({} if precision is None else {"INPUT_PRECISION": precision}),
+            **g.extra(opts),
         )  # fmt: skip
         return o, lse
 
     def backward(self, q, k, v, o, lse, do, dlse, causal: bool, scale: float, variant: str | None = None,
-                 tiles: dict | None = None):  # fmt: skip
+                 tiles: dict | None = None, opts: Options | None = None):  # fmt: skip
         """dQ, dK, dV. variant: one of BWD_VARIANTS (None: the faster one); tiles: {"dkdv": .., "dq": ..}."""
         import triton
 
         if not self.interpret:
             _ensure_allocator(self.allocation)
-        B, H, N, Dv = q.shape
+        opts = opts or PLAIN
+        g = _geometry(q, k, opts)
         delta = torch.empty_like(lse)
         pre = 64
-        self.km.fa2_bwd_preprocess[(triton.cdiv(N, pre), B * H)](
-            o, do, dlse if dlse is not None else lse, delta, *_strides(o), *_strides(do),
-            H, N, Dv, D=_padded(Dv), Br=pre, HAS_DL=dlse is not None,
+        # rows are independent: packed sequences run as one batch of `total` rows
+        rows, heads = (q.shape[0], g.Hq) if opts.varlen else (g.Nq, g.B * g.Hq)
+        self.km.fa2_bwd_preprocess[(triton.cdiv(rows, pre), heads)](
+            o, do, dlse if dlse is not None else lse, delta, *g.strides(o), *g.strides(do),
+            g.Hq, rows, g.Dv, D=g.D, Br=pre, HAS_DL=dlse is not None,
         )  # fmt: skip
         if variant is None:
-            variant = self._choose_variant(q, k, v, do, lse, delta, causal, scale)
-        return self.main_backward(q, k, v, do, lse, delta, causal, scale, variant, tiles or {})
+            variant = self._choose_variant(q, k, v, do, lse, delta, causal, scale, opts)
+        return self.main_backward(q, k, v, do, lse, delta, causal, scale, variant, tiles or {}, opts)
 
-    def main_backward(self, q, k, v, do, lse, delta, causal, scale, variant, tiles):
+    def main_backward(self, q, k, v, do, lse, delta, causal, scale, variant, tiles, opts: Options | None = None):
         """The backward after its preprocessing (Delta given): dkdv, then dq by reductions or a second kernel."""
         import triton
 
-        B, H, N, Dv = q.shape
-        D = _padded(Dv)
-        dk = torch.empty((B, H, N, Dv), dtype=q.dtype, device=q.device)
-        dv = torch.empty_like(dk)
-        common = (H, N, Dv, scale, scale * _LOG2E)
-        key = (N, Dv, causal, q.dtype)
+        opts = opts or PLAIN
+        g = _geometry(q, k, opts)
+        dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+        dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+        common = (g.Hq, g.Nq, g.Dv, scale, opts.qk_scale(scale), *g.runtime(opts))
+        flags = {"SOFTCAP": opts.softcap > 0, "VARLEN": opts.varlen, "BAND_LEFT": opts.left >= 0}
+        key = g.key(causal, q.dtype, opts)
         if variant == "fused":
-            return self._fused_backward(q, k, v, do, lse, delta, dk, dv, causal, common, tiles)
+            return self._fused_backward(q, k, v, do, lse, delta, dk, dv, causal, common, tiles, g, key, flags)
         atomic = variant == "atomic"
         if atomic:
-            dq_acc = torch.zeros((B, H, N, Dv), dtype=torch.float32, device=q.device)
-            dq_args = (dq_acc, *_strides(dq_acc))
+            dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+            dq_args = (dq_acc, *g.strides(dq_acc))
         else:
             dq_args = (lse, 0, 0, 0)  # unused
         self._launch(
-            "dkdv_atomic" if atomic else "dkdv", self.km.fa2_bwd_dkdv, D, tiles.get("dkdv"), key,
-            lambda meta: (triton.cdiv(N, meta["Bc"]), B * H),
+            "dkdv_atomic" if atomic else "dkdv", self.km.fa2_bwd_dkdv, g.D, tiles.get("dkdv"), key,
+            lambda meta: (triton.cdiv(g.Nk, meta["Bc"]), g.B * g.Hkv),
             q, k, v, do, lse, delta, dq_args[0], dk, dv,
-            *_strides(q), *_strides(k), *_strides(v), *_strides(do),
-            *dq_args[1:], *_strides(dk), *_strides(dv), *common,
-            D=D, CAUSAL=causal, DQ_ATOMIC=atomic, TMA_REDUCE=atomic and not self.interpret,
+            *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do),
+            *dq_args[1:], *g.strides(dk), *g.strides(dv), *common,
+            D=g.D, CAUSAL=causal, DQ_ATOMIC=atomic, TMA_REDUCE=atomic and not self.interpret, **flags,
         )  # fmt: skip
         if atomic:
             return dq_acc.mul_(scale).to(q.dtype), dk, dv
-        dq = torch.empty_like(dk)
+        dq = torch.empty_like(q)
         self._launch(
-            "dq", self.km.fa2_bwd_dq, D, tiles.get("dq"), key, lambda meta: (triton.cdiv(N, meta["Br"]), B * H),
+            "dq", self.km.fa2_bwd_dq, g.D, tiles.get("dq"), key,
+            lambda meta: (triton.cdiv(g.Nq, meta["Br"]), g.B * g.Hq),
             q, k, v, do, lse, delta, dq,
-            *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq), *common,
-            D=D, CAUSAL=causal,
+            *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do), *g.strides(dq), *common,
+            D=g.D, CAUSAL=causal, **flags,
         )  # fmt: skip
         return dq, dk, dv
 
-    def _fused_backward(self, q, k, v, do, lse, delta, dk, dv, causal, common, tiles):
+    def _fused_backward(self, q, k, v, do, lse, delta, dk, dv, causal, common, tiles, g, key, flags):
         import triton
 
-        B, H, N, Dv = q.shape
-        D = _padded(Dv)
-        dq = torch.empty_like(dk)
+        dq = torch.empty_like(q)
         args = (
             q, k, v, do, lse, delta, dq, dk, dv,
-            *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq), *_strides(dk), *_strides(dv),
-            *common,
+            *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do), *g.strides(dq), *g.strides(dk),
+            *g.strides(dv), *common,
         )  # fmt: skip
-        grid = lambda meta: (triton.cdiv(N, meta["Bc"]) + triton.cdiv(N, meta["BrQ"]), B * H)  # noqa: E731
+        grid = lambda meta: (triton.cdiv(g.Nk, meta["Bc"]) + triton.cdiv(g.Nq, meta["BrQ"]), g.B * g.Hq)  # noqa: E731
         if "dkdv" not in tiles and not self.interpret:
-            self._launch("fused", self.km.fa2_bwd_fused, D, None, (N, Dv, causal, q.dtype), grid, *args,
-                         D=D, CAUSAL=causal)  # fmt: skip
+            self._launch("fused", self.km.fa2_bwd_fused, g.D, None, key, grid, *args, D=g.D, CAUSAL=causal, **flags)
         else:
             t, tq = tiles.get("dkdv") or INTERPRET_TILES["dkdv"], tiles.get("dq") or INTERPRET_TILES["dq"]
-            self.km.fa2_bwd_fused[grid](*args, D=D, CAUSAL=causal, **t.kwargs(), BrQ=tq.Br, BcQ=tq.Bc)
+            self.km.fa2_bwd_fused[grid](*args, D=g.D, CAUSAL=causal, **t.kwargs(), BrQ=tq.Br, BcQ=tq.Bc, **flags)
         return dq, dk, dv
 
-    def _choose_variant(self, q, k, v, do, lse, delta, causal, scale) -> str:
+    def _choose_variant(self, q, k, v, do, lse, delta, causal, scale, opts: Options | None = None) -> str:
         """Under the interpreter: atomic (tests pick each). On a GPU: time each once per shape (each tunes its
         own tiles on its first run) and keep the fastest."""
         if self.interpret:
             return "atomic"
-        key = (q.shape[2], q.shape[3], causal, q.dtype)
+        opts = opts or PLAIN
+        key = (tuple(q.shape), tuple(k.shape), causal, q.dtype, opts.kind())
         if key not in self.bwd_variant:
             from triton.testing import do_bench
 
             ms = {}
             for variant in BWD_VARIANTS:
-                run = functools.partial(self.main_backward, q, k, v, do, lse, delta, causal, scale, variant, {})
+                run = functools.partial(self.main_backward, q, k, v, do, lse, delta, causal, scale, variant, {}, opts)
                 run()  # tunes this variant's tiles
                 ms[variant] = do_bench(run, warmup=10, rep=50, return_mode="median")
             self.bwd_variant[key] = min(ms, key=lambda variant: ms[variant])
             self.variant_ms[key] = ms
         return self.bwd_variant[key]
+
+
+@dataclass(frozen=True, eq=False)
+class Options:
+    """What a call asks beyond plain attention: the band (left, right; -1 unbounded), soft-capping (0: none) and
+    packed sequences (cu_q, cu_k: int32 cumulative lengths; max_q, max_k: the longest)."""
+
+    left: int = -1
+    right: int = -1
+    softcap: float = 0.0
+    cu_q: torch.Tensor | None = None
+    cu_k: torch.Tensor | None = None
+    max_q: int = 0
+    max_k: int = 0
+
+    @property
+    def varlen(self) -> bool:
+        return self.cu_q is not None
+
+    def scale_first(self, scale: float) -> bool:
+        """The forward scales (and caps) each score before its max: a scale <= 0, or soft-capping."""
+        return scale <= 0 or self.softcap > 0
+
+    def qk_scale(self, scale: float) -> float:
+        """What the kernels multiply the scores by: scale / c inside the tanh when capping, else scale * log2(e)."""
+        return scale / self.softcap if self.softcap > 0 else scale * _LOG2E
+
+    def kind(self) -> tuple:
+        return (self.left >= 0, self.right >= 0, self.softcap > 0, self.varlen)
+
+
+PLAIN = Options()
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """Sizes of one call as the kernels take them (packed: Nq, Nk the longest sequences, B their count)."""
+
+    B: int
+    Hq: int
+    Hkv: int
+    Nq: int
+    Nk: int
+    Dv: int
+    varlen: bool
+
+    @property
+    def D(self) -> int:
+        return _padded(self.Dv)
+
+    @property
+    def lse_shape(self) -> tuple:
+        return (self.Hq, self.total_q) if self.varlen else (self.B, self.Hq, self.Nq)
+
+    total_q: int = 0
+
+    def strides(self, t) -> tuple[int, int, int]:
+        """(batch, head, row) strides: packed (total, H, D) tensors have no batch stride (rows are offset)."""
+        return (0, t.stride(1), t.stride(0)) if self.varlen else (t.stride(0), t.stride(1), t.stride(2))
+
+    def runtime(self, opts: Options) -> tuple:
+        """The kernels' Nk, GROUP, LEFT, RIGHT, softcap2, cu_q, cu_k, LN."""
+        left = opts.left if opts.left >= 0 else UNBOUNDED
+        right = opts.right if opts.right >= 0 else UNBOUNDED
+        ln = self.total_q if self.varlen else self.Nq
+        return (self.Nk, self.Hq // self.Hkv, left, right, opts.softcap * _LOG2E, opts.cu_q, opts.cu_k, ln)
+
+    def extra(self, opts: Options) -> dict:
+        """fa2_fwd's keyword arguments past its defaults."""
+        nk, group, left, right, softcap2, cu_q, cu_k, ln = self.runtime(opts)
+        return dict(Nk=nk, GROUP=group, LEFT=left, RIGHT=right, softcap2=softcap2, SOFTCAP=opts.softcap > 0,
+                    VARLEN=self.varlen, cu_q=cu_q, cu_k=cu_k, LN=ln, BAND_LEFT=opts.left >= 0)  # fmt: skip
+
+    def key(self, causal: bool, dtype, opts: Options) -> tuple:
+        return (self.Nq, self.Nk, self.Dv, causal, dtype, self.Hq // self.Hkv, *opts.kind())
+
+
+def _geometry(q, k, opts: Options) -> _Geometry:
+    if opts.varlen:
+        assert opts.cu_q is not None  # checked with the varlen arguments
+        return _Geometry(opts.cu_q.numel() - 1, q.shape[1], k.shape[1], opts.max_q, opts.max_k, q.shape[2], True,
+                         total_q=q.shape[0])  # fmt: skip
+    return _Geometry(q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], False)
 
 
 _LOG2E = 1.4426950408889634
@@ -485,12 +637,12 @@ def launcher() -> Launcher:
 
 class _Attention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal, scale):
+    def forward(ctx, q, k, v, causal, scale, opts):
         run = launcher()
         q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
-        o, lse = run.forward(q, k, v, causal, scale)
+        o, lse = run.forward(q, k, v, causal, scale, opts=opts)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.run, ctx.causal, ctx.scale = run, causal, scale
+        ctx.run, ctx.causal, ctx.scale, ctx.opts = run, causal, scale, opts
         ctx.set_materialize_grads(False)
         return o, lse
 
@@ -499,38 +651,89 @@ class _Attention(torch.autograd.Function):
         q, k, v, o, lse = ctx.saved_tensors
         do = torch.zeros_like(o) if do is None else _tma_ready(do)
         dlse = None if dlse is None else dlse.contiguous()
-        dq, dk, dv = ctx.run.backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale)
-        return dq, dk, dv, None, None
+        dq, dk, dv = ctx.run.backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
+        return dq, dk, dv, None, None, None
+
+
+def _features(q, k, window, softcap, varlen: bool) -> str | None:
+    """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
+    what = []
+    if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
+        what.append("grouped-query attention")
+    if not varlen and q.shape[2] != k.shape[2]:
+        what.append("Nq != Nk")
+    if tuple(window) != (-1, -1):
+        what.append("a window")
+    if softcap:
+        what.append("softcap")
+    if varlen:
+        what.append("packed sequences")
+    return ", ".join(what) or None
 
 
 def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
-              backend: str = "auto"):  # fmt: skip
+              window=(-1, -1), softcap: float = 0.0, backend: str = "auto"):  # fmt: skip
     """Softmax attention softmax(scale * q k^T) v by FlashAttention, forward and backward.
 
-    q, k, v: (B, H, N, D) bfloat16 or float16 CUDA tensors (CPU tensors under TRITON_INTERPRET=1), one shape,
-        D in {32, 64, 96, 128, 256}, any N >= 1, unit stride in the last dimension.
-    causal: query row r attends to key columns <= r only.
+    q: (B, Hq, Nq, D); k, v: (B, Hkv, Nk, D), Hq a multiple of Hkv (grouped-query attention: q head h reads
+        K/V head h // (Hq / Hkv); Hkv = 1 is multi-query). bfloat16 or float16 CUDA tensors (CPU tensors under
+        TRITON_INTERPRET=1), D in {32, 64, 96, 128, 256}, any N >= 1, unit stride in the last dimension.
+    causal: query row r attends to key columns <= r + Nk - Nq (aligned to the bottom-right, as a KV cache is).
     scale: multiplies the scores; None means 1/sqrt(D).
-    return_lse: also return L = log(sum_c exp(scale * q_r . k_c)), (B, H, N) float32, natural log.
+    return_lse: also return L = log(sum_c exp(s_rc)), (B, Hq, Nq) float32, natural log (-inf, and O = 0, for a
+        row that sees no key).
+    window: (left, right), query row r sees key columns c with -left <= c - (r + Nk - Nq) <= right; -1 means
+        unbounded on that side; with causal, right is 0.
+    softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2); 0 does not.
     backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
-        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.attention_backends`).
+        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.attention_backends`). fa3 takes plain
+        attention only (one head count, Nq = Nk, no window, no softcap): auto runs fa2 for the rest.
 
-    Returns O, (B, H, N, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
+    Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
     causal, scale, return_lse = plain(causal), plain(scale), plain(return_lse)
-    check_inputs(q, k, v, causal, scale)
+    softcap = plain(softcap)
+    left, right = check_inputs(q, k, v, causal, scale, window, softcap)
     if not isinstance(return_lse, bool):
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from . import attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale)
+    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if chosen == attention_backends.FA3:
         from . import fa3_attention
 
         o, lse = fa3_attention.attention(q, k, v, causal, scale)
     else:
-        o, lse = _Attention.apply(q, k, v, causal, scale)
+        opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
+        o, lse = _Attention.apply(q, k, v, causal, scale, opts)
+    return (o, lse) if return_lse else o
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                     scale: float | None = None, return_lse: bool = False, window=(-1, -1), softcap: float = 0.0,
+                     backend: str = "auto"):  # fmt: skip
+    """`attention` over packed sequences of different lengths, none attending across a boundary.
+
+    q: (total_q, Hq, D); k, v: (total_k, Hkv, D): the batch's sequences one after the other. cu_seqlens_q,
+        cu_seqlens_k: int32 (B + 1,) cumulative lengths, from 0 to total, strictly increasing (sequence b is rows
+        cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked).
+    causal, scale, window, softcap: as in `attention`, per sequence (causal aligned to each one's bottom-right).
+    backend: "auto" or "fa2" (fa3 does not take packed sequences).
+
+    Returns O, (total_q, Hq, D), or (O, L) with L (Hq, total_q) float32. Differentiable in q, k and v.
+    """
+    left, right = check_inputs(q, k, v, causal, scale, window, softcap, varlen=True)
+    check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    if not isinstance(return_lse, bool):
+        raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
+    from . import attention_backends
+
+    attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, True))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    opts = Options(left, right, float(softcap), cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(),
+                   int(max_seqlen_q), int(max_seqlen_k))  # fmt: skip
+    o, lse = _Attention.apply(q, k, v, causal, scale, opts)
     return (o, lse) if return_lse else o
 
 

@@ -93,6 +93,7 @@ def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
 def block(rec: Recorder, cfg: Config, i: int) -> None:
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     qk_scale = np.float32(cfg.softmax_scale * LOG2E)  # the host passes scale * log2(e); the kernel takes it as fp32
+    scale_first = bool(qk_scale <= 0)  # the host's SCALE_FIRST
     keep = i in rec.recorded
     tc = cfg.tiles_of_block(i)
     fl = rec.flops  # the arithmetic below, counted as it is done
@@ -149,6 +150,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         # step: scores -- Sij = tl.dot(Qi, Kj.T): exact bf16 products summed in fp32, not yet scaled; then the mask
         fl.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
         fl.count("matmul", 2 * br * bc * pad)
+        if scale_first:  # kernel.py's SCALE_FIRST: a scale <= 0 scales each score before the max (and the mask)
+            Sij[:] = fl.mul(Sij, qk_scale)
         cols = start + np.arange(bc)  # (Bc,) key column of each column of Sij
         if stage == MASK_CAUSAL:
             Sij[rows[:, None] < cols[None, :]] = -np.inf
@@ -172,9 +175,14 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
         # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_new), alpha, li, Oi
         m_old, l_old = mi.copy(), li.copy()  # (Br,)
-        m_ij = fl.mul(fl.rowmax(Sij), qk_scale)  # (Br,) tl.max(Sij, 1) * qk_scale
-        m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
-        P = fl.exp2(fl.fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
+        if scale_first:
+            m_ij = fl.rowmax(Sij)  # (Br,) tl.max(Sij, 1) of the scores already scaled
+            m_new = fl.fmax(mi, m_ij)
+            P = fl.exp2(fl.sub(Sij, m_new[:, None]))  # (Br, Bc)
+        else:
+            m_ij = fl.mul(fl.rowmax(Sij), qk_scale)  # (Br,) tl.max(Sij, 1) * qk_scale
+            m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
+            P = fl.exp2(fl.fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
         alpha = fl.exp2(fl.sub(mi, m_new))  # (Br,)
         lsum = fl.rowsum(P)  # (Br,) fp32
         li[:] = fl.fma(li, alpha, lsum)
