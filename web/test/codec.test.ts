@@ -130,7 +130,7 @@ describe("compact arrays", () => {
   it("an exported page holding a compact trace gives the page its values", async () => {
     const text = JSON.stringify(compactDoc);
     const c = { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: true };
-    const index = { limits: { algos: [] }, origin: "flashviz export", host: false, server: false, compares: [] };
+    const index = { limits: { algos: [{ name: "fa2" }] }, origin: "flashviz export", host: false, server: false, compares: [] };
     const traces = [{ id: "t0", config: c, recorded: [0], blocks: 3 }];
     const elements: Record<string, string> = { "flashviz-data": JSON.stringify({ ...index, traces }), t0: text };
     const doc = { getElementById: (id: string) => (id in elements ? { textContent: elements[id] } : null) } as unknown as Document;
