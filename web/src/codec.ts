@@ -95,7 +95,11 @@ export function arrayProblem(a: CompactArray, shapes: Map<string, number[]>): st
 
 const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+/** Uint8Array.fromBase64 where the browser has it (Chromium 140+, Firefox 133+), else atob. */
+const fromBase64 = (Uint8Array as unknown as { fromBase64?: (text: string) => Uint8Array }).fromBase64;
+
 function bytesOf(text: string): Uint8Array {
+  if (fromBase64) return fromBase64.call(Uint8Array, text);
   const bin = atob(text);
   const out = new Uint8Array(bin.length);
   for (let k = 0; k < bin.length; k++) out[k] = bin.charCodeAt(k);
