@@ -205,7 +205,7 @@ def test_the_issues_input_through_the_cli(tmp_path, rng, algo):
 
     big = np.full((8, 4), 1e30, np.float32)
     np.savez(tmp_path / "in.npz", Q=big, K=big, V=rng.standard_normal((8, 4)).astype(np.float32))
-    args = ["trace", "--algo", algo, "--inputs", str(tmp_path / "in.npz"), "--scale", "-1"]
+    args = ["trace", "--plain", "--algo", algo, "--inputs", str(tmp_path / "in.npz"), "--scale", "-1"]
     out = subprocess.run([sys.executable, "-m", "flashviz", *args], capture_output=True, text=True)
     assert out.returncode == 0 and out.stderr == "", out.stderr[-2000:]
     doc = json.loads(out.stdout)

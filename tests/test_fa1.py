@@ -192,7 +192,7 @@ def test_only_recorded_blocks_keep_values_but_all_are_counted():
 
 
 def test_cli_trace_writes_outputs(capsysbinary):
-    assert main(["trace", "--algo", "fa1", "--n", "10", "--d", "3", "--br", "4", "--bc", "4"]) == 0
+    assert main(["trace", "--plain", "--algo", "fa1", "--n", "10", "--d", "3", "--br", "4", "--bc", "4"]) == 0
     doc = json.loads(capsysbinary.readouterr().out)
     assert doc["config"]["algo"] == "fa1" and doc["kernel"]["file"] == "fa1_forward.cu"
     assert set(doc["outputs"]) == {"O", "l", "m"}

@@ -277,7 +277,7 @@ def test_block_flag_counts_tiles_of_kv():
 
 
 def test_trace_cli_random_do_from_seed(capsysbinary):
-    assert main(["trace", "--algo", ALGO, "--n", "9", "--d", "3", "--bc", "2", "--seed", "4"]) == 0
+    assert main(["trace", "--plain", "--algo", ALGO, "--n", "9", "--d", "3", "--bc", "2", "--seed", "4"]) == 0
     doc = json.loads(capsysbinary.readouterr().out)
     assert doc["config"]["algo"] == ALGO
     assert (doc["config"]["seed"], doc["config"]["inputs"]) == (4, "random")
@@ -294,7 +294,10 @@ def test_do_from_npz_round_trips(tmp_path, rng, capsysbinary):
     x = draw(rng, 12, 3)
     np.savez(tmp_path / "in.npz", **x)
     out = tmp_path / "t.json"
-    assert main(["trace", "--algo", ALGO, "--inputs", str(tmp_path / "in.npz"), "--bc", "5", "-o", str(out)]) == 0
+    assert (
+        main(["trace", "--plain", "--algo", ALGO, "--inputs", str(tmp_path / "in.npz"), "--bc", "5", "-o", str(out)])
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert (doc["config"]["inputs"], doc["config"]["seed"], doc["config"]["random_inputs"]) == ("file", None, [])
     for name in ("Q", "K", "V", "dO"):
@@ -308,7 +311,7 @@ def test_npz_without_do_draws_it_from_the_seed(tmp_path, rng, capsysbinary):
     x = draw(rng, 6, 2)
     del x["dO"]
     np.savez(tmp_path / "in.npz", **x)
-    assert main(["trace", "--algo", ALGO, "--inputs", str(tmp_path / "in.npz"), "--seed", "9"]) == 0
+    assert main(["trace", "--plain", "--algo", ALGO, "--inputs", str(tmp_path / "in.npz"), "--seed", "9"]) == 0
     doc = json.loads(capsysbinary.readouterr().out)
     assert (doc["config"]["seed"], doc["config"]["random_inputs"]) == (9, ["dO"])
     expected = random_inputs(6, 2, 9, ("Q", "K", "V", "dO"))["dO"]

@@ -475,7 +475,8 @@ def test_negative_scale_through_the_cli(tmp_path, scale):
     like kernel.py, took max(S) * scale); now every output is finite and the float64 check passes."""
     out = tmp_path / "t.json"
     seed = str(int.from_bytes(os.urandom(2), "little"))
-    cmd = [sys.executable, "-m", "flashviz", "trace", "--algo", ALGO, "--n", "17", "--d", "96", "--br", "128",
+    cmd = [sys.executable, "-m", "flashviz", "trace", "--plain", "--algo", ALGO, "--n", "17", "--d", "96",
+           "--br", "128",
            "--bc", "128", "--scale", scale, "--seed", seed, "-o", str(out)]  # fmt: skip
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr

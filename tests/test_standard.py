@@ -185,7 +185,7 @@ def test_sram_macros_in_the_kernel_file_match_the_model():
 
 
 def test_cli_trace_writes_outputs_o(capsysbinary):
-    assert main(["trace", "--algo", "standard", "--n", "10", "--d", "3", "--br", "4", "--bc", "4"]) == 0
+    assert main(["trace", "--plain", "--algo", "standard", "--n", "10", "--d", "3", "--br", "4", "--bc", "4"]) == 0
     doc = json.loads(capsysbinary.readouterr().out)
     assert doc["config"]["algo"] == "standard" and doc["kernel"]["file"] == "standard.cu"
     assert set(doc["outputs"]) == {"O"} and np.array(doc["outputs"]["O"]).shape == (10, 3)

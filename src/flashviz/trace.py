@@ -8,6 +8,8 @@ from typing import Any, Literal
 import numpy as np
 import orjson
 
+from .trace_codec import honest as _honest
+
 SCHEMA = "flashviz.trace/3"
 
 
@@ -166,19 +168,6 @@ def _values(arrays: dict[str, Any] | None) -> dict[str, Any] | None:
     if arrays is None:
         return None
     return {k: _honest(v) for k, v in arrays.items()}
-
-
-def _honest(a: Any) -> Any:
-    if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or np.isfinite(a).all():
-        return a
-    nan, posinf = np.isnan(a), np.isposinf(a)
-    if not (nan.any() or posinf.any()):
-        return a  # only −∞: null, as documented
-    out = a.astype(object)
-    out[nan] = "NaN"
-    out[posinf] = "Infinity"
-    out[np.isneginf(a)] = None
-    return out.tolist()
 
 
 def _default(obj: Any) -> Any:

@@ -222,16 +222,27 @@ def _said(x: Any) -> str:
     return s if len(s) <= 40 else s[:39] + "…"
 
 
+def honest(a: Any) -> Any:
+    if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or np.isfinite(a).all():
+        return a
+    nan, posinf = np.isnan(a), np.isposinf(a)
+    if not (nan.any() or posinf.any()):
+        return a  # only −∞: null, as documented
+    out = a.astype(object)
+    out[nan] = "NaN"
+    out[posinf] = "Infinity"
+    out[np.isneginf(a)] = None
+    return out.tolist()
+
+
 def to_plain(doc: dict[str, Any]) -> dict[str, Any]:
     """The document `--plain` writes for the same trace, as JSON reads it back: every compact array as nested lists
     (null for −∞; "NaN" and "Infinity" where the array holds them), in place. For readers that want lists."""
     import orjson
 
-    from .trace import _honest
-
     decode_doc(doc)
     for _, group in _groups(doc):
         for key, v in list(group.items()):
             if isinstance(v, np.ndarray):
-                group[key] = orjson.loads(orjson.dumps(_honest(v), option=orjson.OPT_SERIALIZE_NUMPY))
+                group[key] = orjson.loads(orjson.dumps(honest(v), option=orjson.OPT_SERIALIZE_NUMPY))
     return doc
