@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 os.environ.setdefault("TRITON_INTERPRET", "1")  # CPU tensors for flashviz.attention, before Triton is imported
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from fuzzing import generated  # bench/fuzzing.py (the script's folder is on sys.path)
+from hypothesis import given
 from hypothesis import strategies as st
 
 import test_python_api_fuzz as fz
@@ -30,14 +31,7 @@ import test_python_api_fuzz as fz
 def draws(strategy, count: int, seed_: int) -> list:
     drawn: list = []
 
-    @seed(seed_)
-    @settings(
-        max_examples=count,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @generated(count, seed_)
     @given(strategy)
     def draw(value):
         drawn.append(value)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from fuzzing import generated  # bench/fuzzing.py (the script's folder is on sys.path)
+from hypothesis import given
 from hypothesis import strategies as st
 
 from test_cli_fuzz import invocation, make_files, problems, run
@@ -29,14 +30,7 @@ from test_cli_fuzz import invocation, make_files, problems, run
 def generate(count: int, pools: dict, seed_: int) -> list[list[str]]:
     drawn: list[list[str]] = []
 
-    @seed(seed_)
-    @settings(
-        max_examples=count,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @generated(count, seed_)
     @given(st.data())
     def draw(data):
         drawn.append(data.draw(invocation(pools)))

@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from fuzzing import generated  # bench/fuzzing.py (the script's folder is on sys.path)
+from hypothesis import given
 
 from test_fuzz_files import GOOD, LADDER, crafted_ladder, crafted_trace, judge_ladder, judge_trace
 
@@ -27,14 +28,7 @@ def run(name: str, count: int, strategy, judge, seed_: int) -> collections.Count
     counts: collections.Counter = collections.Counter()
     failures: list[str] = []
 
-    @seed(seed_)
-    @settings(
-        max_examples=count,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @generated(count, seed_)
     @given(strategy)
     def one(data: bytes) -> None:
         try:
