@@ -368,8 +368,9 @@ def attention_stubbed():
 
     saved = ta._Attention.apply
 
-    def zeros(q, k, v, causal, scale):
+    def zeros(q, k, v, causal, scale, opts):
         assert type(causal) is bool and type(scale) is float, (causal, scale)
+        assert opts is ta.PLAIN or isinstance(opts, ta.Options), opts
         return torch.zeros_like(q), torch.zeros(q.shape[:3], dtype=torch.float32)
 
     ta._Attention.apply = zeros

@@ -3,12 +3,12 @@ widget that draws it. Every bad argument is a ConfigError (a ValueError) naming 
 
 from __future__ import annotations
 
-import operator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from .algos import DEFAULT, get
-from .config import Config, ConfigError, shown
+from .config import ConfigError, shown
+from .launch_args import _integer, height_of, launch
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -127,76 +127,3 @@ def _algorithm(name: str):
     if name not in ALGOS:
         raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {shown(name)})")
     return get(name)
-
-
-HEIGHT_RANGE = (120, 10_000)  # the widget's height in CSS pixels
-
-
-def launch(
-    algo: Any = DEFAULT,
-    n: Any = None,
-    d: Any = None,
-    br: Any = 4,
-    bc: Any = 4,
-    seed: Any = 0,
-    scale: Any = None,
-    causal: Any = False,
-    block: Any = None,
-    api: bool = False,
-) -> Config:
-    """The Python API's launch arguments as a checked Config (`api`: under the API's bounds, Config.api_validated):
-    the one path for `flashviz.trace`, `flashviz.show` and
-    the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold (np.int64(8),
-    np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number either
-    (scale=b'8'): each is a ConfigError naming the argument and its range (Config.validated says it)."""
-    cfg = Config(
-        algo=algo,
-        n=8 if n is None else _integer(n),
-        d=4 if d is None else _integer(d),
-        br=_integer(br),
-        bc=_integer(bc),
-        seed=_integer(seed),
-        scale=None if scale is None else _number(scale),
-        causal=_boolean(causal),
-        record=None if block is None else (_integer(block),),
-    )
-    return cfg.api_validated() if api else cfg.validated()
-
-
-def height_of(value: Any) -> int:
-    """The widget's height: an integer number of CSS pixels in HEIGHT_RANGE (a ConfigError otherwise)."""
-    lo, hi = HEIGHT_RANGE
-    number = _integer(value)
-    if isinstance(number, bool) or not isinstance(number, int) or not lo <= number <= hi:
-        raise ConfigError("height", f"must be an integer number of CSS pixels in {lo}..{hi} (got {shown(value)})")
-    return number
-
-
-def _integer(value: Any) -> Any:
-    """An int from an int or a NumPy integer; anything else (a bool too) goes on to Config, whose message names the
-    range."""
-    if isinstance(value, bool):
-        return value
-    try:
-        return operator.index(value)
-    except TypeError:
-        return value
-
-
-def _number(value: Any) -> Any:
-    """A float from a Python or NumPy real number (not a bool); anything else goes on to Config's message."""
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return value
-    try:
-        return float(value)
-    except (OverflowError, ValueError):  # an int past a float's range: Config says the range
-        return value
-
-
-def _boolean(value: Any) -> Any:
-    """A bool from a bool or NumPy's bool (np.True_); anything else goes on to Config's message."""
-    import numpy as np
-
-    return bool(value) if isinstance(value, np.bool_) else value

@@ -160,16 +160,20 @@ def _values(x: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
     return a
 
 
-def check_arrays(doc: dict[str, Any], where: str, flag: str) -> None:
+def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True) -> None:
     """Every compact array of the document is whole: a known dtype, a shape of non-negative integers, as many bytes
     as the shape needs, a reference to an array before it (rows within it, the shape it says). One ConfigError
-    naming the first array that is not."""
+    naming the first array that is not. `refs=False` judges each array on its own (its references are not
+    followed): what tracefile asks before the file's structure is checked, so that a missing `inputs` is named as
+    such rather than as the reference into it."""
     shapes: dict[str, list[int]] = {}
     for path, group in _groups(doc):
         for key, v in group.items():
             if not isinstance(v, dict) or not {"dtype", "shape", "base64", "ref"} & v.keys():
                 continue  # a plain array (nested lists) or something else: the file's structure check judges it
             here = f"{path}/{key}"
+            if not refs and "ref" in v:
+                continue
             problem = _problem(v, shapes)
             if problem is not None:
                 raise ConfigError(flag, f"{where}: array {here} {problem} (docs/trace-schema.md, compact arrays)")

@@ -63,6 +63,9 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
         raise ConfigError(flag, f"{where}'s config lacks one of {', '.join(CONFIG_KEYS)}; {EXPECTED}")
     if not isinstance(doc["steps"], list) or not doc["steps"]:
         raise ConfigError(flag, f"{where} holds no steps; {EXPECTED}")
+    # each compact array on its own first: its words (a shape, a dtype, its bytes) say more than the schema's
+    # "must be an array" about the same object; references are followed once the structure holds
+    check_compact(doc, where, flag, refs=False)
     from .trace_file_schema import problem  # its values' types and ranges, and the parts every view reads
 
     wrong = problem(doc)
@@ -71,11 +74,11 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
     check_compact(doc, where, flag)
 
 
-def check_compact(doc: dict[str, Any], where: str, flag: str) -> None:
-    """The compact arrays' dtypes, shapes, bytes and references (flashviz.trace_codec)."""
+def check_compact(doc: dict[str, Any], where: str, flag: str, refs: bool = True) -> None:
+    """The compact arrays' dtypes, shapes, bytes and (`refs`) references (flashviz.trace_codec)."""
     from .trace_codec import check_arrays
 
-    check_arrays(doc, where, flag)
+    check_arrays(doc, where, flag, refs)
 
 
 def _read(path: Path, flag: str) -> bytes:

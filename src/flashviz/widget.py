@@ -64,7 +64,7 @@ class Viewer(anywidget.AnyWidget):
 
     @traitlets.validate("height")
     def _check_height(self, proposal: dict[str, Any]) -> int:
-        from .api import height_of
+        from .launch_args import height_of
 
         return height_of(proposal["value"])  # a ConfigError (a ValueError) naming height, as flashviz.show says it
 
@@ -136,7 +136,7 @@ def config_of(params: Any, block: Any = None, api: bool = False) -> Config:
     """A checked Config from the page's ConfigParams (flashviz.api.launch, as flashviz.trace checks its arguments);
     keys left out take flashviz.trace's defaults. A ConfigError names what is wrong."""
     from .algos import DEFAULT
-    from .api import launch
+    from .launch_args import launch
 
     if not isinstance(params, dict):
         raise ConfigError("config", f"must be an object with {', '.join(CONFIG_KEYS)}")

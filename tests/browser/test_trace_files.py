@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from pageutil import WAIT_MS, counter_el, expect
 
+from flashviz.trace_codec import decode_doc
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -74,6 +76,7 @@ def test_view_shows_a_file_of_block_1_on_its_own_inputs_as_written(context, tmp_
     cli("trace", "--inputs", "qkv.npz", "--br", "32", "--bc", "32", "--block", "1", "-o", "t.json", cwd=tmp_path)
     held = json.loads((tmp_path / "t.json").read_text())
     assert held["config"]["recorded_blocks"] == [1] and held["config"]["inputs"] == "file"
+    decode_doc(held)  # the file's compact arrays as NumPy arrays, to hold the page's decoded values against
     with viewing(tmp_path / "t.json") as url:
         page = watched(context)
         page.goto(url)
@@ -82,9 +85,9 @@ def test_view_shows_a_file_of_block_1_on_its_own_inputs_as_written(context, tmp_
         expect(counter).to_have_attribute("data-total", str(len(held["steps"])))
         expect(counter).to_have_attribute("data-block", "1")
         # the file's values and its own error badge, not a launch the server ran
-        assert page.evaluate("window.flashviz.trace().outputs.O") == held["outputs"]["O"]
+        assert page.evaluate("window.flashviz.trace().outputs.O") == np.asarray(held["outputs"]["O"]).tolist()
         assert page.evaluate("window.flashviz.trace().reference") == held["reference"]
-        assert page.evaluate("window.flashviz.trace().inputs.Q") == held["inputs"]["Q"]
+        assert page.evaluate("window.flashviz.trace().inputs.Q") == np.asarray(held["inputs"]["Q"]).tolist()
         assert not [u for u in page.urls if "/api/trace" in u], [u for u in page.urls if "/api/" in u]
         expect(page.locator("[data-testid=config-error]")).to_be_hidden()
         page.screenshot(path=str(artifacts / "h17-view-block1-own-inputs.png"))
@@ -109,7 +112,7 @@ def test_export_at_block_1_opens_on_its_steps(context, tmp_path, artifacts):
     """Item 2: `flashviz export b1.html --block 1` opened on "block 0 was not recorded in this file" with no steps."""
     flags = ("--n", "12", "--block", "1", "--seed", "7")
     cli("export", "b1.html", *flags, cwd=tmp_path)
-    trace = json.loads(cli("trace", *flags).stdout)
+    trace = decode_doc(json.loads(cli("trace", *flags).stdout))  # the same launch's arrays, exactly
     page = watched(context)
     page.goto((tmp_path / "b1.html").as_uri())
     expect(page.locator("html")).to_have_attribute("data-ready", "true")
@@ -117,7 +120,7 @@ def test_export_at_block_1_opens_on_its_steps(context, tmp_path, artifacts):
     expect(counter).to_have_attribute("data-total", str(len(trace["steps"])))
     expect(counter).to_have_attribute("data-block", "1")
     expect(page.locator("[data-testid=config-error]")).to_be_hidden()
-    assert page.evaluate("window.flashviz.trace().outputs.O") == trace["outputs"]["O"]
+    assert page.evaluate("window.flashviz.trace().outputs.O") == np.asarray(trace["outputs"]["O"]).tolist()
     page.screenshot(path=str(artifacts / "h17-export-block1.png"))
     assert not page.errors, page.errors
 

@@ -1,6 +1,6 @@
 // The four calls the page makes (trace, limits, compare, profile), all to the server that served it (relative URLs:
 // any mount works).
-import { prepareArrays } from "./codec";
+import { ownArrayProblem, prepareArrays } from "./codec";
 import { apiQuery, type ConfigParams } from "./state";
 import type { Limits, Trace } from "./types";
 
@@ -55,8 +55,15 @@ export const TRACE_SCHEMA = "flashviz.trace/3";
 
 /** What is wrong with a trace, in one line, or null. `from` says where it came from (source.ts: a file, the
  *  notebook), `again` how to get a good one. A trace of this version also has its compact arrays checked and made
- *  lazy here (codec.ts: each decoded the first time the page reads it). */
-export function schemaProblem(t: unknown, from = "the server sent", again = "rebuild the viewer or update flashviz"): string | null {
+ *  lazy here (codec.ts: each decoded the first time the page reads it). `structure`, when given, judges the rest of
+ *  the trace (traceCheck.ts) after each array on its own and before the references between arrays are followed,
+ *  and its line is returned as it is. */
+export function schemaProblem(
+  t: unknown,
+  from = "the server sent",
+  again = "rebuild the viewer or update flashviz",
+  structure?: (t: Trace) => string | null,
+): string | null {
   const schema = t && typeof t === "object" ? (t as { schema?: unknown }).schema : undefined;
   if (typeof schema !== "string" || !schema.startsWith("flashviz.trace/")) {
     const found = JSON.stringify(schema ?? null).slice(0, 40);
@@ -66,8 +73,14 @@ export function schemaProblem(t: unknown, from = "the server sent", again = "reb
   if (schema !== TRACE_SCHEMA) {
     return `${from} a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (${again})`;
   }
+  const broken = (bad: string) =>
+    from === "the server sent" ? `unexpected response: ${bad}` : `${from} a broken trace: ${bad} (${again})`;
+  const own = ownArrayProblem(t as Trace);
+  if (own) return broken(own);
+  const wrong = structure?.(t as Trace);
+  if (wrong) return wrong;
   const bad = prepareArrays(t as Trace);
-  if (bad) return from === "the server sent" ? `unexpected response: ${bad}` : `${from} a broken trace: ${bad} (${again})`;
+  if (bad) return broken(bad);
   return null;
 }
 

@@ -146,6 +146,20 @@ export function nested(flat: ArrayLike<number>, shape: number[]): Vec | Mat {
   return rows;
 }
 
+/** The first compact array that is wrong on its own (dtype, shape, bytes; references are not followed), in the
+ *  words of `prepareArrays`, or null: what a file's trace is asked before its structure (traceCheck.ts) is, so that
+ *  a missing holder is named as such rather than as a reference into it (as flashviz.tracefile orders them). */
+export function ownArrayProblem(t: Trace): string | null {
+  for (const [path, group] of groups(t)) {
+    for (const [key, v] of Object.entries(group)) {
+      if (!isCompact(v) || v.ref !== undefined) continue;
+      const problem = arrayProblem(v, new Map());
+      if (problem) return `array ${path}/${key} ${problem} (docs/trace-schema.md, compact arrays)`;
+    }
+  }
+  return null;
+}
+
 /** The compact arrays not decoded yet: holder -> key -> flat values' maker. */
 const pending = new WeakMap<object, Map<string, () => ArrayLike<number>>>();
 

@@ -156,7 +156,7 @@ function inlineSource(doc: Document, index: Index): Source {
         if (e instanceof ApiError) throw e;
         throw new ApiError(0, `this file's trace ${id} is not whole JSON (truncated?); this page reads ${TRACE_SCHEMA} (${AGAIN})`, null);
       }
-      const problem = schemaProblem(t, "this file holds", AGAIN) ?? brokenTrace(t, id, index.limits);
+      const problem = schemaProblem(t, "this file holds", AGAIN, (u) => brokenTrace(u, id, index.limits));
       if (problem) throw new ApiError(0, problem, null);
       traces.set(id, t);
     }
@@ -250,7 +250,7 @@ function parseChecked(text: string): Trace {
   } catch {
     throw new ApiError(0, "unexpected answer from the notebook: not JSON", null);
   }
-  const problem = schemaProblem(t, "the notebook sent", "pip install the same flashviz in the kernel") ?? traceProblem(t);
+  const problem = schemaProblem(t, "the notebook sent", "pip install the same flashviz in the kernel", traceProblem);
   if (problem) throw new ApiError(0, problem, null);
   return t;
 }

@@ -21,10 +21,16 @@ function clip(text: string): string {
   return text.length > 40 ? `${text.slice(0, 39)}\u2026` : text;
 }
 
-/** An array as the trace stores it: a nested list, a `{dtype, shape, base64}` object, or one already decoded. */
+/** An array as the trace stores it: a nested list, a `{dtype, shape, base64}` object, a reference `{dtype, shape, ref}`
+ *  to one before it (codec.ts checks those), or one already decoded. */
 function isArrayLike(v: unknown): boolean {
   if (Array.isArray(v) || ArrayBuffer.isView(v)) return true;
-  return isObj(v) && typeof v.dtype === "string" && Array.isArray(v.shape) && (typeof v.base64 === "string" || "data" in v);
+  return (
+    isObj(v) &&
+    typeof v.dtype === "string" &&
+    Array.isArray(v.shape) &&
+    (typeof v.base64 === "string" || typeof v.ref === "string" || "data" in v)
+  );
 }
 
 const OBJECTS: [string, string, boolean][] = [

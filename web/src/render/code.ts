@@ -97,9 +97,12 @@ export class CodeView {
 
   constructor(kernelHost: HTMLElement, concreteHost: HTMLElement, summary: HTMLElement, header: HTMLElement, fileLabel: HTMLElement) {
     this.kernel = readOnlyView(kernelHost, "", "The whole kernel file, read-only", [lineNumbers()]);
+    // the kernel file's own text, quoted (its comments may say "NaN"): the page's junk check leaves it alone
+    this.kernel.dom.dataset.verbatim = "kernel";
     // the step's own code: the same grammar and colours as the editor, as a plain <pre> (cheap per step)
     this.concrete = document.createElement("pre");
     this.concrete.className = "snippet cm-editor-like";
+    this.concrete.dataset.verbatim = "kernel";
     this.concrete.tabIndex = 0;
     this.concrete.setAttribute("aria-label", "This step's code with i and j substituted");
     concreteHost.append(this.concrete);
