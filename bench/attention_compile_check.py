@@ -19,14 +19,22 @@ from concurrent.futures import ProcessPoolExecutor
 os.environ["TRITON_INTERPRET"] = "0"
 
 
+PLAIN_FLAGS = ("SOFTCAP", "VARLEN", "BAND_LEFT")  # triton_attention's option constexprs
+
+
 def signature(kernel, ptr_types: dict, constexprs: dict):
     """Triton's signature of `kernel` as the launcher specialises it; adds to `constexprs` the defaults of the
-    constexpr parameters not given and None for cu_q, cu_k (packed sequences are not compiled here)."""
+    constexpr parameters not given, None for cu_q, cu_k, GROUP = 1 and False for the option flags (plain attention,
+    as the launcher passes them for PLAIN: packed sequences, softcap and windows are not compiled here)."""
     sig = {}
     for p in kernel.params:
         name = p.name
         if name in ("cu_q", "cu_k") and name not in ptr_types:
             constexprs[name] = None
+        elif name in PLAIN_FLAGS and name not in constexprs:
+            constexprs[name] = False
+        elif name == "GROUP" and p.is_constexpr and name not in constexprs:
+            constexprs[name] = 1  # one q head per K/V head
         elif p.is_constexpr and p.has_default and name not in constexprs:
             constexprs[name] = p.default
         if name in constexprs:

@@ -321,7 +321,7 @@ def fa2_bwd_dkdv(
     Q, K, V, dO, L, Delta, dQ, dK, dV,
     sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
     sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
-    H, N, Dv, scale, qk_scale, Nk, GROUP, LEFT, RIGHT, softcap2, cu_q, cu_k, LN,
+    H, N, Dv, scale, qk_scale, Nk, GROUP: tl.constexpr, LEFT, RIGHT, softcap2, cu_q, cu_k, LN,
     D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr,
     DQ_ATOMIC: tl.constexpr, TMA_REDUCE: tl.constexpr, SOFTCAP: tl.constexpr, VARLEN: tl.constexpr,
     BAND_LEFT: tl.constexpr,
@@ -342,7 +342,7 @@ def _dkdv_block(
     Q, K, V, dO, L, Delta, dQ, dK, dV,
     sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
     sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
-    j, b, hk, H, N, Dv, scale, qk_scale, Nk, GROUP, LEFT, RIGHT, softcap2, cu_q, cu_k, LN,
+    j, b, hk, H, N, Dv, scale, qk_scale, Nk, GROUP: tl.constexpr, LEFT, RIGHT, softcap2, cu_q, cu_k, LN,
     D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr,
     DQ_ATOMIC: tl.constexpr, TMA_REDUCE: tl.constexpr, SOFTCAP: tl.constexpr, VARLEN: tl.constexpr,
     BAND_LEFT: tl.constexpr,
@@ -371,7 +371,9 @@ def _dkdv_block(
 
     # the blocks of queries below the band's right edge (masked), wholly inside it, at its left edge (masked)
     lo, a, c, hi = _k_stages(j * Bc, Nq, Nkv, off, LEFT, right, Br, Bc)
-    for g in range(GROUP):
+    # GROUP is a constexpr and the loop unrolled: a runtime loop around the tile loops spilled dKj, dVj (stack 136-520
+    # bytes at D=64 and 128, bench/attention_compile_check.py); unrolled, GROUP = 1 compiles as before GQA
+    for g in tl.static_range(GROUP):
         h = hk * GROUP + g
         Lh = L + _lrow(b, h, H, N, LN, q0, VARLEN)
         Dh = Delta + _lrow(b, h, H, N, LN, q0, VARLEN)
@@ -460,7 +462,7 @@ def fa2_bwd_fused(
     Q, K, V, dO, L, Delta, dQ, dK, dV,
     sqb, sqh, sqn, skb, skh, skn, svb, svh, svn, sdb, sdh, sdn,
     sdqb, sdqh, sdqn, sdkb, sdkh, sdkn, sdvb, sdvh, sdvn,
-    H, N, Dv, scale, qk_scale, Nk, GROUP, LEFT, RIGHT, softcap2, cu_q, cu_k, LN,
+    H, N, Dv, scale, qk_scale, Nk, GROUP: tl.constexpr, LEFT, RIGHT, softcap2, cu_q, cu_k, LN,
     D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, BrQ: tl.constexpr, BcQ: tl.constexpr,
     CAUSAL: tl.constexpr, SOFTCAP: tl.constexpr, VARLEN: tl.constexpr, BAND_LEFT: tl.constexpr,
 ):  # fmt: skip
