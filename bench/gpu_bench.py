@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from event_timing import timed  # bench/, beside this script
 
+from flashviz.algos import get
 from flashviz.config import Config
 from flashviz.gpu.device import device_info, require_gpu
 from flashviz.gpu.launch import prepare
@@ -68,7 +69,7 @@ def reference_error(cp, q, k, v, o, scale: float) -> float:
 def bench_one(cp, n: int, d: int, br: int, bc: int, l2_bytes: int, threads: int | None = None) -> dict:
     batch = max(1, TOKENS // n)
     heads = batch * HEADS
-    cfg = Config(n=n, d=d, br=br, bc=bc, seed=0).validated()
+    cfg = get("fa2").validated(Config(n=n, d=d, br=br, bc=bc, seed=0))
     launch = prepare(cfg, heads, threads)
     shape = (heads, n, d)
     set_bytes = 4 * heads * n * (4 * d + 1)  # Q, K, V, O and L

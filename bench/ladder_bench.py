@@ -361,7 +361,7 @@ def seed_rung(x: Inputs, s: dict, br: int, bc: int, threads: int, quick: bool, b
     cp = require_gpu()
     heads = s["batch"] * s["heads"]
     n, d = s["n"], s["d"]
-    launch = prepare(Config(algo="fa2", n=n, d=d, br=br, bc=bc, seed=0).validated(), heads, threads)
+    launch = prepare(Config(algo="fa2", n=n, d=d, br=br, bc=bc, seed=0), heads, threads)  # prepare validates
     o = torch.empty_like(x.q32)
     lse = torch.empty(x.q32.shape[:-1], dtype=torch.float32, device=x.q32.device)
     arrays = {

@@ -88,9 +88,10 @@ def main() -> int:
             bad += info.startswith(("CompilationError", "Error", "RuntimeError", "OutOfResources"))
             print(f"triton {dtype} {p or '':4s} {tiles_text(tiles_dict(t))}: {info}", flush=True)
     # the seed's kernel: nvcc for sm_90 (registers, spills) where it is installed, else NVRTC to PTX
+    from flashviz.algos import get
     from flashviz.gpu.specs import smem_macro
 
-    smem = smem_macro("fa2", "fa2")
+    smem = smem_macro(get("fa2").kernel, "fa2")
     tiles = sorted({(br, bc) for br, bc, _ in SEED_TILES})
     if shutil.which("nvcc"):
         import tempfile

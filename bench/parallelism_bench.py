@@ -38,6 +38,7 @@ from pathlib import Path
 
 import event_timing  # bench/, beside this script
 
+from flashviz.algos import get
 from flashviz.config import Config
 from flashviz.gpu.device import device_info, require_gpu
 from flashviz.gpu.launch import launcher, prepare
@@ -138,7 +139,7 @@ def parallelism(cp, ncu: str | None, sms: int) -> list[dict]:
     rows = []
     for n, heads in SHAPES:
         for algo in ("fa1", "fa2"):
-            cfg = Config(algo=algo, n=n, d=D, br=TILE, bc=TILE, seed=0).validated()
+            cfg = get(algo).validated(Config(algo=algo, n=n, d=D, br=TILE, bc=TILE, seed=0))
             launch = prepare(cfg, heads)
             rng = cp.random.default_rng(n + heads)
             t = {x: rng.standard_normal((heads, n, D), dtype=cp.float32) for x in ("Q", "K", "V")}

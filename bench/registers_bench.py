@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from flashviz import kernels as kernel_files
+from flashviz.algos import gpu_specs as specs
 from flashviz.config import Config
 from flashviz.gpu import nvrtc
 from flashviz.gpu.device import device_info, require_gpu
-from flashviz.gpu.specs import specs
 
 TILES = (4, 8, 16, 32, 64, 128, 256)  # Br, Bc and D: powers of two over the page's range
 
@@ -87,14 +87,14 @@ def main() -> int:
     kernels: dict[str, dict] = {}
     for algo, spec in specs().items():
         for k in spec.kernels:
-            file_algo = spec.file_algo(k)
+            file = spec.file_of(k)
             key = k.template
             if key in kernels:  # fa2-backward launches fa2's own forward: measured once, under fa2
                 continue
             names = instances(algo, k)
             t0 = time.perf_counter()
             mod = cp.RawModule(
-                code=nvrtc.source(file_algo), options=nvrtc.OPTIONS, name_expressions=list(names), backend="nvrtc"
+                code=nvrtc.source(file), options=nvrtc.OPTIONS, name_expressions=list(names), backend="nvrtc"
             )
             rows = []
             for expr, targs in names.items():
@@ -112,7 +112,7 @@ def main() -> int:
                         "blocks_per_sm": {str(t): driver_blocks(cp, fn, t, smem, optin) for t in thread_counts(k, cfg)},
                     }
                 )
-            kernels[key] = {"file": kernel_files.kernel_file(file_algo), "template": key, "instances": rows}
+            kernels[key] = {"file": kernel_files.kernel_file(file), "template": key, "instances": rows}
             regs = sorted({r["registers"] for r in rows})
             print(f"{key}: {len(rows)} instances in {time.perf_counter() - t0:.1f} s, registers {regs}", flush=True)
     doc = {

@@ -110,10 +110,11 @@ def trace_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
 def gpu_plan(cfg: Any, heads: int) -> dict[str, Any]:
     import numpy as np
 
+    from flashviz.algos import gpu_spec
     from flashviz.gpu import check, sectors
-    from flashviz.gpu.specs import TritonSpec, spec
+    from flashviz.gpu.specs import TritonSpec
 
-    s = spec(cfg.algo)
+    s = gpu_spec(cfg.algo)
     if isinstance(s, TritonSpec):
         launches = [
             {"template": k.template, "tensors": list(k.tensors), "grid": list(k.grid(cfg, heads))} for k in s.kernels
@@ -152,17 +153,18 @@ def gpu_plan(cfg: Any, heads: int) -> dict[str, Any]:
 
 
 def gpu_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
+    from flashviz.algos import get, gpu_specs
     from flashviz.config import Config
-    from flashviz.gpu.specs import TritonSpec, specs
+    from flashviz.gpu.specs import TritonSpec
 
-    for algo, s in specs().items():
+    for algo, s in gpu_specs().items():
         sizes = GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES
         for causal in (False, True):
             for size, kw in sizes.items():
                 for heads in (1, 3):
                     cfg = Config(algo=algo, causal=causal, **kw)
                     name = f"gpu/{algo}_{'causal_' if causal else ''}{size}_h{heads}.json"
-                    yield name, lambda cfg=cfg, heads=heads: _json(gpu_plan(cfg.validated(), heads))
+                    yield name, lambda cfg=cfg, heads=heads: _json(gpu_plan(get(cfg.algo).validated(cfg), heads))
 
 
 def other_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:

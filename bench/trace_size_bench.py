@@ -111,10 +111,11 @@ def bench_api(runs: int) -> dict:
             "warm_median_s": statistics.median(warm),
         }
     # the same launch as /2 sent it: plain lists, no gzip (and gzipped, had it been)
+    from flashviz.algos import get as algorithm
     from flashviz.config import Config
     from flashviz.tracer import make_trace
 
-    plain = make_trace(Config(n=4096, d=64, br=64, bc=64).api_validated()).to_json()
+    plain = make_trace(algorithm("fa2").api_validated(Config(n=4096, d=64, br=64, bc=64))).to_json()
     out["n4096"]["plain_bytes"] = len(plain)
     out["n4096"]["plain_gzip_bytes"] = len(gzip.compress(plain, 6))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from flashviz.algos import get
 from flashviz.config import Config
 
 
@@ -13,7 +14,7 @@ def qkv(rng, n: int, d: int, scale: float = 1.0) -> dict[str, np.ndarray]:
 
 
 def every_block(cfg: Config) -> Config:
-    return cfg.replace(record=tuple(range(cfg.blocks)))
+    return cfg.replace(record=tuple(range(get(cfg.algo).blocks(cfg))))
 
 
 def runnable(cfg: Config) -> Config:
@@ -21,7 +22,6 @@ def runnable(cfg: Config) -> Config:
     dimensions), the nearest launch it runs: Br and Bc rounded up to powers of two from 16 (Bc no more than Br under
     causal masking) at the algorithm's example D, and failing that its example D, Br, Bc (`Algorithm.example`); N and
     causal stay."""
-    from flashviz.algos import get
     from flashviz.config import ConfigError
 
     record = get(cfg.algo)

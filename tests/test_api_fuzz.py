@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flashviz import server
+from flashviz.algos import get
 from flashviz.config import API_LIMITS, COUNT_LIMITS, Config
 from flashviz.server.params import field_name
 from serving import serving
@@ -197,7 +198,7 @@ def test_trace_query_parser_on_random_bytes(fuzz_client, query):
             for name in ("n", "d", "br", "bc", "seed"):
                 if params.get(name, "") != "":
                     assert getattr(cfg, name) == int(params[name]), (query, name)
-            assert cfg.api_validated() == cfg
+            assert get(cfg.algo).api_validated(cfg) == cfg
 
 
 @given(query=queries(COMPARE))

@@ -177,7 +177,7 @@ def dead_rows_inputs(rng, n=8, d=4, dead=4):
 def test_rows_with_no_finite_score_are_nan_as_in_the_kernel(rng, algo, scale):
     x = dead_rows_inputs(rng)
     cfg = Config(algo=algo, n=8, d=4, br=4, bc=4, scale=scale)
-    trace = make_trace(cfg.replace(record=tuple(range(cfg.blocks))), x)
+    trace = make_trace(cfg.replace(record=tuple(range(get(algo).blocks(cfg)))), x)
     O = trace.outputs["O"]
     assert np.isnan(O[:4]).all() and np.isfinite(O[4:]).all()
     ref = get(cfg.algo).expect.expected(cfg, x)

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.algos import get
 from flashviz.algos.fa1 import engine as fa1
 from flashviz.algos.fa1 import traffic as model
 from flashviz.cli import main
@@ -19,7 +20,7 @@ from flashviz.config import Config
 from flashviz.tracer import make_trace
 from helpers import every_block, qkv, region_lines
 
-KERNEL = kernels.path("fa1")
+KERNEL = kernels.path(get("fa1").kernel)
 
 
 def outputs(cfg, x):
@@ -145,7 +146,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(every_block(Config(algo="fa1", n=10, d=4, br=4, bc=3, causal=True)))
     source = KERNEL.read_text()
     assert t.kernel["source"] == source and t.kernel["file"] == "fa1_forward.cu"
-    assert set(kernels.regions("fa1")) == set(fa1.LABELS)
+    assert set(kernels.regions(get("fa1").kernel)) == set(fa1.LABELS)
     for step in t.steps:
         header, *body = step.code.splitlines()
         i = step.indices.get("i")  # the block of Q the one block visits; blockIdx.x is 0

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.algos import get
 from flashviz.algos.fa2 import engine as fa2
 from flashviz.algos.fa2_backward import engine as fa2_backward
 from flashviz.algos.fa2_backward import expect
@@ -27,7 +28,8 @@ GRADS = ("dQ", "dK", "dV")
 # values are 1e-7 .. 1.1e-6 (see expect.TOLERANCE for why gradients get more room than O).
 TOL = 1e-4
 U = 2.0**-24  # float32 unit roundoff
-KERNEL = kernels.path("fa2-backward")
+A = get(ALGO)
+KERNEL = kernels.path(A.kernel)
 
 
 def draw(rng, n, d, qk_scale=1.0):
@@ -240,7 +242,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
             expected = [re.sub(rf"\b{name}\b", str(value), x) for x in expected]
         assert body == expected
         assert s.text, s.op
-    assert ops == set(kernels.regions(ALGO)) == set(fa2_backward.LABELS)
+    assert ops == set(kernels.regions(A.kernel)) == set(fa2_backward.LABELS)
 
 
 def test_literal_indices_in_the_code():
@@ -270,10 +272,10 @@ def test_phases_preprocessing_first_then_totals():
 
 
 def test_block_flag_counts_tiles_of_kv():
-    Config(algo=ALGO, n=10, br=2, bc=5, record=(1,)).validated()  # Tc = 2 blocks
+    A.validated(Config(algo=ALGO, n=10, br=2, bc=5, record=(1,)))  # Tc = 2 blocks
     with pytest.raises(ConfigError, match=r"0\.\.1"):
-        Config(algo=ALGO, n=10, br=2, bc=5, record=(2,)).validated()
-    assert Config(algo=ALGO, n=64, br=4, bc=16).recorded_blocks() == (0, 1, 2, 3)
+        A.validated(Config(algo=ALGO, n=10, br=2, bc=5, record=(2,)))
+    assert A.recorded_blocks(Config(algo=ALGO, n=64, br=4, bc=16)) == (0, 1, 2, 3)
 
 
 def test_trace_cli_random_do_from_seed(capsysbinary):

@@ -16,6 +16,7 @@ import pytest
 
 from flashviz import kernels, reference
 from flashviz.algos import get
+from flashviz.algos.fa2_triton import tiles
 from flashviz.config import Config, ConfigError
 from flashviz.precision import bf16
 from flashviz.tracer import make_trace
@@ -114,9 +115,9 @@ def test_steps_show_the_kernel_files_own_lines():
     `start` substituted, its stage in the `#` header."""
     path = ROOT / "src/flashviz/algos/fa2_triton/kernel.py"
     lines = path.read_text().splitlines()
-    regions = kernels.regions(ALGO)
+    regions = kernels.regions(A.kernel)
     assert sorted(regions) == sorted(A.engine.LABELS)
-    assert kernels.source(ALGO) == path.read_text()
+    assert kernels.source(A.kernel) == path.read_text()
     cfg = every_block(Config(algo=ALGO, n=100, d=32, br=64, bc=32, causal=True))
     trace = make_trace(cfg)
     for s in trace.steps:
@@ -177,7 +178,7 @@ def test_the_scores_and_pv_steps_carry_their_tensor_core_sums():
     ],
 )
 def test_tensor_core_instructions_follow_tritons_rules(br, warps, name, rows_of_warp_1):
-    dot = A.part("tiles").dot(br, 64, 64, warps, "Qi", "Kj", "Sij")
+    dot = tiles.dot(br, 64, 64, warps, "Qi", "Kj", "Sij")
     assert dot["instruction"]["name"] == name
     assert dot["owners"][1]["rows"] == rows_of_warp_1
     assert dot["replicated"] == (br < 16 * warps)
@@ -196,9 +197,9 @@ def test_tensor_core_instructions_follow_tritons_rules(br, warps, name, rows_of_
 )
 def test_launches_the_kernel_does_not_run_are_refused_naming_the_flag(changes, field):
     good = Config(algo=ALGO, n=128, d=32, br=64, bc=32)
-    good.validated()
+    A.validated(good)
     with pytest.raises(ConfigError) as err:
-        good.replace(**changes).validated()
+        A.validated(good.replace(**changes))
     assert err.value.field == field and ALGO in str(err.value)
 
 
@@ -216,8 +217,8 @@ def test_the_recorded_autotuner_picks_are_the_runs_own():
         found[int(n), int(d), causal.strip() == "True"] = (
             int(kv["Br"]), int(kv["Bc"]), int(kv["num_warps"]), int(kv["num_stages"]), maxnreg,
         )  # fmt: skip
-    assert found == A.part("tiles").TUNED
-    ws = A.part("tiles").warps_and_stages(4096, 64, 128, 64, False)
+    assert found == tiles.TUNED
+    ws = tiles.warps_and_stages(4096, 64, 128, 64, False)
     assert (ws["num_warps"], ws["num_stages"], ws["source"]) == (8, 5, "autotuned")
 
 
@@ -225,7 +226,7 @@ def test_supported_d_is_flashviz_attentions():
     pytest.importorskip("torch")
     from flashviz.triton_attention import SUPPORTED_D
 
-    assert A.part("tiles").SUPPORTED_D == SUPPORTED_D
+    assert tiles.SUPPORTED_D == SUPPORTED_D
 
 
 # ---- the engine against the Triton kernel itself, interpreted on the CPU ----
@@ -236,6 +237,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np
 from flashviz.config import Config
 from flashviz.algos import get
+from flashviz.algos.fa2_triton import tiles
 from flashviz.gpu.check import compare, engine_outputs
 out = []
 for n, d, br, bc, causal, seed in json.loads(sys.argv[1]):
@@ -373,7 +375,7 @@ def test_refused_tiles_suggest_the_autotuners_recorded_pick_for_the_shape():
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    br, bc = A.part("tiles").TUNED[1024, 64, True][:2]
+    br, bc = tiles.TUNED[1024, 64, True][:2]
     assert f"--br {br} --bc {bc}, the autotuner's pick for N=1024, D=64" in proc.stderr
 
 

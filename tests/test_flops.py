@@ -18,11 +18,11 @@ from flashviz.tracer import make_trace
 
 def counted(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int) -> dict[str, int]:
     a = get(algo)
-    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal).validated()
+    cfg = a.validated(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal))
     return a.engine.execute(cfg, random_inputs(n, d, seed, a.inputs)).flops_counted()
 
 
-COUNTED = tuple(a for a in ALGOS if closed_form(a) is not None)
+COUNTED = tuple(a for a in ALGOS if closed_form(get(a)) is not None)
 # fa2-triton's kernel takes only its own tiles (powers of two >= 16, D in tiles.SUPPORTED_D): tested on those below
 ANY_SHAPE = tuple(a for a in COUNTED if a != "fa2-triton")
 # a small launch each algorithm accepts
@@ -46,7 +46,7 @@ def test_every_algorithm_has_a_closed_form():
 )
 def test_closed_form_equals_the_engine_counters(algo, n, d, br, bc, causal, seed):
     causal = causal and get(algo).causal
-    want = get(algo).part("flops").count(n=n, d=d, br=br, bc=bc, causal=causal)
+    want = get(algo).flops.count(n=n, d=d, br=br, bc=bc, causal=causal)
     assert counted(algo, n, d, br, bc, causal, seed) == want
     assert set(want) == set(KINDS)
 

@@ -17,10 +17,11 @@ import pytest
 
 from flashviz import kernels
 from flashviz.algos import REGISTRY, get
+from flashviz.algos import gpu_spec as spec
+from flashviz.algos import gpu_specs as specs
 from flashviz.cli import main
 from flashviz.config import Config
 from flashviz.gpu import launch, ncu, nvrtc, profile, sanitize, sectors
-from flashviz.gpu.specs import spec, specs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -29,15 +30,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_nvrtc_source_is_the_kernel_file_behind_a_line_directive():
-    text = kernels.source("fa2")
-    assert nvrtc.source("fa2") == '#line 1 "fa2_forward.cu"\n' + text
+    text = kernels.source(get("fa2").kernel)
+    assert nvrtc.source(get("fa2").kernel) == '#line 1 "fa2_forward.cu"\n' + text
     assert "--use_fast_math" not in nvrtc.OPTIONS  # expf/logf stay IEEE, as NumPy's in the engine
 
 
 @pytest.mark.skipif(nvrtc.find_libnvrtc() is None, reason="libnvrtc not found")
 def test_nvrtc_compiles_any_instantiation_by_name_expression():
     exprs = ["fa2<4,4,4>", "fa2<17,3,5>", "fa2<64,64,64>", "fa2<256,16,128>"]
-    ptx, lowered = nvrtc.compile_ptx("fa2", exprs)
+    ptx, lowered = nvrtc.compile_ptx(get("fa2").kernel, exprs)
     for expr in exprs:
         br, bc, d = re.fullmatch(r"fa2<(\d+),(\d+),(\d+)>", expr).groups()
         assert lowered[expr] == f"_Z3fa2ILi{br}ELi{bc}ELi{d}EEvPKfS1_S1_PfS2_ifi"
@@ -48,7 +49,16 @@ def test_nvrtc_compiles_any_instantiation_by_name_expression():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_sm90_build_has_no_spills(tmp_path):
     out = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(kernels.path("fa2")), "-o", str(tmp_path / "k.o")],
+        [
+            "nvcc",
+            "-arch=sm_90",
+            "-c",
+            "-Xptxas",
+            "-v",
+            str(kernels.path(get("fa2").kernel)),
+            "-o",
+            str(tmp_path / "k.o"),
+        ],
         capture_output=True,
         text=True,
     )
@@ -81,7 +91,7 @@ def test_every_launch_matches_its_kernels_signature(algo):
     s = spec(algo)
     cfg = Config(algo=algo, n=10, d=4, br=4, bc=4)
     for k in s.kernels:
-        source = kernels.source(s.file_algo(k))
+        source = kernels.source(s.file_of(k))
         params = {name: [p.strip() for p in args.split(",")] for name, args in _SIGNATURE.findall(source)}
         declared = [re.sub(r"\s*\w+$", "", p).replace(" ", "") for p in params[k.template]]
         given = ["float*" if "const" not in d else "constfloat*" for d in declared[: len(k.tensors)]]
@@ -95,11 +105,11 @@ def test_every_launch_matches_its_kernels_signature(algo):
 def test_every_launch_compiles_with_nvrtc(algo):
     s = spec(algo)
     cfg = Config(algo=algo, n=100, d=16, br=32, bc=16)
-    by_file: dict[str, list[str]] = {}
+    by_file: dict[kernels.KernelFile, list[str]] = {}
     for k in s.kernels:
-        by_file.setdefault(s.file_algo(k), []).append(k.name_expression(cfg))
-    for file_algo, exprs in by_file.items():
-        ptx, lowered = nvrtc.compile_ptx(file_algo, exprs)
+        by_file.setdefault(s.file_of(k), []).append(k.name_expression(cfg))
+    for file, exprs in by_file.items():
+        ptx, lowered = nvrtc.compile_ptx(file, exprs)
         assert all(f".entry {lowered[e]}" in ptx for e in exprs)
 
 

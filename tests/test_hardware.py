@@ -71,10 +71,11 @@ def test_the_shipped_data_is_what_the_recorded_runs_give():
 
 
 def launch_of(algo: str, n: int, heads: int):
+    from flashviz.algos import get
     from flashviz.config import Config
     from flashviz.hardware.view import of_launch
 
-    view = of_launch(Config(algo=algo, n=n, d=64, br=64, bc=64))
+    view = of_launch(get(algo), Config(algo=algo, n=n, d=64, br=64, bc=64))
     (k,) = view["kernels"].values()
     return k, next(x for x in k["launches"] if x["heads"] == heads)
 
@@ -121,7 +122,7 @@ def test_warp_owner_maps_are_the_kernel_loops(br, bc, d):
 
     cfg = Config(algo="fa2", n=100, d=d, br=br, bc=bc)
     threads = get("fa2").gpu.kernels[0].threads(cfg)
-    for work in get("fa2").part("warps").WORK.values():
+    for work in get("fa2").warps.WORK.values():
         r, c = work.shape(cfg)
         np.testing.assert_array_equal(owners(work, cfg, threads), emulate(threads, r, c, work.split))
 

@@ -20,7 +20,7 @@ SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "fa2-kernel-vis
 
 def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(Config(n=10, d=4, br=4, bc=4))
-    source = kernels.source("fa2")
+    source = kernels.source(REGISTRY["fa2"].kernel)
     assert t.kernel["source"] == source
     for step in t.steps:
         header, *body = step.code.splitlines()
@@ -57,12 +57,12 @@ def test_online_softmax_region_is_the_seeds_code_verbatim():
     seed = SEED.read_text()
     snippet = seed.split("// i = 0, j = 1\nif (tid < Br) {", 1)[1].split("__syncthreads();", 1)[0]
     seed_code = "// i = 0, j = 1\nif (tid < Br) {" + snippet + "__syncthreads();"
-    ours = kernels.step_code("fa2", "online_softmax", i=0, j=1)
+    ours = kernels.step_code(REGISTRY["fa2"].kernel, "online_softmax", i=0, j=1)
     assert ours == seed_code
 
 
 def test_regions_are_well_formed():
-    ops = set(kernels.regions("fa2"))
+    ops = set(kernels.regions(REGISTRY["fa2"].kernel))
     assert ops == {"load_q", "load_kv", "scores", "online_softmax", "write_back"}
 
 
@@ -71,10 +71,10 @@ def test_substitute_touches_whole_identifiers_only():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("algo", sorted(a for a in REGISTRY if kernels.kernel_file(a).endswith(".cu")))
+@pytest.mark.parametrize("algo", sorted(a for a in REGISTRY if REGISTRY[a].kernel_file.endswith(".cu")))
 def test_kernel_compiles_for_sm90(algo, tmp_path):
     out = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", str(kernels.path(algo)), "-o", str(tmp_path / "k.o")],
+        ["nvcc", "-arch=sm_90", "-c", str(kernels.path(REGISTRY[algo].kernel)), "-o", str(tmp_path / "k.o")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,8 +1,9 @@
 """The layers of docs/DESIGN.md, read off the source's imports (with `ast`, nothing imported): no import cycle in
 src/; the machinery (everything outside algos/<name>/) reaches an algorithm only through the registry and never
 names one; an executor does not import the traffic model it is checked against, nor a model its executor;
-tiling is a leaf; the comparison imports no engine. Imports under `if TYPE_CHECKING:` are for the type checker
-only and are left out; imports inside functions count."""
+tiling is a leaf; the comparison imports no engine; Config and the engine import no algorithm. Imports inside
+functions count. Imports under `if TYPE_CHECKING:` are for the type checker only: they are left out of `GRAPH` (what
+runs) and counted in `TYPED` (what mypy reads), and no cycle is allowed in either."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ DECLARED = {
 }
 # Modules that may write an algorithm's name as a string: flashviz.attention's backends ("fa2", "fa3") are kernels
 # of the public function, named in one module, not the viewer's algorithms.
-NAMING = {"flashviz.attention_backends"}
+# Config's default algorithm is the seed's example, "fa2" (flashviz.algos.DEFAULT is it), until each algorithm brings
+# its own defaults (issue 18): Config imports no registry to read it from.
+NAMING = {"flashviz.attention_backends", "flashviz.config"}
 
 
 def module_name(path: Path) -> str:
@@ -41,25 +44,26 @@ def is_type_checking(node: ast.If) -> bool:
     )
 
 
-def runtime_nodes(tree: ast.AST):
-    """Every node but those under `if TYPE_CHECKING:`."""
+def runtime_nodes(tree: ast.AST, type_only: bool = False):
+    """Every node but those under `if TYPE_CHECKING:` (with `type_only`, those too)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and is_type_checking(child):
+            if isinstance(child, ast.If) and is_type_checking(child) and not type_only:
                 stack.extend(child.orelse)
             else:
                 stack.append(child)
 
 
-def imports(name: str) -> set[str]:
-    """The flashviz modules `name` imports at run time (`from pkg import sub` counts as pkg.sub when sub is one)."""
+def imports(name: str, type_only: bool = False) -> set[str]:
+    """The flashviz modules `name` imports at run time (`from pkg import sub` counts as pkg.sub when sub is one), and
+    with `type_only` those it imports for the type checker too."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in runtime_nodes(ast.parse(path.read_text())):
+    for node in runtime_nodes(ast.parse(path.read_text()), type_only):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -75,6 +79,8 @@ def imports(name: str) -> set[str]:
 
 
 GRAPH = {name: imports(name) & set(MODULES) for name in MODULES}
+TYPED = {name: imports(name, type_only=True) & set(MODULES) for name in MODULES}
+REGISTRY_MODULE = "flashviz.algos"
 
 
 def is_algorithm(name: str) -> bool:
@@ -89,17 +95,21 @@ def test_the_graph_is_read():
     assert "flashviz.engine.recorder" in GRAPH["flashviz.algos.fa2.engine"]
     assert "flashviz.algos.fa2.engine" in GRAPH["flashviz.algos.fa2_backward.engine"]  # `from ..fa2 import engine`
     assert "flashviz.gpu.device" in GRAPH["flashviz.gpu.cli"]  # an import inside a function
-    assert "flashviz.config" not in GRAPH["flashviz.algos.base"]  # under TYPE_CHECKING only
+    assert "flashviz.engine.recorder" not in GRAPH["flashviz.algos.base"]  # under TYPE_CHECKING only ...
+    assert "flashviz.engine.recorder" in TYPED["flashviz.algos.base"]  # ... which TYPED counts
 
 
-def test_no_import_cycle():
+@pytest.mark.parametrize("graph", ["GRAPH", "TYPED"])
+def test_no_import_cycle(graph):
+    """No cycle among the imports that run, nor among those the type checker reads (TYPE_CHECKING ones too)."""
+    edges = {"GRAPH": GRAPH, "TYPED": TYPED}[graph]
     order: dict[str, int] = {}
     path: list[str] = []
 
     def visit(node: str) -> None:
         order[node] = 1  # on the path
         path.append(node)
-        for nxt in sorted(GRAPH[node]):
+        for nxt in sorted(edges[node]):
             if order.get(nxt) == 1:
                 cycle = [*path[path.index(nxt) :], nxt]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
@@ -114,10 +124,11 @@ def test_no_import_cycle():
 
 
 def test_the_machinery_reaches_algorithms_only_through_the_registry():
+    """The registry imports each folder's ALGORITHM directly; everything else reaches an algorithm through it."""
     wrong = [
         (name, target)
-        for name, targets in GRAPH.items()
-        if not is_algorithm(name)
+        for name, targets in TYPED.items()
+        if not is_algorithm(name) and name != REGISTRY_MODULE
         for target in targets
         if is_algorithm(target) and (name, target) not in DECLARED
     ]
@@ -167,6 +178,59 @@ def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
         assert not {t for t in GRAPH[name] if t.startswith("flashviz.engine")}, name
 
 
+def below(name: str, layer: set[str]) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in layer)
+
+
+def test_config_and_the_engine_import_no_algorithm_and_no_registry():
+    """Config is plain data and the engine mirrors a kernel: neither imports the registry, an algorithm's folder or
+    the trace assembly, not even for the type checker (the Algorithm is resolved above them and passed down)."""
+    lower = [m for m in MODULES if below(m, {"flashviz.config", "flashviz.engine", "flashviz.kernels"})]
+    assert "flashviz.engine.recorder" in lower
+    wrong = [
+        (name, target)
+        for name in lower
+        for target in TYPED[name]
+        if target.startswith("flashviz.algos") or target in ("flashviz.assemble", "flashviz.tracer")
+    ]
+    assert wrong == []
+
+
+# The layers that may import the registry (`flashviz.algos`) and so look an algorithm up by name: the front doors (CLI,
+# API, server, widget, export, GPU runner), the trace layer that builds a Trace, and the reports over every algorithm
+# (compare, regimes, your-kernel's model beside fa2's). Nothing below them does (config, engine, kernels, picture,
+# assembly, hardware, the GPU specs the folders declare, the algorithms' folders themselves).
+MAY_IMPORT_THE_REGISTRY = {
+    "flashviz.cli",
+    "flashviz.cli_options",
+    "flashviz.cli_share",
+    "flashviz.api",
+    "flashviz.launch_args",  # the API's and the widget's launch arguments, checked (the API's front door)
+    "flashviz.widget",
+    "flashviz.server",
+    "flashviz.tracer",
+    "flashviz.compare",
+    "flashviz.compare_api",
+    "flashviz.regimes",
+    "flashviz.yourkernel",
+    "flashviz.gpu.check",
+    "flashviz.gpu.cli",
+    "flashviz.gpu.launch",
+    "flashviz.gpu.profile",
+    "flashviz.gpu.run",
+    "flashviz.gpu.sanitize",
+    "flashviz.gpu.sectors",
+    "flashviz.profile_schema",  # a profile file's `algo` is one of the registry's (`flashviz serve --profile`)
+    "flashviz.trace_file_schema",  # a trace file's `algo` too (`flashviz view`, `export --trace`, `show(path)`)
+}
+
+
+def test_nothing_below_the_trace_layer_imports_the_registry():
+    importers = sorted(name for name, targets in TYPED.items() if REGISTRY_MODULE in targets)
+    assert importers, "the registry is imported somewhere"
+    assert [name for name in importers if not below(name, MAY_IMPORT_THE_REGISTRY)] == []
+
+
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_registered_folder_has_its_parts(folder):
     """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the narrative, the closed
@@ -192,10 +256,10 @@ def test_every_registered_folder_declares_its_picture(folder):
     from flashviz.picture import Buffer, Kernel, Op, Picker
 
     record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
-    pic = record.part("picture")
+    pic = record.picture
     assert all(isinstance(k, Kernel) for k in pic.KERNELS) and sum(k.main for k in pic.KERNELS) == 1
     ops = [op for k in pic.KERNELS for op in k.ops]
-    assert sorted(ops) == sorted(kernels.regions(record.name)) == sorted(pic.OPS), "every region in one kernel"
+    assert sorted(ops) == sorted(kernels.regions(record.kernel)) == sorted(pic.OPS), "every region in one kernel"
     names = {k.name for k in pic.KERNELS}
     assert isinstance(pic.PICKER, Picker) and set(pic.PICKER.kernels) <= names
     assert all(isinstance(b, Buffer) and set(b.kernels) <= names for b in pic.BUFFERS.values())
@@ -217,3 +281,50 @@ def test_every_algorithm_folder_is_registered():
         files = {p.name for p in here.iterdir() if p.name != "__pycache__"}
         assert files == {"__init__.py", "kernel.py"}, f"algos/{folder} is not registered and holds {sorted(files)}"
         assert "ALGORITHM =" not in (here / "__init__.py").read_text(), f"algos/{folder} has a record: register it"
+
+
+LOOKUPS = {"get", "resolve", "gpu_spec", "gpu_specs", "REGISTRY", "ALGOS", "ORDER"}  # the registry's ways to a name
+
+
+def lookups(name: str) -> list[str]:
+    """Where module `name` looks an algorithm up through the registry: a use of one of LOOKUPS imported from
+    flashviz.algos (`from ..algos import get`), or an attribute of the registry module (`algos.get(...)`)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    local: set[str] = set()  # names bound to the registry's lookups in this module
+    modules: set[str] = set()  # names bound to the registry module itself
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                if base == REGISTRY_MODULE and alias.name in LOOKUPS:
+                    local.add(alias.asname or alias.name)
+                elif base == "flashviz" and alias.name == "algos":
+                    modules.add(alias.asname or alias.name)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in local and isinstance(node.ctx, ast.Load):
+            found.append(f"{path.relative_to(SRC)}:{node.lineno}: {node.id}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr in LOOKUPS
+        ):
+            found.append(f"{path.relative_to(SRC)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_lookup_by_name_outside_the_registry_and_the_front_doors():
+    """An algorithm is looked up by name only in the registry, at the front doors (CLI, API, server, widget, export,
+    GPU runner), in the trace layer's `make_trace(cfg)` and in the reports over every algorithm; everything below is
+    handed the Algorithm. The reader sees lookups where there are some (the CLI resolves `--algo`)."""
+    where = {name: lookups(name) for name in MODULES if name != REGISTRY_MODULE}
+    assert where["flashviz.cli"] and where["flashviz.tracer"]
+    wrong = [line for name, found in where.items() if not below(name, MAY_IMPORT_THE_REGISTRY) for line in found]
+    assert wrong == []

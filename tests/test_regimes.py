@@ -40,7 +40,7 @@ def test_compare_json_carries_flops_terms_and_the_sweep():
     doc = json.loads(run("--n", "1000", "--d", "16", "--br", "32", "--bc", "48", "--causal", "--json"))
     for name in ("fa1", "fa2"):
         f = doc["algorithms"][name]["flops"]
-        assert f["by_kind"] == get(name).part("flops").count(1000, 16, 32, 48, causal=True)
+        assert f["by_kind"] == get(name).flops.count(1000, 16, 32, 48, causal=True)
     pts = doc["regimes"]["points"]
     assert [p["current"] for p in pts].count(True) == 1
     assert {p["fewest"] for p in pts} >= {"fa1", "fa2"}

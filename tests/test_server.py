@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flashviz import server
+from flashviz.algos import resolve
 from flashviz.config import API_LIMITS, Config
 from flashviz.server import gate as gate_module
 from flashviz.trace_codec import to_plain
@@ -276,7 +277,7 @@ def test_an_abandoned_trace_stops_at_the_engines_next_step(monkeypatch):
         held.release.set()  # the engine starts now, for a client that has gone
         wait_for(lambda: gate.abandoned == 1, "the request was given up")
         assert gate.cancelled == 1 and gate.running == 0
-        assert gate.cache.get(Config(n=64, d=16, seed=1).api_validated()) is None
+        assert gate.cache.get(resolve("fa2").api_validated(Config(n=64, d=16, seed=1))) is None
         status, _, body = get(url + "/api/trace?n=64&d=16&seed=2")
         assert status == 200 and json.loads(body)["reference"]["ok"]
         assert gate.cancelled == 1 and held.calls == [1, 2]

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz import kernels, reference
+from flashviz.algos import get
 from flashviz.algos.standard import engine as standard
 from flashviz.algos.standard import traffic as model
 from flashviz.cli import main
@@ -19,7 +20,7 @@ from flashviz.config import Config, ConfigError
 from flashviz.tracer import make_trace
 from helpers import every_block, qkv, region_lines
 
-KERNEL = kernels.path("standard")
+KERNEL = kernels.path(get("standard").kernel)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -127,7 +128,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(every_block(Config(algo="standard", n=10, d=4, br=4, bc=4, causal=True)))
     source = KERNEL.read_text()
     assert t.kernel["source"] == source and t.kernel["file"] == "standard.cu"
-    assert set(kernels.regions("standard")) == set(standard.LABELS)
+    assert set(kernels.regions(get("standard").kernel)) == set(standard.LABELS)
     for step in t.steps:
         header, *body = step.code.splitlines()
         indices = dict(re.findall(r"(\w) = (\d+)", header))
@@ -195,7 +196,7 @@ def test_cli_trace_writes_outputs_o(capsysbinary):
 
 def test_engine_refuses_n_it_cannot_hold(capsys):
     with pytest.raises(ConfigError, match="n: must be at most 4096 for standard"):
-        Config(algo="standard", n=4097).validated()
+        get("standard").validated(Config(algo="standard", n=4097))
     assert main(["trace", "--algo", "standard", "--n", "8192"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--n" in err and "standard" in err

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from .algos import DEFAULT, get
+from .algos import DEFAULT, resolve
 from .config import ConfigError, shown
 from .launch_args import _integer, height_of, launch
 
@@ -70,7 +70,7 @@ def trace(
     if options:
         raise TypeError(f"flashviz.trace got {', '.join(options)}: options of kernel= only")
     from .inputs import NAMES, from_arrays
-    from .tracer import make_trace
+    from .tracer import trace_of
 
     arrays = None
     if inputs is not None:
@@ -81,8 +81,8 @@ def trace(
             if given is not None and _integer(given) != found:
                 raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
         n, d = rows, cols
-    cfg = launch(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal, block=block)
-    return make_trace(cfg, arrays)
+    algorithm, cfg = launch(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal, block=block)
+    return trace_of(algorithm, cfg, arrays)
 
 
 def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Viewer:
@@ -122,8 +122,5 @@ def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Vi
 
 
 def _algorithm(name: str):
-    from .algos import ALGOS
-
-    if name not in ALGOS:
-        raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {shown(name)})")
-    return get(name)
+    """The one lookup of the API's front door: the Algorithm goes down from here."""
+    return resolve(name)

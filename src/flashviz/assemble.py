@@ -6,15 +6,16 @@ algorithm's declarations through the registry and never names one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import tiling
-from .picture import Kernel, Op, Picker, Rich, Texts
+from .picture import Kernel, Op, Picker, Rich, Texts, locator
 
 if TYPE_CHECKING:
+    from .algos.base import Picture
     from .config import Config
     from .trace import Step
 
@@ -26,24 +27,6 @@ def dims_value(cfg: Config, dims: Sequence[str]) -> list[int]:
 
 def grid_count(cfg: Config, k: Kernel) -> int:
     return {"Tr": cfg.tr, "Tc": cfg.tc, "1": 1}[k.grid]
-
-
-def locator(module: Any) -> Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]:
-    """(op, indices) -> (kernel, blockIdx.x, pick or None) for an algorithm's picture module."""
-    kernel_of = {op: k for k in module.KERNELS for op in k.ops}
-    picker: Picker = module.PICKER
-
-    def where(op: str, indices: Mapping[str, int | None]) -> tuple[str, int, int | None]:
-        k = kernel_of[op]
-        block = 0 if k.letter is None else indices.get(k.letter)
-        if block is None:
-            raise ValueError(f"step {op} of kernel {k.name} has no index {k.letter}")
-        pick = None
-        if k.name in picker.kernels:
-            pick = block if picker.index == "block" else indices.get("i")
-        return k.name, block, pick
-
-    return where
 
 
 def tiling_of(cfg: Config) -> dict[str, Any]:
@@ -68,9 +51,9 @@ def tiling_of(cfg: Config) -> dict[str, Any]:
     }
 
 
-def fill_writes(module: Any, phases: list[dict[str, Any]]) -> None:
+def fill_writes(module: Picture, phases: list[dict[str, Any]]) -> None:
     """Mark the writes whose values are a constant (`fill`: 0, or None for −∞), from the op's Move."""
-    ops: dict[str, Op] = module.OPS
+    ops: Mapping[str, Op] = module.OPS
     for p in phases:
         for w in p["writes"]:
             source = ops[w["op"]].moves[w["tensor"]].source
@@ -91,12 +74,12 @@ def idle_ranges(phases: Sequence[int], last: int) -> list[list[int]]:
     return out
 
 
-def assemble(cfg: Config, module: Any, texts: Texts, steps: list[Step], order: Sequence[str]) -> dict[str, Any]:
+def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], order: Sequence[str]) -> dict[str, Any]:
     """Fill each step's picture fields (kernel, block, tile, veil, action, carries_note, the transfers' buffers) and
     return the trace's top-level picture keys. `order`: the tensors in HBM, each of which the picture must describe."""
-    where = locator(module)
+    where = locator(module.KERNELS, module.PICKER)
     kernels: dict[str, Kernel] = {k.name: k for k in module.KERNELS}
-    ops: dict[str, Op] = module.OPS
+    ops: Mapping[str, Op] = module.OPS
     missing = [name for name in order if name not in texts.tensors]
     if missing:
         raise ValueError(f"picture: no entry for the HBM tensors {missing}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .algos import REGISTRY, get
+from .algos import REGISTRY, resolve
 from .cli_options import Bounded, FilePath, Number, algo_option, algorithm_sizes, causal_option, size_options
 from .cli_share import export, view
 from .config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
@@ -141,12 +141,13 @@ def build_trace(
     causal: bool = False,
 ) -> Trace:
     from .inputs import NAMES, load_npz
-    from .tracer import make_trace
+    from .tracer import trace_of
 
+    record = resolve(algo)  # the one lookup: the Algorithm goes down from here
     inputs = None
     if inputs_path is not None:
         # Q, K, V must be in the file; the algorithm's other inputs (dO) are optional, drawn from --seed when absent
-        optional = tuple(k for k in get(algo).inputs if k not in NAMES)
+        optional = tuple(k for k in record.inputs if k not in NAMES)
         inputs = load_npz(inputs_path, NAMES, optional)
         n, d = inputs["Q"].shape
     cfg = Config(
@@ -160,7 +161,7 @@ def build_trace(
         causal=causal,
         record=None if block is None else (block,),
     )
-    return make_trace(cfg.validated(), inputs)
+    return trace_of(record, cfg, inputs)
 
 
 @cli.command()
@@ -171,7 +172,7 @@ def build_trace(
 def count(algo, n, d, br, bc, causal, as_json) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
-    record = get(algo)
+    record = resolve(algo)
     record.check_launch(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal))  # tiles its kernel runs
     model = record.traffic.count(n, d, br, bc, causal)
     size = {name: record.bytes_of(name) for name in model}  # bytes per element: 4 (fp32), 2 (bf16)

@@ -126,7 +126,7 @@ def _run(
 ) -> list[tuple[dict, bytes]]:
     """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the sizes not
     given on the command line, the algorithm's own defaults)."""
-    from .algos import get
+    from .algos import resolve
     from .api import trace
     from .cli_options import algorithm_sizes
     from .inputs import NAMES, load_npz
@@ -139,7 +139,7 @@ def _run(
             n, d, br, bc = own["n"], own["d"], own["br"], own["bc"]
         inputs = None
         if inputs_path is not None:
-            inputs = load_npz(inputs_path, NAMES, tuple(k for k in get(algo).inputs if k not in NAMES))
+            inputs = load_npz(inputs_path, NAMES, tuple(k for k in resolve(algo).inputs if k not in NAMES))
             n = d = None
         made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block)
         held.append((made.config, made.to_json(compact=True)))

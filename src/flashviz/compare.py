@@ -8,7 +8,6 @@ take) is listed with `supported: false` and why."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from . import regimes
@@ -77,9 +76,9 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
 def flops_of(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any] | None:
     """Its FLOPs per head in closed form (algos/<name>/flops.py): by kind, `matmul` and `non_matmul`; None when
     its folder has no closed form."""
-    if importlib.util.find_spec(f"{algo.package}.flops") is None:
+    if algo.flops is None:
         return None
-    by_kind = algo.part("flops").count(n=n, d=d, br=br, bc=bc, causal=causal)
+    by_kind = algo.flops.count(n=n, d=d, br=br, bc=bc, causal=causal)
     return {"by_kind": by_kind, **total(by_kind)}
 
 

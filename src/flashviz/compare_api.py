@@ -53,7 +53,7 @@ def phase_curve(cfg: Config) -> dict[str, Any]:
     written], ...]} at the same phases."""
     # counters only: the engine on this config's inputs, without the float64 check or the Trace around it
     algo = REGISTRY[cfg.algo]
-    rec = algo.engine.execute(cfg.validated(), random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs))
+    rec = algo.engine.execute(algo.validated(cfg), random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs))
     names = list(rec.hbm.tensors)
     phases = rec.phases(tuple(names), writes=False)
     total = len(phases)
@@ -79,7 +79,7 @@ def curves(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
     for name in ALGOS:
         cfg = Config(algo=name, n=n, d=d, br=br, bc=bc, causal=causal, record=())
         try:
-            cfg.api_validated()
+            REGISTRY[name].api_validated(cfg)
         except ConfigError as exc:
             out[name] = {"skipped": f"{exc.field}: {exc.message}"}
             continue

@@ -1,4 +1,7 @@
-"""A launch configuration and its limits: the one place every front door (CLI, API) validates."""
+"""A launch configuration and its limits, as plain data: the fields of one launch, the bounds every front door holds
+them to, and the checks that need no algorithm. What depends on the algorithm (its blocks, its N limit, the tiles its
+kernel runs, the API's cost) is the Algorithm's (`flashviz.algos.base.Algorithm.validated`): the front door resolves
+the name once (`flashviz.algos.resolve`) and validates the Config with that object. This module imports no algorithm."""
 
 from __future__ import annotations
 
@@ -6,8 +9,8 @@ import math
 from dataclasses import dataclass, field, replace
 
 from . import tiling
-from .algos import ALGOS, DEFAULT
-from .algos import get as algorithm
+
+DEFAULT = "fa2"  # the algorithm a launch runs when none is named: the seed's example (flashviz.algos.DEFAULT)
 
 # Safety limits for running the engine (the traffic model in `count` has its own, far larger).
 # They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per input.
@@ -95,29 +98,18 @@ class Config:
         return tiling.first_block(j, self.br, self.bc, self.causal)
 
     @property
-    def blocks(self) -> int:
-        """What --block and the API's `block` choose among, and a trace's `blocks` lists (its picks): the blocks of the
-        main kernel, one per block of Q (Tr) or per tile of K/V (Tc); for fa1, whose one block per head visits the
-        blocks of Q in turn, the Tr blocks of Q (docs/trace-schema.md, `picker`)."""
-        return self.tc if algorithm(self.algo).grid == "Tc" else self.tr
-
-    @property
-    def block_size(self) -> str:
-        """What sets the number of blocks, as an error message names it: `Br=4` (blocks of Q) or `Bc=4` (tiles)."""
-        return f"Bc={self.bc}" if algorithm(self.algo).grid == "Tc" else f"Br={self.br}"
-
-    @property
     def softmax_scale(self) -> float:
         return 1.0 / math.sqrt(self.d) if self.scale is None else float(self.scale)
 
-    def recorded_blocks(self) -> tuple[int, ...]:
+    def recorded_blocks(self, blocks: int) -> tuple[int, ...]:
+        """The blocks whose values a trace records, of the `blocks` its algorithm's picker chooses among
+        (`Algorithm.blocks`): `record`, or all of them when there are at most RECORD_ALL_MAX_BLOCKS, else block 0."""
         if self.record is not None:
             return self.record
-        return tuple(range(self.blocks)) if self.blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
+        return tuple(range(blocks)) if blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
 
-    def validated(self, limits: dict[str, tuple[int, int]] = LIMITS, max_tiles: int | None = MAX_TILES) -> Config:
-        if self.algo not in ALGOS:  # the registry's names
-            raise ConfigError("algo", f"must be one of {', '.join(ALGOS)} (got {shown(self.algo)})")
+    def check_fields(self, limits: dict[str, tuple[int, int]] = LIMITS) -> None:
+        """`causal` a bool and every integer field within `limits` (ConfigError naming the first that is not)."""
         if not isinstance(self.causal, bool):
             raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
         for name, (lo, hi) in limits.items():
@@ -126,61 +118,23 @@ class Config:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
             if not lo <= value <= hi:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
-        max_n = algorithm(self.algo).max_n
-        if max_n is not None and self.n > max_n:
-            raise ConfigError(
-                "n",
-                f"must be at most {max_n} for {self.algo}, which {algorithm(self.algo).max_n_reason} "
-                f"(got {self.n}); `flashviz compare` counts larger N without running the engine",
-            )
+
+    def check_tiles(self, max_tiles: int | None = MAX_TILES) -> None:
+        """At most `max_tiles` (block, tile) pairs (None: no bound)."""
         if max_tiles is not None and self.tr * self.tc > max_tiles:
             raise ConfigError(
                 "br" if self.br <= self.bc else "bc",
                 f"Tr*Tc (block, tile) pairs must be at most {max_tiles:,} (got {self.tr}*{self.tc} for N={self.n}); "
                 "raise br or bc",
             )
+
+    def check_scale(self) -> None:
         if self.scale is not None:
             least, most = SCALE_RANGE
             if not (finite_number(self.scale) and least <= abs(self.scale) <= most):
                 raise ConfigError(
                     "scale", f"must be a finite number with {least:g} <= |scale| <= {most:g} (got {shown(self.scale)})"
                 )
-        if self.record is not None:
-            where = f"0..{self.blocks - 1} for N={self.n}, {self.block_size}"
-            if not isinstance(self.record, tuple):
-                raise ConfigError("block", f"must be an integer in {where} (got {shown(self.record)})")
-            for b in self.record:  # True is no block (bool is an int to Python)
-                if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < self.blocks:
-                    raise ConfigError("block", f"must be an integer in {where} (got {shown(b)})")
-        algorithm(self.algo).check_launch(self)  # its own rules: the tiles a kernel can run, say
-        return self
-
-    def api_validated(self) -> Config:
-        """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
-        self.validated(API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
-        cost = algorithm(self.algo).api_cost  # e.g. 3 for a backward that runs the forward first
-        if self.n * self.n * self.d > API_MAX_WORK // cost:
-            raise ConfigError(
-                "n",
-                f"N*N*D must be at most {API_MAX_WORK // cost:,} for {self.algo} (got {self.n}*{self.n}*{self.d}); "
-                "lower n or d",
-            )
-        if self.tr * self.tc > API_MAX_TILES // cost:
-            raise ConfigError(
-                "br" if self.br <= self.bc else "bc",
-                f"Tr*Tc must be at most {API_MAX_TILES // cost:,} for {self.algo} (got {self.tr}*{self.tc} for "
-                f"N={self.n}); raise br or bc",
-            )
-        values = algorithm(self.algo).trace_values(self)  # inputs, outputs and the recorded blocks' snapshots
-        if values > API_MAX_VALUES:
-            many = len(self.recorded_blocks()) > 1
-            raise ConfigError(
-                "block" if many else "n",
-                f"the trace would hold ~{values:,} numbers, at most {API_MAX_VALUES:,}: "
-                + ("record one block (block=0) or use " if many else "use ")
-                + "smaller n, d, br or bc",
-            )
-        return self
 
     def replace(self, **changes) -> Config:
         return replace(self, **changes)

@@ -4,13 +4,13 @@ for why the non-matmul ones matter and the ratio measured on the recorded H200 (
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .algos import get
 from .config import Config
 from .flop_kinds import KINDS, total
+
+if TYPE_CHECKING:
+    from .algos.base import Algorithm, FlopCount
 
 PAPER_RATIO = 16  # FlashAttention-2, section 3.1: A100 tensor cores 312 TFLOP/s fp16 matmul, 19.5 TFLOP/s fp32 other
 
@@ -38,10 +38,9 @@ def anchor() -> dict[str, Any]:
     }
 
 
-def closed_form(algo: str) -> ModuleType | None:
+def closed_form(algo: Algorithm) -> FlopCount | None:
     """The algorithm's `flops.py`, or None when its folder has none yet (its trace's `model` is then null)."""
-    a = get(algo)
-    return a.part("flops") if importlib.util.find_spec(f"{a.package}.flops") is not None else None
+    return algo.flops
 
 
 TENSOR_CORES = ("bfloat16", "float16")  # an algorithm in these dtypes runs its tile products on the tensor cores
@@ -51,9 +50,9 @@ UNCOUNTED = (
 )
 
 
-def runs_on(algo: str) -> str:
+def runs_on(algo: Algorithm) -> str:
     """One sentence on where the algorithm's kernel runs its FLOPs, for the ratio's reader."""
-    if get(algo).dtype in TENSOR_CORES:
+    if algo.dtype in TENSOR_CORES:
         return (
             "This kernel runs its two tile products on the tensor cores (bf16 in, fp32 out) and everything else in "
             "fp32 on the CUDA cores and the special-function units: the ratio is the one it pays."
@@ -64,13 +63,13 @@ def runs_on(algo: str) -> str:
     )
 
 
-def of_launch(cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
+def of_launch(algo: Algorithm, cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
     """The trace's `flops`: `counted` (the engine's, by kind), `model` (the closed form), `matches`, the totals,
     the closed form's words per kind (`formulas`), where the kernel runs them (`runs_on`), and the `anchor` of the
     ratio. Every algorithm of the registry has a closed form (tests/test_flops.py holds it), so `model` is never
     null for a trace made today; should one lack it, `model` and `matches` are None and `uncounted` says why, and
     the page shows that sentence instead of the counts."""
-    module = closed_form(cfg.algo)
+    module = closed_form(algo)
     model = None if module is None else module.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     t = total(counted)
     a = anchor()
@@ -86,7 +85,7 @@ def of_launch(cfg: Config, counted: dict[str, int]) -> dict[str, Any]:
             "measured": round(t["non_matmul"] * a["measured_ratio"]),
         },
         "formulas": {} if module is None else dict(module.FORMULAS),
-        "runs_on": runs_on(cfg.algo),
+        "runs_on": runs_on(algo),
         **({"uncounted": UNCOUNTED} if module is None else {}),
         "anchor": a,
     }

@@ -3,7 +3,7 @@
 Every algorithm's kernel file lies in its folder (`flashviz/algos/<name>/`); a step is the lines between
 `// step: NAME` and `// end step` (`# step: NAME` and `# end step` in a Triton kernel, a Python file), and the code
 a step shows is that region with the loop indices substituted. A kernel file that holds more than one algorithm's
-kernels (the Triton file: forward and backward) gives each its own functions (`Algorithm.kernel_functions`): only
+kernels (the Triton file: forward and backward) gives each its own functions (`KernelFile.functions`): only
 the regions inside those are that algorithm's.
 """
 
@@ -14,9 +14,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 from functools import cache
+from importlib.resources import files
 from typing import TYPE_CHECKING
-
-from .algos import get
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -35,24 +34,35 @@ class Region:
     body: str  # dedented source of the region, loop indices still symbolic
 
 
-def kernel_file(algo: str) -> str:
+@dataclass(frozen=True)
+class KernelFile:
+    """An algorithm's kernel file: the package of its folder, the file's name there, and (a file shared with another
+    algorithm: the Triton file) the top-level functions whose steps are this algorithm's. Plain data, so that every
+    layer can take one without knowing the registry (`Algorithm.kernel` is the algorithm's)."""
+
+    package: str  # its folder as a Python package, e.g. "flashviz.algos.fa2"
+    name: str  # e.g. "fa2_forward.cu"
+    functions: tuple[str, ...] = ()
+
+
+def kernel_file(kernel: KernelFile) -> str:
     """The kernel file's name, as the trace and NVRTC's messages name it (fa2_forward.cu)."""
-    return get(algo).kernel_file
+    return kernel.name
 
 
-def path(algo: str) -> Traversable:
+def path(kernel: KernelFile) -> Traversable:
     """Where the kernel file lies: in the algorithm's folder."""
-    return get(algo).kernel_path
+    return files(kernel.package).joinpath(kernel.name)
 
 
 @cache
-def source(algo: str) -> str:
-    return path(algo).read_text()
+def source(kernel: KernelFile) -> str:
+    return path(kernel).read_text()
 
 
-def comment(algo: str) -> str:
+def comment(kernel: KernelFile) -> str:
     """The kernel file's line comment: `#` in a Python (Triton) file, `//` in CUDA C++."""
-    return "#" if kernel_file(algo).endswith(".py") else "//"
+    return "#" if kernel.name.endswith(".py") else "//"
 
 
 def function_lines(text: str, names: tuple[str, ...]) -> set[int]:
@@ -75,12 +85,12 @@ def function_lines(text: str, names: tuple[str, ...]) -> set[int]:
 
 
 @cache
-def regions(algo: str) -> dict[str, Region]:
+def regions(kernel: KernelFile) -> dict[str, Region]:
     """Parse the `// step: NAME` ... `// end step` regions of an algorithm's kernel file (those inside its
-    `kernel_functions` when it names some)."""
-    text = source(algo)
+    `functions` when it names some)."""
+    text = source(kernel)
     lines = text.splitlines()
-    own = get(algo).kernel_functions
+    own = kernel.functions
     inside = function_lines(text, own) if own else None
     found: dict[str, Region] = {}
     op: str | None = None
@@ -90,18 +100,18 @@ def regions(algo: str) -> dict[str, Region]:
             continue
         if m := _BEGIN.match(line):
             if op is not None:
-                raise ValueError(f"{kernel_file(algo)}:{n}: step {m[1]} opens inside step {op}")
+                raise ValueError(f"{kernel.name}:{n}: step {m[1]} opens inside step {op}")
             op, start = m[1], n + 1
         elif _END.match(line):
             if op is None:
-                raise ValueError(f"{kernel_file(algo)}:{n}: end step without a step")
+                raise ValueError(f"{kernel.name}:{n}: end step without a step")
             if op in found:
-                raise ValueError(f"{kernel_file(algo)}: step {op} is marked twice")
+                raise ValueError(f"{kernel.name}: step {op} is marked twice")
             body = textwrap.dedent("\n".join(lines[start - 1 : n - 1]))
             found[op] = Region(op, start, n - 1, body)
             op = None
     if op is not None:
-        raise ValueError(f"{kernel_file(algo)}: step {op} is never closed")
+        raise ValueError(f"{kernel.name}: step {op} is never closed")
     return found
 
 
@@ -113,11 +123,13 @@ def substitute(body: str, **indices: int | None) -> str:
     return body
 
 
-def step_code(algo: str, op: str, subst: dict[str, int] | None = None, note: str = "", **indices: int | None) -> str:
+def step_code(
+    kernel: KernelFile, op: str, subst: dict[str, int] | None = None, note: str = "", **indices: int | None
+) -> str:
     """The code a step shows: a `// i = 0, j = 1` header (`# i = 0, j = 1` in a Python file; indices in the order
     given, those that are None left out, then `subst` and a `note`), then its region with the indices and `subst`
     (names of the kernel's own loop variables, e.g. the Triton loop's `start` = j·Bc) substituted."""
     shown = [f"{name} = {value}" for name, value in indices.items() if value is not None]
     shown += [f"{name} = {value}" for name, value in (subst or {}).items()]
-    header = f"{comment(algo)} " + ", ".join(shown) + (f" \u00b7 {note}" if note else "")
-    return header + "\n" + substitute(regions(algo)[op].body, **indices, **(subst or {}))
+    header = f"{comment(kernel)} " + ", ".join(shown) + (f" \u00b7 {note}" if note else "")
+    return header + "\n" + substitute(regions(kernel)[op].body, **indices, **(subst or {}))

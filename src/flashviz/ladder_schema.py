@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from .profile_schema import describe as describe_at
-from .profile_schema import shown
+from .schema_errors import describe as describe_at
+from .schema_errors import shown
 
 SCHEMA = "flashviz.ladder/1"
 REL = 2e-3  # how closely derived numbers must agree with what they are derived from (they are rounded to 6 digits)

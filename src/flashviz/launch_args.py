@@ -5,10 +5,13 @@ that the API and the widget both use it without importing each other."""
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .algos import DEFAULT
+from .algos import DEFAULT, resolve
 from .config import Config, ConfigError, shown
+
+if TYPE_CHECKING:
+    from .algos.base import Algorithm
 
 HEIGHT_RANGE = (120, 10_000)  # the widget's height in CSS pixels
 
@@ -24,12 +27,13 @@ def launch(
     causal: Any = False,
     block: Any = None,
     api: bool = False,
-) -> Config:
-    """The Python API's launch arguments as a checked Config (`api`: under the API's bounds, Config.api_validated):
-    the one path for `flashviz.trace`, `flashviz.show` and
-    the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold (np.int64(8),
-    np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number either
-    (scale=b'8'): each is a ConfigError naming the argument and its range (Config.validated says it)."""
+) -> tuple[Algorithm, Config]:
+    """The Python API's launch arguments as their Algorithm (the front door's one lookup, `resolve`) and a Config
+    checked by it (`api`: under the API's bounds, Algorithm.api_validated): the one path for `flashviz.trace`,
+    `flashviz.show` and the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold
+    (np.int64(8), np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number
+    either (scale=b'8'): each is a ConfigError naming the argument and its range (Algorithm.validated says it)."""
+    algorithm = resolve(algo)
     cfg = Config(
         algo=algo,
         n=8 if n is None else _integer(n),
@@ -41,7 +45,7 @@ def launch(
         causal=_boolean(causal),
         record=None if block is None else (_integer(block),),
     )
-    return cfg.api_validated() if api else cfg.validated()
+    return algorithm, algorithm.api_validated(cfg) if api else algorithm.validated(cfg)
 
 
 def height_of(value: Any) -> int:

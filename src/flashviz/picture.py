@@ -80,6 +80,27 @@ class Picker:
         return "q" if self.letter == "i" else "kv"
 
 
+Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
+
+
+def locator(kernels: Sequence[Kernel], picker: Picker) -> Where:
+    """(op, indices) -> (kernel, blockIdx.x, pick or None) for an algorithm's KERNELS and PICKER: which kernel runs
+    an op, the block of that kernel the indices name, and the block picker's pick when the kernel is one it picks."""
+    kernel_of = {op: k for k in kernels for op in k.ops}
+
+    def where(op: str, indices: Mapping[str, int | None]) -> tuple[str, int, int | None]:
+        k = kernel_of[op]
+        block = 0 if k.letter is None else indices.get(k.letter)
+        if block is None:
+            raise ValueError(f"step {op} of kernel {k.name} has no index {k.letter}")
+        pick = None
+        if k.name in picker.kernels:
+            pick = block if picker.index == "block" else indices.get("i")
+        return k.name, block, pick
+
+    return where
+
+
 @dataclass(frozen=True)
 class Buffer:
     """An SRAM buffer: its shape in symbols (Br, Bc, D, N, 1), axes, kernels, and how the page writes it."""

@@ -5,7 +5,6 @@ refused with one line instead of reaching the page. Keys the panel does not read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,9 +19,9 @@ from pydantic import (
 )
 
 from .algos import ALGOS
+from .schema_errors import describe, shown
 
 SCHEMA = "flashviz.profile/1"
-ECHO = 40
 
 Number = Annotated[float, Strict(), AllowInfNan(False)]  # a finite JSON number (an int is one too), never a string
 Size = Annotated[int, Strict(), Field(ge=1)]
@@ -142,20 +141,3 @@ def check(doc: Any) -> None:
         Profile.model_validate(doc)
     except ValidationError as exc:
         raise ProfileError(describe(exc.errors()[0])) from None
-
-
-def describe(error: Mapping[str, Any]) -> str:
-    """A pydantic error as `kernels[0].measured.load_bytes: must be a number (got 'lots')`."""
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.get("loc", ())).lstrip(".")
-    where = where or "the profile"
-    if error["type"] == "missing":
-        return f"{where}: missing"
-    if not error.get("loc"):  # the document as a whole: no value to echo
-        return f"{where}: {' '.join(str(error.get('msg', 'invalid')).split()).removeprefix('Value error, ')}"
-    message = " ".join(str(error.get("msg", "invalid")).split()).removeprefix("Value error, ")
-    return f"{where}: {message[:120]} (got {shown(error.get('input'))})"
-
-
-def shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= ECHO else text[: ECHO - 1] + "…"

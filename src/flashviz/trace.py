@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import orjson
 
 from .trace_codec import honest as _honest
 
@@ -107,6 +106,10 @@ class Trace:
     def to_json(self, indent: bool = False, compact: bool = False) -> bytes:
         """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references
         (flashviz.trace_codec; what `flashviz trace` writes unless --plain, and what /api/trace sends)."""
+        # here, not at the top: every algorithm's engine imports this module (through the registry), and the GPU
+        # machine's image, which runs the benches, has no orjson
+        import orjson
+
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
         doc = _compact(self) if compact else _plain(self)
         return orjson.dumps(doc, option=option, default=_default)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
-from .algos import ALGOS
+from .algos import ALGOS, get
 from .config import LIMITS, SCALE_RANGE, Config, ConfigError, shown
 
 Open = dict[StrictStr, Any]  # an object whose members the view that draws it reads
@@ -159,13 +159,15 @@ def problem(doc: dict[str, Any]) -> str | None:
     if not math.isfinite(c.scale) or not SCALE_RANGE[0] <= abs(c.scale) <= SCALE_RANGE[1]:
         return f"config.scale must be {ACCEPTS['config.scale']} (got {shown(c.scale)})"
     launch = Config(algo=c.algo, n=c.n, d=c.d, br=c.br, bc=c.bc, scale=c.scale, causal=c.causal)
+    algo = get(c.algo)  # one of the registry's names (TraceConfig.algo)
     try:  # the launch's own rules, as `flashviz trace` applied them when it wrote the file
-        launch.validated()
+        algo.validated(launch)
     except ConfigError as exc:
         return f"config.{exc.field} {exc.message}"
-    if len(t.blocks) != launch.blocks:
+    blocks = algo.blocks(launch)
+    if len(t.blocks) != blocks:
         given = len(t.blocks)
-        return f"blocks must list the launch's {launch.blocks} blocks ({launch.block_size}, N={c.n}; got {given})"
+        return f"blocks must list the launch's {blocks} blocks ({algo.block_size(launch)}, N={c.n}; got {given})"
     tr = -(-c.n // c.br)
     if c.tr is not None and c.tr != tr:
         return f"config.tr must be ceil(N/Br) = {tr} (got {c.tr})"

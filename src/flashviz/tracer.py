@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import assemble, kernels, picture, precision, reference
 from . import flops as flop_view
-from .algos import get
+from .algos import resolve
 from .config import Config
 from .hardware import view as hardware_view
 from .inputs import random_inputs
 from .trace import Trace
 from .units import FLOAT_BYTES
 
+if TYPE_CHECKING:
+    from .algos.base import Algorithm
+
 
 def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
-    """Trace one launch of `cfg` on `inputs` (fresh random inputs from cfg.seed when None)."""
-    cfg = cfg.validated()
-    algo = get(cfg.algo)
+    """Trace one launch of `cfg` on `inputs`: its algorithm resolved from `cfg.algo` here, for callers that hold a
+    Config and no Algorithm (tests, benches); a front door that resolved it already calls `trace_of`."""
+    return trace_of(resolve(cfg.algo), cfg, inputs)
+
+
+def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
+    """Trace one launch of `cfg` by `algo` on `inputs` (fresh random inputs from cfg.seed when None)."""
+    cfg = algo.validated(cfg)
     given = inputs is not None
     inputs = dict(inputs) if inputs is not None else {}
     drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
@@ -31,22 +41,22 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
     refs = algo.expect.expected(cfg, inputs)
     counters = hbm.counters()
     model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
-    recorded = set(cfg.recorded_blocks())
+    recorded = set(algo.recorded_blocks(cfg))
     shapes = {name: [int(s) for s in hbm.shapes[name]] for name in hbm.tensors}
-    module = algo.part("picture")
+    module = algo.picture
     texts = module.picture(cfg)
     pic = assemble.assemble(cfg, module, texts, rec.steps, tuple(hbm.tensors))
     main = next(k for k in module.KERNELS if k.name == module.PICKER.kernels[0])  # the picker's kernel
     blocks = []
     along = "keys" if module.PICKER.letter == "j" else "rows"
     for k, b in enumerate(algo.engine.trace_blocks(cfg, recorded)):
-        phases = rec.block_phases.get(k, 0)
+        its_phases = rec.block_phases.get(k, 0)
         blocks.append(
             {
                 "block": 0 if main.letter is None else k,  # blockIdx.x: 0 where one block per head visits them all
                 **b,
-                "phases": phases,
-                "idle": assemble.idle_ranges(rec.pick_phases.get(k, []), phases - 1),
+                "phases": its_phases,
+                "idle": assemble.idle_ranges(rec.pick_phases.get(k, []), its_phases - 1),
                 "label": f"{k} \u00b7 {along} {picture.rows_text(*b['rows'])}",
             }
         )
@@ -63,13 +73,14 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
         }
         for name in hbm.tensors
     }
-    magnitudes = getattr(algo.expect, "magnitudes", None)  # outputs judged against the scale of their terms
+    assert rec.sram_footprint is not None, "every engine declares its SRAM"
+    held_to: dict[str, Any] = {**model, "matches": counters == model}
     checked = reference.check(
         {k: outputs[k] for k in refs},
         refs,
         algo.expect.TOLERANCE,
         algo.expect.LOG_DOMAIN,
-        None if magnitudes is None else magnitudes(cfg, inputs),
+        None if algo.magnitudes is None else algo.magnitudes(cfg, inputs),  # outputs judged against their terms' scale
     )
     return Trace(
         config={
@@ -90,15 +101,15 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
             "recorded_blocks": sorted(recorded),
             **({} if texts.launch is None else {"launch": dict(texts.launch)}),
         },
-        kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(cfg.algo)},
+        kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(algo.kernel)},
         idea=algo.idea.to_dict(),
         inputs={k: inputs[k] for k in algo.inputs},
         outputs=outputs,
         reference={**checked, "headline": list(texts.headline), "against": texts.against},
         hbm=counters,
-        model={**model, "matches": counters == model},
-        flops=flop_view.of_launch(cfg, rec.flops_counted()),
-        hardware=hardware_view.of_launch(cfg, None if texts.tensor_cores is None else dict(texts.tensor_cores)),
+        model=held_to,
+        flops=flop_view.of_launch(algo, cfg, rec.flops_counted()),
+        hardware=hardware_view.of_launch(algo, cfg, None if texts.tensor_cores is None else dict(texts.tensor_cores)),
         sram=rec.sram_footprint,
         tensors=tensors,
         blocks=blocks,  # the picks (docs/trace-schema.md): blockIdx.x of the picker's kernel, or fa1's blocks of Q

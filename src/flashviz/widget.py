@@ -22,6 +22,7 @@ from .config import Config, ConfigError
 from .page import PLACEHOLDER, Documents, template
 
 if TYPE_CHECKING:
+    from .algos.base import Algorithm
     from .trace import Trace
 
 ORIGIN = "the notebook widget"
@@ -74,7 +75,7 @@ class Viewer(anywidget.AnyWidget):
         arguments: `w.config = {'n': -1}` is a ConfigError naming n, and the launch on screen stays; `{'n': 16}` is
         that launch with flashviz.trace's defaults for the rest."""
         value = proposal["value"]
-        cfg = config_of(value)
+        _, cfg = config_of(value)
         # every field of the page's ConfigParams, in its order, as plain JSON values (np.int64(16) is 16): the page
         # opens a launch it is given whole; "" (the default algorithm, as the page may write it) stays ""
         full = {k: getattr(cfg, k) for k in CONFIG_KEYS}
@@ -109,16 +110,17 @@ class Viewer(anywidget.AnyWidget):
         self.send({**reply, "ok": True}, [data])
 
     def _answer(self, content: dict[str, Any]) -> bytes:
-        # the API's bounds (a launch the page can hold), its words: as the server's page says them
-        cfg = config_of(content.get("config"), content.get("block"), api=True)
+        # the one lookup (the Algorithm goes down from here) and the API's bounds (a launch the page can hold), in
+        # its words: as the server's page says them
+        algo, cfg = config_of(content.get("config"), content.get("block"), api=True)
         if content.get("kind") == "compare":
             from .compare_api import compare_document
 
             doc = compare_document(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
             return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
-        from .tracer import make_trace
+        from .tracer import trace_of
 
-        made = make_trace(cfg)
+        made = trace_of(algo, cfg)
         self.trace = made
         return made.to_json(compact=True)
 
@@ -132,9 +134,10 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
 CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal")  # the page's ConfigParams (web/src/state.ts)
 
 
-def config_of(params: Any, block: Any = None, api: bool = False) -> Config:
-    """A checked Config from the page's ConfigParams (flashviz.api.launch, as flashviz.trace checks its arguments);
-    keys left out take flashviz.trace's defaults. A ConfigError names what is wrong."""
+def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algorithm, Config]:
+    """The Algorithm and a checked Config from the page's ConfigParams (flashviz.launch_args.launch, as
+    flashviz.trace checks its arguments); keys left out take flashviz.trace's defaults. A ConfigError names what is
+    wrong."""
     from .algos import DEFAULT
     from .launch_args import launch
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from pageutil import DEFAULT, assert_clean, counter_el, expect, expect_step, open_viewer
 
+from flashviz.algos import get
 from flashviz.config import Config
 from flashviz.tracer import make_trace
 
@@ -46,7 +47,7 @@ def settled(section) -> bytes:
 
 
 def test_the_seeds_walkthrough_is_the_same_from_compact_and_plain_arrays(page, server_url, log):
-    plain = make_trace(Config().api_validated()).to_json()
+    plain = make_trace(get("fa2").api_validated(Config())).to_json()
     assert b'"base64"' not in plain
     page.emulate_media(reduced_motion="reduce")  # no tile flying between HBM and SRAM: each step's picture is still
     open_viewer(page, server_url, DEFAULT)

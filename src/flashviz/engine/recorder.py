@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import cancel, kernels
-from ..algos import get
-from ..assemble import locator
 from ..tiling import span
 from ..trace import Step, Transfer
 from .flops import KINDS, Flops
@@ -18,6 +17,8 @@ from .memory import HBM
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..kernels import KernelFile
+    from ..picture import Where
 
 
 class Recorder:
@@ -25,8 +26,8 @@ class Recorder:
     of every block are summed per phase (a phase is a position in a block's program: all blocks of a
     launch run at once, so phase p is when every block has done its p-th step)."""
 
-    def __init__(self, algo: str, labels: dict[str, tuple[str, str]], recorded: set[int]):
-        self.algo = algo
+    def __init__(self, kernel: KernelFile, where: Where, labels: dict[str, tuple[str, str]], recorded: set[int]):
+        self.kernel = kernel  # the kernel file whose step regions the steps show
         self.labels = labels
         self.recorded = recorded
         self.hbm = HBM()
@@ -37,7 +38,7 @@ class Recorder:
         self.pick_phases: dict[int, list[int]] = defaultdict(list)  # pick -> the phases it runs a step at
         # every write of the launch: (phase, tensor, rows, cols, op, kernel, block, index of the recorded step or None)
         self.writes: list[tuple[int, str, tuple[int, int], tuple[int, int], str, str, int, int | None]] = []
-        self.where = locator(get(algo).part("picture"))  # (op, indices) -> kernel, blockIdx.x, pick
+        self.where = where  # (op, indices) -> kernel, blockIdx.x, pick (flashviz.picture.locator of its picture)
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
@@ -83,7 +84,7 @@ class Recorder:
                 self.writes.append((phase, t.tensor, t.rows, t.cols, op, kernel, block, step))
         if not keep:
             return
-        region = kernels.regions(self.algo)[op]
+        region = kernels.regions(self.kernel)[op]
         subst, note = code or ({}, "")
         math, tex = self.labels[op]
         self.steps.append(
@@ -97,7 +98,7 @@ class Recorder:
                 math=math,
                 tex=tex,
                 indices=at,
-                code=kernels.step_code(self.algo, op, subst, note, **given),
+                code=kernels.step_code(self.kernel, op, subst, note, **given),
                 lines=(region.first, region.last),
                 transfers=transfers,
                 sram={k: v.copy() for k, v in (sram or {}).items()},
@@ -142,6 +143,41 @@ class Recorder:
                 {"tensor": tensor, "rows": rows, "cols": cols, "op": op, "kernel": kernel, "block": block, "step": step}
             )
         return out
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One kernel of a launch as the engine runs it: its blocks, one after another (blocks are independent, or their
+    only shared writes commute, so that order gives the numbers a GPU gives), each by `run(rec, cfg, b)`. `recorded`:
+    the blocks whose steps are kept while it runs (None: the Recorder's), for a launch whose kernels have different
+    grids (fa2-backward: the preprocessing kernel's blocks of Q, then the main kernel's tiles of K/V)."""
+
+    blocks: int
+    run: Callable[[Recorder, Config, int], None]
+    recorded: set[int] | None = None
+
+
+def run_launch(
+    rec: Recorder,
+    cfg: Config,
+    tensors: Mapping[str, np.ndarray],
+    outputs: Mapping[str, tuple[int, ...]],
+    grids: Sequence[Grid],
+) -> Recorder:
+    """Every engine's launch: put `tensors` in HBM (the inputs, as the host puts them), then each of `outputs` of its
+    shape poisoned with NaN (an element the kernels never write shows up), then run each kernel's blocks in launch
+    order under IEEE float32 as on the GPU (overflow to inf, inf - inf = NaN, silently). Returns `rec`."""
+    for name, value in tensors.items():
+        rec.hbm.put(name, value)
+    for name, shape in outputs.items():
+        rec.hbm.put(name, np.full(shape, np.nan, dtype=np.float32))
+    with np.errstate(all="ignore"):
+        for grid in grids:
+            if grid.recorded is not None:
+                rec.recorded = grid.recorded
+            for b in range(grid.blocks):
+                grid.run(rec, cfg, b)
+    return rec
 
 
 def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:

@@ -17,9 +17,9 @@ import numpy as np
 
 from .. import reference
 from ..algos import get
+from ..algos import gpu_spec as spec
 from ..config import Config
 from ..inputs import random_inputs
-from .specs import spec
 
 ENGINE_TOLERANCE = 1e-5  # max |gpu - engine| / max |engine|, per output (gradients: their expect.TOLERANCE)
 
@@ -29,7 +29,7 @@ def engine_tolerance(algo_name: str, output: str) -> float:
     states one (a bf16 kernel: one bf16 step), else ENGINE_TOLERANCE, raised to its float64 tolerance for outputs
     that carry more rounding than O (fa2-backward's gradients: its expect.TOLERANCE says why)."""
     expect = get(algo_name).expect
-    own = getattr(expect, "ENGINE_TOLERANCE", {})
+    own = expect.ENGINE_TOLERANCE
     if output in own:
         return float(own[output])
     return max(ENGINE_TOLERANCE, expect.TOLERANCE.get(output, 0.0))
@@ -72,13 +72,12 @@ def compare(
             e["ok"] = bool(e["nan"] == 0 and e["max_rel"] <= e["tolerance_rel"])
             vs_engine[name] = e
         refs = algo.expect.expected(cfg, one_in)
-        magnitudes = getattr(algo.expect, "magnitudes", None)
         vs_ref = reference.check(
             {k: got[k] for k in refs},
             refs,
             algo.expect.TOLERANCE,
             algo.expect.LOG_DOMAIN,
-            None if magnitudes is None else magnitudes(cfg, one_in),
+            None if algo.magnitudes is None else algo.magnitudes(cfg, one_in),
         )
         heads.append(
             {

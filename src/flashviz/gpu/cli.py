@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..algos import resolve
 from ..cli_options import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
 from ..config import LIMITS, Config, ConfigError, shown
 from ..output import print_line
@@ -45,7 +46,7 @@ def build(
         n, d = inputs["Q"].shape
     if heads * batch > MAX_HEADS:
         raise ConfigError("heads", f"batch*heads must be at most {MAX_HEADS} (got {batch}*{heads})")
-    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal).validated()
+    cfg = resolve(algo).validated(Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal))
     return cfg, inputs
 
 

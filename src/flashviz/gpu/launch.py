@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..algos import get
+from ..algos import gpu_spec as spec
 from ..config import Config, ConfigError
 from . import device, nvrtc
-from .specs import MAX_THREADS, Kernel, KernelSpec, TritonSpec, spec
+from .specs import MAX_THREADS, Kernel, KernelSpec, TritonSpec
 
 MAX_GRID_Y = 65535
 
@@ -90,7 +91,7 @@ def _no_threads(threads: int | None) -> None:
 def _triton_heads(s: TritonSpec, cfg: Config, heads: int) -> dict[str, np.ndarray]:
     from ..inputs import random_inputs
 
-    one = random_inputs(cfg.n, cfg.d, cfg.seed, s.algorithm.inputs)
+    one = random_inputs(cfg.n, cfg.d, cfg.seed, get(s.algo).inputs)
     return {k: np.broadcast_to(v, (heads, *v.shape)).copy() for k, v in one.items()}
 
 
@@ -98,7 +99,7 @@ def prepare(cfg: Config, heads: int = 1, threads: int | None = None) -> Launch |
     """Validate the launches against the device, compile them (NVRTC, cached) and return them ready to call. A
     Triton kernel is compiled by launching it once."""
     cp = device.require_gpu()
-    cfg = cfg.validated()
+    cfg = get(cfg.algo).validated(cfg)
     s = spec(cfg.algo)
     if not 1 <= heads <= MAX_GRID_Y:
         raise ConfigError("heads", f"batch*heads must be in 1..{MAX_GRID_Y} (got {heads})")
@@ -117,13 +118,13 @@ def prepare(cfg: Config, heads: int = 1, threads: int | None = None) -> Launch |
         name = k.name_expression(cfg)
         if smem > limit:
             raise ConfigError("br", f"{name} at N={cfg.n} needs {smem:,} B of shared memory, the GPU allows {limit:,}")
-        algo = s.file_algo(k)
+        file = s.file_of(k)
         try:
-            fn = nvrtc.function(algo, name, smem)
+            fn = nvrtc.function(file, name, smem)
         except cp.cuda.compiler.CompileException as exc:
             last = str(exc).strip().splitlines()[-1]
             raise device.GpuUnavailable(f"NVRTC could not compile {name}: {last}") from None
-        compiled.append(Compiled(k, get(algo).kernel_file, name, k.grid(cfg, heads), (block, 1, 1), smem, fn))
+        compiled.append(Compiled(k, file.name, name, k.grid(cfg, heads), (block, 1, 1), smem, fn))
     return Launch(s, cfg, heads, compiled)
 
 
@@ -190,7 +191,7 @@ def launch(cfg: Config, inputs: dict[str, Any], threads: int | None = None) -> t
 
 def _launch_triton(s: TritonSpec, cfg: Config, inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The folder's host code on every head of `inputs` (NumPy, (..., N, D)); outputs come back as NumPy."""
-    algo = s.algorithm
+    algo = get(s.algo)
     arrays = {name: np.asarray(inputs[name], dtype=np.float32) for name in algo.inputs}
     lead = arrays[algo.inputs[0]].shape[:-2]
     for name in algo.inputs:

@@ -17,32 +17,33 @@ from functools import cache
 from typing import Any
 
 from .. import kernels
+from ..kernels import KernelFile
 
 OPTIONS = ("-std=c++17",)  # CuPy adds the device's -arch; nothing here changes the arithmetic
 
 
-def source(algo: str) -> str:
+def source(kernel: KernelFile) -> str:
     """What NVRTC compiles: the kernel file's text behind a `#line 1 "<file>"` directive."""
-    return f'#line 1 "{kernels.kernel_file(algo)}"\n' + kernels.source(algo)
+    return f'#line 1 "{kernel.name}"\n' + kernels.source(kernel)
 
 
 @cache
-def module(algo: str, name_expressions: tuple[str, ...]) -> Any:
+def module(kernel: KernelFile, name_expressions: tuple[str, ...]) -> Any:
     """A CuPy RawModule of the algorithm's kernel file with these instantiations (compiled lazily)."""
     import cupy
 
     return cupy.RawModule(
-        code=source(algo),
+        code=source(kernel),
         options=OPTIONS,
         name_expressions=list(name_expressions),
         backend="nvrtc",
     )
 
 
-def function(algo: str, name_expression: str, smem_bytes: int) -> Any:
+def function(kernel: KernelFile, name_expression: str, smem_bytes: int) -> Any:
     """The compiled kernel (a CuPy RawKernel), with its dynamic shared-memory limit raised when it needs more
     than 48 KB."""
-    fn = module(algo, (name_expression,)).get_function(name_expression)
+    fn = module(kernel, (name_expression,)).get_function(name_expression)
     if smem_bytes > 48 * 1024 and fn.max_dynamic_shared_size_bytes < smem_bytes:
         fn.max_dynamic_shared_size_bytes = smem_bytes  # cudaFuncAttributeMaxDynamicSharedMemorySize
     return fn
@@ -74,7 +75,7 @@ def find_libnvrtc() -> str | None:
 
 
 def compile_ptx(
-    algo: str, name_expressions: list[str], arch: str = "compute_90", lib: str | None = None
+    kernel: KernelFile, name_expressions: list[str], arch: str = "compute_90", lib: str | None = None
 ) -> tuple[str, dict[str, str]]:
     """Compile the NVRTC source to PTX; return the PTX and each name expression's lowered (mangled) name."""
     path = lib or find_libnvrtc()
@@ -88,9 +89,9 @@ def compile_ptx(
             raise NvrtcError(f"{what}: {nvrtc.nvrtcGetErrorString(status).decode()}")
 
     prog = ctypes.c_void_p()
-    src = source(algo).encode()
+    src = source(kernel).encode()
     check(
-        nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src, kernels.kernel_file(algo).encode(), 0, None, None),
+        nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src, kernel.name.encode(), 0, None, None),
         "nvrtcCreateProgram",
     )
     try:

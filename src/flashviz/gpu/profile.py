@@ -27,12 +27,13 @@ import datetime as dt
 import shutil
 from typing import Any
 
+from ..algos import get
+from ..algos import gpu_spec as spec
 from ..config import Config, ConfigError, shown
 from . import device, launch
 from .ncu import EXTRA_METRICS, METRICS, ncu_version, run_ncu, template_of
 from .run import config_dict
 from .sectors import SECTOR, model
-from .specs import spec
 
 METRICS_ALL = {**METRICS, **EXTRA_METRICS}
 
@@ -140,7 +141,7 @@ def _mb(b: float) -> str:
 def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float], algo: str) -> list[str]:
     """Sentences a reader (or the viewer) can show as they are."""
     s = spec(algo)
-    inputs, outputs = _names(s.algorithm.inputs), _names(s.algorithm.outputs)
+    inputs, outputs = _names(get(s.algo).inputs), _names(get(s.algo).outputs)
     lines = []
     if c.get("atomic_bytes"):
         lines.append(
@@ -252,7 +253,7 @@ def profile(
     ncu: str = "ncu",
 ) -> dict[str, Any]:
     """Profile one launch; return the profile document (docs/profile-schema.md)."""
-    cfg = cfg.validated()
+    cfg = get(cfg.algo).validated(cfg)
     path = shutil.which(ncu)
     if path is None:
         raise ConfigError("--ncu", f"{shown(ncu)} not found (Nsight Compute; it comes with the CUDA toolkit)")
@@ -281,7 +282,7 @@ def profile(
             "cache_control": "all: L1 and L2 flushed before each kernel",
             "metrics": {**METRICS, **EXTRA_METRICS},
         },
-        "bytes_per_element": s.algorithm.element_bytes,
+        "bytes_per_element": get(s.algo).element_bytes,
         "model": m,
         "kernels": listed,
         "measured": total,

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..algos import get
 from ..config import Config, ConfigError
 from . import check as checking
 from . import device
@@ -23,7 +24,7 @@ def run(
     check: bool = True,
 ) -> dict[str, Any]:
     """`flashviz gpu run`: launch batch x heads heads at once on the engine's inputs; check when asked."""
-    cfg = cfg.validated()
+    cfg = get(cfg.algo).validated(cfg)
     device.require_gpu()
     if inputs is not None:
         if heads * batch != 1:

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from ..algos import get
 from ..config import Config, ConfigError, shown
 from . import device, launch
 from .run import config_dict
@@ -63,7 +64,7 @@ def sanitize(
     timeout: float = 900,
 ) -> dict[str, Any]:
     """Run each tool on one launch; return {config, runs: [{tool, command, returncode, errors, ok, output}], ok}."""
-    cfg = cfg.validated()
+    cfg = get(cfg.algo).validated(cfg)
     path = shutil.which(sanitizer)
     if path is None:
         raise ConfigError("--sanitizer", f"{shown(sanitizer)} not found (it comes with the CUDA toolkit)")

@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from ..algos import get
+from ..algos import gpu_spec as spec
 from ..config import Config
-from .specs import TritonSpec, spec
+from .specs import TritonSpec
 
 BYTES = 4  # float32: the element size the 32-byte-sector model of warp accesses is written for
 SECTOR = 32  # bytes
@@ -48,7 +50,7 @@ def model(cfg: Config, heads: int) -> dict[str, Any]:
     descriptors) the bytes each path moves, which different counters see; for a Triton kernel that builds tensor
     descriptors on the device, `descriptors`: the 128-byte tensormaps its programs write (not tensor traffic)."""
     s = spec(cfg.algo)
-    algo = s.algorithm
+    algo = get(s.algo)
     per_head = algo.traffic.count(cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
     tensors = {
         name: {

@@ -1,6 +1,7 @@
 """What it takes to launch an algorithm's kernels: the spec each algorithm's folder declares in its `gpu.py`
-(`SPEC`), and the lookup by name. Two kinds: `KernelSpec` (CUDA C++ compiled with NVRTC, launched through CuPy) and
-`TritonSpec` (a Triton kernel, compiled and launched by its own host code, which the folder names).
+(`SPEC`; the registry finds one by name: `flashviz.algos.gpu_spec`). Two kinds: `KernelSpec` (CUDA C++ compiled
+with NVRTC, launched through CuPy) and `TritonSpec` (a Triton kernel, compiled and launched by its own host code,
+which the folder names).
 
 The algorithm's record (`flashviz.algos`) names its kernel file, inputs and outputs. A `KernelSpec` adds what
 only the GPU needs: the per-head shape of every HBM tensor (intermediates such as S and P too) and the launches
@@ -22,8 +23,8 @@ from functools import cache
 import numpy as np
 
 from .. import kernels
-from ..algos import REGISTRY, Algorithm, get
-from ..config import Config, ConfigError
+from ..config import Config
+from ..kernels import KernelFile
 
 WARP = 32
 MIN_THREADS = 128  # four warps: enough hands for the Br x Bc score loop when Br is small
@@ -49,7 +50,7 @@ class Kernel:
     grid: Callable[[Config, int], tuple[int, int, int]]  # (cfg, heads B*H) -> gridDim
     min_threads: Callable[[Config], int] = lambda c: 1  # the kernel's own requirement on blockDim.x
     smem_args: Callable[[Config], tuple[int, ...]] | None = None  # of <template>_smem_bytes; default template_args
-    file_of: str | None = None  # compile from this algorithm's kernel file (default: the spec's own)
+    file_of: KernelFile | None = None  # compile from this kernel file (default: the spec's own)
 
     def name_expression(self, cfg: Config) -> str:
         return f"{self.template}<{','.join(str(a) for a in self.template_args(cfg))}>"
@@ -66,22 +67,20 @@ class KernelSpec:
     """An algorithm on the GPU: the HBM tensors its launches touch, and the launches, in order."""
 
     algo: str
+    kernel: KernelFile  # the algorithm's kernel file (Algorithm.kernel)
     shapes: dict[str, Callable[[Config], tuple[int, ...]]]  # per-head shape of every tensor
     kernels: tuple[Kernel, ...]
     spans: Callable[[Config], dict[str, tuple[np.ndarray, np.ndarray]]] | None = None  # e.g. fa2's gpu.spans
     counted: tuple[str, ...] | None = None  # templates whose traffic the model counts (default: all)
     reuse: str | None = None  # what the caches mostly serve, for the profile's summary
 
-    @property
-    def algorithm(self) -> Algorithm:
-        return get(self.algo)
-
-    def file_algo(self, k: Kernel) -> str:
-        return k.file_of or self.algo
+    def file_of(self, k: Kernel) -> KernelFile:
+        """The kernel file launch `k` is compiled from."""
+        return k.file_of or self.kernel
 
     def smem_bytes(self, k: Kernel, cfg: Config) -> int:
         args = k.smem_args(cfg) if k.smem_args is not None else k.template_args(cfg)
-        return smem_macro(self.file_algo(k), k.template)(*args)
+        return smem_macro(self.file_of(k), k.template)(*args)
 
     kind = "nvrtc"
     paths: dict[str, str] | None = None  # tensor -> how it moves: every CUDA C++ kernel here loads through the LSU
@@ -137,10 +136,6 @@ class TritonSpec:
     counted: tuple[str, ...] | None = None
     kind = "triton"
 
-    @property
-    def algorithm(self) -> Algorithm:
-        return get(self.algo)
-
     def counts(self, template: str) -> bool:
         return self.counted is None or template in self.counted
 
@@ -157,31 +152,19 @@ class TritonSpec:
         }
 
 
-def specs() -> dict[str, KernelSpec | TritonSpec]:
-    """Every algorithm that has a GPU launch, in registry order."""
-    return {name: s for name, a in REGISTRY.items() if (s := a.gpu) is not None}
-
-
-def spec(algo: str) -> KernelSpec | TritonSpec:
-    s = REGISTRY[algo].gpu if algo in REGISTRY else None
-    if s is None:
-        raise ConfigError("algo", f"{algo} has no GPU launch yet (flashviz gpu runs {', '.join(specs())})")
-    return s
-
-
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
 
 
 @cache
-def smem_macro(algo: str, template: str) -> Callable[..., int]:
+def smem_macro(kernel: KernelFile, template: str) -> Callable[..., int]:
     """The kernel file's `#define <template>_smem_bytes(a, b, ...) (expr)` as a Python function.
 
     Only integer literals, the macro's parameters, +, - and * are accepted.
     """
     name = f"{template}_smem_bytes"
-    m = re.search(rf"^#define\s+{name}\(([^)]*)\)\s+(.+)$", kernels.source(algo), re.MULTILINE)
+    m = re.search(rf"^#define\s+{name}\(([^)]*)\)\s+(.+)$", kernels.source(kernel), re.MULTILINE)
     if m is None:
-        raise LookupError(f"{kernels.kernel_file(algo)} defines no {name} macro")
+        raise LookupError(f"{kernel.name} defines no {name} macro")
     params = [p.strip() for p in m[1].split(",")]
     tree = ast.parse(m[2].split("//")[0].strip(), mode="eval").body  # a trailing // comment is not the value
 

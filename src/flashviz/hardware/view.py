@@ -5,14 +5,15 @@ it reads an algorithm's launches (gpu.py), its kernels (picture.py) and its warp
 
 from __future__ import annotations
 
-import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..algos import get
 from ..config import Config
 from . import occupancy as occ
 from . import recorded, warps
 from .device import h200
+
+if TYPE_CHECKING:
+    from ..algos.base import Algorithm
 
 HEADS = (1, 2, 4, 8, 16, 32, 64, 128)  # B·H the page's heads control offers
 HEADS_DEFAULT = 1
@@ -74,16 +75,15 @@ def triton_kernel_view(cfg: Config, spec: Any, k: Any) -> dict[str, Any]:
     }
 
 
-def of_launch(cfg: Config, tensor_cores: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def of_launch(algo: Algorithm, cfg: Config, tensor_cores: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """None for an algorithm with no GPU launch whose resources are known (a CUDA C++ kernel: its file's shared-memory
     macro; a Triton kernel: its spec's `resources`). `tensor_cores`: the trace's key of that name, whose warps'
     rows are the warp split of a tensor-core kernel."""
-    algo = get(cfg.algo)
     spec = algo.gpu
     if spec is None:
         return None
     dev = h200()
-    drawn = [kk.name for kk in algo.part("picture").KERNELS]  # the kernels the trace's steps name
+    drawn = [kk.name for kk in algo.picture.KERNELS]  # the kernels the trace's steps name
     if algo.kernel_file.endswith(".cu"):
         kernels = {k.template: kernel_view(cfg, spec, k) for k in spec.kernels if k.template in drawn}
     elif getattr(spec, "resources", None) is not None:
@@ -94,8 +94,8 @@ def of_launch(cfg: Config, tensor_cores: dict[str, Any] | None = None) -> dict[s
     warp_view: dict[str, Any] | None
     if tensor_cores is not None:
         warp_view = warps.from_tensor_cores(cfg, tensor_cores, main["threads"], dev.warp_size)
-    elif importlib.util.find_spec(f"{algo.package}.warps") is not None:
-        warp_view = warps.of_launch(cfg, algo.part("warps").WORK, main["threads"], dev.warp_size)
+    elif algo.warps is not None:
+        warp_view = warps.of_launch(cfg, algo.warps.WORK, main["threads"], dev.warp_size)
     else:
         warp_view = None
     par = recorded.parallelism()

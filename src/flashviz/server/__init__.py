@@ -260,7 +260,9 @@ def compute_json(cfg: Config) -> bytes:
 def warm_trace(gate: Gate) -> None:
     """Import the engine and compute the seed's trace into the cache: the page's first request finds it ready
     (`flashviz serve` runs this in a thread while the browser loads the page)."""
-    cfg = Config().api_validated()
+    from ..algos import DEFAULT, resolve
+
+    cfg = resolve(DEFAULT).api_validated(Config(algo=DEFAULT))
     if gate.cache.get(cfg) is None:
         gate.cache.put(cfg, compute_json(cfg))
 

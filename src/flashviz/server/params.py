@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from ..algos import ALGOS, DEFAULT
+from ..algos import ALGOS, DEFAULT, resolve
 from ..config import API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,30}")  # [0-9] is ASCII: str.isdigit() and int() also take other digits
@@ -150,7 +150,7 @@ class TraceQuery(Query):
 
     def config(self) -> Config:
         """The launch, checked against the API's bounds on work (a ConfigError names the field)."""
-        return Config(
+        cfg = Config(
             algo=self.algo,
             n=self.n,
             d=self.d,
@@ -160,7 +160,8 @@ class TraceQuery(Query):
             scale=self.scale,
             causal=self.causal,
             record=None if self.block is None else (self.block,),
-        ).api_validated()
+        )
+        return resolve(cfg.algo).api_validated(cfg)
 
 
 class CompareQuery(Query):
@@ -187,10 +188,11 @@ def block_range(params: Mapping[str, str]) -> str:
     backward: `0..1 for N=8, Bc=4`)."""
     try:
         fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
-        cfg = Config(algo=params.get("algo", DEFAULT), **fields).validated(API_LIMITS, max_tiles=None)
+        algo = resolve(params.get("algo", DEFAULT))
+        cfg = algo.validated(Config(algo=algo.name, **fields), API_LIMITS, max_tiles=None)
     except ValueError:  # a ConfigError too: the others are wrong as well, and their errors say so
         return "0..Tr-1"
-    return f"0..{cfg.blocks - 1} for N={cfg.n}, {cfg.block_size}"
+    return f"0..{algo.blocks(cfg) - 1} for N={cfg.n}, {algo.block_size(cfg)}"
 
 
 def api_error(field: str, message: str, status: int = 422) -> JSONResponse:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
+from . import engine, expect, flops, gpu, picture, traffic, warps
+from .record import KERNEL, NAME
 
 IDEA = Idea(
     summary="K/V on the outer loop; O, ℓ, m carried back and forth through HBM",
@@ -21,11 +23,10 @@ IDEA = Idea(
 )
 
 ALGORITHM = Algorithm(
-    name="fa1",
+    name=NAME,
     title="FlashAttention-1 forward",
     short="FA1",
-    package=__name__,
-    kernel_file="fa1_forward.cu",
+    kernel=KERNEL,
     kernel_name="fa1",
     inputs=("Q", "K", "V"),
     outputs=("O", "l", "m"),
@@ -41,5 +42,12 @@ ALGORITHM = Algorithm(
     direction="forward",
     grid="Tr",
     idea=IDEA,
+    engine=engine,
+    traffic=traffic,
+    expect=expect,
+    picture=picture,
+    flops=flops,
+    gpu=gpu.SPEC,
+    warps=warps,
     trace_values=forward_trace_values,
 )

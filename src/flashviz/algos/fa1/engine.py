@@ -8,16 +8,24 @@ position in the one block's program.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ...config import Config
 from ...engine.memory import SRAM
-from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
 from ...engine.scores import score_tile
+from ...picture import locator
 from ...tiling import span
-from . import ALGORITHM, narrative
+from . import narrative
+from . import picture as drawing
+from .record import KERNEL, NAME
 
-ALGO = ALGORITHM.name
+if TYPE_CHECKING:
+    from ...config import Config
+
+ALGO = NAME
+WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
 # op -> (label, TeX)
 LABELS = {
@@ -61,20 +69,16 @@ SUBSTEPS = (
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the launch (one block per head) on the memory model; return what was recorded."""
-    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently
-        return _launch(cfg, inputs)
+    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    qkv = {name: inputs[name] for name in ("Q", "K", "V")}
+    n, d = cfg.n, cfg.d
+    return run_launch(rec, cfg, qkv, {"O": (n, d), "l": (n,), "m": (n,)}, [Grid(1, program)])  # one block per head
 
 
-def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
+def program(rec: Recorder, cfg: Config, block: int) -> None:
+    """The one block's program: every block of Q initialised in HBM, then per tile of K/V every block of Q visited."""
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
     scale = np.float32(cfg.softmax_scale)
-    rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
-    for name in ("Q", "K", "V"):
-        rec.hbm.put(name, inputs[name])
-    # O, l and m are poisoned so that an element the kernel never wrote shows up as NaN
-    rec.hbm.put("O", np.full((n, d), np.nan, dtype=np.float32))
-    rec.hbm.put("l", np.full(n, np.nan, dtype=np.float32))
-    rec.hbm.put("m", np.full(n, np.nan, dtype=np.float32))
 
     fl = rec.flops  # the arithmetic below, counted as it is done
     sram = SRAM()
@@ -244,7 +248,6 @@ def _launch(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
                 indices=at,
             )
             phase += 1
-    return rec
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ...gpu.specs import Kernel, KernelSpec, nd, rows
+from .record import KERNEL
 
-SPEC = KernelSpec(
+SPEC: KernelSpec = KernelSpec(
     "fa1",
+    KERNEL,
     {"Q": nd, "K": nd, "V": nd, "O": nd, "l": rows, "m": rows},
     (
         Kernel(

@@ -4,6 +4,8 @@ and Oi; O and L are written once."""
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
+from . import engine, expect, flops, gpu, picture, traffic, warps
+from .record import KERNEL, NAME
 
 IDEA = Idea(
     summary="one query row at a time, tiles streamed, three carries",
@@ -20,11 +22,10 @@ IDEA = Idea(
 )
 
 ALGORITHM = Algorithm(
-    name="fa2",
+    name=NAME,
     title="FlashAttention-2 forward",
     short="FA2",
-    package=__name__,
-    kernel_file="fa2_forward.cu",
+    kernel=KERNEL,
     kernel_name="fa2",
     inputs=("Q", "K", "V"),
     outputs=("O", "L"),
@@ -39,6 +40,13 @@ ALGORITHM = Algorithm(
     direction="forward",
     grid="Tr",
     idea=IDEA,
+    engine=engine,
+    traffic=traffic,
+    expect=expect,
+    picture=picture,
+    flops=flops,
+    gpu=gpu.SPEC,
+    warps=warps,
     trace_values=forward_trace_values,
     reread="mostly K and V, which every block of Q re-reads",
 )

@@ -7,10 +7,12 @@ import numpy as np
 
 from ...config import Config
 from ...gpu.specs import Kernel, KernelSpec, nd, rows, tr_grid
+from ...kernels import KernelFile
+from .record import KERNEL
 
 
-def kernel(file_of: str | None = None) -> Kernel:
-    """The forward kernel's launch (fa2-backward runs it too, for the O and L it needs: `file_of="fa2"`)."""
+def kernel(file_of: KernelFile | None = None) -> Kernel:
+    """The forward kernel's launch (fa2-backward runs it too, for the O and L it needs: `file_of=` fa2's KernelFile)."""
     return Kernel(
         "fa2",
         lambda c: (c.br, c.bc, c.d),
@@ -44,8 +46,9 @@ def spans(cfg: Config) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     }
 
 
-SPEC = KernelSpec(
+SPEC: KernelSpec = KernelSpec(
     "fa2",
+    KERNEL,
     {"Q": nd, "K": nd, "V": nd, "O": nd, "L": rows},
     (kernel(),),
     spans=spans,

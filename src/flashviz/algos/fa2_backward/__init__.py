@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..base import Algorithm, Idea
+from . import engine, expect, flops, gpu, picture, traffic
+from .record import KERNEL, NAME
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -26,20 +28,19 @@ IDEA = Idea(
 )
 
 
-def trace_values(cfg: Config) -> int:
+def trace_values(cfg: Config, recorded: tuple[int, ...]) -> int:
     """The numbers in a trace: the inputs and outputs (nine N x D), per recorded block j and visit of a block i
     Qi dOi, dQ's add and sum, Pij Sij dSij dPij, dVj dKj, Li Deltai, and every preprocessing block's dOi, Oi, Deltai."""
     per_visit = 4 * cfg.br * cfg.d + 4 * cfg.br * cfg.bc + 2 * cfg.bc * cfg.d + 4 * cfg.br
     pre = 2 * cfg.n * cfg.d + 2 * cfg.n
-    return 9 * cfg.n * cfg.d + len(cfg.recorded_blocks()) * cfg.tr * per_visit + pre
+    return 9 * cfg.n * cfg.d + len(recorded) * cfg.tr * per_visit + pre
 
 
 ALGORITHM = Algorithm(
-    name="fa2-backward",
+    name=NAME,
     title="FlashAttention-2 backward",
     short="FA2 backward",
-    package=__name__,
-    kernel_file="fa2_backward.cu",
+    kernel=KERNEL,
     kernel_name="fa2_bwd",  # after fa2_bwd_preprocess (Delta = rowsum(dO ∘ O), dQ = 0)
     inputs=("Q", "K", "V", "dO"),
     outputs=("dQ", "dK", "dV", "O", "L"),  # O and L: the forward's, computed by fa2's engine and used here
@@ -59,6 +60,13 @@ ALGORITHM = Algorithm(
     direction="backward",
     grid="Tc",
     idea=IDEA,
+    engine=engine,
+    traffic=traffic,
+    expect=expect,
+    magnitudes=expect.magnitudes,
+    picture=picture,
+    flops=flops,
+    gpu=gpu.SPEC,
     trace_values=trace_values,
     api_cost=3,  # it runs the forward, then six steps and five tile products per (block, tile) pair
 )

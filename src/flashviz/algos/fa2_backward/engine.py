@@ -10,18 +10,24 @@ Steps with values are recorded for the chosen blocks; counters are kept for all.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...config import Config
 from ...engine.memory import SRAM
-from ...engine.recorder import Recorder
+from ...engine.recorder import Grid, Recorder, run_launch
+from ...picture import locator
 from ...tiling import span
 from ..fa2 import engine as fa2
-from . import ALGORITHM, narrative
+from . import narrative
+from . import picture as drawing
+from .record import KERNEL, NAME
 
-ALGO = ALGORITHM.name
+if TYPE_CHECKING:
+    from ...config import Config
+
+ALGO = NAME
+WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
 # op -> (label, TeX)
 LABELS = {
@@ -70,7 +76,7 @@ def phase_of(op: str, i: int | None, i0: int, visits: int) -> int:
 def recorded_preprocess_blocks(cfg: Config) -> set[int]:
     """Blocks of the preprocessing kernel whose values are recorded: all Tr of them when the main kernel
     records all of its blocks, else block 0 (its steps are two small ones per block)."""
-    return set(range(cfg.tr)) if set(cfg.recorded_blocks()) == set(range(cfg.tc)) else {0}
+    return set(range(cfg.tr)) if set(cfg.recorded_blocks(cfg.tc)) == set(range(cfg.tc)) else {0}
 
 
 def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
@@ -245,23 +251,22 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the forward for O and L, then every block of both backward kernels on the memory model."""
     forward = fa2.execute(cfg.replace(algo=fa2.ALGO, record=()), inputs).hbm.tensors  # records no steps
-    rec = Recorder(ALGO, LABELS, recorded_preprocess_blocks(cfg))
-    for name in ("Q", "K", "V"):
-        rec.hbm.put(name, inputs[name])
-    rec.hbm.put("O", forward["O"])  # (N, D) the forward's output, an input here
-    rec.hbm.put("L", forward["L"][:, 0])  # (N,) the forward's log-sum-exp: all the softmax statistics needed
-    rec.hbm.put("dO", inputs["dO"])
-    # outputs are poisoned so that an element the kernels never wrote shows up as NaN
-    rec.hbm.put("Delta", np.full(cfg.n, np.nan, dtype=np.float32))
-    for name in ("dQ", "dK", "dV"):
-        rec.hbm.put(name, np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))
-    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently
-        for i in range(cfg.tr):
-            preprocess_block(rec, cfg, i)
-        rec.recorded = set(cfg.recorded_blocks())  # the main kernel's blocks are the tiles j
-        for j in range(cfg.tc):
-            main_block(rec, cfg, j)
-    return rec
+    rec = Recorder(KERNEL, WHERE, LABELS, recorded_preprocess_blocks(cfg))
+    given = {
+        **{name: inputs[name] for name in ("Q", "K", "V")},
+        "O": forward["O"],  # (N, D) the forward's output, an input here
+        "L": forward["L"][:, 0],  # (N,) the forward's log-sum-exp: all the softmax statistics needed
+        "dO": inputs["dO"],
+    }
+    n, d = cfg.n, cfg.d
+    return run_launch(
+        rec,
+        cfg,
+        given,
+        {"Delta": (n,), "dQ": (n, d), "dK": (n, d), "dV": (n, d)},
+        # the preprocessing kernel's blocks of Q, then the main kernel's, whose blocks are the tiles j
+        [Grid(cfg.tr, preprocess_block), Grid(cfg.tc, main_block, set(cfg.recorded_blocks(cfg.tc)))],
+    )
 
 
 def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:

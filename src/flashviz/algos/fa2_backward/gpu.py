@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from ...gpu.specs import Kernel, KernelSpec, nd, rows, tr_grid
 from ..fa2 import gpu as forward
+from ..fa2.record import KERNEL as FORWARD
+from .record import KERNEL
 
-SPEC = KernelSpec(
+SPEC: KernelSpec = KernelSpec(
     "fa2-backward",
+    KERNEL,
     {
         **{name: nd for name in ("Q", "K", "V", "dO", "O", "dQ", "dK", "dV")},
         "L": rows,
         "Delta": rows,  # rowsum(dO * O), the FA2 paper's D (D is the head dimension here)
     },
     (
-        forward.kernel(file_of="fa2"),  # O and L from the forward kernel itself, as the engine takes them from its
+        forward.kernel(file_of=FORWARD),  # O and L from the forward kernel itself, as the engine takes them from its
         Kernel(
             "fa2_bwd_preprocess",
             lambda c: (c.br, c.d),

@@ -10,6 +10,8 @@ tiles masked). Only the forward's functions of kernel.py (`fa2_fwd`, `_fwd_tiles
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
+from . import engine, expect, flops, gpu, picture, tiles, traffic
+from .record import KERNEL, NAME
 
 IDEA = Idea(
     summary="the same schedule on tensor cores: bf16 tiles, fp32 carries, exp2",
@@ -32,11 +34,10 @@ IDEA = Idea(
 )
 
 ALGORITHM = Algorithm(
-    name="fa2-triton",
+    name=NAME,
     title="FlashAttention-2 forward in Triton (bf16, tensor cores)",
     short="FA2 Triton",
-    package=__name__,
-    kernel_file="kernel.py",
+    kernel=KERNEL,
     kernel_name="fa2_fwd",
     inputs=("Q", "K", "V"),
     outputs=("O", "L"),
@@ -51,14 +52,19 @@ ALGORITHM = Algorithm(
     direction="forward",
     grid="Tr",
     idea=IDEA,
+    engine=engine,
+    traffic=traffic,
+    expect=expect,
+    picture=picture,
+    flops=flops,
+    gpu=gpu.SPEC,
     trace_values=forward_trace_values,
     reread="mostly K and V, which every block of Q re-reads",
     sram_note="shared memory for Qi, Kj, Vj in bf16 at one pipeline stage (each stage more holds another Kj, Vj); "
     "Sij, Oi, mi, li live in registers",
     dtype="bfloat16",
     tensor_bytes={"Q": 2, "K": 2, "V": 2, "O": 2, "L": 4},
-    kernel_functions=("fa2_fwd", "_fwd_tiles"),
-    launch_check="tiles.check",
+    launch_check=tiles.check,
     launch_rule="Br and Bc powers of two in 16..256, Br a multiple of Bc when causal, D one of 32, 64, 96, 128, 256",
     example={"n": 128, "d": 32, "br": 64, "bc": 32},
     example_why="its kernel runs D of 32 to 256 and tiles that are powers of two from 16; at N = 128 the picture has "

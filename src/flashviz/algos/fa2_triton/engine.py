@@ -16,17 +16,25 @@ closed form.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ...config import Config
 from ...engine.memory import SRAM
-from ...engine.recorder import Recorder, blocks_of_q, visible_parts
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
+from ...picture import locator
 from ...precision import bf16
 from ...tiling import span
-from . import ALGORITHM, narrative
+from . import narrative
+from . import picture as drawing
+from .record import KERNEL, NAME
 from .tiles import padded
 
-ALGO = ALGORITHM.name
+if TYPE_CHECKING:
+    from ...config import Config
+
+ALGO = NAME
+WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
 LN2 = np.float32(0.6931471805599453)
 
@@ -250,15 +258,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
-    rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
-    for name in ("Q", "K", "V"):
-        rec.hbm.put(name, bf16(np.asarray(inputs[name], dtype=np.float32)))
-    rec.hbm.put("O", np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))  # poisoned: an unwritten element shows
-    rec.hbm.put("L", np.full(cfg.n, np.nan, dtype=np.float32))
-    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU
-        for i in range(cfg.tr):
-            block(rec, cfg, i)
-    return rec
+    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
+    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
 
 
 trace_blocks = blocks_of_q  # one program per block of Q (and head)

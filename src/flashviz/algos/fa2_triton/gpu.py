@@ -82,7 +82,7 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
     return out, facts
 
 
-SPEC = TritonSpec(
+SPEC: TritonSpec = TritonSpec(
     "fa2-triton",
     {"Q": nd, "K": nd, "V": nd, "O": nd, "L": rows},
     (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L"), descriptors=("Q", "K", "V", "O")),),

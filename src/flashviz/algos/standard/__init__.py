@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
+from . import engine, expect, flops, gpu, picture, traffic
+from .record import KERNEL, NAME
 
 IDEA = Idea(
     summary="three kernels; the N×N scores S and probabilities P go through HBM",
@@ -18,11 +20,10 @@ IDEA = Idea(
 )
 
 ALGORITHM = Algorithm(
-    name="standard",
+    name=NAME,
     title="Standard attention (S and P in HBM)",
     short="standard",
-    package=__name__,
-    kernel_file="standard.cu",
+    kernel=KERNEL,
     kernel_name="standard_scores, standard_softmax, standard_pv",  # three launches, in this order
     inputs=("Q", "K", "V"),
     outputs=("O",),
@@ -38,6 +39,12 @@ ALGORITHM = Algorithm(
     direction="forward",
     grid="Tr",
     idea=IDEA,
+    engine=engine,
+    traffic=traffic,
+    expect=expect,
+    picture=picture,
+    flops=flops,
+    gpu=gpu.SPEC,
     trace_values=forward_trace_values,
     # The engine holds S and P in HBM: N x N float32 each, with an int32 read and write counter per element
     # (4 x 4 x N^2 bytes: 256 MB at N=4096).

@@ -9,18 +9,24 @@ block starts kernel 2.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...config import Config
 from ...engine.memory import SRAM
-from ...engine.recorder import Recorder, blocks_of_q
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile
+from ...picture import locator
 from ...tiling import span
-from . import ALGORITHM, narrative
+from . import narrative
+from . import picture as drawing
+from .record import KERNEL, NAME
 
-ALGO = ALGORITHM.name
+if TYPE_CHECKING:
+    from ...config import Config
+
+ALGO = NAME
+WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
 # op -> (label, TeX)
 LABELS = {
@@ -195,17 +201,10 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the three kernels on the memory model; return what was recorded."""
-    rec = Recorder(ALGO, LABELS, set(cfg.recorded_blocks()))
-    for name in ("Q", "K", "V"):
-        rec.hbm.put(name, inputs[name])
-    # S, P and O are poisoned so that an element no kernel wrote shows up as NaN
-    rec.hbm.put("S", np.full((cfg.n, cfg.n), np.nan, dtype=np.float32))
-    rec.hbm.put("P", np.full((cfg.n, cfg.n), np.nan, dtype=np.float32))
-    rec.hbm.put("O", np.full((cfg.n, cfg.d), np.nan, dtype=np.float32))
-    with np.errstate(all="ignore"):  # IEEE float32 as on the GPU: overflow to inf, inf - inf = NaN, silently
-        for i in range(cfg.tr):
-            block(rec, cfg, i)
-    return rec
+    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    qkv = {name: inputs[name] for name in ("Q", "K", "V")}
+    n, d = cfg.n, cfg.d
+    return run_launch(rec, cfg, qkv, {"S": (n, n), "P": (n, n), "O": (n, d)}, [Grid(cfg.tr, block)])
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ...gpu.specs import Kernel, KernelSpec, nd, tr_grid
+from .record import KERNEL
 
-SPEC = KernelSpec(
+SPEC: KernelSpec = KernelSpec(
     "standard",
+    KERNEL,
     {"Q": nd, "K": nd, "V": nd, "S": lambda c: (c.n, c.n), "P": lambda c: (c.n, c.n), "O": nd},
     (
         Kernel(
