@@ -80,7 +80,7 @@ class Step(Model):
     op: StrictStr
     kernel: StrictStr
     indices: dict[StrictStr, StrictInt | None]
-    transfers: list[Open]
+    transfers: list[Any]  # each one: trace_shape (the words the page says too)
     sram: Open
     lines: list[Any]
     j: StrictInt | None = None

@@ -67,8 +67,9 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
     # "must be an array" about the same object; references are followed once the structure holds
     check_compact(doc, where, flag, refs=False)
     from .trace_file_schema import problem  # its values' types and ranges, and the parts every view reads
+    from .trace_shape import reference_problem, shape_problem  # then what each view reads deeper
 
-    wrong = problem(doc)
+    wrong = problem(doc) or shape_problem(doc) or reference_problem(doc)
     if wrong is not None:
         raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
     check_compact(doc, where, flag)

@@ -171,3 +171,80 @@ def test_a_broken_trace_in_an_export_says_what_is_wrong_with_it(context, tmp_pat
     if part == "tensors":
         page.screenshot(path=str(artifacts / "h17-broken-trace-in-export.png"))
     assert not page.errors, page.errors
+
+
+def _set(path: tuple, value=None, delete: bool = False):
+    def change(doc):
+        *parents, last = path
+        for p in parents:
+            doc = doc[p]
+        if delete:
+            del doc[last]
+        else:
+            doc[last] = value
+
+    return change
+
+
+# What the page fuzzer (tests/browser/test_fuzz_page.py) found passing both checks and leaving the page never ready
+# (html[data-ready] unset: a view threw, then threw again once the fonts had loaded), and siblings of each: a part a
+# view reads that neither check looked at.
+UNREAD = {
+    "a phase's writes of lists": (_set(("phases", -1, "writes"), [[], [], []]), "phases[10].writes[0] must be an "),
+    "a block without rows": (_set(("blocks", 0, "rows"), delete=True), "blocks[0].rows is missing"),
+    "a step without code": (_set(("steps", 0, "code"), delete=True), "steps[0].code is missing"),
+    "the footprint a number": (_set(("sram",), -7.9e148), "sram must be an object {buffers, "),
+    "no reference": (_set(("reference",), delete=True), "reference is missing"),
+    "the tiling a list": (_set(("tiling",), []), "tiling must be an object {pairs, "),
+    "config without tr": (_set(("config", "tr"), delete=True), "config.tr is missing"),
+    "a picture row naming no buffer": (_set(("picture", "sram_rows", 0, 0), "Zz"), "picture.sram_rows[0][0] names "),
+}
+
+
+@pytest.fixture(scope="module")
+def crafted_base(tmp_path_factory) -> tuple[Path, dict]:
+    """A real trace file, as the fuzzer's crafted ones start (fa2, N=12, causal, block 1 recorded)."""
+    tmp = tmp_path_factory.mktemp("crafted")
+    cli("trace", "--n", "12", "--causal", "--seed", "3", "--block", "1", "-o", "t.json", cwd=tmp)
+    return tmp, json.loads((tmp / "t.json").read_text())
+
+
+@pytest.mark.parametrize("what", list(UNREAD))
+def test_a_trace_file_a_view_cannot_read_is_refused_or_said_never_a_page_that_never_gets_ready(
+    context, tmp_path, artifacts, crafted_base, what
+):
+    """Issue 17, the page fuzzer's open finding: `flashviz export --trace` took each of these files (both checks passed)
+    and wrote a page that stayed blank, never ready, with no line saying why. Now the export refuses the file in one
+    line naming the field, and the same trace put in an export by hand (the page's own check) opens ready, says the
+    same field in one line and throws nothing."""
+    change, said = UNREAD[what]
+    base_dir, good = crafted_base
+    doc = json.loads(json.dumps(good))
+    change(doc)
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    done = subprocess.run(
+        [sys.executable, "-m", "flashviz", "export", "out.html", "--no-compare", "--trace", "t.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert lines[0].startswith("flashviz: error: --trace: 't.json' is not a trace this flashviz can show: "), lines[0]
+    assert said in lines[0], lines[0]
+    # the same trace in a page from disk: an export of the good file, its trace element replaced by hand
+    cli("export", "good.html", "--no-compare", "--trace", str(base_dir / "t.json"), cwd=tmp_path)
+    bad = tmp_path / "bad.html"
+    bad.write_text(spoiled((tmp_path / "good.html").read_text(), change))
+    page = watched(context)
+    page.goto(bad.as_uri())
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    message = page.locator("[data-testid=config-error]")
+    expect(message).to_contain_text(f"this file's trace flashviz-trace-0 is broken: {said}")
+    text = message.inner_text()
+    assert "\n" not in text and "Cannot read" not in text and "could not draw" not in text, text
+    assert counter_el(page).get_attribute("data-total") in (None, "0")
+    if what == "a step without code":
+        page.screenshot(path=str(artifacts / "h17-unreadable-trace-in-export.png"))
+    assert not page.errors, page.errors
+    assert all(u.startswith(("file:", "data:", "blob:")) for u in page.urls), page.urls[:5]

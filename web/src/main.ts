@@ -207,6 +207,28 @@ const PAUSE_ICON = [
 let lastStep = -1;
 let lastTrace: Trace | null = null;
 let ideaTyped = false; // the idea was shown with KaTeX loaded (else it is shown again once it has)
+let drawing = ""; // the view render() is drawing (part()), named when one cannot read what the trace holds
+
+/** What the config bar says when a view throws on a trace that passed the checks (a check that let through what a
+ *  view cannot read: traceCheck.ts should name the field instead). The error goes to the console for whoever fixes
+ *  the check; the page keeps what it showed. */
+function drawProblem(e: unknown, k: number): string {
+  console.error("flashviz: a view could not draw this trace", e);
+  const view = drawing || "page";
+  drawing = "";
+  return `could not draw this trace: the ${view} view cannot read step ${k + 1} (${(e as Error)?.name ?? "error"}); the page keeps what it showed`;
+}
+
+/** render(), or, when a view cannot read what the trace holds, the message in the config bar: false. */
+function drawn(flight = false): boolean {
+  try {
+    render(flight);
+    return true;
+  } catch (e) {
+    form.serverError(drawProblem(e, app.state.step), null);
+    return false;
+  }
+}
 
 function render(flight = false): void {
   const t = app.trace;
@@ -217,17 +239,18 @@ function render(flight = false): void {
   const s = t.steps[st.step]!;
   const traceChanged = t !== lastTrace;
   if (traceChanged) {
-    memory.setTrace(t, idx);
-    code.setSource(t.kernel.file, t.kernel.source);
-    tensorCores.setTrace(t);
-    timeline.setTrace(t);
-    showBadge(byId("error-badge"), byId("exactness-detail"), t);
-    showSram(byId("sram-footprint"), t);
-    fillBlockPicker(t);
+    // measured once per trace, under the names a failing one is said by (drawProblem)
+    part("memory", () => memory.setTrace(t, idx));
+    part("code", () => code.setSource(t.kernel.file, t.kernel.source));
+    part("tensor-cores", () => tensorCores.setTrace(t));
+    part("timeline", () => timeline.setTrace(t));
+    part("badge", () => showBadge(byId("error-badge"), byId("exactness-detail"), t));
+    part("sram", () => showSram(byId("sram-footprint"), t));
+    part("block picker", () => fillBlockPicker(t));
     tag.textContent = t.tagline;
     document.title = `flashviz \u00b7 ${t.tagline}`;
-    counters.showSaving(t, app.compare);
-    profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo });
+    part("counters", () => counters.showSaving(t, app.compare));
+    part("profile", () => profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo }));
   }
   if (traceChanged || ideaTyped !== texLoaded()) {
     ideaTyped = texLoaded();
@@ -298,7 +321,7 @@ function watchOnScreen(ids: string[], rootMargin: string): void {
           wake ||= stale.has(e.target.id);
         } else onScreen.delete(e.target.id);
       }
-      if (wake) render();
+      if (wake) drawn();
     },
     { rootMargin },
   );
@@ -321,7 +344,9 @@ function syncUrl(url: string): void {
 /** Run one view's update inside a measure (`flashviz:repaint:NAME`) so a profile can tell them apart. */
 function part(name: string, fn: () => void): void {
   const t0 = performance.now();
+  drawing = name;
   fn();
+  drawing = "";
   performance.measure(`flashviz:repaint:${name}`, { start: t0, end: performance.now() });
 }
 
@@ -339,7 +364,16 @@ function dispatch(a: Action): void {
   app.state = reduce(before, a, t.steps.length);
   const forwardOne = app.state.step === before.step + 1;
   if (app.state.step !== lastStep || app.state.playing !== before.playing || app.state.speed !== before.speed) {
-    render(forwardOne);
+    if (!drawn(forwardOne)) {
+      // a step a view cannot read: back to the one before (drawn again: the views may have been half updated)
+      app.state = { ...before, playing: false };
+      lastStep = -1;
+      try {
+        render();
+      } catch {
+        // the step before was drawn once; whatever fails now, the message already stands
+      }
+    }
   }
   schedule();
 }
@@ -420,6 +454,55 @@ interface Landing {
   problems?: string[]; // what the URL got wrong (parseUrl), said in the config bar once the page shows
 }
 
+/** Put trace `t` on screen at the step `to` lands on. A trace a view cannot read (one the checks let through) is not
+ *  shown: the page goes back to what it showed before (nothing, the first time) and the ApiError thrown says which
+ *  view failed, in one line. */
+function show(t: Trace, c: ConfigParams, to: Landing, block: number | null, fetched: number | null): void {
+  const before = { trace: app.trace, idx: app.idx, state: app.state };
+  try {
+    land(t, c, to, block, fetched);
+  } catch (e) {
+    const message = drawProblem(e, app.state.step);
+    app.trace = before.trace;
+    app.idx = before.idx;
+    app.state = before.state;
+    lastTrace = null; // every view is given the trace again: some were half given the one that failed
+    lastStep = -1;
+    form.fill(app.state.config);
+    if (!app.trace) counter.dataset.total = "0";
+    else if (!drawn()) counter.dataset.total = "0";
+    throw new ApiError(0, message, null);
+  }
+}
+
+function land(t: Trace, c: ConfigParams, to: Landing, block: number | null, fetched: number | null): void {
+  setTrace(t, c);
+  const step =
+    to.phase !== undefined && to.phase !== null && block !== null ? phaseStep(t, block, to.phase) : landingStep(t, to.step ?? null, block);
+  app.state = { ...app.state, step, playing: false };
+  const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
+  const shown = t.steps[step] ? pickOf(t, t.steps[step]!) : null;
+  const unrecorded = unrecordedProblem(t.blocks.length, t.config.recorded_blocks, block, shown ?? 0);
+  if (unrecorded) problems.push(unrecorded);
+  // a launch (or block) the page's trace file does not hold: said, so that it is not taken for the file's
+  const elsewhere = source.provenance?.(c, fetched);
+  if (elsewhere) problems.push(elsewhere);
+  if (problems.length) {
+    form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
+  } else if (form.check(false)) {
+    form.setMessage("", "");
+  }
+  form.fill(app.state.config);
+  render();
+  if (to.push && source.url) history.pushState(null, "", toSearch(app.state.config, step, shown ?? 0, app.state.speed, app.limits.default));
+  const cmp = app.compare?.config;
+  if (!cmp || cmp.n !== c.n || cmp.d !== c.d || cmp.br !== c.br || cmp.bc !== c.bc || cmp.causal !== c.causal) {
+    // not before the first step is on screen: it runs engines on the server, which the first trace needs
+    void interactive.then(() => loadCompare(c));
+  }
+  schedule();
+}
+
 async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
   app.loading?.abort();
   const ctl = new AbortController();
@@ -440,34 +523,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       t = await source.trace(c, block, ctl.signal);
     }
     if (ctl.signal.aborted) return;
-    setTrace(t, c);
-    const cmp = app.compare?.config;
-    if (!cmp || cmp.n !== c.n || cmp.d !== c.d || cmp.br !== c.br || cmp.bc !== c.bc || cmp.causal !== c.causal) {
-      // not before the first step is on screen: it runs engines on the server, which the first trace needs
-      void interactive.then(() => loadCompare(c));
-    }
-    const step =
-      to.phase !== undefined && to.phase !== null && block !== null
-        ? phaseStep(t, block, to.phase)
-        : landingStep(t, to.step ?? null, block);
-    app.state = { ...app.state, step, playing: false };
-    const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
-    const shown = t.steps[step] ? pickOf(t, t.steps[step]!) : null;
-    const unrecorded = unrecordedProblem(t.blocks.length, t.config.recorded_blocks, block, shown ?? 0);
-    if (unrecorded) problems.push(unrecorded);
-    // a launch (or block) the page's trace file does not hold: said, so that it is not taken for the file's
-    const elsewhere = source.provenance?.(c, fetched);
-    if (elsewhere) problems.push(elsewhere);
-    if (problems.length) {
-      form.setMessage(`${problems.join(" \u00b7 ")}.`, "info");
-    } else if (form.check(false)) {
-      form.setMessage("", "");
-    }
-    if (to.push && source.url)
-      history.pushState(null, "", toSearch(app.state.config, step, shown ?? 0, app.state.speed, app.limits.default));
-    form.fill(app.state.config);
-    render();
-    schedule();
+    show(t, c, to, block, fetched);
   } catch (e) {
     if (ctl.signal.aborted || (e instanceof DOMException && e.name === "AbortError")) return;
     // a page that holds its documents (an export, the widget) reached no server: its trace could not be drawn
@@ -492,7 +548,7 @@ async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
     setTrace(t, defaultConfig());
     void loadCompare(app.state.config);
     app.state = { ...app.state, step: 0 };
-    render();
+    if (!drawn()) return;
     form.serverError(
       [`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""),
       err.field,
@@ -559,7 +615,7 @@ function setTheme(t: Theme, remember: boolean): void {
   timeline.retheme();
   hardware.retheme();
   tileMap.retheme();
-  if (app.trace) render();
+  if (app.trace) drawn();
 }
 
 window.addEventListener("popstate", () => {
@@ -596,31 +652,35 @@ let markInteractive = () => {};
 const interactive = new Promise<void>((resolve) => (markInteractive = resolve));
 
 const ready = (async () => {
-  // the algorithms are the server's: the URL is read against its list (the trace is already on its way)
-  const l = await earlyLimits;
-  if (l) {
-    app.limits = l;
-    form.setLimits(l);
+  try {
+    // the algorithms are the server's: the URL is read against its list (the trace is already on its way)
+    const l = await earlyLimits;
+    if (l) {
+      app.limits = l;
+      form.setLimits(l);
+    }
+    // the server says whether it holds a profile; only then is there one to fetch (no 404 in the console)
+    const prof = l?.profile ? source.profile() : Promise.resolve(null);
+    await openUrl(true);
+    source.onOpen((c) => {
+      form.fill(c);
+      void loadConfig(c);
+    });
+    // the first step is on screen once the frame after its render has painted: "interactive" (bench/viewer_bench.py)
+    await new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    performance.mark("flashviz:interactive");
+    markInteractive();
+    await Promise.all([loadTex(), code.load()]);
+    if (app.trace) drawn();
+    void prof.then((doc) => {
+      if (doc === null) profile.none();
+      else if (profile.set(doc, "flashviz serve --profile") && app.trace)
+        profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
+    });
+  } finally {
+    // ready whatever the trace held: shown, or said in the config bar (a test waits for this, not for a time)
+    document.documentElement.dataset.ready = "true";
   }
-  // the server says whether it holds a profile; only then is there one to fetch (no 404 in the console)
-  const prof = l?.profile ? source.profile() : Promise.resolve(null);
-  await openUrl(true);
-  source.onOpen((c) => {
-    form.fill(c);
-    void loadConfig(c);
-  });
-  // the first step is on screen once the frame after its render has painted: "interactive" (bench/viewer_bench.py)
-  await new Promise<void>((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-  performance.mark("flashviz:interactive");
-  markInteractive();
-  await Promise.all([loadTex(), code.load()]);
-  if (app.trace) render();
-  void prof.then((doc) => {
-    if (doc === null) profile.none();
-    else if (profile.set(doc, "flashviz serve --profile") && app.trace)
-      profile.match({ ...app.state.config, algo: app.trace.config.algo, causal: !!app.trace.config.causal });
-  });
-  document.documentElement.dataset.ready = "true";
 })();
 
 window.flashviz = {

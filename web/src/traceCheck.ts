@@ -4,6 +4,8 @@
 // be an object (got null)", not "Cannot read properties of null (reading 'Qi')". Only the shape of what the views
 // read is checked here; values inside are drawn as text nodes whatever they are.
 
+import { referenceProblem, shapeProblem } from "./traceShape";
+
 type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -97,5 +99,6 @@ export function traceProblem(t: unknown): string | null {
     if (!isObj(s.sram)) return `${at}.sram must be an object (got ${got(s.sram)})`;
     if (!Array.isArray(s.lines)) return `${at}.lines must be a list (got ${got(s.lines)})`;
   }
-  return null;
+  // then what each view reads deeper, and the references between parts (traceShape.ts, the spec Python walks too)
+  return shapeProblem(t) ?? referenceProblem(t);
 }

@@ -6,6 +6,7 @@ import { DATA_ID, pickSource } from "../src/source";
 import type { ConfigParams } from "../src/state";
 import { traceProblem } from "../src/traceCheck";
 import { BY_ALGO, FA2C, LIMITS } from "./fixtures";
+import SHAPE_CASES from "./fixtures/trace_shape_cases.json";
 
 const PARTS = ["tensors", "buffers", "picture", "ops", "picker", "inputs", "outputs", "kernels"];
 
@@ -41,6 +42,21 @@ describe("traceProblem", () => {
   ])("config.%s = %j is named", (key, value) => {
     const t = broken({ config: { ...FA2C.config, [key]: value } });
     expect(traceProblem(t)).toMatch(new RegExp(`^config\\.${key} must be `));
+  });
+
+  // issue 17, the page fuzzer: parts a view reads that neither check looked at (the page never got ready); the same
+  // cases and words as Python's check (tests/test_trace_shape.py)
+  it.each(SHAPE_CASES.cases.map((c) => [c.path.join("."), c] as const))("%s a view cannot read is named", (_, c) => {
+    const t = structuredClone(FA2C) as unknown as Record<string, unknown>;
+    let here = t as Record<string | number, unknown>;
+    for (const p of c.path.slice(0, -1)) here = here[p] as Record<string | number, unknown>;
+    const last = c.path[c.path.length - 1]!;
+    if ("delete" in c && c.delete) delete here[last];
+    else here[last] = (c as { value?: unknown }).value;
+    const why = traceProblem(t);
+    expect(why).not.toBeNull();
+    expect(why!.slice(0, c.says.length)).toBe(c.says);
+    expect(why).not.toContain("\n");
   });
 
   it("keeps every message to one short line", () => {
