@@ -19,6 +19,10 @@ Runs on the GPU machine. In order, stopping early (and saying so) when --budget-
    peak memory) and <date>-<gpu>-extra.json (ceilings, memory, gate, tuned configs, backward variants).
 
   PYTHONPATH=src python bench/attention_bench.py --out "$OUT" --budget-s 450
+
+With --features: issue 22's cases instead (GQA, KV caches, packed sequences, windows, softcap; providers flashviz,
+sdpa-cudnn, flex, fa4): bench/attention_features.py says what it runs and writes.
+  PYTHONPATH=src python bench/attention_bench.py --features --out "$OUT" --budget-s 200
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from concurrent.futures import ProcessPoolExecutor
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_features
+if "--smoke" in sys.argv and not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported (by fa3_attention below)
 
 from flashviz import fa3_attention as fa3
 from flashviz import triton_attention as ta
@@ -47,7 +54,8 @@ SHAPES = [(128, 16384), (64, 16384), (128, 4096), (64, 4096), (128, 8192), (64, 
 ABLATION_SHAPES = {(128, 16384), (128, 8192), (64, 16384), (64, 4096)}  # (D, N): the paper's 8k and the ladder's
 TOKENS, HIDDEN = 16384, 2048
 T0 = time.time()
-DEVICE = "cuda"  # a smoke test sets "cpu" and TRITON_INTERPRET=1
+# --smoke without a GPU: the interpreter. (No CUDA call here otherwise: the compile workers fork after this.)
+DEVICE = "cuda" if "--smoke" not in sys.argv or torch.cuda.is_available() else "cpu"
 
 
 def log(msg: str) -> None:
@@ -648,18 +656,45 @@ def markdown(doc: dict, extra: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench/results/attention")
-    ap.add_argument("--budget-s", type=float, default=450, help="start no new step after this many seconds")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no new step after this many seconds (default 450; --features 200)")  # fmt: skip
     ap.add_argument("--workers", type=int, default=12, help="processes compiling configs in parallel")
-    ap.add_argument("--providers", default=",".join(PROVIDERS))
+    ap.add_argument("--providers", default=None, help="comma-separated (default: all of the mode's)")
     ap.add_argument("--quick", action="store_true", help="only D=128, N=16384")
-    ap.add_argument("--warmup", type=int, default=50, help="do_bench warm-up, ms")
-    ap.add_argument("--rep", type=int, default=300, help="do_bench repetitions, ms")
+    ap.add_argument("--warmup", type=int, default=None, help="do_bench warm-up, ms (default 50; --features 10)")
+    ap.add_argument("--rep", type=int, default=None, help="do_bench repetitions, ms (default 300; --features 40)")
     ap.add_argument("--overhead", action="store_true", help="time the D=128 N=16384 fa2 forward four ways (run 4)")
-    args = ap.parse_args()
+    features = ap.add_argument_group("--features: issue 22's cases (bench/attention_features.py)")
+    features.add_argument("--features", action="store_true", help="GQA, decode, prefill with a cache, varlen, "
+                          "window, softcap against sdpa-cudnn, flex and fa4")  # fmt: skip
+    features.add_argument("--case", action="append", help="only the cases whose name contains this (repeatable)")
+    features.add_argument("--dry-run", action="store_true", help="print the cases, their FLOPs and the providers")
+    smoke = "every case shrunk (lengths / 256, 4 heads, D=32); the interpreter without a GPU"
+    features.add_argument("--smoke", action="store_true", help=smoke)
+    args = ap.parse_args(argv)
+    if (args.dry_run or args.smoke or args.case) and not args.features:
+        ap.error("--dry-run, --smoke and --case go with --features")
+    args.budget_s = args.budget_s if args.budget_s is not None else (200 if args.features else 450)
+    args.warmup = args.warmup if args.warmup is not None else (10 if args.features else 50)
+    args.rep = args.rep if args.rep is not None else (40 if args.features else 300)
+    if args.providers is None:
+        import attention_features
+
+        args.providers = ",".join(attention_features.PROVIDERS if args.features else PROVIDERS)
     args.providers = args.providers.split(",")
+    args.device = DEVICE
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    if args.features:
+        import attention_features
+
+        return attention_features.main(args)
     budget_end = T0 + args.budget_s
     os.makedirs(args.out, exist_ok=True)
     dims = (128, 64)

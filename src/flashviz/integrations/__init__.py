@@ -1,0 +1,1 @@
+"""flashviz.attention inside other libraries: `flashviz.integrations.transformers.register()` (Hugging Face)."""

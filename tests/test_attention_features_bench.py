@@ -1,0 +1,79 @@
+"""bench/attention_bench.py --features on the CPU, as far as it goes without a GPU: the argument parsing, the case
+list of issue 22 (--dry-run), the FLOP count against attention_reference.visible, and a --smoke run (every case
+shrunk, flashviz under Triton's interpreter) through the real script, writing the JSON the H200 run writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "attention_bench.py"
+sys.path.insert(0, str(BENCH.parent))
+import attention_features as af  # noqa: E402
+
+from flashviz.attention_reference import visible  # noqa: E402
+
+ROW_KEYS = {"provider", "mode", "causal", "d", "n", "batch", "heads", "dtype", "tflops", "ms", "case"}
+
+
+def bench(*args, timeout=600):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("TRITON_INTERPRET", None)  # the script sets it itself for --smoke without a GPU
+    return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=ROOT)  # fmt: skip
+
+
+def test_dry_run_lists_the_issues_cases():
+    out = bench("--features", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    names = [line.split("  ")[0] for line in out.stdout.splitlines() if " B=" in line]
+    assert names == [c.name for c in af.cases()]
+    for nq in (1, 16, 128):
+        for nk in ("8k", "32k", "128k"):
+            assert f"decode Nq={nq} Nk={nk}" in names
+    assert {"prefill with cache Nq=2k Nk=16k", "varlen 64 seqs 64k tokens", "window 4096 N=32k",
+            "softcap 50 N=8k", "gqa causal N=8k"} <= set(names)  # fmt: skip
+    assert all("Hq=32 Hkv=8 D=128" in line for line in out.stdout.splitlines() if " B=" in line)
+    assert "providers: flashviz, sdpa-cudnn, flex, fa4" in out.stdout
+    varlen = next(c for c in af.cases() if c.varlen)
+    assert len(varlen.lengths) == 64 and sum(varlen.lengths) == 65536 and min(varlen.lengths) >= 1
+
+
+def test_feature_flags_need_features():
+    out = bench("--dry-run")
+    assert out.returncode == 2 and "--dry-run, --smoke and --case go with --features" in out.stderr
+
+
+@pytest.mark.parametrize(("nq", "nk", "causal", "window"), [(37, 53, True, (-1, -1)), (53, 37, True, (5, -1)),
+                         (1, 90, True, (-1, -1)), (40, 40, False, (3, 7)), (25, 80, False, (6, 6)),
+                         (64, 64, True, (16, 4))])  # fmt: skip
+def test_pairs_are_the_masks_count(nq, nk, causal, window):
+    assert af.visible_pairs(nq, nk, causal, window) == int(visible(nq, nk, causal, window).sum())
+
+
+def test_smoke_run_writes_the_features_json(tmp_path):
+    """Three shrunk cases, flashviz and sdpa-cudnn (absent on the CPU: recorded as an error or as unsupported)."""
+    out = bench("--features", "--smoke", "--case", "decode Nq=16 Nk=8k", "--case", "varlen", "--case", "window",
+                "--providers", "flashviz,sdpa-cudnn", "--out", str(tmp_path))  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    (path,) = tmp_path.glob("*-features.json")
+    doc = json.loads(path.read_text())
+    assert list(doc["cases"]) == ["decode Nq=16 Nk=8k", "varlen 64 seqs 64k tokens", "window 4096 N=32k"]
+    flashviz = [r for r in doc["rows"] if r["provider"] == "flashviz"]
+    assert all(set(r) == ROW_KEYS for r in doc["rows"])
+    assert {(r["case"], r["mode"]) for r in flashviz} == {
+        ("decode Nq=16 Nk=8k", "fwd"), ("varlen 64 seqs 64k tokens", "fwd"), ("varlen 64 seqs 64k tokens", "bwd"),
+        ("window 4096 N=32k", "fwd"), ("window 4096 N=32k", "bwd")}  # fmt: skip
+    notes = json.loads(next(tmp_path.glob("*-features-extra.json")).read_text())["cases"]
+    assert notes["varlen 64 seqs 64k tokens"]["sdpa-cudnn"].startswith("unsupported: SDPA takes no packed")
+    assert notes["window 4096 N=32k"]["sdpa-cudnn"].startswith("unsupported: SDPA has no sliding window")
+    assert (tmp_path / path.name.replace(".json", ".md")).read_text().count("| decode Nq=16 Nk=8k |") == 1
