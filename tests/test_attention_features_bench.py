@@ -67,7 +67,7 @@ def test_smoke_run_writes_the_features_json(tmp_path):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     (path,) = tmp_path.glob("*-features.json")
     doc = json.loads(path.read_text())
-    assert list(doc["cases"]) == ["decode Nq=16 Nk=8k", "varlen 64 seqs 64k tokens", "window 4096 N=32k"]
+    assert list(doc["cases"]) == ["varlen 64 seqs 64k tokens", "window 4096 N=32k", "decode Nq=16 Nk=8k"]
     flashviz = [r for r in doc["rows"] if r["provider"] == "flashviz"]
     assert all(set(r) == ROW_KEYS for r in doc["rows"])
     assert {(r["case"], r["mode"]) for r in flashviz} == {
