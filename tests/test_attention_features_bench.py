@@ -61,13 +61,14 @@ def test_pairs_are_the_masks_count(nq, nk, causal, window):
 
 
 def test_smoke_run_writes_the_features_json(tmp_path):
-    """Three shrunk cases, flashviz and sdpa-cudnn (absent on the CPU: recorded as an error or as unsupported)."""
+    """Three shrunk cases, flashviz, sdpa-cudnn (absent on the CPU: recorded as an error or as unsupported) and flex
+    (compiled for the CPU, forward only there: its output is compared with flashviz's)."""
     out = bench("--features", "--smoke", "--case", "decode Nq=16 Nk=8k", "--case", "varlen", "--case", "window",
-                "--providers", "flashviz,sdpa-cudnn", "--out", str(tmp_path))  # fmt: skip
+                "--providers", "flashviz,sdpa-cudnn,flex", "--out", str(tmp_path))  # fmt: skip
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     (path,) = tmp_path.glob("*-features.json")
     doc = json.loads(path.read_text())
-    assert list(doc["cases"]) == ["decode Nq=16 Nk=8k", "varlen 64 seqs 64k tokens", "window 4096 N=32k"]
+    assert list(doc["cases"]) == ["varlen 64 seqs 64k tokens", "window 4096 N=32k", "decode Nq=16 Nk=8k"]
     flashviz = [r for r in doc["rows"] if r["provider"] == "flashviz"]
     assert all(set(r) == ROW_KEYS for r in doc["rows"])
     assert {(r["case"], r["mode"]) for r in flashviz} == {
@@ -76,4 +77,7 @@ def test_smoke_run_writes_the_features_json(tmp_path):
     notes = json.loads(next(tmp_path.glob("*-features-extra.json")).read_text())["cases"]
     assert notes["varlen 64 seqs 64k tokens"]["sdpa-cudnn"].startswith("unsupported: SDPA takes no packed")
     assert notes["window 4096 N=32k"]["sdpa-cudnn"].startswith("unsupported: SDPA has no sliding window")
+    flex = notes["decode Nq=16 Nk=8k"]["flex"]
+    assert flex["max_abs_diff_vs_flashviz"] < 0.02, flex  # bf16 outputs of two kernels, |O| < 1
+    assert any(r["provider"] == "flex" and r["case"] == "decode Nq=16 Nk=8k" for r in doc["rows"])
     assert (tmp_path / path.name.replace(".json", ".md")).read_text().count("| decode Nq=16 Nk=8k |") == 1

@@ -173,3 +173,23 @@ def test_register_twice_and_the_name():
     from transformers import AttentionInterface
 
     assert AttentionInterface._global_mapping["flashviz"] is fv_hf.attention_forward
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kind", ["llama", "mistral"])
+def test_gpu_models_of_realistic_width(monkeypatch, seed, kind):
+    """On the GPU: 4 layers of a 1B-class model (hidden 2048, 16 q heads and 4 K/V heads of D=128; Mistral's window
+    512), two sequences of 2048 tokens, logits and every parameter's gradient against sdpa and eager."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    over = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=4, num_attention_heads=16,
+                num_key_value_heads=4, head_dim=128, max_position_embeddings=4096)  # fmt: skip
+    if kind == "mistral":
+        over["sliding_window"] = 512
+    built = models(tiny(kind, **over), seed)
+    ids = torch.randint(0, VOCAB, (2, 2048), device="cuda")
+    labels = torch.randint(0, VOCAB, (2, 2048), device="cuda")
+    results = {impl: logits_and_grads(m, ids, labels) for impl, m in built.items()}
+    assert_close({impl: r[0] for impl, r in results.items()}, "logits")
+    for name in results["sdpa"][1]:
+        assert_close({impl: r[1][name] for impl, r in results.items()}, f"grad {name}")
