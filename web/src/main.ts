@@ -406,10 +406,10 @@ async function loadCompare(c: ConfigParams): Promise<void> {
   try {
     const doc = await source.compare(c, ctl.signal);
     if (ctl.signal.aborted) return;
-    app.compare = doc;
-    compare.setDoc(doc);
+    compare.setDoc(doc); // a document its views cannot read throws here (the view keeps the one before)
     showRegimes(byId("regimes-table"), byId("regimes-note"), doc);
     if (app.trace) counters.showSaving(app.trace, doc);
+    app.compare = doc; // only now: the trace's render reads it (counters.showSaving)
     const follow = () => {
       const s = app.trace?.steps[app.state.step];
       if (app.trace && s) compare.follow(progressAfter(s.phase, app.trace.phases.length));

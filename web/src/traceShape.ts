@@ -10,6 +10,7 @@ type Shape = string | { ref?: string; keys?: Record<string, Shape>; list?: Shape
 
 const DEFS = SPEC.defs as Record<string, Shape>;
 const TRACE = SPEC.trace as Shape;
+const COMPARE = SPEC.compare as Shape;
 
 const ATOMS: Record<string, string> = {
   str: "a string",
@@ -107,6 +108,11 @@ function walk(v: unknown, shape: Shape, at: string): string | null {
     if (wrong) return wrong;
   }
   return null;
+}
+
+/** The first part of a comparison document (GET /api/compare's, or one a page holds) its views cannot read, or null. */
+export function compareProblem(doc: unknown): string | null {
+  return walk(doc, COMPARE, "");
 }
 
 /** The first part of `t` a view cannot read, in one line ("steps[3].code must be a string (got nothing)"), or null. */
