@@ -278,3 +278,31 @@ def test_a_trace_a_view_cannot_read_leaves_the_page_on_its_last_good_one(page, s
     expect(page.locator("html")).to_have_attribute("data-ready", "true")
     page.screenshot(path=str(artifacts / "h17-safety-net-keeps-last-good.png"))
     assert not [e for e in log.errors if e.startswith("pageerror")], log.errors
+
+
+@pytest.mark.parametrize("value", [{}, "x"])
+def test_a_broken_comparison_in_an_export_is_said_and_the_steps_still_play(
+    context, tmp_path, artifacts, exported, value
+):
+    """A sibling of the page fuzzer's finding, in the other document an export holds: a comparison the compare view
+    cannot read was drawn as it was, and from then on every step's render threw in the compare view (the step counter
+    did not move). Now the compare note says what is wrong in one line and the steps go on."""
+    tag = '<script type="application/json" id="flashviz-compare-0">'
+    body = exported.index(tag) + len(tag)
+    end = exported.index("</script>", body)
+    bad = tmp_path / "compare.html"
+    bad.write_text(exported[:body] + json.dumps(value) + exported[end:])
+    page = watched(context)
+    page.goto(bad.as_uri())
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    note = page.locator("#compare-note")
+    expect(note).to_contain_text("The comparison is unavailable: this file's comparison flashviz-compare-0 is broken: ")
+    assert "\n" not in note.inner_text().strip() and "Cannot read" not in note.inner_text()
+    counter = counter_el(page)
+    step = int(counter.get_attribute("data-step"))
+    page.click("#btn-next")
+    expect(counter).to_have_attribute("data-step", str(step + 1))
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()
+    if value == {}:
+        page.screenshot(path=str(artifacts / "h17-broken-comparison-in-export.png"))
+    assert not page.errors, page.errors
