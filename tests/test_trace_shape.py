@@ -71,6 +71,9 @@ def test_the_spec_uses_only_known_atoms_and_definitions():
             assert shape.rstrip("?") in {*ATOMS, "any"}, at
         elif "ref" in shape:
             assert shape["ref"] in s["defs"], at
+        elif "either" in shape:
+            for k, sub in enumerate(shape["either"]):
+                walk(sub, f"{at}|{k}")
         elif "keys" in shape:
             for k, sub in shape["keys"].items():
                 walk(sub, f"{at}.{k}")
@@ -79,5 +82,21 @@ def test_the_spec_uses_only_known_atoms_and_definitions():
             walk(shape.get("list", shape.get("map")), f"{at}[]")
 
     walk(s["trace"], "trace")
+    walk(s["compare"], "compare")
     for name, shape in s["defs"].items():
         walk(shape, name)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n", [1, 37, 4096])
+def test_every_comparison_the_page_is_given_passes_its_shape(n, causal):
+    """The page checks a comparison it holds against the spec's `compare` (web/src/source.ts): what
+    flashviz.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or not."""
+    from flashviz.compare_api import compare_document
+    from flashviz.trace_shape import compare_problem
+
+    for curves in (False, True):
+        doc = orjson.loads(
+            orjson.dumps(compare_document(n, 64, 64, 64, causal, with_curves=curves), option=orjson.OPT_SERIALIZE_NUMPY)
+        )
+        assert compare_problem(doc) is None

@@ -39,6 +39,14 @@ def shape_problem(doc: dict[str, Any]) -> str | None:
     return _walk(doc, s["trace"], "", s["defs"])
 
 
+def compare_problem(doc: Any) -> str | None:
+    """The same for a comparison document (GET /api/compare's): what the page's compare view reads."""
+    if not isinstance(doc, dict):
+        return f"the comparison must be an object (got {kind_of(doc)})"
+    s = spec()
+    return _walk(doc, s["compare"], "", s["defs"])
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_SAFE
 
@@ -75,6 +83,8 @@ def words(shape: Any, defs: dict[str, Any]) -> str:
         return f"{text}, or null" if shape.endswith("?") else text
     if "ref" in shape:
         return words(defs[shape["ref"]], defs)
+    if "either" in shape:
+        return ", or ".join(words(x, defs) for x in shape["either"])
     null = ", or null" if shape.get("null") else ""
     if "keys" in shape:
         names = [k.rstrip("?") for k in shape["keys"] if not k.endswith("?")]
@@ -93,6 +103,11 @@ def _walk(v: Any, shape: Any, at: str, defs: dict[str, Any]) -> str | None:
             return None
         return f"{at} must be {words(shape, defs)} (got {kind_of(v)})"
     if v is None and shape.get("null"):
+        return None
+    if "either" in shape:
+        wrongs = [_walk(v, x, at, defs) for x in shape["either"]]
+        if all(wrongs):  # none fits: what the closest (the last, the fullest form) says
+            return wrongs[-1]
         return None
     if "keys" in shape:
         if not isinstance(v, dict):

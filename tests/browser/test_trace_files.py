@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pageutil import WAIT_MS, counter_el, expect
+from pageutil import DEFAULT, WAIT_MS, api, counter_el, expect, expect_step, open_viewer
 
 from flashviz.trace_codec import decode_doc
 
@@ -248,3 +248,61 @@ def test_a_trace_file_a_view_cannot_read_is_refused_or_said_never_a_page_that_ne
         page.screenshot(path=str(artifacts / "h17-unreadable-trace-in-export.png"))
     assert not page.errors, page.errors
     assert all(u.startswith(("file:", "data:", "blob:")) for u in page.urls), page.urls[:5]
+
+
+def test_a_trace_a_view_cannot_read_leaves_the_page_on_its_last_good_one(page, server_url, log, artifacts):
+    """The page's own safety net, for what no check reads: a server's answer (not checked for structure: the server
+    made it) whose step 0 has no code. Before: the code view threw inside loadConfig, the catch said "could not reach
+    the server: Cannot read properties of undefined (reading 'split')", the broken trace stayed the page's, the render
+    after the fonts loaded threw again and data-ready never came. Now: the N=8 launch stays on screen at its step, the
+    config bar says which view failed in one line, and nothing is thrown to the page."""
+    open_viewer(page, server_url, f"{DEFAULT}&step=5")
+    expect_step(page, 4)
+    first = api(page, server_url, f"/api/trace?{DEFAULT}")
+    broken = api(page, server_url, "/api/trace?n=12&d=4&br=4&bc=4&seed=0")
+    del broken["steps"][0]["code"]
+    body = json.dumps(broken)
+    page.route("**/api/trace?*", lambda r: r.fulfill(status=200, content_type="application/json", body=body))
+    page.fill("[data-testid=cfg-n]", "12")
+    with page.expect_response(lambda r: "/api/trace" in r.url):
+        page.click("[data-testid=cfg-apply]")
+    msg = page.locator("[data-testid=config-error]")
+    expect(msg).to_contain_text("could not draw this trace: the code view cannot read step 1 (TypeError)")
+    assert "\n" not in msg.inner_text().strip()
+    expect_step(page, 4)
+    expect(counter_el(page)).to_have_attribute("data-total", str(len(first["steps"])))
+    assert page.evaluate("window.flashviz.trace().config.n") == 8
+    assert page.evaluate("window.flashviz.state().config.n") == 8
+    page.click("#btn-next")  # the page still steps
+    expect_step(page, 5)
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    page.screenshot(path=str(artifacts / "h17-safety-net-keeps-last-good.png"))
+    assert not [e for e in log.errors if e.startswith("pageerror")], log.errors
+
+
+@pytest.mark.parametrize("value", [{}, "x"])
+def test_a_broken_comparison_in_an_export_is_said_and_the_steps_still_play(
+    context, tmp_path, artifacts, exported, value
+):
+    """A sibling of the page fuzzer's finding, in the other document an export holds: a comparison the compare view
+    cannot read was drawn as it was, and from then on every step's render threw in the compare view (the step counter
+    did not move). Now the compare note says what is wrong in one line and the steps go on."""
+    tag = '<script type="application/json" id="flashviz-compare-0">'
+    body = exported.index(tag) + len(tag)
+    end = exported.index("</script>", body)
+    bad = tmp_path / "compare.html"
+    bad.write_text(exported[:body] + json.dumps(value) + exported[end:])
+    page = watched(context)
+    page.goto(bad.as_uri())
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    note = page.locator("#compare-note")
+    expect(note).to_contain_text("The comparison is unavailable: this file's comparison flashviz-compare-0 is broken: ")
+    assert "\n" not in note.inner_text().strip() and "Cannot read" not in note.inner_text()
+    counter = counter_el(page)
+    step = int(counter.get_attribute("data-step"))
+    page.click("#btn-next")
+    expect(counter).to_have_attribute("data-step", str(step + 1))
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()
+    if value == {}:
+        page.screenshot(path=str(artifacts / "h17-broken-comparison-in-export.png"))
+    assert not page.errors, page.errors

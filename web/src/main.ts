@@ -212,11 +212,12 @@ let drawing = ""; // the view render() is drawing (part()), named when one canno
 /** What the config bar says when a view throws on a trace that passed the checks (a check that let through what a
  *  view cannot read: traceCheck.ts should name the field instead). The error goes to the console for whoever fixes
  *  the check; the page keeps what it showed. */
-function drawProblem(e: unknown, k: number): string {
+function drawProblem(e: unknown, k: number, kept = true): string {
   console.error("flashviz: a view could not draw this trace", e);
   const view = drawing || "page";
   drawing = "";
-  return `could not draw this trace: the ${view} view cannot read step ${k + 1} (${(e as Error)?.name ?? "error"}); the page keeps what it showed`;
+  const then = kept ? "the page keeps what it showed" : "nothing of it is shown";
+  return `could not draw this trace: the ${view} view cannot read step ${k + 1} (${(e as Error)?.name ?? "error"}); ${then}`;
 }
 
 /** render(), or, when a view cannot read what the trace holds, the message in the config bar: false. */
@@ -406,10 +407,10 @@ async function loadCompare(c: ConfigParams): Promise<void> {
   try {
     const doc = await source.compare(c, ctl.signal);
     if (ctl.signal.aborted) return;
-    app.compare = doc;
-    compare.setDoc(doc);
+    compare.setDoc(doc); // a document its views cannot read throws here (the view keeps the one before)
     showRegimes(byId("regimes-table"), byId("regimes-note"), doc);
     if (app.trace) counters.showSaving(app.trace, doc);
+    app.compare = doc; // only now: the trace's render reads it (counters.showSaving)
     const follow = () => {
       const s = app.trace?.steps[app.state.step];
       if (app.trace && s) compare.follow(progressAfter(s.phase, app.trace.phases.length));
@@ -462,7 +463,7 @@ function show(t: Trace, c: ConfigParams, to: Landing, block: number | null, fetc
   try {
     land(t, c, to, block, fetched);
   } catch (e) {
-    const message = drawProblem(e, app.state.step);
+    const message = drawProblem(e, app.state.step, before.trace !== null);
     app.trace = before.trace;
     app.idx = before.idx;
     app.state = before.state;

@@ -18,6 +18,7 @@ import {
 import { fetchLadder, isLadder, type LadderDoc } from "./render/ladder";
 import { type ConfigParams, sameConfig, toSearch } from "./state";
 import { got, traceProblem } from "./traceCheck";
+import { compareProblem } from "./traceShape";
 import type { Limits, Trace } from "./types";
 
 export interface Source {
@@ -186,12 +187,17 @@ function inlineSource(doc: Document, index: Index): Source {
       if (hit) {
         let cmp = compares.get(hit.id);
         if (!cmp) {
-          cmp = JSON.parse(held(doc, hit.id)) as CompareDoc;
+          cmp = checkedCompare(held(doc, hit.id), `this file's comparison ${hit.id}`, AGAIN);
           compares.set(hit.id, cmp);
         }
         return cmp;
       }
-      if (host) return JSON.parse(await host.ask("compare", { config: c }, signal)) as CompareDoc;
+      if (host)
+        return checkedCompare(
+          await host.ask("compare", { config: c }, signal),
+          "the notebook's comparison",
+          "pip install the same flashviz in the kernel",
+        );
       if (server) return server.compare(c, signal);
       throw new ApiError(0, `not held in this file (written by ${index.origin}); \`flashviz serve\` computes it for any launch`, null);
     },
@@ -232,6 +238,20 @@ function inlineSource(doc: Document, index: Index): Source {
       return `${what} is not in ${file}, which holds ${holds}${blocks}: ${by} computed it${inputs}`;
     },
   };
+}
+
+/** A comparison document a page holds or the notebook sent, checked before its views read it (traceShape.ts): a broken
+ *  one is said in one line ("this file's comparison flashviz-compare-0 is broken: algorithms must be ..."). */
+function checkedCompare(text: string, what: string, again: string): CompareDoc {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new ApiError(0, `${what} is not JSON (${again})`, null);
+  }
+  const why = compareProblem(doc);
+  if (why) throw new ApiError(0, `${what} is broken: ${why} (${again})`, null);
+  return doc as CompareDoc;
 }
 
 function readLadder(text: string): LadderDoc | string {

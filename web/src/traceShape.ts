@@ -6,10 +6,13 @@
 import SPEC from "../../src/flashviz/data/trace_shape.json";
 import { got } from "./traceCheck";
 
-type Shape = string | { ref?: string; keys?: Record<string, Shape>; list?: Shape; map?: Shape; min?: number; null?: boolean };
+type Shape =
+  | string
+  | { ref?: string; either?: Shape[]; keys?: Record<string, Shape>; list?: Shape; map?: Shape; min?: number; null?: boolean };
 
 const DEFS = SPEC.defs as Record<string, Shape>;
 const TRACE = SPEC.trace as Shape;
+const COMPARE = SPEC.compare as Shape;
 
 const ATOMS: Record<string, string> = {
   str: "a string",
@@ -61,6 +64,7 @@ export function words(shape: Shape): string {
     return shape.endsWith("?") ? `${text}, or null` : text;
   }
   if (shape.ref) return words(DEFS[shape.ref]!);
+  if (shape.either) return shape.either.map(words).join(", or ");
   const nul = shape.null ? ", or null" : "";
   if (shape.keys) {
     const names = Object.keys(shape.keys).filter((k) => !k.endsWith("?"));
@@ -78,6 +82,11 @@ function walk(v: unknown, shape: Shape, at: string): string | null {
   }
   if (shape.ref) return walk(v, DEFS[shape.ref]!, at);
   if (v === null && shape.null) return null;
+  if (shape.either) {
+    const wrongs = shape.either.map((x) => walk(v, x, at));
+    // none fits: what the closest (the last, the fullest form) says
+    return wrongs.every((w) => w !== null) ? wrongs[wrongs.length - 1]! : null;
+  }
   if (shape.keys) {
     if (!isObj(v)) return `${at} must be ${words(shape)} (got ${got(v)})`;
     for (const [key, sub] of Object.entries(shape.keys)) {
@@ -107,6 +116,12 @@ function walk(v: unknown, shape: Shape, at: string): string | null {
     if (wrong) return wrong;
   }
   return null;
+}
+
+/** The first part of a comparison document (GET /api/compare's, or one a page holds) its views cannot read, or null. */
+export function compareProblem(doc: unknown): string | null {
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return `the comparison must be an object (got ${got(doc)})`;
+  return walk(doc, COMPARE, "");
 }
 
 /** The first part of `t` a view cannot read, in one line ("steps[3].code must be a string (got nothing)"), or null. */

@@ -5,7 +5,8 @@ import { ApiError } from "../src/api";
 import { DATA_ID, pickSource } from "../src/source";
 import type { ConfigParams } from "../src/state";
 import { traceProblem } from "../src/traceCheck";
-import { BY_ALGO, FA2C, LIMITS } from "./fixtures";
+import { compareProblem } from "../src/traceShape";
+import { BY_ALGO, COMPARE, FA2C, LIMITS } from "./fixtures";
 import SHAPE_CASES from "./fixtures/trace_shape_cases.json";
 
 const PARTS = ["tensors", "buffers", "picture", "ops", "picker", "inputs", "outputs", "kernels"];
@@ -102,5 +103,43 @@ describe("an exported page holding a broken trace", () => {
       .catch((e: unknown) => e)) as ApiError;
     expect(err.detail).toContain("config.algo must be one of standard, fa1, fa2");
     expect(err.detail).toContain('(got "fa3")');
+  });
+});
+
+// a sibling: the comparison a page holds, read by the compare view on every step (a broken one stopped the stepping)
+describe("compareProblem and a page holding a broken comparison", () => {
+  it("passes the comparison flashviz writes", () => {
+    expect(compareProblem(COMPARE)).toBeNull();
+  });
+
+  it.each([
+    [{}, "config is missing (must be an object {n, d, br, bc, causal, tr, tc})"],
+    [null, "the comparison must be an object"],
+    [{ ...COMPARE, algorithms: "x" }, "algorithms must be an object of at least 1 (name \u2192 an object {title, "],
+    [{ ...COMPARE, curves: { ...COMPARE.curves, fa2: {} } }, "curves.fa2.phases is missing (must be an integer)"],
+  ])("names what is wrong (%#)", (doc, says) => {
+    const why = compareProblem(doc);
+    expect(why).not.toBeNull();
+    expect(why!.slice(0, says.length)).toBe(says);
+  });
+
+  it("is refused in one line when the page reads it", async () => {
+    const at: ConfigParams = { algo: "fa2", n: 12, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: true };
+    const index = {
+      limits: { algos: LIMITS.algos },
+      origin: "flashviz export",
+      host: false,
+      server: false,
+      traces: [],
+      compares: [{ id: "c0", n: 12, d: 4, br: 4, bc: 4, causal: true }],
+    };
+    const elements: Record<string, string> = { [DATA_ID]: JSON.stringify(index), c0: JSON.stringify({ ...COMPARE, sweep: null }) };
+    const doc = { getElementById: (id: string) => (id in elements ? { textContent: elements[id] } : null) } as unknown as Document;
+    const err = (await pickSource(doc)
+      .compare(at)
+      .catch((e: unknown) => e)) as ApiError;
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.detail).toMatch(/^this file's comparison c0 is broken: sweep must be an object \{n, bytes\} \(got null\)/);
+    expect(err.detail).not.toContain("\n");
   });
 });

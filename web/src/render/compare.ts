@@ -253,7 +253,24 @@ export class CompareView {
     this.playBtn.addEventListener("click", () => (this.playing ? this.stop() : this.play()));
   }
 
+  /** Draw `doc`; one its views cannot read (what the checks let through) throws, and the view goes back to the
+   *  document it drew before, so that the page's render (follow) never meets it. */
   setDoc(doc: CompareDoc): void {
+    const before = this.doc;
+    try {
+      this.draw(doc);
+    } catch (e) {
+      this.doc = null;
+      try {
+        if (before && before !== doc) this.draw(before);
+      } catch {
+        this.doc = null; // nothing it can draw: the race and the chart stay as they are, follow() draws nothing
+      }
+      throw e;
+    }
+  }
+
+  private draw(doc: CompareDoc): void {
     this.doc = doc;
     this.renderTable();
     this.renderRace();
