@@ -135,7 +135,7 @@ def test_each_step_records_who_runs_it_and_where_its_tiles_sit(n, d, causal):
     for i, ops in seen.items():  # the overlapped schedule's order, per block
         tc = cfg.tiles_of_block(i)
         want = ["load_q", "load_kv", "first_tile"] + ["load_kv", "scores", "online_softmax"] * (tc - 1)
-        assert ops == want + ["last_pv", "write_back"], i
+        assert ops == [*want, "last_pv", "write_back"], i
     assert any(s["schedule"]["ring"]["use"] > 0 for s in doc["steps"] if s["op"] == "load_kv") == (
         max(cfg.tiles_of_block(i) for i in range(cfg.tr)) > stages
     )
