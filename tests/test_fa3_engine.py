@@ -232,3 +232,37 @@ def test_the_tiles_are_the_launchers():
     src = KERNEL.read_text()
     assert "WG_ROWS = gl.constexpr(64)" in src and "NUM_WG = gl.constexpr(2)" in src
     assert tiles.shared_bytes(128) == 196_608 and tiles.shared_bytes(64) == 131_072  # the launcher's 196 / 131 KB
+
+
+# ---- on an H200 (`pytest -m gpu tests/test_fa3_engine.py`, or bench/fa3_view_gpu.sh): the kernel itself ----
+
+
+def hopper() -> str | None:
+    """Why the Gluon kernel cannot run here (None: it can)."""
+    try:
+        from flashviz import fa3_attention
+    except ImportError as e:  # no torch
+        return f"no torch ({e})"
+    return fa3_attention.unavailable()
+
+
+needs_hopper = pytest.mark.skipif(hopper() is not None, reason=f"fa3 needs an sm_90 GPU: {hopper()}")
+
+
+@pytest.mark.gpu
+@needs_hopper
+@pytest.mark.parametrize(
+    ("n", "d", "causal", "heads"), [(300, 64, True, 2), (1024, 128, False, 3), (129, 128, True, 1)]
+)
+def test_gpu_run_agrees_with_the_engine_and_float64(tmp_path, n, d, causal, heads):
+    """`flashviz gpu run --algo fa3`, the real front door: the Gluon kernel on every head against the engine (within
+    expect.ENGINE_TOLERANCE: bf16 O one ulp, L in fp32) and float64 (TOLERANCE); exit 0 when it agrees."""
+    out = tmp_path / "run.json"
+    seed = int.from_bytes(os.urandom(4), "little") % 2**31
+    args = ["gpu", "run", "--algo", ALGO, "--n", str(n), "--d", str(d), "--br", "128", "--bc", "128",
+            "--heads", str(heads), "--seed", str(seed), "-o", str(out)] + (["--causal"] if causal else [])  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "flashviz", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})  # fmt: skip
+    report = json.loads(out.read_text())
+    assert proc.returncode == 0 and report["ok"], (seed, proc.stderr[-2000:], report.get("check"))
+    assert report["launch"]["kernel"] == "fa3_fwd" and not report["launch"]["interpreted"]
