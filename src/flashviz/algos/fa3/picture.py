@@ -32,7 +32,7 @@ from ...picture import (
     width_veil,
 )
 from ..fa2_triton.tiles import dot
-from . import tiles, traffic
+from . import schedule, tiles, traffic
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -278,4 +278,5 @@ def picture(cfg: Config) -> Texts:
         veil=lambda s: width_veil(cfg, t, s.block),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
+        schedule=schedule.model(cfg, cfg.recorded_blocks(cfg.tr)),
     )
