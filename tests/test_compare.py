@@ -91,6 +91,9 @@ def test_compare_document_holds_every_algorithm_from_its_model():
     doc = compare(4096, 64, 64, 64)
     assert list(doc["algorithms"]) == list(REGISTRY)
     for name, e in doc["algorithms"].items():
+        if get(name).allowed and 64 not in get(name).allowed.get("br", (64,)):  # fa3 runs only Br = Bc = 128
+            assert not e["supported"] and e["why"].startswith("br: ")
+            continue
         counts = get(name).traffic.count(4096, 64, 64, 64)
         assert {k: {"read": v["read"], "written": v["written"]} for k, v in e["tensors"].items()} == counts
         assert e["total"]["read"] == sum(t["read"] for t in counts.values())

@@ -131,7 +131,7 @@ BAD_CONFIG = [
     ("n", [1, 2], "config.n must be an integer in 1..16384 (got [1, 2])"),
     ("recorded_blocks", 5, "config.recorded_blocks must be a list of at least one block number"),
     ("recorded_blocks", None, "config.recorded_blocks must be a list of at least one block number"),
-    ("algo", "fa3", "config.algo must be one of standard, fa1, fa2, fa2-backward, fa2-triton (got 'fa3')"),
+    ("algo", "fa4", "config.algo must be one of standard, fa1, fa2, fa2-backward, fa2-triton, fa3 (got 'fa4')"),
 ]
 # item 6: the parts every view reads, null or a string; steps that are not steps
 BAD_PARTS = [

@@ -23,10 +23,15 @@ def counted(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int
 
 
 COUNTED = tuple(a for a in ALGOS if closed_form(get(a)) is not None)
-# fa2-triton's kernel takes only its own tiles (powers of two >= 16, D in tiles.SUPPORTED_D): tested on those below
-ANY_SHAPE = tuple(a for a in COUNTED if a != "fa2-triton")
-# a small launch each algorithm accepts
-SMALL = {a: dict(n=19, d=4, br=4, bc=8) for a in ANY_SHAPE} | {"fa2-triton": dict(n=77, d=32, br=32, bc=16)}
+# fa2-triton's and fa3's kernels take only their own tiles (`allowed`: fa2-triton powers of two >= 16, D in
+# tiles.SUPPORTED_D; fa3 Br = Bc = 128, D 64 or 128): tested on those below
+ANY_SHAPE = tuple(a for a in COUNTED if get(a).allowed is None)
+# a small launch each algorithm accepts (fa3's N ragged: its last tile masked)
+SMALL = (
+    {a: dict(n=19, d=4, br=4, bc=8) for a in ANY_SHAPE}
+    | {"fa2-triton": dict(n=77, d=32, br=32, bc=16)}
+    | {"fa3": dict(n=300, d=64, br=128, bc=128)}
+)
 
 
 def test_every_algorithm_has_a_closed_form():

@@ -273,7 +273,7 @@ def test_every_registered_folder_declares_its_picture(folder):
 
 
 def test_every_algorithm_folder_is_registered():
-    """A folder of algos/ is registered, or holds only a kernel (no ALGORITHM yet: fa3 until the viewer walks it)."""
+    """A folder of algos/ is registered, or holds only a kernel (no ALGORITHM yet), as fa3 did until issue 20."""
     folders = {p.parent.name for p in (PACKAGE / "algos").glob("*/__init__.py")}
     assert set(FOLDERS) <= folders
     for folder in folders - set(FOLDERS):

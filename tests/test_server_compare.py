@@ -77,6 +77,9 @@ def test_compare_states_what_causal_saves(client):
     doc = client.get("/api/compare", params={"n": 256, "d": 64, "br": 64, "bc": 64, "causal": "1"}).json()
     plain = compare(256, 64, 64, 64, False)["algorithms"]
     for name, entry in doc["algorithms"].items():
+        if not entry["supported"]:  # a kernel that does not run these tiles (fa3 at Br = 64) saves nothing here
+            assert entry["noncausal_bytes"] is None and entry["saved_bytes"] is None and entry["why"]
+            continue
         assert entry["noncausal_bytes"] == plain[name]["total"]["bytes"]
         assert entry["saved_bytes"] == plain[name]["total"]["bytes"] - entry["total"]["bytes"]
         assert entry["saved_bytes"] > 0

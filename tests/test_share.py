@@ -212,7 +212,7 @@ def test_the_api_takes_torch_tensors():
         ({"inputs": {**fresh(8, 4), "Q": np.full((8, 4), np.nan, dtype=np.float32)}}, "Q", "NaN"),
         ({"inputs": {**fresh(8, 4), "Q": np.full((8, 4), 1e39)}}, "Q", "overflows float32"),
         ({"inputs": fresh(8, 4), "n": 16}, "n", "must match the inputs' N=8"),
-        ({"algo": "fa3"}, "algo", "must be one of"),
+        ({"algo": "fa4"}, "algo", "must be one of"),
         ({"n": "8"}, "n", ""),
         ({"n": 0}, "n", ""),
         ({"br": 3.5}, "br", ""),

@@ -37,7 +37,7 @@ def refusal(doc) -> str | None:
 @pytest.mark.parametrize("compact", [False, True])
 def test_every_algorithms_trace_passes(algo, causal, compact):
     seed = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run
-    launch = (100, 32, 64, 32) if algo == "fa2-triton" else (11, 4, 4, 4)
+    launch = {"fa2-triton": (100, 32, 64, 32), "fa3": (200, 64, 128, 128)}.get(algo, (11, 4, 4, 4))
     doc = orjson.loads(trace(algo, *launch, causal=causal, seed=seed).to_json(compact=compact))
     assert refusal(doc) is None
 

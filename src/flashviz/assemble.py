@@ -204,4 +204,5 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
         "tiling": tiling_of(cfg),
         "veils": veils,
         "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
+        "schedule": None if texts.schedule is None else dict(texts.schedule),
     }

@@ -57,6 +57,7 @@ class Recorder:
         indices: Mapping[str, int | None] | None = None,
         code: tuple[dict[str, int], str] | None = None,
         mma: dict[str, Any] | None = None,
+        schedule: dict[str, Any] | None = None,
     ) -> None:
         """Count a step's transfers and note its writes; keep the step itself when its block is recorded.
 
@@ -64,7 +65,9 @@ class Recorder:
         orders the loop indices in the code header (default i then j); `code` adds the kernel's own loop variables
         to substitute and a note for the header (the Triton loop's `start`, its stage). A step of no block of Q
         (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded. `mma`: what the step's
-        matrix multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md)."""
+        matrix multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md);
+        `schedule`: which partition and warpgroups run it and which ring slot holds its tiles (a warp-specialized
+        kernel's, docs/trace-schema.md)."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
         self.phase_flops[phase].update(self.flops.take())  # the arithmetic done since the last step is this step's
         counts = self.phase_counts[phase]
@@ -106,6 +109,7 @@ class Recorder:
                 substeps=substeps,
                 text=text,
                 mma=mma,
+                schedule=schedule,
             )
         )
 

@@ -30,8 +30,9 @@ dQ buffer by atomic adds that nobody waits for (the reductions overlap the next 
 
 Tiles of 4-d (B, H, N, D) tensors move by host-side TMA descriptors with blocks of [1, 1, rows, D]. The regions
 between `# step: NAME` and `# end step` carry the step names of the other kernels, each once along the path the
-launches run: forward load_q (_fwd_producer), load_kv (_load_kv), scores and online_softmax
-(_fwd_tiles_overlapped: the two interleave, which is the point), write_back (_fwd_consumer); backward load_kv,
+launches run: forward load_q (_fwd_producer), load_kv (_load_kv), first_tile (_fwd_consumer: tile 0's scores and
+softmax, peeled), scores and online_softmax (_fwd_tiles_overlapped: the two interleave, which is the point: tile
+j's online_softmax runs tile j-1's P V), last_pv and write_back (_fwd_consumer); backward load_kv,
 load_q (_bwd_producer), probs, dv, ds, dk, dq (_bwd_steps), write_back (_bwd_consumer); Delta: load_do_o,
 write_delta. _fwd_tiles_plain (the ablation without overlap) marks scores and online_softmax again.
 
@@ -317,6 +318,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
         mi = gl.full([WG_ROWS], float("-inf"), gl.float32, row_layout)
         li = gl.zeros([WG_ROWS], gl.float32, row_layout)
         if OVERLAP:
+            # step: first_tile
             # tile 0: its scores and softmax only (its P V goes with tile 1's scores); masked whatever it is
             s, phase = _stage(it, STAGES)
             mbarrier.wait(k_ready.index(s), phase)
@@ -329,6 +331,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
             Sij = _mask(Sij, 0, rows, N, Bc, MASK_LAST, s_layout)
             mi, Pij, alpha, li = _softmax(Sij, mi, li, qk_scale, o_layout)
             it += 1
+            # end step
             mid = gl.maximum(n_full, 1)
             Oi, mi, li, Pij, alpha, it, turns = _fwd_tiles_overlapped(
                 Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, turn, it, turns,
@@ -337,6 +340,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
                 Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, turn, it, turns,
                 rows, mid, n, N, qk_scale, W, Bc, STAGES, MASK_LAST, PINGPONG)  # fmt: skip
             mbarrier.arrive(q_empty.index(W), count=1)  # every Sij of this block is done: Qi's buffer is free
+            # step: last_pv
             # the last tile's P V
             sp, phase_p = _stage(it - 1, STAGES)
             mbarrier.wait(v_ready.index(sp), phase_p)
@@ -346,6 +350,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
             _turn_pass(turn, W, PINGPONG)
             Oi = warpgroup_mma_wait(0, deps=(Oi,))
             mbarrier.arrive(v_empty.index(sp), count=1)
+            # end step
         else:
             Oi, mi, li, it, turns = _fwd_tiles_plain(
                 Oi, mi, li, q, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, turn, it, turns,

@@ -1,0 +1,167 @@
+"""A modelled schedule of one fa3 block (issue 20: "Modelled"): when each partition of the program does each piece of
+the tiles' work, from a cost model whose parameters are written down below with the recorded H200 run each comes
+from. No viewer draws it yet; it is the trace's `schedule` (docs/trace-schema.md).
+
+The model is a list schedule on three shared units of one SM, in the order kernel.py issues the work:
+- `tma`: the copy engine, one tile at a time at the SM's share of the measured HBM copy rate (the producer lane);
+- `tensor`: the SM's tensor cores, one wgmma at a time at the SM's share of the measured bf16 matmul rate
+  (a warpgroup's wgmma spans the SM's four sub-partitions, so the two warpgroups' products take turns);
+- `mufu`: the SM's exponential units, one warpgroup's softmax at a time at the SM's share of the measured fp32
+  exponential rate.
+Each piece starts when its inputs are ready (the ready/empty mbarriers: Kj's slot is free once both warpgroups'
+Sij are done, Vj's once both P·V are; Sij before its softmax; tile j's softmax before its P·V) and its unit is free.
+Ping-pong is the units' order: warpgroup 0 issues its products first, then 1. Intra-warpgroup overlap is the order
+within a warpgroup: Sij of tile j, then P·V of tile j−1, then tile j's softmax under them.
+Closed-form cases (tests/test_fa3_schedule.py): every duration is work / rate; one tile's block is load, S, softmax,
+P·V end to end.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .tiles import NUM_WG, WG_ROWS, stages
+
+if TYPE_CHECKING:
+    from ...config import Config
+
+SMS = 132  # the H200's SMs: bench/results/parallelism/2026-12-01-nvidia-h200.json device.multiprocessors
+PARAMS: dict[str, dict[str, Any]] = {
+    "bf16_matmul_tflops": {
+        "value": 783.4315070696915,
+        "unit": "TFLOP/s, whole GPU",
+        "source": "bench/results/ladder/2026-12-01-nvidia-h200.json peaks.bf16_matmul (torch bf16 8192³ matmul)",
+    },
+    "exp_tflops": {
+        "value": 2.9438681590949365,
+        "unit": "exponentials per ps (Texp/s), whole GPU",
+        "source": "bench/results/parallelism/2026-12-01-nvidia-h200.json rates.fp32_exp_tflops (accurate expf)",
+        "note": "accurate expf, several instructions; kernel.py's exp2 is one ex2.approx on the MUFU, not measured "
+        "on its own: the softmax bars are upper bounds",
+    },
+    "copy_tb_s": {
+        "value": 4.24,
+        "unit": "TB/s, whole GPU",
+        "source": "bench/results/attention/NOTES.md (the ceilings anchored by bench/attention_bench.py: copy)",
+        "note": "HBM's rate; K and V re-read by every block mostly come from L2, faster: the load bars are upper "
+        "bounds",
+    },
+    "tma_latency_ns": {
+        "value": 0.0,
+        "unit": "ns",
+        "source": "not measured (no recorded run times a TMA load's latency): 0 in the model",
+    },
+    "sms": {"value": SMS, "unit": "SMs", "source": "bench/results/parallelism/2026-12-01-nvidia-h200.json"},
+}
+
+
+def per_sm(name: str) -> float:
+    """A parameter's rate per SM, per ns (FLOPs, exponentials or bytes per ns)."""
+    return float(PARAMS[name]["value"]) * 1e3 / SMS  # T/s = 1e3 per ns, shared by the SMs
+
+
+def durations(d: int, bc: int) -> dict[str, float]:
+    """ns per piece of one warpgroup's work on a tile (64 rows), and per TMA tile."""
+    return {
+        "scores": 2 * WG_ROWS * bc * d / per_sm("bf16_matmul_tflops"),  # (64, D) x (D, Bc)
+        "pv": 2 * WG_ROWS * d * bc / per_sm("bf16_matmul_tflops"),  # (64, Bc) x (Bc, D)
+        "softmax": (WG_ROWS * bc + WG_ROWS) / per_sm("exp_tflops"),  # exp2 of Sij and of alpha
+        "load_q": 2 * WG_ROWS * d / per_sm("copy_tb_s") + float(PARAMS["tma_latency_ns"]["value"]),  # one half
+        "load_kv": 2 * bc * d / per_sm("copy_tb_s") + float(PARAMS["tma_latency_ns"]["value"]),  # Kj or Vj
+        "store_o": 2 * WG_ROWS * d / per_sm("copy_tb_s"),
+    }
+
+
+class _Units:
+    def __init__(self) -> None:
+        self.free = {"tma": 0.0, "tensor": 0.0, "mufu": 0.0}
+        self.bars: list[dict[str, Any]] = []
+
+    def run(self, unit: str, lane: str, what: str, j: int | None, ready: float, ns: float, step: str) -> float:
+        start = max(ready, self.free[unit])
+        end = start + ns
+        self.free[unit] = end
+        self.bars.append({"lane": lane, "unit": unit, "what": what, "j": j, "start_ns": round(start, 3),
+                          "end_ns": round(end, 3), "step": step})  # fmt: skip
+        return end
+
+
+def block(cfg: Config, i: int) -> dict[str, Any]:
+    """The modelled bars of block i: lanes `producer`, `wg0`, `wg1`; each bar's unit, the piece of work (`what`), its
+    tile, start and end in ns from the program's start, and the trace step (op) whose work it is."""
+    tc = cfg.tiles_of_block(i)
+    st = stages(cfg.d)
+    t = durations(cfg.d, cfg.bc)
+    u = _Units()
+    q_ready = [u.run("tma", "producer", f"Q half {w}", None, 0.0, t["load_q"], "load_q") for w in range(NUM_WG)]
+    k_ready: list[float] = []
+    v_ready: list[float] = []
+    k_free = [0.0] * tc  # when both warpgroups' Sij of tile j are done (Kj's slot released)
+    v_free = [0.0] * tc
+    s_done = [[0.0] * tc for _ in range(NUM_WG)]
+    soft_done = [[0.0] * tc for _ in range(NUM_WG)]
+    pv_done = [[0.0] * tc for _ in range(NUM_WG)]
+
+    def load(j: int) -> None:  # the producer: slot of tile j free once tile j - STAGES has left it
+        free_k = k_free[j - st] if j >= st else 0.0
+        k_ready.append(u.run("tma", "producer", "K", j, free_k, t["load_kv"], "load_kv"))
+        free_v = v_free[j - st] if j >= st else 0.0
+        v_ready.append(u.run("tma", "producer", "V", j, free_v, t["load_kv"], "load_kv"))
+
+    # the producer runs ahead by STAGES tiles; the consumers' pieces are issued in kernel.py's order
+    for j in range(min(st, tc)):
+        load(j)
+    for j in range(tc):
+        for w in range(NUM_WG):  # ping-pong: warpgroup 0's products, then 1's
+            lane = f"wg{w}"
+            step = "first_tile" if j == 0 else "scores"
+            s_done[w][j] = u.run("tensor", lane, "S", j, max(q_ready[w], k_ready[j]), t["scores"], step)
+            if j > 0:
+                ready = max(v_ready[j - 1], soft_done[w][j - 1])
+                pv_done[w][j - 1] = u.run("tensor", lane, "PV", j - 1, ready, t["pv"], "online_softmax")
+            step = "first_tile" if j == 0 else "online_softmax"
+            soft_done[w][j] = u.run("mufu", lane, "softmax", j, s_done[w][j], t["softmax"], step)
+        k_free[j] = max(s_done[w][j] for w in range(NUM_WG))
+        if j > 0:
+            v_free[j - 1] = max(pv_done[w][j - 1] for w in range(NUM_WG))
+        if j + st < tc:
+            load(j + st)
+    ends = []
+    for w in range(NUM_WG):
+        lane = f"wg{w}"
+        ready = max(v_ready[tc - 1], soft_done[w][tc - 1])
+        pv_done[w][tc - 1] = u.run("tensor", lane, "PV", tc - 1, ready, t["pv"], "last_pv")
+        ends.append(u.run("tma", lane, "O", None, pv_done[w][tc - 1], t["store_o"], "write_back"))
+    end = max(ends)
+    busy = sum(b["end_ns"] - b["start_ns"] for b in u.bars if b["unit"] == "tensor")
+    return {"i": i, "tiles": tc, "end_ns": end, "tensor_busy": busy / end if end else 0.0, "bars": u.bars}
+
+
+def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
+    """The trace's `schedule`: the parameters, the per-piece durations and the recorded blocks' bars, and the same
+    tiles one after another in a single lane (fa2-triton's order: no overlap), for comparison."""
+    t = durations(cfg.d, cfg.bc)
+    blocks = [block(cfg, i) for i in recorded]
+    serial = [
+        {
+            "i": b["i"],
+            "end_ns": 2 * t["load_q"]
+            + b["tiles"] * (2 * t["load_kv"] + NUM_WG * (t["scores"] + t["softmax"] + t["pv"]))
+            + NUM_WG * t["store_o"],
+        }
+        for b in blocks
+    ]
+    return {
+        "kind": "modelled",
+        "lanes": ["producer", "wg0", "wg1"],
+        "units": {
+            "tma": "the copy engine (TMA)",
+            "tensor": "the tensor cores (wgmma)",
+            "mufu": "the exponential units (exp2)",
+        },
+        "params": PARAMS,
+        "durations_ns": t,
+        "blocks": blocks,
+        "serial": serial,
+        "rule": __doc__.split("\n\n", 1)[1].split("\nClosed-form")[0].replace("\n", " ").strip() if __doc__ else "",
+    }
