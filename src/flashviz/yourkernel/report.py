@@ -148,7 +148,16 @@ def build(run: Run) -> KernelTrace:
     }
     if run.lse is not None:
         arrays["L"] = run.lse
+    doc["arrays"] = _head_arrays(arrays)
     return KernelTrace(doc, arrays)
+
+
+def _head_arrays(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Head 0's Q, K, V as the kernel read them and O, L as it left them (L in the kernel's own units), compact
+    (flashviz.trace_codec): what the viewer's Trace is made of (flashviz.yourkernel.viewer)."""
+    from ..trace_codec import encode_array
+
+    return {name: encode_array(a[0].astype(np.float32)) for name, a in arrays.items()}
 
 
 def _program(block: carries.Block, source: Any, heads: int, names: frozenset[str], values: bool):
