@@ -55,6 +55,12 @@ class KernelTrace:
     def to_dict(self) -> dict[str, Any]:
         return self.doc
 
+    def viewer_trace(self) -> Any:
+        """The viewer's Trace of this run (flashviz.yourkernel.viewer): what `flashviz.show(kernel=...)` draws."""
+        from .viewer import to_trace
+
+        return to_trace(self.doc)
+
     def to_json(self, indent: bool = False) -> bytes:
         import orjson
 

@@ -120,6 +120,8 @@ def to_trace(doc: dict[str, Any]) -> Trace:
     bc = max(int(doc["traffic"]["bc"]), 1)
     tr = -(-n // br)
     if [p["block"] for p in programs] != list(range(tr)):
+        if doc["verdict"] == "fault":
+            raise ConfigError("kernel", doc["message"])
         raise ConfigError(
             "kernel trace",
             f"the viewer draws a kernel whose programs of head 0 are its {tr} blocks of Br={br} rows of Q "
@@ -491,9 +493,10 @@ def _idea(doc: dict[str, Any], file: str) -> dict[str, Any]:
         "the stores)"
     )
     return {
-        "summary": f"{fn} from {file}, run under Triton's interpreter and held to float64 tile by tile.",
+        "summary": doc["message"],
         "body": [
             doc["message"],
+            f"{fn} from {file}, run under Triton's interpreter and held to float64 tile by tile.",
             f"The steps are cut from {how}; the highlighted lines are the kernel's own. The tiles in SRAM are the "
             "rows of Q, K and V it loaded, and the carries are its values at the end of every tile, beside the exact "
             "online-softmax state after the same keys in float64.",
