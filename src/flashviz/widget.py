@@ -18,6 +18,7 @@ try:
 except ImportError as exc:  # the optional extra
     raise ImportError(f"flashviz.show needs anywidget: pip install 'flashviz[notebook]' ({exc})") from None
 
+from .algos import BASELINE  # a user's kernel is drawn in its picture (flashviz.yourkernel.viewer)
 from .config import Config, ConfigError
 from .page import PLACEHOLDER, Documents, template
 
@@ -125,7 +126,7 @@ class Viewer(anywidget.AnyWidget):
         # the one lookup (the Algorithm goes down from here) and the API's bounds (a launch the page can hold), in
         # its words: as the server's page says them
         algo, cfg = config_of(content.get("config"), content.get("block"), api=True)
-        if self.kernel_trace is not None and content.get("kind") != "compare" and algo.name == KERNEL_PICTURE:
+        if self.kernel_trace is not None and content.get("kind") != "compare" and algo.name == BASELINE:
             return self._rerun(cfg)
         if content.get("kind") == "compare":
             from .compare_api import compare_document
@@ -141,7 +142,7 @@ class Viewer(anywidget.AnyWidget):
     def _rerun(self, cfg: Config) -> bytes:
         """The user's kernel again at the page's launch: N, D, the seed, the scale, causal, and the tiles as the
         kernel's BLOCK_M, BLOCK_N (here, in the notebook's process, which runs the user's code already)."""
-        from .api import trace
+        from .yourkernel import trace_kernel
 
         if self._kernel is None:
             raise ConfigError(
@@ -159,21 +160,19 @@ class Viewer(anywidget.AnyWidget):
                 raise ConfigError(flag, f"this kernel has no {name}: give its tiles with flashviz.show(meta=...)")
             meta[name] = value
         options.update(n=cfg.n, d=cfg.d, seed=cfg.seed, scale=cfg.scale, causal=cfg.causal, meta=meta)
-        made = trace(**options)
+        made = trace_kernel(**options)
         shown = made.viewer_trace()
         self.kernel_trace, self._kernel, self.trace = made, options, shown
         return shown.to_json(compact=True)
 
 
-KERNEL_PICTURE = "fa2"  # the algorithm whose picture a user's kernel is drawn in (flashviz.yourkernel.viewer)
-
-
 def _meta(value: Any) -> dict[str, Any]:
-    from .yourkernel.bind import parse_pairs
-
+    """meta= as flashviz.trace took it (a dict, or NAME=VALUE,... already checked when the kernel first ran)."""
     if value is None:
         return {}
-    return parse_pairs(value, "meta") if isinstance(value, str) else dict(value)
+    if isinstance(value, str):
+        return dict(item.strip().split("=", 1) for item in value.split(","))
+    return dict(value)
 
 
 def _documents_of(config: dict[str, Any], data: bytes) -> Documents:

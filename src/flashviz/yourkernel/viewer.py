@@ -24,7 +24,6 @@ import numpy as np
 from ..config import ConfigError
 from ..trace import Step, Trace, Transfer
 
-KERNEL = "fa2"  # the picture's kernel (its scope, its ops); the code panel shows the user's file
 TILE_OF = {"Q": "Qi", "K": "Kj", "V": "Vj", "O": "Oi", "L": None}
 LOAD_MATH = {"Q": ("Qi = Q[i]", r"Q_i \leftarrow Q[i]"), "K": ("Kj = K[j]", r"K_j \leftarrow K[j]")}
 LOAD_MATH["V"] = ("Vj = V[j]", r"V_j \leftarrow V[j]")
@@ -108,8 +107,11 @@ def _sci(x: float | None) -> str:
 
 def to_trace(doc: dict[str, Any]) -> Trace:
     """The viewer's Trace of a kernel-trace document (flashviz.yourkernel.report.KernelTrace.doc)."""
+    from ..algos import BASELINE, get
     from ..config import Config
-    from ..tracer import make_trace
+    from ..tracer import trace_of
+
+    algo = get(BASELINE)  # FlashAttention-2: the kernel is held to its picture, its closed forms, its tiling
 
     arrays = _decode(doc)
     launch = doc["launch"]
@@ -128,11 +130,12 @@ def to_trace(doc: dict[str, Any]) -> Trace:
             f"(this one's: {[p['block'] for p in programs]})",
         )
     inputs = {k: arrays[k].astype(np.float32) for k in ("Q", "K", "V")}
-    cfg = Config(algo=KERNEL, n=n, d=d, br=br, bc=bc, scale=float(launch["scale"]), causal=bool(launch["causal"]))
+    cfg = Config(algo=BASELINE, n=n, d=d, br=br, bc=bc, scale=float(launch["scale"]), causal=bool(launch["causal"]))
     from ..reference import attention
 
     _, ref_l = attention(arrays["Q"], arrays["K"], arrays["V"], cfg.softmax_scale, cfg.causal)
-    skeleton = make_trace(cfg, inputs)  # fa2's picture at the kernel's tiles; its steps are replaced below
+    skeleton = trace_of(algo, cfg, inputs)  # FA2's picture at the kernel's tiles; its steps are replaced below
+    kernel_name = skeleton.picker["kernels"][0]  # the picture's one kernel (its scope, its ops)
     text = doc["code"].splitlines()
     names = doc["carries"]["names"]
     units = _units(doc)
@@ -146,7 +149,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
             veil_of.setdefault(s.block, s.veil)
     fa2_math = {s.op: (s.math, s.tex) for s in skeleton.steps}
     ops = {k: {**v, "note": OP_NOTES.get(k, v["note"])} for k, v in skeleton.ops.items()}
-    kernel_ops = list(skeleton.kernels[KERNEL]["ops"])
+    kernel_ops = list(skeleton.kernels[kernel_name]["ops"])
     notes: list[list[Any]] = []
     steps: list[Step] = []
     block_phases: list[int] = []
@@ -168,7 +171,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
             if op not in ops:
                 kind = "write" if s["stores"] else "read" if s["loads"] else "compute"
                 ops[op] = {
-                    "kernel": KERNEL,
+                    "kernel": kernel_name,
                     "kind": kind,
                     "note": f"Your kernel's `# step: {op}` region.",
                     "notes": {},
@@ -237,7 +240,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
                 carries=carries,
                 substeps=None,
                 text=_sentence(i, j, s, tile, names, doc["tolerance"], text),
-                kernel=KERNEL,
+                kernel=kernel_name,
                 tile=held,
                 veil=veil_of.get(i) if cfg.causal else None,
                 action="; ".join(moved) or _dots(s),
@@ -254,7 +257,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
                             "rows": list(t.rows),
                             "cols": list(t.cols),
                             "op": op,
-                            "kernel": KERNEL,
+                            "kernel": kernel_name,
                             "block": i,
                             "step": step.index,
                         }
@@ -284,7 +287,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
     outputs = {"O": arrays["O"].astype(np.float32)}
     if has_l:
         outputs["L"] = (arrays["L"] / units["L"]).astype(np.float32)
-    reference = _reference(skeleton, inputs, outputs, doc["tolerance"], cfg)
+    reference = _reference(algo, inputs, outputs, doc["tolerance"], cfg)
     buffers = {k: v for k, v in skeleton.buffers.items() if k not in LEFT_OUT}
     sram_rows = [[b for b in row if b not in LEFT_OUT] for row in skeleton.picture["sram_rows"]]
     for name, op in ops.items():
@@ -293,8 +296,8 @@ def to_trace(doc: dict[str, Any]) -> Trace:
             "notes": {},  # fa2's ("Oi rescaled + PV") would say what the kernel may not do: its values show it
             "notes_masked": {},
         }
-    sram_fp, titles = _footprint(skeleton, buffers, low_bytes)
-    kernels = {KERNEL: {**skeleton.kernels[KERNEL], "ops": kernel_ops, "sram_title": titles}}
+    sram_fp, titles = _footprint(skeleton, kernel_name, buffers, low_bytes)
+    kernels = {kernel_name: {**skeleton.kernels[kernel_name], "ops": kernel_ops, "sram_title": titles}}
     blocks = [{**b, "phases": block_phases[q], "idle": [], "recorded": True} for q, b in enumerate(skeleton.blocks)]
     file = Path(doc["kernel"]["file"]).name
     tensor_view = {}
@@ -341,7 +344,9 @@ def to_trace(doc: dict[str, Any]) -> Trace:
     )
 
 
-def _footprint(skeleton: Trace, buffers: dict[str, Any], low_bytes: int) -> tuple[dict[str, Any], list[str]]:
+def _footprint(
+    skeleton: Trace, kernel: str, buffers: dict[str, Any], low_bytes: int
+) -> tuple[dict[str, Any], list[str]]:
     """The picture's buffers at the kernel's dtypes (tiles of Q, K, V in the low type; acc, m, l float32), and the
     SRAM titles with that total in place of fa2's."""
     fp = dict(skeleton.sram)
@@ -352,7 +357,7 @@ def _footprint(skeleton: Trace, buffers: dict[str, Any], low_bytes: int) -> tupl
         sizes[name] = {"shape": shape, "bytes": int(np.prod(shape)) * width}
     total = sum(b["bytes"] for b in sizes.values())
     old = f"{fp['bytes']:,} bytes"
-    titles = [t.replace(old, f"{total:,} bytes") for t in skeleton.kernels[KERNEL]["sram_title"]]
+    titles = [t.replace(old, f"{total:,} bytes") for t in skeleton.kernels[kernel]["sram_title"]]
     fp.update(buffers=sizes, bytes=total, fits=total <= fp["budget_bytes"])
     fp["needs_opt_in"] = total > fp["static_limit_bytes"]
     return fp, titles
@@ -473,11 +478,11 @@ def _sentence(
 
 
 def _reference(
-    skeleton: Trace, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], tol: dict[str, float], cfg: Any
+    algo: Any, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], tol: dict[str, float], cfg: Any
 ) -> dict[str, Any]:
     from .. import reference
-    from ..algos.fa2 import expect
 
+    expect = algo.expect
     refs = expect.expected(cfg, {k: v.astype(np.float64) for k, v in inputs.items()})
     refs = {k: v for k, v in refs.items() if k in outputs}
     checked = reference.check(outputs, refs, {k: tol[k] for k in refs}, expect.LOG_DOMAIN, None)
