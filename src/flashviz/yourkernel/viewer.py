@@ -374,9 +374,10 @@ def _labels(names: dict[str, str], has_l: bool) -> dict[str, str]:
     for role in ("m", "l", "acc"):
         if role in names:
             x = names[role]
-            out[x] = f"{x} (your kernel)"
-            out[f"{x}.float64"] = f"{x} (float64)"
-            out[f"{x}.error"] = f"|{x} \u2212 float64|"
+            if role != "acc":
+                out[x] = f"{x} (your kernel)"
+                out[f"{x}.float64"] = f"{x} (float64)"
+            out[f"{x}.error"] = f"|{x} \u2212 float64|" + (" (row max)" if role == "acc" else "")
     if has_l:
         out["L"] = "L (your kernel)"
         out["L.float64"] = "L (float64)"
@@ -389,7 +390,7 @@ def _tile_carries(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[Any]]:
     carries: dict[str, np.ndarray] = {}
     sram: dict[str, np.ndarray] = {}
-    for role, buf in (("m", "mi"), ("l", "li"), ("acc", "Oi")):
+    for role, buf in (("acc", "Oi"), ("m", "mi"), ("l", "li")):  # acc's error first: the table's widest carry
         values = tile.get("values", {}).get(role)
         if role not in names or values is None:
             continue
@@ -398,7 +399,10 @@ def _tile_carries(
         diff = np.abs(got.astype(np.float64) - want)
         err = diff if width is None else diff.max(axis=1)
         x = names[role]
-        carries[x], carries[f"{x}.float64"], carries[f"{x}.error"] = got, want, err.astype(np.float32)
+        if role == "acc":  # its rows are the SRAM picture's Oi; the table (one number a cell) holds their errors
+            carries[f"{x}.error"] = err.astype(np.float32)
+        else:
+            carries[x], carries[f"{x}.float64"], carries[f"{x}.error"] = got, want, err.astype(np.float32)
         sram[buf] = got
     checks = tile["checks"]
     parts: list[Any] = [f"After tile j = {tile['j']}, against float64 (max-norm relative): "]
