@@ -230,3 +230,47 @@ def test_a_kernel_trace_without_its_arrays_is_one_line(tmp_path, rng):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--trace" in lines[0] and "has no arrays" in lines[0], done.stderr
+
+
+def test_a_kernel_with_markers_two_heads(rng):
+    """fa2_marked.py (the tests' kernel in the tutorial's style, with `# step:` regions): its steps are its regions,
+    each step's highlighted lines inside its own region; head 0 is drawn, its traffic counted alone."""
+    marked = Path(__file__).parent / "fixtures" / "kernels" / "fa2_marked.py"
+    n = 48
+    made = flashviz.trace(kernel=f"{marked}:attn_fwd", n=n, d=D, heads=2, seed=int(rng.integers(2**31)), meta=META)
+    assert made.verdict == "correct", made.message
+    trace = made.viewer_trace()
+    check_trace(json.loads(trace.to_json(compact=True)), "the trace", "trace")
+    text = marked.read_text().splitlines()
+    region: dict[int, str] = {}
+    name = None
+    for k, line in enumerate(text, start=1):
+        if line.strip().startswith("# step: "):
+            name = line.strip().removeprefix("# step: ")
+        elif line.strip() == "# end step":
+            name = None
+        elif name is not None:
+            region[k] = name
+    assert set(region.values()) == {"load_q", "load_kv", "scores", "online_softmax", "write_back"}
+    for s in trace.steps:
+        assert all(region.get(x) == s.op for x in range(s.lines[0], s.lines[1] + 1)), (s.op, s.lines)
+    assert [s.op for s in trace.steps if s.block == 0] == ["load_q", *["load_kv", "scores", "online_softmax"] * 3,
+                                                          "write_back"]  # fmt: skip
+    assert trace.hbm["K"] == {"read": 3 * n * D, "written": 0}  # head 0: Tr·N·D, the other head not counted here
+
+
+def test_a_faulted_kernel_is_one_line_in_the_viewer(tmp_path, rng):
+    plain = Path(__file__).parent / "fixtures" / "kernels" / "fa2_plain.py"
+    text = plain.read_text()
+    assert text.count("s = tl.dot(q, k) * sm_scale") == 1
+    (tmp_path / "bad.py").write_text(text.replace("s = tl.dot(q, k) * sm_scale", "s = tl.dot(q, v) * sm_scale"))
+    np.savez(tmp_path / "qkv.npz", **inputs(rng))
+    done = cli("trace", "--kernel", "bad.py:attn_fwd", "--meta", "BLOCK_M=16,BLOCK_N=16", "--inputs", "qkv.npz",
+               "-o", "t.json", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1
+    done = cli("export", "k.html", "--trace", "t.json", cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "faulted, so no whole run is there to draw: block 0 (program (0, 0, 0))" in lines[0]
+    assert "raised UnboundLocalError" in lines[0]

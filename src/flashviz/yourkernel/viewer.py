@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import ConfigError
 from ..trace import Step, Trace, Transfer
+from .source import _BEGIN, _END
 
 TILE_OF = {"Q": "Qi", "K": "Kj", "V": "Vj", "O": "Oi", "L": None}
 LOAD_MATH = {"Q": ("Qi = Q[i]", r"Q_i \leftarrow Q[i]"), "K": ("Kj = K[j]", r"K_j \leftarrow K[j]")}
@@ -61,10 +62,31 @@ def _runs(lines: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _highlight(step: dict[str, Any]) -> tuple[int, int]:
-    """The run of the step's lines that holds its first load, store or dot (else its last run)."""
-    runs = _runs(step["lines"]) or [(1, 1)]
+def _regions(text: list[str]) -> list[tuple[str, int, int]]:
+    """The file's `# step: NAME` ... `# end step` regions: (name, first, last line inside), 1-based."""
+    out: list[tuple[str, int, int]] = []
+    name, first = None, 0
+    for k, line in enumerate(text, start=1):
+        found = _BEGIN.match(line)
+        if found:
+            name, first = found[1], k + 1
+        elif _END.match(line) and name is not None:
+            out.append((name, first, k - 1))
+            name = None
+    return out
+
+
+def _highlight(step: dict[str, Any], regions: list[tuple[str, int, int]] | None = None) -> tuple[int, int]:
+    """A marked file: the step's `# step:` region (the one holding its first load, store or dot, else its first
+    line in one). Otherwise the run of the step's lines that holds its first load, store or dot (else its last)."""
     events = [e["line"] for k in ("loads", "stores", "dots") for e in step[k]]
+    if regions:
+        mine = [(a, b) for name, a, b in regions if name == step["op"] and a <= b]
+        for line in [*sorted(events), *sorted(step["lines"])]:
+            for a, b in mine:
+                if a <= line <= b:
+                    return a, b
+    runs = _runs(step["lines"]) or [(1, 1)]
     if events:
         first = min(events)
         for a, b in runs:
@@ -123,7 +145,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
     tr = -(-n // br)
     if [p["block"] for p in programs] != list(range(tr)):
         if doc["verdict"] == "fault":
-            raise ConfigError("kernel", doc["message"])
+            raise ConfigError("kernel", f"faulted, so no whole run is there to draw: {doc['message']}")
         raise ConfigError(
             "kernel trace",
             f"the viewer draws a kernel whose programs of head 0 are its {tr} blocks of Br={br} rows of Q "
@@ -137,6 +159,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
     skeleton = trace_of(algo, cfg, inputs)  # FA2's picture at the kernel's tiles; its steps are replaced below
     kernel_name = skeleton.picker["kernels"][0]  # the picture's one kernel (its scope, its ops)
     text = doc["code"].splitlines()
+    regions = _regions(text) if doc["kernel"]["markers"] else None
     names = doc["carries"]["names"]
     units = _units(doc)
     low = launch["dtype"]
@@ -216,7 +239,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
                 note = _out_note(p)
             if j is not None:
                 held = j
-            first, last = _highlight(s)
+            first, last = _highlight(s, regions)
             header = f"# block i = {i}" + ("" if j is None else f", tile j = {j}") + f" (lines {first}-{last})"
             math, tex = _math(op, s, fa2_math)
             carries_note = None
