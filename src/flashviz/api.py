@@ -89,18 +89,21 @@ def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Vi
     """The viewer in a notebook (JupyterLab, Notebook 7, VS Code, marimo): `flashviz.show(n=16, d=8)`.
 
     Takes a Trace (`flashviz.trace(...)`), a dict of `flashviz.trace`'s arguments, a trace file's path (checked as
-    `flashviz view` checks it), or those arguments as keywords. Editing the launch in the widget recomputes it here, in
-    Python, through the widget's model: no server. `height`: the widget's height in CSS pixels (the page scrolls
-    inside). Needs anywidget: pip install 'flashviz[notebook]'."""
+    `flashviz view` checks it), or those arguments as keywords. With `kernel=attn_fwd` (your own @triton.jit forward,
+    and flashviz.trace's kernel options: meta, bind, carry, ...), the widget draws your kernel held to float64 tile
+    by tile (docs/yourkernel.md); a KernelTrace is shown as it is. Editing the launch in the widget recomputes it
+    here, in Python, through the widget's model: no server (your kernel runs again). `height`: the widget's height
+    in CSS pixels (the page scrolls inside). Needs anywidget: pip install 'flashviz[notebook]'."""
     from .widget import Viewer
 
     height = height_of(height)  # before any launch is computed
-    if trace_or_kwargs is None:
-        made = trace(**kwargs)
-    elif isinstance(trace_or_kwargs, dict):
-        if kwargs:
+    if trace_or_kwargs is None or isinstance(trace_or_kwargs, dict):
+        if trace_or_kwargs is not None and kwargs:
             raise TypeError("flashviz.show takes a dict of arguments or keywords, not both")
-        made = trace(**trace_or_kwargs)
+        arguments = kwargs if trace_or_kwargs is None else dict(trace_or_kwargs)
+        made = trace(**arguments)
+        if arguments.get("kernel") is not None:  # a user's kernel: an edit in the widget runs it again, here
+            return Viewer.of_kernel(made, arguments, height=height)
     elif isinstance(trace_or_kwargs, (str, Path)):
         from .tracefile import read_trace_file
 
@@ -108,7 +111,12 @@ def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Vi
         return Viewer.of_document(doc, data, height=height)
     else:
         from .trace import Trace
+        from .yourkernel.report import KernelTrace
 
+        if isinstance(trace_or_kwargs, KernelTrace):
+            if kwargs:
+                raise TypeError("flashviz.show takes a KernelTrace or keywords, not both")
+            return Viewer.of_kernel(trace_or_kwargs, None, height=height)
         if not isinstance(trace_or_kwargs, Trace):
             raise ConfigError(
                 "trace_or_kwargs",

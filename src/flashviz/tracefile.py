@@ -11,6 +11,8 @@ from .config import ConfigError, shown
 from .regular_file import read_regular
 from .trace import SCHEMA
 
+KERNEL_SCHEMA = "flashviz.kernel-trace/1"  # flashviz.yourkernel.report.SCHEMA: shown through the same viewer
+
 # The largest trace the CLI writes (N=16384, one block recorded) is a few hundred MB; a page holding more is no use.
 MAX_FILE_BYTES = 512 * 2**20
 # what every view reads first: a trace without these is not one this version wrote
@@ -22,10 +24,17 @@ EXPECTED = f"a trace file is one JSON document of schema {SCHEMA} (`flashviz tra
 def read_trace_file(path: str | Path, flag: str = "--trace") -> tuple[dict[str, Any], bytes]:
     """(the checked trace, its JSON bytes as read) from `path`; a ConfigError naming `flag` otherwise."""
     data = _read(Path(path), flag)
-    return check_trace_bytes(data, shown(str(path)), flag), data
+    doc, made = _checked(data, shown(str(path)), flag)
+    return doc, data if made is None else made  # a kernel trace: the viewer's Trace made of it is what is shown
 
 
 def check_trace_bytes(data: bytes, where: str, flag: str) -> dict[str, Any]:
+    """The checked trace of `data`; a kernel trace (`flashviz trace --kernel -o`) is made into the viewer's Trace
+    first (flashviz.yourkernel.viewer)."""
+    return _checked(data, where, flag)[0]
+
+
+def _checked(data: bytes, where: str, flag: str) -> tuple[dict[str, Any], bytes | None]:
     import orjson
 
     if not data.strip():
@@ -37,8 +46,26 @@ def check_trace_bytes(data: bytes, where: str, flag: str) -> dict[str, Any]:
         truncated = "unexpected end" in why.lower() or "eof" in why.lower()
         what = "is truncated (the JSON ends early)" if truncated else f"is not JSON ({shown(why)})"
         raise ConfigError(flag, f"{where} {what}; {EXPECTED}") from None
+    made = None
+    if isinstance(doc, dict) and doc.get("schema") == KERNEL_SCHEMA:
+        doc, made = _from_kernel(doc, where, flag)
     check_trace(doc, where, flag)
-    return doc
+    return doc, made
+
+
+def _from_kernel(doc: dict[str, Any], where: str, flag: str) -> tuple[dict[str, Any], bytes]:
+    from .yourkernel.viewer import trace_document
+
+    try:
+        return trace_document(doc)
+    except ConfigError as exc:
+        raise ConfigError(flag, f"{where}: {exc.message}") from None
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ConfigError(
+            flag,
+            f"{where} is a kernel trace ({KERNEL_SCHEMA}) the viewer cannot read ({type(exc).__name__}: "
+            f"{shown(str(exc))}); write it again with `flashviz trace --kernel FILE.py:FN -o FILE.json`",
+        ) from None
 
 
 def check_trace(doc: Any, where: str, flag: str) -> None:

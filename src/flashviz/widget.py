@@ -18,12 +18,14 @@ try:
 except ImportError as exc:  # the optional extra
     raise ImportError(f"flashviz.show needs anywidget: pip install 'flashviz[notebook]' ({exc})") from None
 
+from .algos import BASELINE  # a user's kernel is drawn in its picture (flashviz.yourkernel.viewer)
 from .config import Config, ConfigError
 from .page import PLACEHOLDER, Documents, template
 
 if TYPE_CHECKING:
     from .algos.base import Algorithm
     from .trace import Trace
+    from .yourkernel.report import KernelTrace
 
 ORIGIN = "the notebook widget"
 
@@ -61,6 +63,8 @@ class Viewer(anywidget.AnyWidget):
         config = shown.config if not isinstance(shown, dict) else shown["config"]
         super().__init__(_documents=documents.html(), config=page_config(config), **kwargs)
         self.trace: Trace | dict[str, Any] = shown
+        self.kernel_trace: KernelTrace | None = None  # a user's kernel (of_kernel): its verdict, divergence, traffic
+        self._kernel: dict[str, Any] | None = None  # flashviz.trace's arguments that ran it, to run it again
         self.on_msg(self._on_message)
 
     @traitlets.validate("height")
@@ -92,6 +96,15 @@ class Viewer(anywidget.AnyWidget):
         """A trace file's document, as read and checked (flashviz.tracefile)."""
         return cls(_documents_of(doc["config"], data), doc, height=height)
 
+    @classmethod
+    def of_kernel(cls, made: KernelTrace, options: dict[str, Any] | None, height: int = 760) -> Viewer:
+        """A user's kernel (`flashviz.show(kernel=attn_fwd, ...)`): its viewer Trace; with `options` (the arguments
+        of flashviz.trace that ran it), a launch edited in the page runs the kernel again, here."""
+        shown = made.viewer_trace()
+        w = cls(_documents_of(shown.config, shown.to_json(compact=True)), shown, height=height)
+        w.kernel_trace, w._kernel = made, None if options is None else dict(options)
+        return w
+
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict) or content.get("type") != "ask":
             return
@@ -113,6 +126,8 @@ class Viewer(anywidget.AnyWidget):
         # the one lookup (the Algorithm goes down from here) and the API's bounds (a launch the page can hold), in
         # its words: as the server's page says them
         algo, cfg = config_of(content.get("config"), content.get("block"), api=True)
+        if self.kernel_trace is not None and content.get("kind") != "compare" and algo.name == BASELINE:
+            return self._rerun(cfg)
         if content.get("kind") == "compare":
             from .compare_api import compare_document
 
@@ -123,6 +138,41 @@ class Viewer(anywidget.AnyWidget):
         made = trace_of(algo, cfg)
         self.trace = made
         return made.to_json(compact=True)
+
+    def _rerun(self, cfg: Config) -> bytes:
+        """The user's kernel again at the page's launch: N, D, the seed, the scale, causal, and the tiles as the
+        kernel's BLOCK_M, BLOCK_N (here, in the notebook's process, which runs the user's code already)."""
+        from .yourkernel import trace_kernel
+
+        if self._kernel is None:
+            raise ConfigError(
+                "kernel", "this widget shows a KernelTrace: flashviz.show(kernel=..., ...) runs it again on an edit"
+            )
+        assert self.kernel_trace is not None
+        options = dict(self._kernel)
+        meta = dict(_meta(options.get("meta")))
+        params = self.kernel_trace.doc["binding"]
+        now = self.kernel_trace.doc["traffic"]
+        for flag, name, value, held in (("br", "BLOCK_M", cfg.br, now["br"]), ("bc", "BLOCK_N", cfg.bc, now["bc"])):
+            if value == held:
+                continue
+            if name not in params:
+                raise ConfigError(flag, f"this kernel has no {name}: give its tiles with flashviz.show(meta=...)")
+            meta[name] = value
+        options.update(n=cfg.n, d=cfg.d, seed=cfg.seed, scale=cfg.scale, causal=cfg.causal, meta=meta)
+        made = trace_kernel(**options)
+        shown = made.viewer_trace()
+        self.kernel_trace, self._kernel, self.trace = made, options, shown
+        return shown.to_json(compact=True)
+
+
+def _meta(value: Any) -> dict[str, Any]:
+    """meta= as flashviz.trace took it (a dict, or NAME=VALUE,... already checked when the kernel first ran)."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return dict(item.strip().split("=", 1) for item in value.split(","))
+    return dict(value)
 
 
 def _documents_of(config: dict[str, Any], data: bytes) -> Documents:

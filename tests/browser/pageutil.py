@@ -130,10 +130,11 @@ def assert_no_junk(page) -> None:
     """No formatting accident on the page: no "NaN", "undefined", "Infinity" or "[object" in its text (a trace of
     finite numbers; a row with no finite score shows NaN on purpose, see test_masked.py)."""
     # text quoted verbatim from a recorded document (the ladder run's own sentences, e.g. "outputs poisoned with
-    # NaN") is marked data-verbatim and is no formatting of the page's
+    # NaN") is marked data-verbatim and is no formatting of the page's; nor are the documents a page holds in its
+    # <script type="application/json"> elements (`flashviz view`, `flashviz export`), which are not its text
     text = page.evaluate(
-        "(() => { const b = document.body.cloneNode(true); b.querySelectorAll('[data-verbatim]').forEach(e => "
-        "e.remove()); return b.textContent; })()"
+        "(() => { const b = document.body.cloneNode(true); b.querySelectorAll('[data-verbatim], script, style')"
+        ".forEach(e => e.remove()); return b.textContent; })()"
     )
     for junk in ("NaN", "undefined", "Infinity", "[object"):
         assert junk not in text, (junk, text[max(0, text.find(junk) - 80) : text.find(junk) + 40])

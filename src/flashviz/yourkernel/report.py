@@ -55,6 +55,12 @@ class KernelTrace:
     def to_dict(self) -> dict[str, Any]:
         return self.doc
 
+    def viewer_trace(self) -> Any:
+        """The viewer's Trace of this run (flashviz.yourkernel.viewer): what `flashviz.show(kernel=...)` draws."""
+        from .viewer import to_trace
+
+        return to_trace(self.doc)
+
     def to_json(self, indent: bool = False) -> bytes:
         import orjson
 
@@ -148,7 +154,16 @@ def build(run: Run) -> KernelTrace:
     }
     if run.lse is not None:
         arrays["L"] = run.lse
+    doc["arrays"] = _head_arrays(arrays)
     return KernelTrace(doc, arrays)
+
+
+def _head_arrays(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Head 0's Q, K, V as the kernel read them and O, L as it left them (L in the kernel's own units), compact
+    (flashviz.trace_codec): what the viewer's Trace is made of (flashviz.yourkernel.viewer)."""
+    from ..trace_codec import encode_array
+
+    return {name: encode_array(a[0].astype(np.float32)) for name, a in arrays.items()}
 
 
 def _program(block: carries.Block, source: Any, heads: int, names: frozenset[str], values: bool):
