@@ -202,7 +202,7 @@ def test_the_correct_kernel_through_the_api(rng, causal):
     assert [t.tensor for t in wb.transfers] == ["L", "O"]
 
 
-def test_the_widget_runs_the_kernel_again_on_an_edit():
+def test_the_widget_runs_the_kernel_again_on_an_edit(tmp_path):
     pytest.importorskip("anywidget")
     w = flashviz.show(kernel=f"{BUG}:attn_fwd", meta=META, n=N, d=D)
     assert w.kernel_trace.verdict == "diverges" and w.trace.tagline == w.kernel_trace.message
@@ -215,6 +215,10 @@ def test_the_widget_runs_the_kernel_again_on_an_edit():
     # the tiles edited are the kernel's BLOCK_M and BLOCK_N
     reply = json.loads(w._answer({"type": "ask", "config": {**w.config, "n": 48, "bc": 32}}))
     assert w.kernel_trace.doc["binding"]["BLOCK_N"]["value"] == 32 and reply["config"]["bc"] == 32
+    # a kernel trace file, as flashviz view opens it
+    (tmp_path / "t.json").write_bytes(w.kernel_trace.to_json())
+    from_file = flashviz.show(str(tmp_path / "t.json"))
+    assert from_file.trace["tagline"] == w.kernel_trace.message and from_file.config["bc"] == 32
     # a KernelTrace shown as it is cannot be run again: said in one line
     shown = flashviz.show(w.kernel_trace)
     with pytest.raises(ConfigError, match=r"^kernel: this widget shows a KernelTrace"):

@@ -103,6 +103,7 @@ def test_the_bug_exported(context, tmp_path, rng):
     expect(summary).to_have_text(re.compile("^" + re.escape(said) + r" — .* so the rescale by alpha is missing$"))
     assert page.evaluate("window.flashviz.trace().kernel.source") == (EXAMPLES / "my_attn_bug.py").read_text()
     expect(counter_el(page)).to_have_attribute("data-total", str(len(doc["steps"])))
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()  # the page's traceCheck and traceShape take it
     page.locator("#code").scroll_into_view_if_needed()
     expect(page.locator("[data-testid=kernel-editor] .cm-content")).to_contain_text("def attn_fwd(")
     assert not page.errors, page.errors
@@ -125,6 +126,7 @@ def walk(page, doc: dict, said: str, j0: int, artifacts: Path) -> None:
     summary = page.locator("[data-testid=idea-summary]")
     expect(summary).to_have_text(re.compile("^" + re.escape(said) + r" — .* so the rescale by alpha is missing$"))
     assert "\n" not in summary.inner_text()
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()
     # the file's code in the panel
     source = (EXAMPLES / "my_attn_bug.py").read_text()
     assert page.evaluate("window.flashviz.trace().kernel.source") == source
