@@ -180,7 +180,7 @@ class Texts:
     veil: Callable[[Step], list[dict[str, Any]] | None] = lambda step: None
     launch: Mapping[str, Any] | None = None  # how the kernel is launched beyond N, D, Br, Bc (warps, stages, why)
     tensor_cores: Mapping[str, Any] | None = None  # how its matrix products run on the tensor cores
-    schedule: Mapping[str, Any] | None = None  # a modelled schedule of its partitions (fa3), or None
+    schedule: Mapping[str, Any] | None = None  # a modelled schedule of its partitions, or None
 
 
 # ---- helpers the algorithms' picture modules share ----

@@ -69,7 +69,7 @@ class Step:
     action: str = ""  # the seed's "Action" column
     carries_note: int | None = None  # index into the trace's carries notes
     mma: dict[str, Any] | None = None  # a tensor-core kernel's scores and P·V steps: one element as its k-steps add up
-    # who runs the step on a warp-specialized kernel (fa3): its partition, the consumer warpgroups' rows, the ring slot
+    # who runs the step on a warp-specialized kernel: its partition, the consumer warpgroups' rows, the ring slot
     # of its Kj, Vj (docs/trace-schema.md, a step's `schedule`); None for a kernel whose warps all run every step
     schedule: dict[str, Any] | None = None
 
@@ -105,7 +105,7 @@ class Trace:
     tiling: dict[str, Any] = field(default_factory=dict)
     veils: list[Any] = field(default_factory=list)
     tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
-    schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule (fa3), else None
+    schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule, else None
 
     def to_json(self, indent: bool = False, compact: bool = False) -> bytes:
         """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references

@@ -60,11 +60,11 @@ describe("URL round trip", () => {
     const names = LIMITS.algos!.map((a) => a.name);
     expect(LIMITS.default).toBe("fa2"); // the server's default: the seed's example
     expect(parseUrl("", LIMITS).config.algo).toBe("fa2");
-    expect(one("?algo=fa3")).toEqual([`URL algo="fa3": must be one of ${names.join(", ")}; showing ${LIMITS.default}`]);
+    expect(one("?algo=fa4")).toEqual([`URL algo="fa4": must be one of ${names.join(", ")}; showing ${LIMITS.default}`]);
     expect(names).toContain("fa2-backward");
     // before the server has listed its algorithms, any name goes to the server, which judges it
-    expect(parseUrl("?algo=fa3").config.algo).toBe("fa3");
-    expect(parseUrl("?algo=fa3").problems).toEqual([]);
+    expect(parseUrl("?algo=fa4").config.algo).toBe("fa4");
+    expect(parseUrl("?algo=fa4").problems).toEqual([]);
     expect(one("?causal=maybe")).toEqual(['URL causal="maybe": must be true or false; showing causal=false']);
     expect(one("?speed=3")).toEqual(['URL speed="3": must be one of 0.25, 0.5, 1, 2, 4; showing 1\u00d7']);
     expect(one("?block=-1")[0]).toMatch(/^URL block="-1": must be an integer, at least 0/);

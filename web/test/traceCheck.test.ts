@@ -96,13 +96,13 @@ describe("an exported page holding a broken trace", () => {
     expect(detail).not.toMatch(/server|Cannot read/);
   });
 
-  it("refuses an algorithm the page does not offer (config.algo fa3)", async () => {
-    const t = broken({ config: { ...FA2C.config, algo: "fa3" } });
+  it("refuses an algorithm the page does not offer (config.algo fa4)", async () => {
+    const t = broken({ config: { ...FA2C.config, algo: "fa4" } });
     const err = (await pickSource(page(t))
       .trace(at)
       .catch((e: unknown) => e)) as ApiError;
     expect(err.detail).toContain("config.algo must be one of standard, fa1, fa2");
-    expect(err.detail).toContain('(got "fa3")');
+    expect(err.detail).toContain('(got "fa4")');
   });
 });
 

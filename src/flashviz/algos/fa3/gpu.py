@@ -57,8 +57,8 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
         "kernel": "fa3_fwd",
         "file": "kernel.py",
         "grid": list(grid(cfg, heads)),
-        "block": [32 * 4, 1, 1],
-        "num_warps": 4,
+        "block": [32 * 12, 1, 1],  # 12 warps: the two consumer warpgroups and the producer's (NOTES.md "fa3")
+        "num_warps": 12,
         "num_stages": config.stages,
         "maxnreg": None,
         "source": "fa3_attention.forward_config: " + config.name(),

@@ -39,7 +39,7 @@ def load_kv(j: int, tc: int, first: int, end: int, bc: int, d: int, tr: int, rin
     return (
         f"The producer puts Kj, Vj = K[{first}:{end}], V[{first}:{end}] ({4 * valid * d} bytes, bf16) into ring "
         f"slot {ring['slot']} of {ring['stages']} ({wait}); the copy engine completes the slot's ready mbarrier "
-        f"when the bytes land. Every block of Q reads this tile: {tr} times in all.{later}{pad}"
+        f"when the bytes land. Each of the {tr} blocks of Q whose rows reach this tile reads it too.{later}{pad}"
     )
 
 
