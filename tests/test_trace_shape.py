@@ -20,7 +20,8 @@ from flashviz.trace_shape import ATOMS, spec
 from flashviz.tracefile import check_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "web" / "test" / "fixtures"
-CASES = json.loads((FIXTURES / "trace_shape_cases.json").read_text())["cases"]
+# written by hand, shared with web/test/traceCheck.test.ts (not a generated fixture: web/test/fixtures is only those)
+CASES = json.loads((FIXTURES.parent / "cases" / "trace_shape_cases.json").read_text())["cases"]
 FA2C = json.loads((FIXTURES / "fa2_causal_n12_block0.json").read_text())
 
 

@@ -7,7 +7,7 @@ import type { ConfigParams } from "../src/state";
 import { traceProblem } from "../src/traceCheck";
 import { compareProblem } from "../src/traceShape";
 import { BY_ALGO, COMPARE, FA2C, LIMITS } from "./fixtures";
-import SHAPE_CASES from "./fixtures/trace_shape_cases.json";
+import SHAPE_CASES from "./cases/trace_shape_cases.json";
 
 const PARTS = ["tensors", "buffers", "picture", "ops", "picker", "inputs", "outputs", "kernels"];
 
