@@ -6,8 +6,8 @@ import { DATA_ID, pickSource } from "../src/source";
 import type { ConfigParams } from "../src/state";
 import { traceProblem } from "../src/traceCheck";
 import { compareProblem } from "../src/traceShape";
-import { BY_ALGO, COMPARE, FA2C, LIMITS } from "./fixtures";
 import SHAPE_CASES from "./cases/trace_shape_cases.json";
+import { BY_ALGO, COMPARE, FA2C, LIMITS } from "./fixtures";
 
 const PARTS = ["tensors", "buffers", "picture", "ops", "picker", "inputs", "outputs", "kernels"];
 
