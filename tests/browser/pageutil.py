@@ -149,3 +149,31 @@ def tooltip_at(page, grid: str, r: float, c: float) -> str:
     tip = page.locator("[data-testid=cell-tooltip]")
     expect(tip).to_be_visible()
     return tip.inner_text()
+
+
+@contextmanager
+def viewing(path, cwd=None):
+    """`flashviz view PATH --no-browser` in a subprocess (from `cwd`, when given); yields its URL once it prints
+    it (a state)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flashviz", "view", str(path), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+    )
+    try:
+        url = None
+        for line in proc.stdout:
+            found = re.search(r"http://127\.0\.0\.1:\d+/?", line)
+            if found:
+                url = found[0]
+                break
+        assert url, "flashviz view printed no URL"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

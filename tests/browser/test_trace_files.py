@@ -7,15 +7,13 @@ to test-artifacts/."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from pageutil import DEFAULT, WAIT_MS, api, counter_el, expect, expect_step, open_viewer
+from pageutil import DEFAULT, WAIT_MS, api, counter_el, expect, expect_step, open_viewer, viewing
 
 from flashviz.trace_codec import decode_doc
 
@@ -26,29 +24,6 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "flashviz", *args], capture_output=True, text=True, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return done
-
-
-@contextmanager
-def viewing(path: Path):
-    """`flashviz view PATH --no-browser` in a subprocess; yields its URL once it prints it (a state)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flashviz", "view", str(path), "--no-browser"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        url = None
-        for line in proc.stdout:
-            found = re.search(r"http://127\.0\.0\.1:\d+/?", line)
-            if found:
-                url = found[0]
-                break
-        assert url, "flashviz view printed no URL"
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
 
 
 @pytest.fixture

@@ -12,12 +12,11 @@ import re
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from pageutil import WAIT_MS, assert_no_junk, counter_el, expect, expect_step
+from pageutil import WAIT_MS, assert_no_junk, counter_el, expect, expect_step, viewing
 
 from flashviz.tracefile import read_trace_file
 
@@ -58,30 +57,6 @@ def watched(context):
     return page
 
 
-@contextmanager
-def viewing(cwd: Path):
-    """`flashviz view t.json --no-browser` in a subprocess; yields its URL once it prints it (a state)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flashviz", "view", "t.json", "--no-browser"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=cwd,
-    )
-    try:
-        url = None
-        for line in proc.stdout:
-            found = re.search(r"http://127\.0\.0\.1:\d+/?", line)
-            if found:
-                url = found[0]
-                break
-        assert url, "flashviz view printed no URL"
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-
-
 def kernel_trace(tmp_path: Path, rng, example: str, code: int) -> tuple[dict, dict]:
     qkv = {x: rng.standard_normal((N, D)).astype(np.float16).astype(np.float32) for x in "QKV"}
     np.savez(tmp_path / "qkv.npz", **qkv)
@@ -114,7 +89,7 @@ def test_the_bug_in_the_page(context, tmp_path, rng, artifacts):
     doc, qkv = kernel_trace(tmp_path, rng, "my_attn_bug.py", code=1)
     j0 = first_moved_tile(qkv["Q"], qkv["K"])
     said = f"block 0, tile {j0}: acc diverges"
-    with viewing(tmp_path) as url:
+    with viewing("t.json", cwd=tmp_path) as url:
         page = watched(context)
         page.goto(url)
         expect(page.locator("html")).to_have_attribute("data-ready", "true")
@@ -185,7 +160,7 @@ def walk(page, doc: dict, said: str, j0: int, artifacts: Path) -> None:
 
 def test_the_correct_kernel_through_view(context, tmp_path, rng):
     doc, _ = kernel_trace(tmp_path, rng, "my_attn.py", code=0)
-    with viewing(tmp_path) as url:
+    with viewing("t.json", cwd=tmp_path) as url:
         page = watched(context)
         page.goto(url)
         expect(page.locator("html")).to_have_attribute("data-ready", "true")
