@@ -1,6 +1,6 @@
 """A modelled schedule of one fa3 block (issue 20: "Modelled"): when each partition of the program does each piece of
 the tiles' work, from a cost model whose parameters are written down below with the recorded H200 run each comes
-from. No viewer draws it yet; it is the trace's `schedule` (docs/trace-schema.md).
+from. The page's schedule view draws it; it is the trace's `schedule` (docs/trace-schema.md).
 
 The model is a list schedule on three shared units of one SM, in the order kernel.py issues the work:
 - `tma`: the copy engine, one tile at a time at the SM's share of the measured HBM copy rate (the producer lane);
@@ -18,6 +18,8 @@ P·V end to end.
 
 from __future__ import annotations
 
+import json
+from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from .tiles import NUM_WG, WG_ROWS, stages
@@ -86,9 +88,14 @@ class _Units:
         return end
 
 
-def block(cfg: Config, i: int) -> dict[str, Any]:
+def block(cfg: Config, i: int, pingpong: bool = True, overlap: bool = True) -> dict[str, Any]:
     """The modelled bars of block i: lanes `producer`, `wg0`, `wg1`; each bar's unit, the piece of work (`what`), its
-    tile, start and end in ns from the program's start, and the trace step (op) whose work it is."""
+    tile, start and end in ns from the program's start, and the trace step (op) whose work it is.
+
+    `pingpong` and `overlap` are the ablation's features (fa3_attention.ABLATION). Without intra-warpgroup overlap a
+    warpgroup runs S, softmax and P·V of tile j one after another, and Sij of tile j + 1 after P·V of tile j. Without
+    ping-pong the two warpgroups meet at every piece (each piece of either starts once both finished the one before:
+    the two softmaxes then run together, under no product)."""
     tc = cfg.tiles_of_block(i)
     st = stages(cfg.d)
     t = durations(cfg.d, cfg.bc)
@@ -101,6 +108,7 @@ def block(cfg: Config, i: int) -> dict[str, Any]:
     s_done = [[0.0] * tc for _ in range(NUM_WG)]
     soft_done = [[0.0] * tc for _ in range(NUM_WG)]
     pv_done = [[0.0] * tc for _ in range(NUM_WG)]
+    wgs = range(NUM_WG)
 
     def load(j: int) -> None:  # the producer: slot of tile j free once tile j - STAGES has left it
         free_k = k_free[j - st] if j >= st else 0.0
@@ -108,33 +116,103 @@ def block(cfg: Config, i: int) -> dict[str, Any]:
         free_v = v_free[j - st] if j >= st else 0.0
         v_ready.append(u.run("tma", "producer", "V", j, free_v, t["load_kv"], "load_kv"))
 
+    def meet(done: list[list[float]], j: int, w: int) -> float:  # without ping-pong, both warpgroups' piece
+        return done[w][j] if pingpong else max(done[x][j] for x in wgs)
+
     # the producer runs ahead by STAGES tiles; the consumers' pieces are issued in kernel.py's order
     for j in range(min(st, tc)):
         load(j)
     for j in range(tc):
-        for w in range(NUM_WG):  # ping-pong: warpgroup 0's products, then 1's
-            lane = f"wg{w}"
-            step = "first_tile" if j == 0 else "scores"
-            s_done[w][j] = u.run("tensor", lane, "S", j, max(q_ready[w], k_ready[j]), t["scores"], step)
-            if j > 0:
-                ready = max(v_ready[j - 1], soft_done[w][j - 1])
-                pv_done[w][j - 1] = u.run("tensor", lane, "PV", j - 1, ready, t["pv"], "online_softmax")
-            step = "first_tile" if j == 0 else "online_softmax"
-            soft_done[w][j] = u.run("mufu", lane, "softmax", j, s_done[w][j], t["softmax"], step)
-        k_free[j] = max(s_done[w][j] for w in range(NUM_WG))
-        if j > 0:
-            v_free[j - 1] = max(pv_done[w][j - 1] for w in range(NUM_WG))
+        first = "first_tile" if j == 0 else "scores"
+        soft_step = "first_tile" if j == 0 else "online_softmax"
+        if overlap:
+            for w in wgs:  # ping-pong: warpgroup 0's products, then 1's
+                lane = f"wg{w}"
+                s_done[w][j] = u.run("tensor", lane, "S", j, max(q_ready[w], k_ready[j]), t["scores"], first)
+                if j > 0:
+                    ready = max(v_ready[j - 1], meet(soft_done, j - 1, w))
+                    pv_done[w][j - 1] = u.run("tensor", lane, "PV", j - 1, ready, t["pv"], "online_softmax")
+                soft_done[w][j] = u.run("mufu", lane, "softmax", j, meet(s_done, j, w), t["softmax"], soft_step)
+        else:
+            pv_step = "last_pv" if j == tc - 1 else "online_softmax"
+            for w in wgs:
+                after = meet(pv_done, j - 1, w) if j > 0 else 0.0
+                ready = max(q_ready[w], k_ready[j], after)
+                s_done[w][j] = u.run("tensor", f"wg{w}", "S", j, ready, t["scores"], first)
+            for w in wgs:
+                ready = meet(s_done, j, w)
+                soft_done[w][j] = u.run("mufu", f"wg{w}", "softmax", j, ready, t["softmax"], soft_step)
+            for w in wgs:
+                ready = max(v_ready[j], meet(soft_done, j, w))
+                pv_done[w][j] = u.run("tensor", f"wg{w}", "PV", j, ready, t["pv"], pv_step)
+            v_free[j] = max(pv_done[w][j] for w in wgs)
+        k_free[j] = max(s_done[w][j] for w in wgs)
+        if overlap and j > 0:
+            v_free[j - 1] = max(pv_done[w][j - 1] for w in wgs)
         if j + st < tc:
             load(j + st)
     ends = []
-    for w in range(NUM_WG):
+    for w in wgs:
         lane = f"wg{w}"
-        ready = max(v_ready[tc - 1], soft_done[w][tc - 1])
-        pv_done[w][tc - 1] = u.run("tensor", lane, "PV", tc - 1, ready, t["pv"], "last_pv")
+        if overlap:
+            ready = max(v_ready[tc - 1], meet(soft_done, tc - 1, w))
+            pv_done[w][tc - 1] = u.run("tensor", lane, "PV", tc - 1, ready, t["pv"], "last_pv")
         ends.append(u.run("tma", lane, "O", None, pv_done[w][tc - 1], t["store_o"], "write_back"))
     end = max(ends)
     busy = sum(b["end_ns"] - b["start_ns"] for b in u.bars if b["unit"] == "tensor")
     return {"i": i, "tiles": tc, "end_ns": end, "tensor_busy": busy / end if end else 0.0, "bars": u.bars}
+
+
+def baseline(cfg: Config, i: int) -> dict[str, Any]:
+    """The same tiles of block i one after another in one lane, fa2-triton's order (one program of 128 rows, no
+    producer, no overlap): Qi, then per tile Kj, Vj, Sij, its softmax, P·V, then O; each piece the same work at the
+    same rates as the fa3 model's (both warpgroups' halves: twice a warpgroup's duration)."""
+    tc = cfg.tiles_of_block(i)
+    t = durations(cfg.d, cfg.bc)
+    u = _Units()
+    lane = "one program"
+    now = u.run("tma", lane, "Q", None, 0.0, NUM_WG * t["load_q"], "load_q")
+    for j in range(tc):
+        now = u.run("tma", lane, "K", j, now, t["load_kv"], "load_kv")
+        now = u.run("tma", lane, "V", j, now, t["load_kv"], "load_kv")
+        now = u.run("tensor", lane, "S", j, now, NUM_WG * t["scores"], "scores")
+        now = u.run("mufu", lane, "softmax", j, now, NUM_WG * t["softmax"], "online_softmax")
+        now = u.run("tensor", lane, "PV", j, now, NUM_WG * t["pv"], "online_softmax")
+    now = u.run("tma", lane, "O", None, now, NUM_WG * t["store_o"], "write_back")
+    busy = sum(b["end_ns"] - b["start_ns"] for b in u.bars if b["unit"] == "tensor")
+    return {"i": i, "tiles": tc, "end_ns": now, "tensor_busy": busy / now if now else 0.0, "bars": u.bars}
+
+
+# the ablation's rungs drawn (fa3_attention.ABLATION's names and features; "+ persistent" changes the launch, not a
+# block's schedule, so it is not one of them)
+RUNGS = (
+    ("warp specialization", False, False),
+    ("+ ping-pong", True, False),
+    ("+ intra-warpgroup overlap", True, True),
+)
+ATTENTION_RUN = "2026-12-02-nvidia-h200.json"  # bench/results/attention's recorded run, shipped in data/attention/
+
+
+def measured_tflops(d: int, causal: bool) -> dict[str, Any]:
+    """The recorded benchmark run's forward TFLOP/s of each rung (rows "fa3 <rung>", N = 16384, at this D and
+    masking), read from the shipped copy of bench/results/attention's JSON; a rung the run lacks is None."""
+    run = json.loads(files("flashviz").joinpath(f"data/attention/{ATTENTION_RUN}").read_text())
+    names = {"warp specialization": "fa3 warp specialization"} | {r: f"fa3 {r}" for r, _, _ in RUNGS[1:]}
+    rows = {
+        x["provider"]: x
+        for x in run["rows"]
+        if x["mode"] == "fwd" and x["d"] == d and x["n"] == 16384 and x["causal"] == causal
+    }
+    tflops = {r: (float(rows[p]["tflops"]) if p in rows else None) for r, p in names.items()}
+    return {
+        "tflops": tflops,
+        "n": 16384,
+        "d": d,
+        "causal": causal,
+        "gpu": run["gpu"],
+        "date": run["date"],
+        "source": f"bench/results/attention/{ATTENTION_RUN} (rows 'fa3 <rung>', forward)",
+    }
 
 
 def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
@@ -142,6 +220,17 @@ def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
     tiles one after another in a single lane (fa2-triton's order: no overlap), for comparison."""
     t = durations(cfg.d, cfg.bc)
     blocks = [block(cfg, i) for i in recorded]
+    measured = measured_tflops(cfg.d, cfg.causal)
+    variants = [
+        {
+            "name": name,
+            "pingpong": pp,
+            "overlap": ov,
+            "tflops": measured["tflops"][name],
+            "blocks": [block(cfg, i, pp, ov) for i in recorded],
+        }
+        for name, pp, ov in RUNGS
+    ]
     serial = [
         {
             "i": b["i"],
@@ -163,5 +252,9 @@ def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
         "durations_ns": t,
         "blocks": blocks,
         "serial": serial,
+        "baseline": {"algo": "fa2-triton", "lanes": ["one program"], "blocks": [baseline(cfg, i) for i in recorded]},
+        "variants": variants,
+        "variant": RUNGS[-1][0],
+        "benchmark": {k: v for k, v in measured.items() if k != "tflops"},
         "rule": __doc__.split("\n\n", 1)[1].split("\nClosed-form")[0].replace("\n", " ").strip() if __doc__ else "",
     }
