@@ -157,3 +157,19 @@ def test_the_trace_carries_the_variants_and_the_baseline():
     for b, serial in zip(base["blocks"], s["serial"], strict=True):
         assert b["end_ns"] == pytest.approx(serial["end_ns"])
         assert [x["j"] for x in b["bars"] if x["what"] == "S"] == list(range(b["tiles"]))
+
+
+def test_every_bar_names_a_step_of_its_block_that_the_page_can_follow():
+    """The page highlights the bars whose (`step`, `step_j`) are the current step's (op, j): every bar of the model,
+    of each rung and of the baseline names a step of its block, and every step of a block has some bar."""
+    cfg = every_block(cfg_of(700, 64, False))
+    doc = json.loads(make_trace(cfg).to_json())
+    s = doc["schedule"]
+    steps = {(st["block"], st["op"], st["j"]) for st in doc["steps"]}
+    groups = [s["blocks"], s["baseline"]["blocks"]] + [v["blocks"] for v in s["variants"]]
+    for blocks in groups:
+        for b in blocks:
+            named = {(b["i"], bar["step"], bar["step_j"]) for bar in b["bars"]}
+            assert named <= steps
+            assert named == {x for x in steps if x[0] == b["i"]}
+            assert all(bar["piece"] in s["pieces"] for bar in b["bars"])

@@ -79,12 +79,16 @@ class _Units:
         self.free = {"tma": 0.0, "tensor": 0.0, "mufu": 0.0}
         self.bars: list[dict[str, Any]] = []
 
-    def run(self, unit: str, lane: str, what: str, j: int | None, ready: float, ns: float, step: str) -> float:
+    def run(self, unit: str, lane: str, what: str, j: int | None, ready: float, ns: float, step: str,
+            step_j: int | None = -1) -> float:  # fmt: skip
+        """One piece on a unit, after `ready`; `step` and `step_j` the op and tile of the trace step whose work it
+        is (`step_j` -1: the piece's own tile)."""
         start = max(ready, self.free[unit])
         end = start + ns
         self.free[unit] = end
         self.bars.append({"lane": lane, "unit": unit, "what": what, "j": j, "start_ns": round(start, 3),
-                          "end_ns": round(end, 3), "step": step})  # fmt: skip
+                          "end_ns": round(end, 3), "step": step, "piece": what.split(" ")[0],
+                          "step_j": j if step_j == -1 else step_j})  # fmt: skip
         return end
 
 
@@ -131,10 +135,10 @@ def block(cfg: Config, i: int, pingpong: bool = True, overlap: bool = True) -> d
                 s_done[w][j] = u.run("tensor", lane, "S", j, max(q_ready[w], k_ready[j]), t["scores"], first)
                 if j > 0:
                     ready = max(v_ready[j - 1], meet(soft_done, j - 1, w))
-                    pv_done[w][j - 1] = u.run("tensor", lane, "PV", j - 1, ready, t["pv"], "online_softmax")
+                    pv_done[w][j - 1] = u.run("tensor", lane, "PV", j - 1, ready, t["pv"], "online_softmax", j)
                 soft_done[w][j] = u.run("mufu", lane, "softmax", j, meet(s_done, j, w), t["softmax"], soft_step)
         else:
-            pv_step = "last_pv" if j == tc - 1 else "online_softmax"
+            pv_step, pv_at = ("last_pv", j) if j == tc - 1 else ("online_softmax", j + 1)
             for w in wgs:
                 after = meet(pv_done, j - 1, w) if j > 0 else 0.0
                 ready = max(q_ready[w], k_ready[j], after)
@@ -144,7 +148,7 @@ def block(cfg: Config, i: int, pingpong: bool = True, overlap: bool = True) -> d
                 soft_done[w][j] = u.run("mufu", f"wg{w}", "softmax", j, ready, t["softmax"], soft_step)
             for w in wgs:
                 ready = max(v_ready[j], meet(soft_done, j, w))
-                pv_done[w][j] = u.run("tensor", f"wg{w}", "PV", j, ready, t["pv"], pv_step)
+                pv_done[w][j] = u.run("tensor", f"wg{w}", "PV", j, ready, t["pv"], pv_step, pv_at)
             v_free[j] = max(pv_done[w][j] for w in wgs)
         k_free[j] = max(s_done[w][j] for w in wgs)
         if overlap and j > 0:
@@ -172,12 +176,15 @@ def baseline(cfg: Config, i: int) -> dict[str, Any]:
     u = _Units()
     lane = "one program"
     now = u.run("tma", lane, "Q", None, 0.0, NUM_WG * t["load_q"], "load_q")
-    for j in range(tc):
+    for j in range(tc):  # each piece named by the fa3 step that does the same tile's work (the page follows it)
+        first = "first_tile" if j == 0 else "scores"
+        soft = "first_tile" if j == 0 else "online_softmax"
+        pv_step, pv_at = ("last_pv", j) if j == tc - 1 else ("online_softmax", j + 1)
         now = u.run("tma", lane, "K", j, now, t["load_kv"], "load_kv")
         now = u.run("tma", lane, "V", j, now, t["load_kv"], "load_kv")
-        now = u.run("tensor", lane, "S", j, now, NUM_WG * t["scores"], "scores")
-        now = u.run("mufu", lane, "softmax", j, now, NUM_WG * t["softmax"], "online_softmax")
-        now = u.run("tensor", lane, "PV", j, now, NUM_WG * t["pv"], "online_softmax")
+        now = u.run("tensor", lane, "S", j, now, NUM_WG * t["scores"], first)
+        now = u.run("mufu", lane, "softmax", j, now, NUM_WG * t["softmax"], soft)
+        now = u.run("tensor", lane, "PV", j, now, NUM_WG * t["pv"], pv_step, pv_at)
     now = u.run("tma", lane, "O", None, now, NUM_WG * t["store_o"], "write_back")
     busy = sum(b["end_ns"] - b["start_ns"] for b in u.bars if b["unit"] == "tensor")
     return {"i": i, "tiles": tc, "end_ns": now, "tensor_busy": busy / now if now else 0.0, "bars": u.bars}
@@ -243,6 +250,21 @@ def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
     return {
         "kind": "modelled",
         "lanes": ["producer", "wg0", "wg1"],
+        "lane_labels": {
+            "producer": "producer warp (TMA)",
+            "wg0": "consumer warpgroup 0",
+            "wg1": "consumer warpgroup 1",
+        },
+        "pieces": {
+            "Q": "TMA load of Qi",
+            "K": "TMA load of Kj",
+            "V": "TMA load of Vj",
+            "S": "Sij = Qi·Kjᵀ (wgmma)",
+            "softmax": "softmax (exp2)",
+            "PV": "Oi += P·Vj (wgmma)",
+            "O": "store of Oi",
+        },
+        "stages": stages(cfg.d),
         "units": {
             "tma": "the copy engine (TMA)",
             "tensor": "the tensor cores (wgmma)",
@@ -252,7 +274,13 @@ def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
         "durations_ns": t,
         "blocks": blocks,
         "serial": serial,
-        "baseline": {"algo": "fa2-triton", "lanes": ["one program"], "blocks": [baseline(cfg, i) for i in recorded]},
+        "baseline": {
+            "algo": "fa2-triton",
+            "title": "fa2-triton: the same tiles, one program, one after another",
+            "lanes": ["one program"],
+            "lane_labels": {"one program": "one program (all warps)"},
+            "blocks": [baseline(cfg, i) for i in recorded],
+        },
         "variants": variants,
         "variant": RUNGS[-1][0],
         "benchmark": {k: v for k, v in measured.items() if k != "tflops"},
