@@ -21,6 +21,7 @@ import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
 import { type Profile, ProfileView } from "./render/profile";
 import { showRegimes } from "./render/regimes";
+import { ScheduleView } from "./render/schedule";
 import { showSram } from "./render/sram";
 import { TensorCoresView } from "./render/tensorCores";
 import { loadTex, texLoaded } from "./render/tex";
@@ -99,6 +100,7 @@ const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const tensorCores = new TensorCoresView(byId("tensor-cores"), byId("tc-body"), byId("tc-hidden"), byId("tc-element"));
+const scheduleView = new ScheduleView(byId("schedule"), byId("sched-controls"), byId("sched-body"), byId("sched-note"), byId("sched-pipe"));
 void new LadderView(byId("ladder-body")).load(() => source.ladder()); // the recorded run: once, independent of the launch
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
 const counters = new CountersView(
@@ -244,6 +246,7 @@ function render(flight = false): void {
     part("memory", () => memory.setTrace(t, idx));
     part("code", () => code.setSource(t.kernel.file, t.kernel.source));
     part("tensor-cores", () => tensorCores.setTrace(t));
+    part("schedule", () => scheduleView.setTrace(t));
     part("timeline", () => timeline.setTrace(t));
     part("badge", () => showBadge(byId("error-badge"), byId("exactness-detail"), t));
     part("sram", () => showSram(byId("sram-footprint"), t));
@@ -262,6 +265,7 @@ function render(flight = false): void {
   lazy("code", () => code.show(s.lines, s.code, t.kernel.file));
   part("narrative", () => narrative.show(s));
   part("tensor-cores", () => tensorCores.show(t, s));
+  part("schedule", () => scheduleView.show(s));
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
   part("counters", () => counters.show(t, idx, s));
