@@ -197,7 +197,7 @@ export class ScheduleView {
           this.block = null;
           if (this.last) this.show(this.last);
         });
-        const measured = v.tflops === null ? "" : ` · ${v.tflops.toFixed(0)} TFLOP/s measured`;
+        const measured = v.tflops === null ? "" : ` · ${v.tflops.toFixed(1)} TFLOP/s measured`;
         group.append(h("label", {}, input, ` ${v.name}${measured}`));
       }
       this.controls.append(group);
