@@ -42,7 +42,7 @@ def check_placed(drawn: list[dict], bars: list[dict], span: float) -> None:
 
 def test_the_schedule_follows_the_step_and_the_toggle_redraws(page, server_url, log, artifacts):
     seed = int.from_bytes(os.urandom(2), "little")
-    query = f"algo=fa3&n=300&d=64&br=128&bc=128&seed={seed}"
+    query = f"algo=fa3&n=300&d=128&br=128&bc=128&seed={seed}"
     open_viewer(page, server_url, query)
     trace = api(page, server_url, f"/api/trace?{query}")
     doc = trace["schedule"]
