@@ -97,6 +97,14 @@ describe("the schedule's layout", () => {
     expect(disagreement(doc, measured)).toEqual(["measured P·V: 1.40× the model (mean of 2 measured, 2 modelled)"]);
     // a document measured throughout: its bars without a marker are measured
     expect(sourceOf({ ...DOC, kind: "measured" }, BARS[0]!)).toBe("measured");
+    // a measured lane: its bars' source from the lane's, a bar's own marker first
+    const lanes = { ...DOC, lanes: [...DOC.lanes, "wg0 measured"], lane_sources: { "wg0 measured": "measured" as const } };
+    expect(sourceOf(lanes, bar("wg0 measured", "S", 0, 4, 7, "first"))).toBe("measured");
+    expect(sourceOf(lanes, bar("wg0 measured", "S", 0, 4, 7, "first", { source: "modelled" }))).toBe("modelled");
+    expect(sourceOf(lanes, BARS[4]!)).toBe("modelled");
+    expect(disagreement(lanes, [...BARS, bar("wg0 measured", "S", 0, 4, 7, "first")])).toEqual([
+      "measured S: 1.50× the model (mean of 1 measured, 2 modelled)",
+    ]);
     expect(place(doc, doc.lanes, measured, 15, 300).filter((p) => p.source === "measured")).toHaveLength(2);
   });
 

@@ -62,6 +62,8 @@ export interface ScheduleDoc {
   variants?: ScheduleVariant[];
   variant?: string;
   benchmark?: { n: number; d: number; causal: boolean; gpu: string; date: string; source: string } | null;
+  /** a lane's own source, for a lane whose bars carry none (a measured lane beside the modelled ones) */
+  lane_sources?: Record<string, "measured" | "modelled">;
   /** the record of a measured run whose bars the document carries */
   measured?: { date: string; gpu: string; command: string } | null;
   /** a recorded ncu run's tensor-pipe utilisation per algorithm */
@@ -108,7 +110,7 @@ export function pieceOf(b: ScheduleBar): string {
 }
 
 export function sourceOf(doc: ScheduleDoc, b: ScheduleBar): "measured" | "modelled" {
-  return b.source ?? doc.kind;
+  return b.source ?? doc.lane_sources?.[b.lane] ?? doc.kind;
 }
 
 /** The bars of one block placed on lanes `lanes` across `width` px for a span of `span` ns (the longest block
