@@ -6,6 +6,8 @@ absent. In real headless Chromium against the real server; a screenshot under te
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from pageutil import api, assert_clean, counter_el, expect, expect_step, open_viewer
@@ -97,3 +99,34 @@ def test_the_schedule_follows_the_step_and_the_toggle_redraws(page, server_url, 
     open_viewer(page, server_url, f"algo=fa2&n=12&d=4&br=4&bc=4&seed={seed}")
     expect(section).to_be_hidden()
     assert_clean(log)
+
+
+def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
+    """`flashviz export --algo fa3`: the one HTML file opened from disk draws the same section from its trace, and
+    its toggle redraws."""
+    out = tmp_path / "fa3.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "flashviz", "export", str(out), "--algo", "fa3", "--n", "200", "--d", "128",
+         "--br", "128", "--bc", "128"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(out.as_uri())
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    section = page.locator("[data-testid=schedule]")
+    expect(section).to_be_visible()
+    bars = page.locator("[data-testid=sched-bar]")
+    expect(bars.first).to_be_visible()
+    radios = page.locator("[data-testid=sched-variant]")
+    expect(radios).to_have_count(3)
+    before = bars_on_page(page, "sched-bar")
+    radios.nth(0).check()
+    expect(page.locator("#sched-body h3").first).to_contain_text("warp specialization")
+    after = bars_on_page(page, "sched-bar")
+    assert len(after) == len(before) and after != before  # the rung's own lanes (its softmaxes wait for both S)
+    assert errors == []
+    context.close()
