@@ -5,7 +5,9 @@ absent. In real headless Chromium against the real server; a screenshot under te
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import subprocess
 import sys
 
@@ -130,3 +132,57 @@ def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
     assert len(after) == len(before) and after != before  # the rung's own lanes (its softmaxes wait for both S)
     assert errors == []
     context.close()
+
+
+def test_a_measured_lane_and_a_tensor_pipe_record_are_drawn_as_the_document_says(browser, tmp_path):
+    """A hand-made measured document (as the measured run will write it: a lane with `lane_sources` "measured", its
+    P·V bars 1.4× the model's, a `measured` record, a `tensor_pipe` record), viewed with `flashviz view t.json`: the
+    measured bars are filled, the sentence says 1.40× for P·V, the tensor-pipe table holds the record's numbers."""
+    from pageutil import viewing
+
+    done = subprocess.run(
+        [sys.executable, "-m", "flashviz", "trace", "--algo", "fa3", "--n", "200", "--d", "128", "--br", "128",
+         "--bc", "128", "-o", str(tmp_path / "t.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "t.json").read_text())
+    sch = doc["schedule"]
+    rng = random.Random()
+    pipe = {"fa2-triton": round(rng.uniform(20, 60), 1), "fa3": round(rng.uniform(40, 90), 1)}
+    lane = "wg0 measured"
+    for rung in [{"blocks": sch["blocks"]}, *sch["variants"]]:
+        for b in rung["blocks"]:
+            copies = []
+            for x in b["bars"]:
+                if x["lane"] != "wg0":
+                    continue
+                ns = (x["end_ns"] - x["start_ns"]) * (1.4 if x["piece"] == "PV" else 1.0)
+                copies.append({**x, "lane": lane, "end_ns": x["start_ns"] + ns})
+            b["bars"] += copies
+    sch["lanes"].append(lane)
+    sch["lane_labels"][lane] = "warpgroup 0, measured"
+    sch["lane_sources"] = {lane: "measured"}
+    sch["measured"] = {"date": "2026-12-02", "gpu": "hand-made", "command": "this test"}
+    sch["tensor_pipe"] = {k: {"value": v, "unit": "% of cycles", "source": "hand-made"} for k, v in pipe.items()}
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with viewing(tmp_path / "t.json") as url:
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        expect(page.locator("[data-testid=schedule]")).to_be_visible()
+        drawn = bars_on_page(page, "sched-bar")
+        measured = [b for b in drawn if b["source"] == "measured"]
+        assert measured and {b["lane"] for b in measured} == {lane}
+        assert page.locator("[data-testid=sched-bar].sched-measured").count() == len(measured)
+        note = page.locator("[data-testid=sched-note]")
+        expect(note).to_contain_text("measured Oi += P·Vj (wgmma): 1.40× the model")
+        expect(note).to_contain_text("(hand-made, 2026-12-02: this test)")
+        table = page.locator("[data-testid=sched-pipe]")
+        for name, value in pipe.items():
+            expect(table.locator("tr", has_text=name)).to_contain_text(str(value))
+        assert errors == []
+        context.close()
