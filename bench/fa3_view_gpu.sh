@@ -17,10 +17,10 @@ for shape in "256 64" "4096 64" "4096 128"; do
     set -- $shape
     for causal in "" "--causal"; do
         tag="n$1_d$2${causal:+_causal}"
-        python3 -m flashviz gpu run --algo fa3 --n "$1" --d "$2" --br 128 --bc 128 --heads 8 $causal \
+        timeout "${RUN_S:-60}" python3 -m flashviz gpu run --algo fa3 --n "$1" --d "$2" --br 128 --bc 128 --heads 8 $causal \
             -o "$OUT/run_$tag.json" > "$OUT/run_$tag.log" 2>&1 || status=1
         tail -3 "$OUT/run_$tag.log"
-        timeout 240 python3 -m flashviz gpu profile --algo fa3 --n "$1" --d "$2" --br 128 --bc 128 --heads 8 $causal \
+        timeout "${PROFILE_S:-90}" python3 -m flashviz gpu profile --algo fa3 --n "$1" --d "$2" --br 128 --bc 128 --heads 8 $causal \
             -o "$OUT/profile_$tag.json" > "$OUT/profile_$tag.log" 2>&1 || status=1
         tail -4 "$OUT/profile_$tag.log"
     done

@@ -263,6 +263,38 @@ def test_ncu_csv_units_and_thousands_separators():
     assert ncu.parse_ncu_csv("==ERROR== no kernels were profiled") == []
 
 
+def test_pipe_metrics_keep_only_what_ncu_lists_and_read_percentages(tmp_path):
+    gmma = ncu.PIPE_METRICS["tensor_gmma_active_pct"]
+    stall = ncu.PIPE_METRICS["stall_long_scoreboard"]
+    row = '"0","1","fa3_fwd","(416, 1, 1)","(132, 1, 1)","{}","{}","{}"'
+    csv_text = "\n".join(
+        [
+            '"ID","Process ID","Kernel Name","Block Size","Grid Size","Metric Name","Metric Unit","Metric Value"',
+            row.format(gmma, "%", "61.25"),
+            row.format(stall, "", "3.5"),
+        ]
+    )
+    fake = tmp_path / "ncu"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --query-metrics ]; then\n'
+        f"  echo 'Device GH100'; echo '{gmma.split('.')[0]}  Counter  cycles'; echo '{stall.split('.')[0]}  Ratio'\n"
+        f"else cat <<'CSV'\n{csv_text}\nCSV\nfi\n"
+    )
+    fake.chmod(0o755)
+    doc = ncu.run_pipe(["python", "x.py"], str(fake), "fa3_fwd")
+    assert doc["error"] is None and set(doc["asked"]) == {"tensor_gmma_active_pct", "stall_long_scoreboard"}
+    assert "tensor_hmma_active_pct" in doc["not_listed"]
+    assert doc["kernels"] == [
+        {"name": "fa3_fwd", "metrics": {"tensor_gmma_active_pct": 61.25, "stall_long_scoreboard": 3.5}}
+    ]
+    (line,) = profile.pipe_summary(doc)
+    assert "tensor_gmma_active_pct 61.2%" in line and "long_scoreboard 3.50" in line
+    fake.write_text("#!/bin/sh\necho '==ERROR== no kernels were profiled'\n")
+    doc = ncu.run_pipe(["python", "x.py"], str(fake), "fa3_fwd")
+    assert doc["error"] and doc["kernels"] == [] and profile.pipe_summary(doc)[0].startswith("pipe metrics not")
+
+
 def test_a_count_off_the_model_is_a_mismatch():
     m = sectors.model(Config(n=64, d=64, br=32, bc=32), 1)
     measured = {"load_bytes": m["load_bytes"] + 32, "store_bytes": m["store_bytes"], "dram_read_bytes": 0.0}

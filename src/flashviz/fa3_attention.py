@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
@@ -164,9 +165,11 @@ def _kernels():
     return kernel
 
 
-def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None):
+def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None, ts=None, ts_tiles: int = 0):
     """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors. config None: the one
-    forward_config gives for the shape."""
+    forward_config gives for the shape. ts_tiles > 0: the timestamped build (issue 20), writing %globaltimer into
+    ts (int64, zeroed, at least kernel.TS_PROGRAMS * 3 * kernel.ts_slots(ts_tiles)); 0 (default): the plain build,
+    the same PTX as without these arguments."""
     km = _kernels()
     B, H, N, D = q.shape
     cfg = config or forward_config(D, N, causal)
@@ -178,6 +181,7 @@ def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None
         _desc(q, 64), _desc(k, cfg.Bc), _desc(v, cfg.Bc), _desc(o, 64), lse, H, N, blocks, scale * _LOG2E,
         D=D, Bc=cfg.Bc, STAGES=cfg.stages, CAUSAL=causal, PINGPONG=cfg.pingpong, OVERLAP=cfg.overlap,
         KV_FIRST=cfg.kv_first, num_warps=4, maxnreg=km.MAXNREG,
+        **({"TS": ts, "TS_TILES": ts_tiles} if ts_tiles else {}),
     )  # fmt: skip
     return o, lse
 
@@ -279,7 +283,13 @@ def _desc_type(rows: int, d: int, dtype, swizzle: int | None = None) -> str:
 
 
 def compile_sm90(
-    kernel: str, d: int, causal: bool, dtype=torch.bfloat16, config: FwdConfig | None = None, vec_atomic: bool = False
+    kernel: str,
+    d: int,
+    causal: bool,
+    dtype=torch.bfloat16,
+    config: FwdConfig | None = None,
+    vec_atomic: bool = False,
+    ts_tiles: int = 0,
 ):
     """triton.compile of one fa3 kernel ("fwd", "bwd" or "bwd_preprocess") for sm_90, as the launches above
     specialise it; no GPU or driver needed. Returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
@@ -295,7 +305,7 @@ def compile_sm90(
         sig = {"desc_q": _desc_type(64, d, dtype), "desc_k": _desc_type(cfg.Bc, d, dtype),
                "desc_v": _desc_type(cfg.Bc, d, dtype), "desc_o": _desc_type(64, d, dtype), "L": "*fp32",
                "H": "i32", "N": "i32", "num_blocks": "i32", "qk_scale": "fp32"}  # fmt: skip
-        consts = dict(
+        consts: dict[str, Any] = dict(
             D=d,
             Bc=cfg.Bc,
             STAGES=cfg.stages,
@@ -305,6 +315,11 @@ def compile_sm90(
             KV_FIRST=cfg.kv_first,
         )
         fn = km.fa3_fwd
+        consts["TS_TILES"] = ts_tiles
+        if ts_tiles:
+            sig["TS"] = "*i64"
+        else:
+            consts["TS"] = None  # as a launch passes it: a constant, no parameter
     elif kernel == "bwd":
         sig = {"desc_q": _desc_type(BWD_BR, d, dtype), "desc_k": _desc_type(BWD_BR, d, dtype, swizzle=d),
                "desc_v": _desc_type(BWD_BR, d, dtype), "desc_do": _desc_type(BWD_BR, d, dtype), "L": "*fp32",

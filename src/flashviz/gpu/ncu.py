@@ -33,7 +33,29 @@ EXTRA_METRICS = {
     "tma_store_bytes": "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
 }
 
+# the tensor pipe and why warps do not issue (issue 20): asked for in a pass of their own, after the bytes, and only
+# those that `ncu --query-metrics` lists for the GPU (names differ between chips); percentages and ratios per kernel,
+# never summed (docs/profile-schema.md, "pipe")
+STALL_REASONS = (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle", "long_scoreboard",
+    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+    "short_scoreboard", "sleeping", "tex_throttle", "wait",
+)  # fmt: skip
+PIPE_METRICS = {
+    "tensor_gmma_active_pct": "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "tensor_hmma_active_pct": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "tensor_active_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "issue_active_pct": "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "warp_latency_per_issue": "smsp__average_warp_latency_per_inst_issued.ratio",
+    **{f"stall_{r}": f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS},
+}
+
 _UNITS = {
+    "%": 1,
+    "cycle": 1,
+    "inst": 1,
+    "warp": 1,
+    "ratio": 1,
     "byte": 1,
     "kbyte": 1e3,
     "mbyte": 1e6,
@@ -147,3 +169,47 @@ def run_ncu(
             return kernels, out, cmd, missing
     tail = " | ".join(line for line in out.splitlines() if "ERR" in line or "rror" in line)[-400:]
     raise RuntimeError(f"ncu measured no {kernel} kernel: {tail or out[-400:]}")
+
+
+def known_metrics(ncu: str, timeout: float = 120) -> set[str] | None:
+    """The base names `ncu --query-metrics` lists for the GPU in this machine, or None when it lists nothing."""
+    try:
+        out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=timeout).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = {line.split()[0] for line in out.splitlines() if re.match(r"^[a-z0-9]+__\w+", line)}
+    return names or None
+
+
+def run_pipe(
+    program: list[str], ncu: str, kernel: str, timeout: float = 600, launch_count: int | None = None
+) -> dict[str, Any]:
+    """The PIPE_METRICS that ncu knows here, measured in one more ncu run: {"asked", "not_listed", "kernels":
+    [{"name", "metrics": {our name: value}}], "command", "error"}. Never raises: the bytes' profile stands alone."""
+    known = known_metrics(ncu)
+    asked = {k: m for k, m in PIPE_METRICS.items() if known is None or m.split(".")[0] in known}
+    doc: dict[str, Any] = {
+        "asked": asked,
+        "not_listed": sorted(set(PIPE_METRICS) - set(asked)),
+        "kernels": [],
+        "command": [],
+        "error": None,
+    }
+    if not asked:
+        doc["error"] = "ncu --query-metrics lists none of the pipe metrics"
+        return doc
+    cmd = ncu_command(program, list(asked.values()), ncu, kernel, launch_count)
+    doc["command"] = cmd
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        kernels = parse_ncu_csv(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+        doc["error"] = f"{type(e).__name__}: {e}"[:400]
+        return doc
+    for k in kernels:
+        got = {key: k["metrics"][m] for key, m in asked.items() if m in k["metrics"]}
+        doc["kernels"].append({"name": k["name"], "metrics": got})
+    if not kernels:
+        out = proc.stdout + proc.stderr
+        doc["error"] = (" | ".join(x for x in out.splitlines() if "ERR" in x or "rror" in x) or out)[-400:]
+    return doc

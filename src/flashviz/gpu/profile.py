@@ -31,7 +31,7 @@ from ..algos import get
 from ..algos import gpu_spec as spec
 from ..config import Config, ConfigError, shown
 from . import device, launch
-from .ncu import EXTRA_METRICS, METRICS, ncu_version, run_ncu, template_of
+from .ncu import EXTRA_METRICS, METRICS, ncu_version, run_ncu, run_pipe, template_of
 from .run import config_dict
 from .sectors import SECTOR, model
 
@@ -223,6 +223,20 @@ def summary(m: dict[str, Any], c: dict[str, Any], measured: dict[str, float], al
     return lines
 
 
+def pipe_summary(pipe: dict[str, Any]) -> list[str]:
+    """One line per kernel: the tensor pipe's active share and the three largest stall reasons."""
+    if pipe.get("error"):
+        return [f"pipe metrics not measured: {pipe['error']}"]
+    lines = []
+    for k in pipe["kernels"]:
+        got = k["metrics"]
+        tensor = [f"{key} {got[key]:.1f}%" for key in got if key.startswith("tensor_")]
+        stalls = sorted((v, key[6:]) for key, v in got.items() if key.startswith("stall_"))[::-1][:3]
+        top = ", ".join(f"{name} {v:.2f}" for v, name in stalls)
+        lines.append(f"{k['name'][:40]}: {'; '.join(tensor) or 'no tensor-pipe metric'}; top stalls {top or 'none'}")
+    return lines
+
+
 def _names(names: tuple[str, ...]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -265,6 +279,7 @@ def profile(
     # a Triton spec's host code launches its kernel twice (the second launch is timed): ncu measures the first
     count = len(s.kernels) if s.kind == "triton" else None
     kernels, log, cmd, unmeasured = run_ncu(program, path, "(" + "|".join(templates) + ")", launch_count=count)
+    pipe = run_pipe(program, path, "(" + "|".join(templates) + ")", launch_count=count)
     m = model(cfg, heads * batch)
     listed, total = tally(cfg.algo, kernels)
     c = compare(m, total)
@@ -287,7 +302,8 @@ def profile(
         "kernels": listed,
         "measured": total,
         "comparison": c,
-        "summary": summary(m, c, total, cfg.algo),
+        "pipe": pipe,
+        "summary": summary(m, c, total, cfg.algo) + pipe_summary(pipe),
         "ok": c["ok"],
         "ncu_output": log[-20000:],
     }

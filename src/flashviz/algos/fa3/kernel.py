@@ -81,6 +81,27 @@ def operand_a(parent):
     return gl.DotOperandLayout(operand_index=0, parent=parent, k_width=2)
 
 
+# Timestamps (issue 20; off unless TS_TILES > 0): %globaltimer (ns) at step boundaries of the first block of the
+# first TS_PROGRAMS programs, one int64 per slot, slots per partition as ts_slots() below
+# (bench/fa3_schedule_record.py reads them).
+TS_PROGRAMS = gl.constexpr(4)
+PARTS = gl.constexpr(3)  # consumer wg0, consumer wg1, producer
+
+
+@gluon.constexpr_function
+def ts_slots(tiles):
+    """Slots per partition: block start, Qi arrived, 5 per tile (K wait start, K arrived, Sij done, softmax done,
+    P V done: at tile j the P V of tile j-1, the overlapped schedule's), block end."""
+    return 3 + 5 * tiles
+
+
+@gluon.jit
+def _stamp(TS, slot, on, TS_TILES: gl.constexpr):
+    if TS_TILES > 0:
+        t = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+        gl.store(TS + slot, t, mask=on)
+
+
 @gluon.jit
 def _stage(it, STAGES: gl.constexpr):
     """Buffer and mbarrier phase of the it-th use of a ring of STAGES buffers."""
@@ -139,7 +160,8 @@ def _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty,
 @gluon.jit
 def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                   v_empty, H, N, num_blocks,
-                  Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_FIRST: gl.constexpr):  # fmt: skip
+                  Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_FIRST: gl.constexpr,
+                  TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
     """One warp: every TMA load of every block this program runs, as soon as its buffer is free. KV_FIRST: a
     block's first Kj, Vj go before its Qi, so that they load while the consumers still finish the last block."""
     Br: gl.constexpr = NUM_WG * WG_ROWS
@@ -152,6 +174,9 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
         b = bh // H
         h = bh % H
         n, _ = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
+        ts_base = (gl.program_id(0) * PARTS + 2) * ts_slots(TS_TILES)
+        ts_on = (gl.program_id(0) < TS_PROGRAMS) & (n_blocks_done == 0)
+        _stamp(TS, ts_base, ts_on, TS_TILES)
         first = 0
         if KV_FIRST:
             it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, 0, it, Bc, STAGES)
@@ -162,9 +187,14 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
             mbarrier.expect(q_ready.index(w), desc_q.block_type.nbytes)
             tma.async_copy_global_to_shared(desc_q, [b, h, i * Br + w * WG_ROWS, 0], q_ready.index(w),
                                             _as4(q_smem.index(w), desc_q))  # fmt: skip
+        _stamp(TS, ts_base + 1, ts_on, TS_TILES)
         # end step
         for j in range(first, n):
+            # producer slots per tile: 2 + 5 j: before the K buffer's wait, + 1: Kj and Vj issued
+            _stamp(TS, ts_base + 2 + 5 * j, ts_on & (j < TS_TILES), TS_TILES)
             it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, j, it, Bc, STAGES)
+            _stamp(TS, ts_base + 3 + 5 * j, ts_on & (j < TS_TILES), TS_TILES)
+        _stamp(TS, ts_base + ts_slots(TS_TILES) - 1, ts_on, TS_TILES)
         n_blocks_done += 1  # noqa: SIM113 (a Gluon loop: no enumerate)
 
 
@@ -218,7 +248,8 @@ def _operand(Pij, dtype: gl.constexpr, o_layout: gl.constexpr):
 def _fwd_tiles_overlapped(Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, turn, it,
                           turns, rows, lo, hi, N, qk_scale,
                           W: gl.constexpr, Bc: gl.constexpr, STAGES: gl.constexpr, MASK: gl.constexpr,
-                          PINGPONG: gl.constexpr):  # fmt: skip
+                          PINGPONG: gl.constexpr, TS=None, ts_base=0, ts_on=False,
+                          TS_TILES: gl.constexpr = 0):  # fmt: skip
     """Tiles j in [lo, hi), software-pipelined within the warpgroup: Sij of tile j and Oi += P V of tile j-1 are
     issued together; the softmax of tile j runs while P V is still on the tensor cores. Pij (fp32) and alpha
     arrive from tile j-1 (alpha not yet applied to Oi); Pij becomes wgmma's bf16 operand only here, so that the
@@ -228,7 +259,10 @@ def _fwd_tiles_overlapped(Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_
     for j in range(lo, hi):
         s, phase = _stage(it, STAGES)
         sp, phase_p = _stage(it - 1, STAGES)  # tile j-1's buffers
+        ts_j = ts_base + 2 + 5 * j
+        _stamp(TS, ts_j, ts_on & (j < TS_TILES), TS_TILES)
         mbarrier.wait(k_ready.index(s), phase)
+        _stamp(TS, ts_j + 1, ts_on & (j < TS_TILES), TS_TILES)
         turns = _turn_wait(turn, turns, W, PINGPONG)
         # step: scores
         Sij = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), gl.zeros([WG_ROWS, Bc], gl.float32, s_layout),
@@ -241,13 +275,16 @@ def _fwd_tiles_overlapped(Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_
         Oi = warpgroup_mma(P, v_smem.index(sp), Oi, is_async=True)  # tile j-1's P V
         _turn_pass(turn, W, PINGPONG)
         Sij = warpgroup_mma_wait(1, deps=(Sij,))  # Sij done; P V may still run
+        _stamp(TS, ts_j + 2, ts_on & (j < TS_TILES), TS_TILES)
         mbarrier.arrive(k_empty.index(s), count=1)
         Sij = _mask(Sij, j, rows, N, Bc, MASK, s_layout)
         mi, Pij, alpha, li = _softmax(Sij, mi, li, qk_scale, o_layout)
+        _stamp(TS, ts_j + 3, ts_on & (j < TS_TILES), TS_TILES)
         # A wait that returns at once (Vj-1's phase cannot move before v_empty below) and ends the basic block:
         # without it ptxas schedules the wait for P V above the softmax, and the overlap is lost (SASS).
         mbarrier.wait(v_ready.index(sp), phase_p)
         Oi = warpgroup_mma_wait(0, deps=(Oi,))
+        _stamp(TS, ts_j + 4, ts_on & (j < TS_TILES), TS_TILES)
         mbarrier.arrive(v_empty.index(sp), count=1)
         # end step
         it += 1
@@ -293,7 +330,7 @@ def _fwd_tiles_plain(Oi, mi, li, q, k_smem, v_smem, k_ready, k_empty, v_ready, v
 def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
                   turn, H, N, num_blocks, qk_scale,
                   W: gl.constexpr, D: gl.constexpr, Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                  PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):  # fmt: skip
+                  PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
     """Consumer warpgroup W: rows [W*64, W*64 + 64) of every block this program runs."""
     Br: gl.constexpr = NUM_WG * WG_ROWS
     s_layout: gl.constexpr = mma_layout(Bc)
@@ -313,7 +350,11 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
         h = bh % H
         n, n_full = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
         rows = i * Br + W * WG_ROWS + gl.arange(0, WG_ROWS, layout=row_layout)
+        ts_base = (gl.program_id(0) * PARTS + W) * ts_slots(TS_TILES)
+        ts_on = (gl.program_id(0) < TS_PROGRAMS) & (n_blocks_done == 0)
+        _stamp(TS, ts_base, ts_on, TS_TILES)
         mbarrier.wait(q_ready.index(W), n_blocks_done & 1)
+        _stamp(TS, ts_base + 1, ts_on, TS_TILES)
         Oi = gl.zeros([WG_ROWS, D], gl.float32, o_layout)
         mi = gl.full([WG_ROWS], float("-inf"), gl.float32, row_layout)
         li = gl.zeros([WG_ROWS], gl.float32, row_layout)
@@ -321,24 +362,29 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
             # step: first_tile
             # tile 0: its scores and softmax only (its P V goes with tile 1's scores); masked whatever it is
             s, phase = _stage(it, STAGES)
+            _stamp(TS, ts_base + 2, ts_on, TS_TILES)
             mbarrier.wait(k_ready.index(s), phase)
+            _stamp(TS, ts_base + 3, ts_on, TS_TILES)
             turns = _turn_wait(turn, turns, W, PINGPONG)
             Sij = warpgroup_mma(q, k_smem.index(s).permute((1, 0)), gl.zeros([WG_ROWS, Bc], gl.float32, s_layout),
                                 use_acc=False, is_async=True)  # fmt: skip
             _turn_pass(turn, W, PINGPONG)
             Sij = warpgroup_mma_wait(0, deps=(Sij,))
+            _stamp(TS, ts_base + 4, ts_on, TS_TILES)
             mbarrier.arrive(k_empty.index(s), count=1)
             Sij = _mask(Sij, 0, rows, N, Bc, MASK_LAST, s_layout)
             mi, Pij, alpha, li = _softmax(Sij, mi, li, qk_scale, o_layout)
+            _stamp(TS, ts_base + 5, ts_on, TS_TILES)
             it += 1
             # end step
             mid = gl.maximum(n_full, 1)
             Oi, mi, li, Pij, alpha, it, turns = _fwd_tiles_overlapped(
                 Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, turn, it, turns,
-                rows, 1, mid, N, qk_scale, W, Bc, STAGES, NO_MASK, PINGPONG)  # fmt: skip
+                rows, 1, mid, N, qk_scale, W, Bc, STAGES, NO_MASK, PINGPONG, TS, ts_base, ts_on, TS_TILES)  # fmt: skip
             Oi, mi, li, Pij, alpha, it, turns = _fwd_tiles_overlapped(
                 Oi, mi, li, Pij, alpha, q, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, turn, it, turns,
-                rows, mid, n, N, qk_scale, W, Bc, STAGES, MASK_LAST, PINGPONG)  # fmt: skip
+                rows, mid, n, N, qk_scale, W, Bc, STAGES, MASK_LAST, PINGPONG,
+                TS, ts_base, ts_on, TS_TILES)  # fmt: skip
             mbarrier.arrive(q_empty.index(W), count=1)  # every Sij of this block is done: Qi's buffer is free
             # step: last_pv
             # the last tile's P V
@@ -369,6 +415,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
         # rows >= N are dropped
         tma.async_copy_shared_to_global(desc_o, [b, h, i * Br + W * WG_ROWS, 0], _as4(o_buf, desc_o))
         gl.store(L + bh.to(gl.int64) * N + rows, (mi + gl.log2(li)) * LN2, mask=rows < N)
+        _stamp(TS, ts_base + ts_slots(TS_TILES) - 1, ts_on, TS_TILES)
         # end step
         n_blocks_done += 1  # noqa: SIM113 (a Gluon loop: no enumerate)
     tma.store_wait(0)
@@ -377,7 +424,8 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
 @gluon.jit(do_not_specialize=["H", "N", "num_blocks"])
 def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
             D: gl.constexpr, Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-            PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, KV_FIRST: gl.constexpr = False):  # fmt: skip
+            PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, KV_FIRST: gl.constexpr = False,
+            TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
     """Grid (programs,): each loops over blocks t = pid, pid + programs, ... < num_blocks = Tr * B * H (persistent
     when programs < num_blocks). desc_q, desc_o: TMA descriptors of (B, H, N, D) with blocks [1, 1, 64, D];
     desc_k, desc_v: blocks [1, 1, Bc, D]; L: (B, H, N) fp32, natural log; qk_scale = scale * log2(e)."""
@@ -405,14 +453,20 @@ def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
         mbarrier.init(v_ready.index(s), count=1)
         mbarrier.init(v_empty.index(s), count=NUM_WG)
 
+    if TS_TILES > 0:
+        ts = TS
+    else:
+        ts = L  # never written (the partitions' stamps are compiled out); a pointer so that no None is passed on
     gl.warp_specialize(
         [
             (_fwd_consumer, (desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
-                             v_empty, turn, H, N, num_blocks, qk_scale, 0, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP)),
+                             v_empty, turn, H, N, num_blocks, qk_scale, 0, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP, ts,
+                             TS_TILES)),
             (_fwd_consumer, (desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
-                             v_empty, turn, H, N, num_blocks, qk_scale, 1, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP)),
+                             v_empty, turn, H, N, num_blocks, qk_scale, 1, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP, ts,
+                             TS_TILES)),
             (_fwd_producer, (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST)),
+                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST, ts, TS_TILES)),
         ],
         [4, 1],
         [CONSUMER_REGS, PRODUCER_REGS],
