@@ -250,3 +250,39 @@ def to_plain(doc: dict[str, Any]) -> dict[str, Any]:
             if isinstance(v, np.ndarray):
                 group[key] = orjson.loads(orjson.dumps(honest(v), option=orjson.OPT_SERIALIZE_NUMPY))
     return doc
+
+
+def step_arrays(doc: dict[str, Any], k: int) -> dict[str, Any]:
+    """The arrays of step `k` of a compact document (one that passed `check_arrays`), each stored on its own (its
+    references into earlier arrays followed, so the answer needs nothing else): `{"step", "sram", "carries",
+    "substeps": [values or null, ...]}`, the holders a step has, as `/api/trace/arrays` answers them. Only the arrays
+    step k names and those they refer to are decoded."""
+    index = {f"{path}/{key}": v for path, group in _groups(doc) for key, v in group.items() if is_compact(v)}
+    done: dict[str, np.ndarray] = {}
+
+    def values(path: str) -> np.ndarray:
+        if path not in done:
+            x = index[path]
+            if "ref" in x:
+                a = values(x["ref"])
+                done[path] = a[x["rows"][0] : x["rows"][1]] if "rows" in x else a
+            else:
+                done[path] = decode_array(x)
+        return done[path]
+
+    def holder(path: str, group: Any) -> Any:
+        if not isinstance(group, dict):
+            return None
+        return {key: encode_array(values(f"{path}/{key}")) if is_compact(v) else v for key, v in group.items()}
+
+    step = doc["steps"][k]
+    out: dict[str, Any] = {"step": k}
+    for name in ("sram", "carries"):
+        if name in step:
+            out[name] = holder(f"steps/{k}/{name}", step[name])
+    if isinstance(step.get("substeps"), list):
+        out["substeps"] = [
+            holder(f"steps/{k}/substeps/{q}/values", sub.get("values") if isinstance(sub, dict) else None)
+            for q, sub in enumerate(step["substeps"])
+        ]
+    return out

@@ -110,11 +110,16 @@ class Gate:
             if body is None:  # the client has gone: nobody reads this
                 self.abandoned += 1
                 return Response(status_code=499)
+        return await self.send(request, body, key)
+
+    async def send(self, request: Request, body: bytes, key: Hashable | None = None) -> Response:
+        """`body` as JSON, gzipped when it is large enough and the client takes gzip (cached by `key` when given)."""
         if len(body) >= GZIP_MIN_BYTES and accepts_gzip(request):
-            packed = self.gz.get(key)
+            packed = None if key is None else self.gz.get(key)
             if packed is None:
                 packed = await run_in_threadpool(gzipped, body)
-                self.gz.put(key, packed)
+                if key is not None:
+                    self.gz.put(key, packed)
             headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
             return Response(content=packed, media_type="application/json", headers=headers)
         return Response(content=body, media_type="application/json", headers={"Vary": "Accept-Encoding"})
