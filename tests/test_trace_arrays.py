@@ -105,3 +105,38 @@ def test_step_arrays_follow_references_within_a_document():
                     values = decode_doc({"inputs": {"x": mine[key]}})["inputs"]["x"]
                     np.testing.assert_array_equal(values, want[key])
     assert refs > 0  # references were there to follow
+
+
+def test_on_demand_trace_is_the_full_one_without_the_steps_arrays(server):
+    full = json.loads(get(url(server, "trace"))[2])
+    status, _, body = get(url(server, "trace", arrays="on-demand"))
+    assert status == 200
+    part = json.loads(body)
+    plain = decode_doc(json.loads(json.dumps(full)))
+    assert part["inputs"] == full["inputs"] and part["outputs"] == full["outputs"]
+    assert {k: v for k, v in part.items() if k != "steps"} == {k: v for k, v in full.items() if k != "steps"}
+    stubs = 0
+    for k, step in enumerate(part["steps"]):
+        for name, group in holders(step):
+            want = dict(holders(plain["steps"][k]))[name]
+            for key, v in group.items():
+                if isinstance(want[key], np.ndarray):
+                    assert v["on_demand"] is True and "base64" not in v and "ref" not in v
+                    assert v["shape"] == list(want[key].shape)
+                    finite = want[key][np.isfinite(want[key])]
+                    span = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
+                    assert (v["min"], v["max"]) == span  # None: no finite value (mi = -inf at load_q)
+                    stubs += 1
+                else:
+                    assert v == want[key]
+        assert {k2: v2 for k2, v2 in step.items() if k2 not in ("sram", "carries", "substeps")} == {
+            k2: v2 for k2, v2 in full["steps"][k].items() if k2 not in ("sram", "carries", "substeps")
+        }
+    assert stubs > 20
+
+
+def test_arrays_parameter_is_checked(server):
+    status, _, body = get(url(server, "trace", arrays="some"))
+    assert status == 422
+    said = json.loads(body)
+    assert said["field"] == "arrays" and "all or on-demand" in said["detail"]

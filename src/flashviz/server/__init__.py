@@ -26,7 +26,7 @@ from .. import __version__
 from ..config import Config, ConfigError
 from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
-from .params import ArraysQuery, CompareQuery, TraceQuery, api_error, config_error, validation_error
+from .params import ArraysQuery, CompareQuery, TraceRoute, api_error, config_error, validation_error
 
 __all__ = ["CSP", "LOOPBACK_NAMES", "SECURITY_HEADERS", "WarmOnFirstRequest", "create_app", "host_name", "static_dir"]
 
@@ -129,12 +129,26 @@ def create_app(
     app.add_exception_handler(Exception, internal_error)
 
     @app.get("/api/trace", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
-    async def get_trace(request: Request, query: Annotated[TraceQuery, Query()]) -> Response:
-        """One launch as a Trace (docs/trace-schema.md)."""
+    async def get_trace(request: Request, query: Annotated[TraceRoute, Query()]) -> Response:
+        """One launch as a Trace (docs/trace-schema.md); with `arrays=on-demand`, without the steps' arrays (docs/
+        trace-schema.md, "Arrays on demand")."""
         cfg = query.config()
-        return await gate.answer(request, cfg, compute, cfg)
+        if query.arrays == "all":
+            return await gate.answer(request, cfg, compute, cfg)
+        key = ("on-demand", cfg)
+        body = skeletons.get(key)
+        if body is None:
+            full = await gate.answer(request, cfg, compute, cfg)
+            whole = gate.cache.get(cfg)
+            if full.status_code != 200 or whole is None:
+                return full  # busy, abandoned: as /api/trace says it
+            doc = await run_in_threadpool(parsed.get, cfg, whole)
+            body = await run_in_threadpool(skeleton_json, doc)
+            skeletons.put(key, body)
+        return await gate.send(request, body, key)
 
     parsed = Parsed()
+    skeletons = Cache()
 
     @app.get("/api/trace/arrays", responses={200: DOCUMENT, 404: ERROR, 422: ERROR})
     async def get_trace_arrays(request: Request, query: Annotated[ArraysQuery, Query()]) -> Response:
@@ -260,6 +274,14 @@ class Parsed:
             while len(self.items) > self.ENTRIES:
                 self.items.popitem(last=False)
         return doc
+
+
+def skeleton_json(doc: dict[str, Any]) -> bytes:
+    import orjson
+
+    from ..trace_codec import skeleton
+
+    return orjson.dumps(skeleton(doc))
 
 
 def arrays_json(doc: dict[str, Any], k: int) -> bytes:

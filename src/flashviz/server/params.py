@@ -164,6 +164,18 @@ class TraceQuery(Query):
         return resolve(cfg.algo).api_validated(cfg)
 
 
+class TraceRoute(TraceQuery):
+    """GET /api/trace: a TraceQuery and how the steps' arrays come (`arrays`)."""
+
+    arrays: Literal["all", "on-demand"] = Field(
+        "all",
+        description="all: every array in the answer; on-demand: the steps' arrays left out (each as its dtype, shape, "
+        "min and max), fetched per step from /api/trace/arrays",
+    )
+
+    ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all or on-demand"}
+
+
 MAX_STEP = 2**31 - 1
 
 
@@ -196,7 +208,7 @@ class CompareQuery(Query):
 
 
 QUERIES: dict[str, type[Query]] = {
-    "/api/trace": TraceQuery,
+    "/api/trace": TraceRoute,
     "/api/trace/arrays": ArraysQuery,
     "/api/compare": CompareQuery,
     "/api/curves": CompareQuery,
