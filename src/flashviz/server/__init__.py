@@ -138,10 +138,9 @@ def create_app(
         key = ("on-demand", cfg)
         body = skeletons.get(key)
         if body is None:
-            full = await gate.answer(request, cfg, compute, cfg)
-            whole = gate.cache.get(cfg)
-            if full.status_code != 200 or whole is None:
-                return full  # busy, abandoned: as /api/trace says it
+            whole = await gate.made(request, cfg, compute, cfg)  # the full answer, never gzipped here
+            if isinstance(whole, Response):
+                return whole  # busy, abandoned: as /api/trace says it
             doc = await run_in_threadpool(parsed.get, cfg, whole)
             body = await run_in_threadpool(skeleton_json, doc)
             skeletons.put(key, body)

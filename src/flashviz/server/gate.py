@@ -97,6 +97,14 @@ class Gate:
         self.disconnected = 0
 
     async def answer(self, request: Request, key: Hashable, compute: Callable[[T], bytes], arg: T) -> Response:
+        body = await self.made(request, key, compute, arg)
+        if isinstance(body, Response):
+            return body
+        return await self.send(request, body, key)
+
+    async def made(self, request: Request, key: Hashable, compute: Callable[[T], bytes], arg: T) -> bytes | Response:
+        """The answer's bytes (cached, or computed within the bounds), or the Response saying why there are none
+        (503 busy, 499 the client left)."""
         body = self.cache.get(key)
         if body is None:
             if self.waiting >= self.max_waiting:
@@ -110,7 +118,7 @@ class Gate:
             if body is None:  # the client has gone: nobody reads this
                 self.abandoned += 1
                 return Response(status_code=499)
-        return await self.send(request, body, key)
+        return body
 
     async def send(self, request: Request, body: bytes, key: Hashable | None = None) -> Response:
         """`body` as JSON, gzipped when it is large enough and the client takes gzip (cached by `key` when given)."""
