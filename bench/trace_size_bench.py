@@ -3,7 +3,8 @@
 1. `GET /api/trace?n=4096&d=64&br=64&bc=64` from `flashviz serve` (a subprocess; raw HTTP/1.1 with
    `Accept-Encoding: gzip`): the bytes on the wire (headers and body), and the time to the answer's last byte, cold
    (the server runs the engine) and warm (the answer cached), median of --runs. Targets: <= 5 MB, <= 0.5 s.
-   Beside it, for reference, the same trace as /2 sent it (plain lists, no gzip) and plain lists gzipped.
+   Beside it, for reference, the same trace as /2 sent it (plain lists, no gzip) and plain lists gzipped, and
+   `&arrays=on-demand` (the steps' arrays left out, served per step by /api/trace/arrays; the page does not ask yet).
 2. `flashviz trace --n 4096 --d 128 --br 64 --bc 64 -o FILE` (compact) and with `--plain`: bytes on disk. Target
    <= 10 MB. With --triton also fa2-triton at the same launch (its engine takes about half a minute here).
 3. The page interactive at that launch in headless Chromium: from `page.goto` to the page's `flashviz:interactive`
@@ -85,7 +86,8 @@ def get(url: str, path: str, gzip_ok: bool) -> tuple[float, int, bytes, dict[str
 
 def bench_api(runs: int) -> dict:
     out: dict = {}
-    for name, query in (("n4096", BIG), ("n8", SEED)):
+    # ("n4096-on-demand": the trace without the steps' arrays, /api/trace/arrays serving them per step)
+    for name, query in (("n4096", BIG), ("n4096-on-demand", f"{BIG}&arrays=on-demand"), ("n8", SEED)):
         cold, warm, wire = [], [], 0
         for _ in range(runs):
             proc, url = start_server()
@@ -201,7 +203,7 @@ def main() -> None:
     files = bench_files(a.triton)
     page = None if a.no_page else bench_page(a.runs)
 
-    big, seed = api["n4096"], api["n8"]
+    big, seed, lean = api["n4096"], api["n8"], api["n4096-on-demand"]
     print(f"flashviz trace-size benchmark, {os.cpu_count()} CPUs, {platform.platform()}, load {os.getloadavg()}")
     print(f"{'measure':58} {'value':>14} {'target':>10}")
     rows = [
@@ -211,6 +213,8 @@ def main() -> None:
         ("  plain lists, gzipped", f"{big['plain_gzip_bytes'] / MB:.2f} MB", ""),
         ("/api/trace N=4096, time to answer, warm (cached)", f"{big['warm_median_s']:.3f} s", "0.5 s"),
         ("/api/trace N=4096, time to answer, cold (engine runs)", f"{big['cold_median_s']:.3f} s", "0.5 s"),
+        ("/api/trace?arrays=on-demand N=4096, on the wire (gzip)", f"{lean['wire_bytes'] / MB:.2f} MB", "5 MB"),
+        ("  its time to answer, warm / cold", f"{lean['warm_median_s']:.3f} / {lean['cold_median_s']:.3f} s", ""),
         ("/api/trace N=8, on the wire (gzip)", f"{seed['wire_bytes'] / 1e3:.1f} kB", ""),
         ("/api/trace N=8, time to answer, cold", f"{seed['cold_median_s']:.3f} s", ""),
         ("/api/trace N=8, time to answer, warm", f"{seed['warm_median_s']:.3f} s", ""),

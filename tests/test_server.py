@@ -381,6 +381,7 @@ def test_openapi_schema_has_typed_bounded_parameters(client):
     doc = client.get("/api/openapi.json").json()
     assert set(doc["paths"]) == {
         "/api/trace",
+        "/api/trace/arrays",
         "/api/compare",
         "/api/curves",
         "/api/limits",
@@ -388,11 +389,13 @@ def test_openapi_schema_has_typed_bounded_parameters(client):
         "/api/ladder",
     }
     trace = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace"]["get"]["parameters"]}
-    assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block"]
+    assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block", "arrays"]
     for name, (lo, hi) in API_LIMITS.items():
         assert (trace[name]["type"], trace[name]["minimum"], trace[name]["maximum"]) == ("integer", lo, hi)
     assert trace["algo"]["enum"] == ["standard", "fa1", "fa2", "fa2-backward", "fa2-triton", "fa3"]
     assert trace["causal"]["type"] == "boolean" and trace["scale"]["type"] == "number"
+    arrays = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace/arrays"]["get"]["parameters"]}
+    assert list(arrays) == [*list(trace)[:-1], "step"] and arrays["step"]["minimum"] == 0
     compare = {p["name"]: p["schema"] for p in doc["paths"]["/api/compare"]["get"]["parameters"]}
     assert compare["n"]["maximum"] == 2**31 - 1 and compare["d"]["maximum"] == 4096
     errors = doc["paths"]["/api/trace"]["get"]["responses"]["422"]["content"]["application/json"]["schema"]

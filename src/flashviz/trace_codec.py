@@ -18,7 +18,7 @@ import base64
 import binascii
 import hashlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -250,3 +250,81 @@ def to_plain(doc: dict[str, Any]) -> dict[str, Any]:
             if isinstance(v, np.ndarray):
                 group[key] = orjson.loads(orjson.dumps(honest(v), option=orjson.OPT_SERIALIZE_NUMPY))
     return doc
+
+
+def resolver(doc: dict[str, Any]) -> Callable[[str], np.ndarray]:
+    """path -> that compact array's values, decoding only it and what its references name (each once)."""
+    index = {f"{path}/{key}": v for path, group in _groups(doc) for key, v in group.items() if is_compact(v)}
+    done: dict[str, np.ndarray] = {}
+
+    def values(path: str) -> np.ndarray:
+        if path not in done:
+            x = index[path]
+            if "ref" in x:
+                a = values(x["ref"])
+                done[path] = a[x["rows"][0] : x["rows"][1]] if "rows" in x else a
+            else:
+                done[path] = decode_array(x)
+        return done[path]
+
+    return values
+
+
+def step_arrays(doc: dict[str, Any], k: int) -> dict[str, Any]:
+    """The arrays of step `k` of a compact document (one that passed `check_arrays`), each stored on its own (its
+    references into earlier arrays followed, so the answer needs nothing else): `{"step", "sram", "carries",
+    "substeps": [values or null, ...]}`, the holders a step has, as `/api/trace/arrays` answers them. Only the arrays
+    step k names and those they refer to are decoded."""
+    values = resolver(doc)
+
+    def holder(path: str, group: Any) -> Any:
+        if not isinstance(group, dict):
+            return None
+        return {key: encode_array(values(f"{path}/{key}")) if is_compact(v) else v for key, v in group.items()}
+
+    step = doc["steps"][k]
+    out: dict[str, Any] = {"step": k}
+    for name in ("sram", "carries"):
+        if name in step:
+            out[name] = holder(f"steps/{k}/{name}", step[name])
+    if isinstance(step.get("substeps"), list):
+        out["substeps"] = [
+            holder(f"steps/{k}/substeps/{q}/values", sub.get("values") if isinstance(sub, dict) else None)
+            for q, sub in enumerate(step["substeps"])
+        ]
+    return out
+
+
+def skeleton(doc: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a compact document (one that passed `check_arrays`) whose steps' arrays are left out: each becomes
+    `{"dtype", "shape", "on_demand": true, "min", "max"}` (over its finite values; null when it has none), for views
+    that scale colours over steps they have not fetched. `inputs` and `outputs` stay whole; nothing in them refers
+    to a step. What `/api/trace?arrays=on-demand` answers."""
+    out = dict(doc)
+    out["steps"] = [dict(s) if isinstance(s, dict) else s for s in doc.get("steps") or []]
+    values = resolver(doc)
+
+    def stub(path: str, v: dict[str, Any]) -> dict[str, Any]:
+        a = values(path)
+        finite = a[np.isfinite(a)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
+        return {"dtype": v["dtype"], "shape": v["shape"], "on_demand": True, "min": lo, "max": hi}
+
+    for k, s in enumerate(out["steps"]):
+        if not isinstance(s, dict):
+            continue
+        for name in ("sram", "carries"):
+            if isinstance(s.get(name), dict):
+                s[name] = {
+                    key: stub(f"steps/{k}/{name}/{key}", v) if is_compact(v) else v for key, v in s[name].items()
+                }
+        if isinstance(s.get("substeps"), list):
+            subs = []
+            for q, sub in enumerate(s["substeps"]):
+                if isinstance(sub, dict) and isinstance(sub.get("values"), dict):
+                    here = f"steps/{k}/substeps/{q}/values"
+                    vals = {key: stub(f"{here}/{key}", v) if is_compact(v) else v for key, v in sub["values"].items()}
+                    sub = {**sub, "values": vals}
+                subs.append(sub)
+            s["substeps"] = subs
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,7 +26,7 @@ from .. import __version__
 from ..config import Config, ConfigError
 from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
-from .params import CompareQuery, TraceQuery, api_error, config_error, validation_error
+from .params import ArraysQuery, CompareQuery, TraceRoute, api_error, config_error, validation_error
 
 __all__ = ["CSP", "LOOPBACK_NAMES", "SECURITY_HEADERS", "WarmOnFirstRequest", "create_app", "host_name", "static_dir"]
 
@@ -128,10 +129,43 @@ def create_app(
     app.add_exception_handler(Exception, internal_error)
 
     @app.get("/api/trace", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
-    async def get_trace(request: Request, query: Annotated[TraceQuery, Query()]) -> Response:
-        """One launch as a Trace (docs/trace-schema.md)."""
+    async def get_trace(request: Request, query: Annotated[TraceRoute, Query()]) -> Response:
+        """One launch as a Trace (docs/trace-schema.md); with `arrays=on-demand`, without the steps' arrays (docs/
+        trace-schema.md, "Arrays on demand")."""
         cfg = query.config()
-        return await gate.answer(request, cfg, compute, cfg)
+        if query.arrays == "all":
+            return await gate.answer(request, cfg, compute, cfg)
+        key = ("on-demand", cfg)
+        body = skeletons.get(key)
+        if body is None:
+            whole = await gate.made(request, cfg, compute, cfg)  # the full answer, never gzipped here
+            if isinstance(whole, Response):
+                return whole  # busy, abandoned: as /api/trace says it
+            doc = await run_in_threadpool(parsed.get, cfg, whole)
+            body = await run_in_threadpool(skeleton_json, doc)
+            skeletons.put(key, body)
+        return await gate.send(request, body, key)
+
+    parsed = Parsed()
+    skeletons = Cache()
+
+    @app.get("/api/trace/arrays", responses={200: DOCUMENT, 404: ERROR, 422: ERROR})
+    async def get_trace_arrays(request: Request, query: Annotated[ArraysQuery, Query()]) -> Response:
+        """The stored arrays of one step of a trace this server answered at /api/trace with the same query (from its
+        cache: the engine never runs here), each array stored on its own (docs/trace-schema.md, "Arrays on
+        demand"). 404 when the trace is not (or no longer) in the cache: ask /api/trace again."""
+        cfg = query.config()
+        body = gate.cache.get(cfg)
+        if body is None:
+            return api_error(
+                "query", "no trace of this query in the server's cache: GET /api/trace with the same query first", 404
+            )
+        doc = await run_in_threadpool(parsed.get, cfg, body)
+        steps = len(doc["steps"])
+        if query.step >= steps:
+            return api_error("step", f"must be an integer in 0..{steps - 1} for this trace (got {query.step})")
+        answer = await run_in_threadpool(arrays_json, doc, query.step)
+        return await gate.send(request, answer)
 
     closed_forms = Cache(entries=64)  # the comparison's answers: no engine, so never behind the gate
 
@@ -213,6 +247,48 @@ def create_app(
             return PlainTextResponse(NO_BUNDLE, status_code=503)
 
     return app
+
+
+class Parsed:
+    """The parsed documents of the last few traces /api/trace/arrays read (parsing 12 MB of JSON once, not per
+    step), by the same key as the gate's cache and only while that holds the same bytes."""
+
+    ENTRIES = 2
+
+    def __init__(self) -> None:
+        self.items: OrderedDict[Any, tuple[bytes, dict[str, Any]]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any, body: bytes) -> dict[str, Any]:
+        import orjson
+
+        with self.lock:
+            held = self.items.get(key)
+            if held is not None and held[0] is body:
+                self.items.move_to_end(key)
+                return held[1]
+        doc = orjson.loads(body)
+        with self.lock:
+            self.items[key] = (body, doc)
+            while len(self.items) > self.ENTRIES:
+                self.items.popitem(last=False)
+        return doc
+
+
+def skeleton_json(doc: dict[str, Any]) -> bytes:
+    import orjson
+
+    from ..trace_codec import skeleton
+
+    return orjson.dumps(skeleton(doc))
+
+
+def arrays_json(doc: dict[str, Any], k: int) -> bytes:
+    import orjson
+
+    from ..trace_codec import step_arrays
+
+    return orjson.dumps(step_arrays(doc, k))
 
 
 def clip_path(rest: str) -> str:

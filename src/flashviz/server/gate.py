@@ -97,6 +97,14 @@ class Gate:
         self.disconnected = 0
 
     async def answer(self, request: Request, key: Hashable, compute: Callable[[T], bytes], arg: T) -> Response:
+        body = await self.made(request, key, compute, arg)
+        if isinstance(body, Response):
+            return body
+        return await self.send(request, body, key)
+
+    async def made(self, request: Request, key: Hashable, compute: Callable[[T], bytes], arg: T) -> bytes | Response:
+        """The answer's bytes (cached, or computed within the bounds), or the Response saying why there are none
+        (503 busy, 499 the client left)."""
         body = self.cache.get(key)
         if body is None:
             if self.waiting >= self.max_waiting:
@@ -110,11 +118,16 @@ class Gate:
             if body is None:  # the client has gone: nobody reads this
                 self.abandoned += 1
                 return Response(status_code=499)
+        return body
+
+    async def send(self, request: Request, body: bytes, key: Hashable | None = None) -> Response:
+        """`body` as JSON, gzipped when it is large enough and the client takes gzip (cached by `key` when given)."""
         if len(body) >= GZIP_MIN_BYTES and accepts_gzip(request):
-            packed = self.gz.get(key)
+            packed = None if key is None else self.gz.get(key)
             if packed is None:
                 packed = await run_in_threadpool(gzipped, body)
-                self.gz.put(key, packed)
+                if key is not None:
+                    self.gz.put(key, packed)
             headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
             return Response(content=packed, media_type="application/json", headers=headers)
         return Response(content=body, media_type="application/json", headers={"Vary": "Accept-Encoding"})

@@ -164,6 +164,33 @@ class TraceQuery(Query):
         return resolve(cfg.algo).api_validated(cfg)
 
 
+class TraceRoute(TraceQuery):
+    """GET /api/trace: a TraceQuery and how the steps' arrays come (`arrays`)."""
+
+    arrays: Literal["all", "on-demand"] = Field(
+        "all",
+        description="all: every array in the answer; on-demand: the steps' arrays left out (each as its dtype, shape, "
+        "min and max), fetched per step from /api/trace/arrays",
+    )
+
+    ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all or on-demand"}
+
+
+MAX_STEP = 2**31 - 1
+
+
+class ArraysQuery(TraceQuery):
+    """GET /api/trace/arrays: the stored arrays of one step of a trace the server answered (the same query as
+    /api/trace, and `step`)."""
+
+    step: integer(0, MAX_STEP, "the step whose arrays are sent, 0..len(steps)-1")
+
+    ACCEPTED: ClassVar[dict[str, str]] = {
+        **TraceQuery.ACCEPTED,
+        "step": "an integer in 0..len(steps)-1 of the trace",
+    }
+
+
 class CompareQuery(Query):
     """GET /api/compare: every algorithm at one config (closed forms; N, D, Br, Bc up to `flashviz compare`'s
     limits). An empty value means the default."""
@@ -180,7 +207,12 @@ class CompareQuery(Query):
     }
 
 
-QUERIES: dict[str, type[Query]] = {"/api/trace": TraceQuery, "/api/compare": CompareQuery, "/api/curves": CompareQuery}
+QUERIES: dict[str, type[Query]] = {
+    "/api/trace": TraceRoute,
+    "/api/trace/arrays": ArraysQuery,
+    "/api/compare": CompareQuery,
+    "/api/curves": CompareQuery,
+}
 
 
 def block_range(params: Mapping[str, str]) -> str:
