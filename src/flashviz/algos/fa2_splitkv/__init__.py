@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...config import Config, ConfigError
 from ..base import Algorithm, Idea
-from . import engine, expect, flops, gpu, picture, traffic
+from . import decoding, engine, expect, flops, gpu, picture, traffic
 from .record import CHUNK, KERNEL, NAME, splits
 
 IDEA = Idea(
@@ -70,6 +70,7 @@ ALGORITHM = Algorithm(
     launch_check=no_causal,
     launch_rule="no --causal; S = ceil(Tc / 2) chunks of K/V",
     reread="mostly K and V, which every block of Q re-reads, and Q, which every chunk re-reads",
+    compare_table=decoding.table,
     example={"n": 16, "d": 4, "br": 4, "bc": 4},
     example_why="N = 16 with Bc = 4 gives Tc = 4 tiles, so S = 2 chunks of 2 tiles: the split and the merge both show",
 )

@@ -13,17 +13,23 @@ SPLITS = f"((Tc+{CHUNK - 1})//{CHUNK})"  # S = ceil(Tc / CHUNK), as an expressio
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:
-    # Rows past N are neither loaded nor stored, so each pass over a tensor moves exactly its N rows: Q once per
-    # chunk (S passes), K and V once per block of Q (Tr passes, split among the chunks), each partial once each way.
-    s, tr = splits(n, bc), blocks(n, br)
+    return rectangular(n, n, d, br, bc)
+
+
+def rectangular(nq: int, nk: int, d: int, br: int, bc: int) -> dict[str, dict[str, int]]:
+    """The count for Nq queries against Nk keys (decoding: Nq small), of which `count` is Nq = Nk = N. Rows past
+    the end are neither loaded nor stored, so each pass over a tensor moves exactly its rows: Q once per chunk
+    (S passes, S from the Nk keys), K and V once per block of Q (Tr passes, from the Nq queries, split among the
+    chunks), each partial once each way."""
+    s, tr = splits(nk, bc), blocks(nq, br)
     return {
-        "Q": {"read": s * n * d, "written": 0},
-        "K": {"read": tr * n * d, "written": 0},
-        "V": {"read": tr * n * d, "written": 0},
-        "Opart": {"read": s * n * d, "written": s * n * d},
-        "Lpart": {"read": s * n, "written": s * n},
-        "O": {"read": 0, "written": n * d},
-        "L": {"read": 0, "written": n},
+        "Q": {"read": s * nq * d, "written": 0},
+        "K": {"read": tr * nk * d, "written": 0},
+        "V": {"read": tr * nk * d, "written": 0},
+        "Opart": {"read": s * nq * d, "written": s * nq * d},
+        "Lpart": {"read": s * nq, "written": s * nq},
+        "O": {"read": 0, "written": nq * d},
+        "L": {"read": 0, "written": nq},
     }
 
 
