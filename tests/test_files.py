@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from flashviz.algos import ALGOS
+
 HANG_S = 120  # a FIFO that is waited on: a hang is a failure too, not only a wrong exit code
 
 
@@ -131,7 +133,7 @@ BAD_CONFIG = [
     ("n", [1, 2], "config.n must be an integer in 1..16384 (got [1, 2])"),
     ("recorded_blocks", 5, "config.recorded_blocks must be a list of at least one block number"),
     ("recorded_blocks", None, "config.recorded_blocks must be a list of at least one block number"),
-    ("algo", "fa4", "config.algo must be one of standard, fa1, fa2, fa2-backward, fa2-triton, fa3 (got 'fa4')"),
+    ("algo", "fa4", f"config.algo must be one of {', '.join(ALGOS)} (got 'fa4')"),
 ]
 # item 6: the parts every view reads, null or a string; steps that are not steps
 BAD_PARTS = [

@@ -89,7 +89,13 @@ def test_compare_sweep_is_the_closed_forms_over_n(client):
     doc = client.get("/api/compare", params={"n": 1024, "d": 64, "br": 64, "bc": 64}).json()
     sweep = doc["sweep"]
     assert sweep["n"] == [2**k for k in range(6, 17)]
-    assert set(sweep["bytes"]) == {"standard", "fa1", "fa2", "fa2-triton"}  # the forwards that run these tiles
+    assert set(sweep["bytes"]) == {
+        "standard",
+        "fa1",
+        "fa2",
+        "fa2-triton",
+        "fa2-splitkv",
+    }  # the forwards that run these tiles
     for name, series in sweep["bytes"].items():
         for n, b in zip(sweep["n"], series, strict=True):
             assert b == compare(n, 64, 64, 64, False)["algorithms"][name]["total"]["bytes"]

@@ -295,7 +295,7 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
     and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
     from .compare import compare as compare_models
-    from .compare import render, render_regimes
+    from .compare import render, render_regimes, render_tables
     from .ring_cli import render_ring, ring_doc
 
     doc = compare_models(n, d, br, bc, causal)
@@ -312,7 +312,7 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
         # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe with no
         # COLUMNS; narrower than the table, it is cut into tables of fewer algorithms each (issue 17 item 17)
         con = console(out, wide=132)
-        print_fitted(con, render(doc), render_regimes(doc))  # issue 11: when each algorithm moves fewer bytes
+        print_fitted(con, render(doc), render_regimes(doc), *render_tables(doc))  # issue 11: when each moves fewer
         if ring is not None:
             print_fitted(con, render_ring(doc["ring"]))
 

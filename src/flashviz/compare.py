@@ -97,6 +97,8 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
         "algorithms": algos,
         "regimes": regimes.sweep(n, d, br, bc, causal),
         "flops_anchor": flops_anchor(),
+        # the algorithms' own tables (Algorithm.compare_table), by name: decoding's Nq against Nk for split-KV
+        "tables": {a.name: a.compare_table(d, br, bc) for a in REGISTRY.values() if a.compare_table is not None},
     }
 
 
@@ -240,3 +242,18 @@ def render_regimes(doc: dict[str, Any]) -> Table:
             p["fewest"],
         )
     return table
+
+
+def render_tables(doc: dict[str, Any]) -> list[Table]:
+    """The algorithms' own tables (`tables`), one rich Table each, their cells as text."""
+    from rich.table import Table
+
+    out = []
+    for t in doc.get("tables", {}).values():
+        table = Table(title=t["title"], caption=t["caption"])
+        for c in t["columns"]:
+            table.add_column(c["label"], justify="right")
+        for row in t["rows"]:
+            table.add_row(*(f"{x:,}" if isinstance(x, int) else str(x) for x in (row[c["key"]] for c in t["columns"])))
+        out.append(table)
+    return out

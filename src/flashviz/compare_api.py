@@ -93,7 +93,7 @@ def compare_document(n: int, d: int, br: int, bc: int, causal: bool, with_curves
     doc = compare(n, d, br, bc, causal)
     plain = compare(n, d, br, bc, False)["algorithms"] if causal else doc["algorithms"]
     for name, entry in doc["algorithms"].items():
-        base = plain[name].get("total", {}).get("bytes")
+        base = plain[name].get("total", {}).get("bytes") if entry["supported"] else None  # none for what cannot run
         mine = entry.get("total", {}).get("bytes")
         entry["noncausal_bytes"] = base
         entry["saved_bytes"] = None if base is None or mine is None else base - mine

@@ -80,7 +80,7 @@ def sweep(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
     Bc = Br·r for r in RATIOS (Br held, Bc clipped to 1..256), and which moves fewest at each point; the current
     (Br, Bc) is a point too; `left_out` names the algorithms of another element width."""
     lo, hi = TILE_RANGE
-    names = schedules()
+    names = [name for name in schedules() if not causal or REGISTRY[name].causal]  # those that run the launch
     shapes = sorted({(br, min(hi, max(lo, round(br * r)))) for r in RATIOS} | {(br, bc)}, key=lambda s: s[1])
     points = []
     for b_r, b_c in shapes:

@@ -236,9 +236,11 @@ def test_comparison_view_counts_every_algorithm_together(page, server_url, log):
         )
     # the chart: one line per forward algorithm from the sweep, the current N marked
     chart = page.locator("[data-testid=traffic-chart]")
-    expect(chart.locator("polyline.series")).to_have_count(3)
+    lines = len(doc["sweep"]["bytes"])  # standard, fa1, fa2, fa2-splitkv at these tiles
+    assert lines == 4
+    expect(chart.locator("polyline.series")).to_have_count(lines)
     expect(chart.locator("[data-testid=chart-now]")).to_have_attribute("data-n", "64")
-    expect(chart.locator("circle.dot")).to_have_count(3)
+    expect(chart.locator("circle.dot")).to_have_count(lines)
     # counters advance together: at the last step every algorithm has moved all its bytes
     page.keyboard.press("End")
     for name, entry in doc["algorithms"].items():

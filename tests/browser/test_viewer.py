@@ -23,6 +23,8 @@ from pageutil import (
     tooltip_at,
 )
 
+from flashviz.algos import ALGOS
+
 pytestmark = pytest.mark.browser
 
 
@@ -224,7 +226,7 @@ def test_url_round_trip(page, server_url, log):
         # the algorithms are the server's (/api/limits), in its order
         (
             "algo=fa4",
-            'URL algo="fa4": must be one of standard, fa1, fa2, fa2-backward, fa2-triton, fa3; showing fa2',
+            f'URL algo="fa4": must be one of {", ".join(ALGOS)}; showing fa2',
             {"algo": "fa2"},
         ),
         ("block=7", 'URL block="7": must be an integer in 0..1 for this launch; showing block 0', {"block": "0"}),

@@ -169,6 +169,9 @@ class Algorithm:
     example: Mapping[str, int] | None = None
     example_why: str = ""
     allowed: Mapping[str, tuple[int, ...]] | None = None  # the only values a field may take ("d": head dims), if any
+    # a table of its own for `flashviz compare` at (d, br, bc), from its closed forms: {"title", "columns", "rows",
+    # "caption", ...}, rows of cells as the columns name them (fa2-splitkv: decoding, few queries against many keys)
+    compare_table: Callable[[int, int, int], dict[str, Any]] | None = None
 
     @property
     def package(self) -> str:
