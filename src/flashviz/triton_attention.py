@@ -758,10 +758,16 @@ class _Attention(torch.autograd.Function):
         return dq, dk, dv, None, None, None
 
 
+def _unmeasured(q, k, varlen: bool) -> str | None:
+    """What of a call fa3 takes but was not timed against fa2 for (None: nothing), for `attention_backends.choose`:
+    grouped-query attention (fa3's forward reads K/V head h // group since issue 22; its backward is fa2's)."""
+    return "grouped-query attention" if q.shape[1] != k.shape[1] else None
+
+
 def _features(q, k, window, softcap, varlen: bool) -> str | None:
     """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
     what = []
-    if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
+    if varlen and q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
         what.append("grouped-query attention")
     if not varlen and q.shape[2] != k.shape[2]:
         what.append("Nq != Nk")
@@ -790,7 +796,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
     softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2); 0 does not.
     backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
         FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.attention_backends`). fa3 takes plain
-        attention only (one head count, Nq = Nk, no window, no softcap): auto runs fa2 for the rest.
+        attention and grouped-query attention (its backward then fa2's), with Nq = Nk, no window, no softcap;
+        auto runs fa2 for the rest, and for grouped-query attention until fa3 is timed on it.
 
     Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
@@ -801,7 +808,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from . import attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False))
+    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False),
+                                       unmeasured=_unmeasured(q, k, False))  # fmt: skip
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if chosen == attention_backends.FA3:
         from . import fa3_attention

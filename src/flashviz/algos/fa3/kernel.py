@@ -139,9 +139,11 @@ def _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty,
 @gluon.jit
 def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                   v_empty, H, N, num_blocks,
-                  Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_FIRST: gl.constexpr):  # fmt: skip
+                  Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_FIRST: gl.constexpr,
+                  GROUP: gl.constexpr):  # fmt: skip
     """One warp: every TMA load of every block this program runs, as soon as its buffer is free. KV_FIRST: a
-    block's first Kj, Vj go before its Qi, so that they load while the consumers still finish the last block."""
+    block's first Kj, Vj go before its Qi, so that they load while the consumers still finish the last block.
+    GROUP: q heads per K/V head (grouped-query attention): q head h reads K/V head h // GROUP."""
     Br: gl.constexpr = NUM_WG * WG_ROWS
     Tr = gl.cdiv(N, Br)
     BH = num_blocks // Tr
@@ -151,10 +153,11 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
         bh, i = _fwd_tile_coords(t, Tr, BH, CAUSAL)
         b = bh // H
         h = bh % H
+        hk = h // GROUP
         n, _ = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
         first = 0
         if KV_FIRST:
-            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, 0, it, Bc, STAGES)
+            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, hk, 0, it, Bc, STAGES)
             first = 1
         # step: load_q
         for w in gl.static_range(NUM_WG):
@@ -164,7 +167,7 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
                                             _as4(q_smem.index(w), desc_q))  # fmt: skip
         # end step
         for j in range(first, n):
-            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, j, it, Bc, STAGES)
+            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, hk, j, it, Bc, STAGES)
         n_blocks_done += 1  # noqa: SIM113 (a Gluon loop: no enumerate)
 
 
@@ -377,10 +380,12 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
 @gluon.jit(do_not_specialize=["H", "N", "num_blocks"])
 def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
             D: gl.constexpr, Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-            PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, KV_FIRST: gl.constexpr = False):  # fmt: skip
+            PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, KV_FIRST: gl.constexpr = False,
+            GROUP: gl.constexpr = 1):  # fmt: skip
     """Grid (programs,): each loops over blocks t = pid, pid + programs, ... < num_blocks = Tr * B * H (persistent
     when programs < num_blocks). desc_q, desc_o: TMA descriptors of (B, H, N, D) with blocks [1, 1, 64, D];
-    desc_k, desc_v: blocks [1, 1, Bc, D]; L: (B, H, N) fp32, natural log; qk_scale = scale * log2(e)."""
+    desc_k, desc_v: of (B, H // GROUP, N, D), blocks [1, 1, Bc, D] (GROUP > 1: grouped-query attention, q head h
+    reads K/V head h // GROUP); L: (B, H, N) fp32, natural log; qk_scale = scale * log2(e)."""
     dtype: gl.constexpr = desc_q.dtype
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([WG_ROWS, D], dtype)
     kv_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([Bc, D], dtype)
@@ -412,7 +417,7 @@ def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
             (_fwd_consumer, (desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                              v_empty, turn, H, N, num_blocks, qk_scale, 1, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP)),
             (_fwd_producer, (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST)),
+                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST, GROUP)),
         ],
         [4, 1],
         [CONSUMER_REGS, PRODUCER_REGS],
