@@ -20,6 +20,8 @@ os.environ["TRITON_INTERPRET"] = "0"
 
 
 PLAIN_FLAGS = ("SOFTCAP", "VARLEN", "BAND_LEFT")  # triton_attention's option constexprs
+KERNELS = {"fwd": "fa2_fwd", "dkdv": "fa2_bwd_dkdv", "dq": "fa2_bwd_dq", "split": "fa2_fwd_split",
+           "combine": "fa2_fwd_combine"}  # fmt: skip
 
 
 def signature(kernel, ptr_types: dict, constexprs: dict):
@@ -56,11 +58,15 @@ def compile_one(job):
     from flashviz.algos.fa2_triton import kernel as km
 
     name, d, causal, t, extra = job
-    kernel = getattr(km, {"fwd": "fa2_fwd", "dkdv": "fa2_bwd_dkdv", "dq": "fa2_bwd_dq"}[name])
+    kernel = getattr(km, KERNELS[name])
     bf16 = "*bf16"
     ptrs = {n: bf16 for n in ("Q", "K", "V", "O", "dO", "dK", "dV")}
     ptrs.update(L="*fp32", Delta="*fp32", dQ="*fp32" if extra.get("DQ_ATOMIC") else bf16)
-    constexprs = {"D": d, "Br": t[0], "Bc": t[1], "CAUSAL": causal, **extra}
+    ptrs.update(Opart="*fp32", Lpart="*fp32")
+    if name == "combine":  # one block of packed rows; no Br, Bc, CAUSAL
+        constexprs = {"D": d, "BLOCK": t[0], **extra}
+    else:
+        constexprs = {"D": d, "Br": t[0], "Bc": t[1], "CAUSAL": causal, **extra}
     sig = signature(kernel, ptrs, constexprs)
     # the launcher's specialisation: pointers 16-byte aligned, strides and Dv multiples of 16 (H, N not)
     div16 = [
@@ -101,6 +107,24 @@ def compile_one(job):
     return job, info, secs
 
 
+def split_jobs(ds: list, causals: list) -> list:
+    """fa2_fwd_split at the tiles triton_attention.split_tiles picks for Nq = 1, 16, 128 and GQA groups 1, 4, 8,
+    with each option set the feature benchmark's decode cases use (plain, a left window, softcap), and the combine."""
+    from flashviz import triton_attention as ta
+
+    jobs = []
+    for d in ds:
+        for group in (1, 4, 8):
+            for nq in (1, 16, 128):
+                t = ta.split_tiles(nq * group, ta._padded(d))
+                tt = (t.Br, t.Bc, t.num_warps, t.num_stages)
+                for causal in causals:
+                    for flags in ({}, {"BAND_LEFT": True}, {"SOFTCAP": True}):  # the launcher: always SCALE_FIRST
+                        jobs.append(("split", d, causal, tt, {"GROUP": group, "SCALE_FIRST": True, **flags}))
+        jobs.append(("combine", d, False, (32, 0, 4, 1), {"GROUP": 4}))
+    return jobs
+
+
 def main() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
     from flashviz import triton_attention as ta
@@ -110,9 +134,13 @@ def main() -> None:
     ap.add_argument("--d", default="64,128")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--split", action="store_true", help="the split-KV decode kernels instead (GQA groups 1, 4, 8; "
+                    "the tiles split_tiles picks for 1, 16, 128 queries; plain, window and softcap)")  # fmt: skip
     args = ap.parse_args()
     jobs = []
-    for d in map(int, args.d.split(",")):
+    if args.split:
+        jobs = split_jobs([int(x) for x in args.d.split(",")], [bool(int(c)) for c in args.causal.split(",")])
+    for d in [] if args.split else map(int, args.d.split(",")):
         for causal in (bool(int(c)) for c in args.causal.split(",")):
             for name in args.only.split(","):
                 tiles = {"fwd": ta.FWD_TILES, "dkdv": ta.DKDV_TILES, "dq": ta.DQ_TILES}[name][d]

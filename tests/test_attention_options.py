@@ -281,7 +281,7 @@ BAD_DENSE = [
         r"q, k and v must have one head dimension D; got q \(1, 2, 8, 64\), k \(1, 2, 8, 32\)",
     ),
     (_dense(Nk=0), r"B, H and N must be at least 1; got q \(1, 2, 8, 64\), k \(1, 2, 0, 64\)"),
-    (_dense(Hq=4, Hkv=2, backend="fa3"), r"backend 'fa3' is not available here \(fa3 does not take grouped-query"),
+    (_dense(Hq=4, Hkv=2, window=(3, -1), backend="fa3"), r"backend 'fa3' is not available here \(fa3 does not take a"),
     (_dense(Nq=1, backend="fa3", softcap=2.0), r"backend 'fa3' is not available here \(fa3 does not take Nq != Nk"),
 ]
 

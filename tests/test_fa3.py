@@ -132,12 +132,38 @@ def test_gradient_through_lse_and_strided_inputs(seed):
 
 @gpu
 @needs_hopper
+@pytest.mark.parametrize(("B", "Hq", "Hkv", "N", "D", "causal"), [
+    (1, 32, 8, 2048, 128, True),  # Llama 3's groups of 4
+    (2, 8, 1, 1000, 64, False),  # multi-query, ragged N
+    (1, 6, 2, 77, 128, True),
+    (2, 32, 8, 8192, 128, True),  # the feature benchmark's gqa causal N=8k
+])  # fmt: skip
+def test_grouped_query_forward_matches_float64(seed, B, Hq, Hkv, N, D, causal):
+    """fa3's forward with q head h reading K/V head h // (Hq / Hkv); the backward is fa2's (through flashviz.attention
+    with backend="fa3", as a model calls it)."""
+    q = torch.randn(B, Hq, N, D, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(B, Hkv, N, D, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    do = torch.randn_like(q)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    o, lse = flashviz.attention(q, k, v, causal=causal, return_lse=True, backend="fa3")
+    dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
+    ours = {"O": o, "L": lse, "dQ": dq, "dK": dk, "dV": dv}
+    verdict = judge(ours, q.detach(), k.detach(), v.detach(), causal, D**-0.5, do)
+    assert verdict.ok, verdict.failures()
+
+
+@gpu
+@needs_hopper
 def test_auto_picks_fa3_where_the_table_says(seed):
     q = torch.randn(1, 2, 4096, 128, dtype=torch.bfloat16, device="cuda")
     expected = attention_backends.FA3 if attention_backends.fast_fa3(128, 4096, False) else attention_backends.FA2
     assert attention_backends.choose("auto", q, False) == expected
     q96 = torch.randn(1, 2, 4096, 96, dtype=torch.bfloat16, device="cuda")
     assert attention_backends.choose("auto", q96, False) == attention_backends.FA2  # D=96: fa2 only
+    # grouped-query attention: fa3 runs it when asked, auto keeps fa2 until fa3 is timed on it
+    gqa = "grouped-query attention"
+    assert attention_backends.choose("fa3", q, True, unmeasured=gqa) == attention_backends.FA3
+    assert attention_backends.choose("auto", q, True, unmeasured=gqa) == attention_backends.FA2
 
 
 # ----------------------------------------------------------------------------------------------------------

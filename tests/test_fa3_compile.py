@@ -33,11 +33,11 @@ import json, re, sys, torch
 from flashviz import fa3_attention as f
 jobs = json.loads(sys.argv[1])
 out = {}
-for name, kind, d, causal, rung, dtype in jobs:
+for name, kind, d, causal, rung, dtype, *group in jobs:
     cfg = f.ablation_config(d, rung) if rung else None
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     try:
-        ptx = f.compile_sm90(kind, d, causal, dtype=dt, config=cfg).asm["ptx"]
+        ptx = f.compile_sm90(kind, d, causal, dtype=dt, config=cfg, group=group[0] if group else 1).asm["ptx"]
     except Exception as e:
         out[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         continue
@@ -62,6 +62,7 @@ def compiled() -> dict:
     jobs = [[_name("fwd", d, c, r), "fwd", d, c, r, "bf16"] for d, c, r in FWD]
     jobs += [[_name("bwd", d, c), "bwd", d, c, None, "bf16"] for d, c in BWD]
     jobs += [["fwd-fp16", "fwd", 128, True, None, "fp16"]]
+    jobs += [[_name("fwd-gqa", d, c), "fwd", d, c, None, "bf16", 4] for d in fa3_attention.SUPPORTED_D for c in (0, 1)]
     jobs += [[_name("pre", d), "bwd_preprocess", d, True, None, "bf16"] for d in fa3_attention.SUPPORTED_D]
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -90,6 +91,16 @@ def test_forward_compiles_with_its_claims(compiled, d, causal, rung):
 def test_forward_compiles_in_fp16(compiled):
     got = _get(compiled, "fwd-fp16")
     assert got["claims"] == dict.fromkeys(CLAIMS, True) and got["f16_mma"]
+
+
+@pytest.mark.parametrize("d", fa3_attention.SUPPORTED_D)
+@pytest.mark.parametrize("causal", [0, 1])
+def test_grouped_query_forward_compiles_with_its_claims(compiled, d, causal):
+    """GROUP = 4 (q head h reads K/V head h // 4): the same pipeline, warp specialised, TMA, wgmma."""
+    got = _get(compiled, _name("fwd-gqa", d, causal))
+    assert got["claims"] == dict.fromkeys(CLAIMS, True)
+    km = fa3_attention._kernels()
+    assert {km.PRODUCER_REGS.value, km.CONSUMER_REGS.value} <= set(got["regs"])
 
 
 @pytest.mark.parametrize(("d", "causal"), BWD)

@@ -30,9 +30,11 @@ def fast_fa3(d: int, n: int, causal: bool) -> bool:
     return False
 
 
-def choose(backend: object, q, causal: bool, scale: float | None = None, unsupported: str | None = None) -> str:
+def choose(backend: object, q, causal: bool, scale: float | None = None, unsupported: str | None = None,
+           unmeasured: str | None = None) -> str:  # fmt: skip
     """The backend that runs (B, H, N, D) q; ValueError, one line naming what is there, when `backend` can't run.
-    unsupported: what of the call fa3 does not take, in words ("grouped-query attention, a window"), if any."""
+    unsupported: what of the call fa3 does not take, in words ("Nq != Nk, a window"), if any; unmeasured: what fa3
+    takes but FAST_FA3 has no measurement of ("grouped-query attention"): "fa3" runs it, "auto" runs fa2."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {str(backend)[:40]!r}")
     if backend == FA2:
@@ -45,6 +47,6 @@ def choose(backend: object, q, causal: bool, scale: float | None = None, unsuppo
         if why:
             raise ValueError(f"backend {FA3!r} is not available here ({why}); available: {AUTO}, {FA2}")
         return FA3
-    if why or not fast_fa3(q.shape[-1], q.shape[-2], causal):
+    if why or unmeasured or not fast_fa3(q.shape[-1], q.shape[-2], causal):
         return FA2
     return FA3

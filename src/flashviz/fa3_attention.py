@@ -180,7 +180,7 @@ def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None
     km.fa3_fwd[(programs,)](
         _desc(q, 64), _desc(k, cfg.Bc), _desc(v, cfg.Bc), _desc(o, 64), lse, H, N, blocks, scale * _LOG2E,
         D=D, Bc=cfg.Bc, STAGES=cfg.stages, CAUSAL=causal, PINGPONG=cfg.pingpong, OVERLAP=cfg.overlap,
-        KV_FIRST=cfg.kv_first, num_warps=4, maxnreg=km.MAXNREG,
+        KV_FIRST=cfg.kv_first, GROUP=H // k.shape[1], num_warps=4, maxnreg=km.MAXNREG,
         **({"TS": ts, "TS_TILES": ts_tiles} if ts_tiles else {}),
     )  # fmt: skip
     return o, lse
@@ -220,6 +220,10 @@ def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str 
     """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD, or fa3_bwd where FlashAttention-2's kernels
     were not registered)."""
     kernel = kernel or (BACKWARD if _triton_backward is not None else "gluon")
+    if q.shape[1] != k.shape[1] and kernel != "triton":  # fa3_bwd has one head count: GQA's backward is fa2's
+        if _triton_backward is None:
+            raise ValueError("grouped-query attention's backward needs FlashAttention-2's: import flashviz first")
+        kernel = "triton"
     if kernel not in BWD_CANDIDATES:
         raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
     if kernel.startswith("gluon"):
@@ -290,6 +294,7 @@ def compile_sm90(
     config: FwdConfig | None = None,
     vec_atomic: bool = False,
     ts_tiles: int = 0,
+    group: int = 1,
 ):
     """triton.compile of one fa3 kernel ("fwd", "bwd" or "bwd_preprocess") for sm_90, as the launches above
     specialise it; no GPU or driver needed. Returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
@@ -313,6 +318,7 @@ def compile_sm90(
             PINGPONG=cfg.pingpong,
             OVERLAP=cfg.overlap,
             KV_FIRST=cfg.kv_first,
+            GROUP=group,
         )
         fn = km.fa3_fwd
         consts["TS_TILES"] = ts_tiles

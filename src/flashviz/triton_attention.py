@@ -214,7 +214,7 @@ DQ_TILES = {
     256: [Tiles(64, 64, 4, 2), Tiles(64, 32, 4, 2)],
 }
 # Under the interpreter: small tiles, several per block, so that every loop stage runs on small N.
-INTERPRET_TILES = {"fwd": Tiles(32, 16), "dkdv": Tiles(16, 32), "dq": Tiles(32, 16)}
+INTERPRET_TILES = {"fwd": Tiles(32, 16), "dkdv": Tiles(16, 32), "dq": Tiles(32, 16), "split": Tiles(16, 16)}
 
 # dQ by TMA reductions from the dkdv loop; by a second kernel; by the same kernels in one launch
 BWD_VARIANTS = ("atomic", "two_kernels", "fused")
@@ -225,6 +225,74 @@ FUSED_TILES = {
     128: [((64, 64), (64, 64), 4, 2), ((64, 128), (128, 64), 8, 2)],
     256: [((32, 64), (64, 64), 4, 2)],
 }
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Split-KV forward (Flash-Decoding)
+# ----------------------------------------------------------------------------------------------------------
+H200_SMS = 132  # the SM count the heuristic assumes without a GPU (the interpreter); on a GPU its own count
+MAX_SPLITS = 128
+
+
+def num_splits(programs: int, kv_tiles: int, sms: int = H200_SMS, max_splits: int = MAX_SPLITS) -> int:
+    """How many chunks S to split the keys into, for a grid of `programs` (blocks of packed rows x K/V heads) over
+    `kv_tiles` tiles of keys: FlashAttention-2's num_splits_heuristic (flash_api.cpp). A grid that fills 80% of the
+    SMs runs unsplit (S = 1). Otherwise, over S = 1 .. min(max_splits, sms, kv_tiles) -- skipping an S whose chunks
+    are as long as those of S - 1, which would only add empty programs -- the wave efficiency of S is
+    n / ceil(n) with n = programs * S / sms waves; the smallest S within 85% of the best efficiency is taken (about
+    one full wave: more programs add partial carries to merge and nothing to hide)."""
+    if programs < 1 or kv_tiles < 1:
+        raise ValueError(f"programs and kv_tiles must be at least 1; got {programs}, {kv_tiles}")
+    if programs >= 0.8 * sms:
+        return 1
+    limit = min(max_splits, sms, kv_tiles)
+
+    def eligible(s: int) -> bool:
+        return s == 1 or math.ceil(kv_tiles / s) != math.ceil(kv_tiles / (s - 1))
+
+    def efficiency(s: int) -> float:
+        waves = programs * s / sms
+        return waves / math.ceil(waves)
+
+    best = max(efficiency(s) for s in range(1, limit + 1) if eligible(s))
+    return next(s for s in range(1, limit + 1) if eligible(s) and efficiency(s) >= 0.85 * best)
+
+
+def split_tiles(rows: int, d: int) -> Tiles:
+    """The split kernel's tiles for `rows` packed rows (Nq * group) per K/V head and padded head dimension d:
+    Br the rows rounded up to a power of two, 16 (the smallest tl.dot) to 128; tiles of 64 keys at D = 256,
+    otherwise 128 for up to 64 rows (the decode case is memory bound: long tiles, few rows) and 64 above."""
+    br = min(128, max(16, _padded(rows)))
+    bc = 64 if d >= 256 or br > 64 else 128
+    return Tiles(br, bc, num_warps=4 if br <= 64 else 8, num_stages=2 if d >= 256 else 3)
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """The keys a split forward covers, [klo, klo + S * chunk) cut to Nk: the span that some query sees (a window
+    or causal masking leaves the rest out), klo and chunk multiples of Bc."""
+
+    S: int
+    klo: int
+    chunk: int
+    programs: int  # blocks of packed rows x K/V heads (x batch), before the split
+
+
+def split_plan(B: int, Hkv: int, group: int, Nq: int, Nk: int, causal: bool, left: int, right: int, br: int,
+               bc: int, sms: int = H200_SMS, splits: int | None = None) -> SplitPlan:  # fmt: skip
+    """S from `num_splits` (or `splits`, forced) over the keys the queries see at all; left/right -1: unbounded."""
+    off = Nk - Nq
+    if causal:
+        right = 0 if right < 0 else min(right, 0)
+    klo = max(off - left, 0) // bc * bc if left >= 0 else 0
+    khi = min(Nq - 1 + off + right + 1, Nk) if right >= 0 else Nk
+    programs = math.ceil(Nq * group / br) * B * Hkv
+    if khi <= klo:  # no query sees a key: one chunk, no tile, O = 0 and L = -inf
+        return SplitPlan(1, 0, bc, programs)
+    tiles = math.ceil((khi - klo) / bc)
+    s = num_splits(programs, tiles, sms) if splits is None else max(1, min(splits, tiles))
+    chunk = math.ceil(tiles / s) * bc
+    return SplitPlan(math.ceil((khi - klo) / chunk), klo, chunk, programs)
 
 
 def _load_kernels():
@@ -414,15 +482,25 @@ class Launcher:
         self.compiled[name] = kernel[grid](*args, **kwargs, **kw)
 
     def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None,
-                opts: Options | None = None):  # fmt: skip
+                opts: Options | None = None, splits: int | None = None):  # fmt: skip
         """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`).
-        opts: the window, soft-capping and packed sequences (None: plain attention over (B, H, N, D))."""
+        opts: the window, soft-capping and packed sequences (None: plain attention over (B, H, N, D)).
+        splits: None -- the split-KV kernels where `num_splits` says the grid would leave SMs idle (tuned tiles
+        only: with `tiles` given, fa2_fwd runs them); 0 -- never; S >= 1 -- the split kernels with S chunks
+        (`tiles`, if given, are theirs). Packed sequences and float32 always run fa2_fwd."""
         import triton
 
         if not self.interpret:
             _ensure_allocator(self.allocation)
         opts = opts or PLAIN
         g = _geometry(q, k, opts)
+        if not g.varlen and precision is None and splits != 0 and (splits is not None or tiles is None):
+            t = tiles or (INTERPRET_TILES["split"] if self.interpret else split_tiles(g.Nq * (g.Hq // g.Hkv), g.D))
+            sms = H200_SMS if self.interpret else torch.cuda.get_device_properties(q.device).multi_processor_count
+            plan = split_plan(g.B, g.Hkv, g.Hq // g.Hkv, g.Nq, g.Nk, causal, opts.left, opts.right, t.Br, t.Bc, sms,
+                              splits)  # fmt: skip
+            if splits is not None or plan.S > 1:
+                return self._split_forward(q, k, v, causal, scale, opts, g, t, plan)
         o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         lse = torch.empty(g.lse_shape, dtype=torch.float32, device=q.device)
         grid = lambda meta: (triton.cdiv(g.Nq, meta["Br"]), g.B * g.Hq)  # noqa: E731
@@ -432,6 +510,31 @@ class Launcher:
             g.Hq, g.Nq, g.Dv, opts.qk_scale(scale), D=g.D, CAUSAL=causal, SCALE_FIRST=opts.scale_first(scale),
             **({} if precision is None else {"INPUT_PRECISION": precision}),
             **g.extra(opts),
+        )  # fmt: skip
+        return o, lse
+
+    def _split_forward(self, q, k, v, causal, scale, opts: Options, g: _Geometry, t: Tiles, plan: SplitPlan):
+        """fa2_fwd_split over plan.S chunks of the keys, then fa2_fwd_combine: O, L as `forward` returns them.
+        Always SCALE_FIRST (the same math): Triton 3.6's pipeliner fails on the split loop that scales after the max
+        at Br >= 64 ("PassManager::run failed", bench/attention_compile_check.py --split)."""
+        group = g.Hq // g.Hkv
+        rows = g.Nq * group
+        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        lse = torch.empty(g.lse_shape, dtype=torch.float32, device=q.device)
+        o_part = torch.empty(plan.S, g.B * g.Hkv, rows, g.D, dtype=torch.float32, device=q.device)
+        l_part = torch.empty(plan.S, g.B * g.Hkv, rows, dtype=torch.float32, device=q.device)
+        nk, _, left, right, softcap2, *_ = g.runtime(opts)
+        grid = (plan.S, math.ceil(rows / t.Br), g.B * g.Hkv)
+        self.compiled["split"] = self.km.fa2_fwd_split[grid](
+            q, k, v, o_part, l_part, *g.strides(q), *g.strides(k), *g.strides(v),
+            g.Hkv, g.Nq, nk, g.Dv, opts.qk_scale(scale), left, right, softcap2, plan.klo, plan.chunk,
+            GROUP=group, D=g.D, Br=t.Br, Bc=t.Bc, CAUSAL=causal, SCALE_FIRST=True,
+            SOFTCAP=opts.softcap > 0, BAND_LEFT=opts.left >= 0, num_warps=t.num_warps, num_stages=t.num_stages,
+        )  # fmt: skip
+        block = 16 if self.interpret else 32
+        self.compiled["combine"] = self.km.fa2_fwd_combine[(math.ceil(rows / block), g.B * g.Hkv)](
+            o_part, l_part, o, lse, o.stride(1), o.stride(2), g.Hkv, g.Nq, g.Dv, plan.S,
+            GROUP=group, D=g.D, BLOCK=block, num_warps=4,
         )  # fmt: skip
         return o, lse
 
@@ -655,10 +758,16 @@ class _Attention(torch.autograd.Function):
         return dq, dk, dv, None, None, None
 
 
+def _unmeasured(q, k, varlen: bool) -> str | None:
+    """What of a call fa3 takes but was not timed against fa2 for (None: nothing), for `attention_backends.choose`:
+    grouped-query attention (fa3's forward reads K/V head h // group since issue 22; its backward is fa2's)."""
+    return "grouped-query attention" if q.shape[1] != k.shape[1] else None
+
+
 def _features(q, k, window, softcap, varlen: bool) -> str | None:
     """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
     what = []
-    if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
+    if varlen and q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
         what.append("grouped-query attention")
     if not varlen and q.shape[2] != k.shape[2]:
         what.append("Nq != Nk")
@@ -687,7 +796,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
     softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2); 0 does not.
     backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
         FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.attention_backends`). fa3 takes plain
-        attention only (one head count, Nq = Nk, no window, no softcap): auto runs fa2 for the rest.
+        attention and grouped-query attention (its backward then fa2's), with Nq = Nk, no window, no softcap;
+        auto runs fa2 for the rest, and for grouped-query attention until fa3 is timed on it.
 
     Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
@@ -698,7 +808,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from . import attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False))
+    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False),
+                                       unmeasured=_unmeasured(q, k, False))  # fmt: skip
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if chosen == attention_backends.FA3:
         from . import fa3_attention

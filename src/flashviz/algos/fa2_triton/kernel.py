@@ -155,6 +155,128 @@ def fa2_fwd(
     # end step
 
 
+# ----------------------------------------------------------------------------------------------------------
+# Split-KV forward (Flash-Decoding): few queries against many keys
+# ----------------------------------------------------------------------------------------------------------
+@triton.jit(do_not_specialize=["Nq", "Nk", "LEFT", "RIGHT", "KLO", "CHUNK"])
+def fa2_fwd_split(
+    Q, K, V, Opart, Lpart,
+    sqb, sqh, sqn, skb, skh, skn, svb, svh, svn,
+    Hkv, Nq, Nk, Dv, qk_scale, LEFT, RIGHT, softcap2, KLO, CHUNK,
+    GROUP: tl.constexpr, D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr,
+    SCALE_FIRST: tl.constexpr, SOFTCAP: tl.constexpr, BAND_LEFT: tl.constexpr,
+):  # fmt: skip
+    """Grid (S, Tr, B*Hkv): chunk s of the keys [KLO + s*CHUNK, KLO + (s+1)*CHUNK) against block i of the packed rows
+    of K/V head hk -- the GROUP q heads that read hk, packed row p = r*GROUP + g for query row r of q head
+    hk*GROUP + g, so that Kj, Vj are read once for the whole group. Writes the chunk's partial carries, fp32:
+    Opart (S, B*Hkv, Nq*GROUP, D) normalised, Lpart (S, B*Hkv, Nq*GROUP) = m + log2 l in units of log2 (-inf: the
+    chunk holds no key the row sees); fa2_fwd_combine merges them. The tiles are fa2_fwd's (`_fwd_tiles`), in the
+    same three stages, cut to the chunk: tiles of the chunk outside the band are never visited."""
+    s = tl.program_id(0)
+    i = tl.program_id(1)
+    bhk = tl.program_id(2)
+    b = bhk // Hkv
+    hk = bhk % Hkv
+    rows_p = Nq * GROUP  # packed rows of this K/V head
+    p = i * Br + tl.arange(0, Br)  # (Br,) packed rows
+    rows = p // GROUP  # their query rows
+    g = p % GROUP
+    right = RIGHT
+    if CAUSAL:
+        right = tl.minimum(RIGHT, 0)
+    off = Nk - Nq
+
+    # step: load_q
+    cols = tl.arange(0, D)
+    q_ptr = Q + b.to(tl.int64) * sqb + (hk * GROUP + g).to(tl.int64)[:, None] * sqh + rows.to(tl.int64)[:, None] * sqn
+    Qi = tl.load(q_ptr + cols[None, :], mask=(p[:, None] < rows_p) & (cols[None, :] < Dv), other=0.0)  # (Br, D)
+    desc_k = tl.make_tensor_descriptor(K + b.to(tl.int64) * skb + hk.to(tl.int64) * skh,
+                                       shape=[Nk, Dv], strides=[skn, 1], block_shape=[Bc, D])  # fmt: skip
+    desc_v = tl.make_tensor_descriptor(V + b.to(tl.int64) * svb + hk.to(tl.int64) * svh,
+                                       shape=[Nk, Dv], strides=[svn, 1], block_shape=[Bc, D])  # fmt: skip
+    Oi = tl.zeros([Br, D], dtype=tl.float32)
+    mi = tl.full([Br], float("-inf"), dtype=tl.float32)
+    li = tl.zeros([Br], dtype=tl.float32)
+    # end step
+
+    # the block's three stages (its query rows r0 .. r1), cut to the chunk [k_lo, k_hi) (a multiple of Bc wide)
+    r0 = (i * Br) // GROUP
+    r_last = (tl.minimum(i * Br + Br, rows_p) - 1) // GROUP
+    lo, a, c, hi = _q_stages_rows(r0, r_last - r0 + 1, Nq, Nk, off, LEFT, right, Bc)
+    k_lo = KLO + s * CHUNK
+    k_hi = tl.minimum(k_lo + CHUNK, Nk)
+    lo = tl.minimum(tl.maximum(lo, k_lo), k_hi)
+    hi = tl.maximum(tl.minimum(hi, k_hi), lo)
+    a = tl.minimum(tl.maximum(a, lo), hi)
+    c = tl.minimum(tl.maximum(c, a), hi)
+    if BAND_LEFT:
+        Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, rows, lo, a, Nk, off, LEFT, right, qk_scale,
+                                softcap2, Bc, MASK_BAND, False, "tf32", SCALE_FIRST, SOFTCAP)  # fmt: skip
+    Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, rows, a, c, Nk, off, LEFT, right, qk_scale, softcap2,
+                            Bc, NO_MASK, False, "tf32", SCALE_FIRST, SOFTCAP)  # fmt: skip
+    Oi, mi, li = _fwd_tiles(Oi, mi, li, Qi, desc_k, desc_v, rows, c, hi, Nk, off, LEFT, right, qk_scale, softcap2,
+                            Bc, MASK_BAND, False, "tf32", SCALE_FIRST, SOFTCAP)  # fmt: skip
+
+    # step: write_back
+    Oi = Oi / tl.where(li == 0.0, 1.0, li)[:, None]  # this chunk's O (0 where the row saw no key of it)
+    part = (s * tl.num_programs(2) + bhk).to(tl.int64) * rows_p
+    tl.store(Opart + (part + p)[:, None] * D + cols[None, :], Oi, mask=p[:, None] < rows_p)
+    tl.store(Lpart + part + p, mi + tl.math.log2(li), mask=p < rows_p)
+    # end step
+
+
+@triton.jit(do_not_specialize=["Nq", "S"])
+def fa2_fwd_combine(
+    Opart, Lpart, O, L, soh, son, Hkv, Nq, Dv, S,
+    GROUP: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Grid (cdiv(Nq*GROUP, BLOCK), B*Hkv): the S chunks' carries of each packed row merged by the log-sum-exp rule
+    (flashviz.merge: L = log sum_s exp(L_s), O = sum_s exp(L_s - L) O_s), written to O (B, Hq, Nq, Dv) in its dtype
+    (soh, son its head and row strides; the batch stride is Hq * soh) and L (B, Hq, Nq) fp32, natural log."""
+    i = tl.program_id(0)
+    bhk = tl.program_id(1)
+    b = bhk // Hkv
+    hk = bhk % Hkv
+    rows_p = Nq * GROUP
+    p = i * BLOCK + tl.arange(0, BLOCK)
+    live = p < rows_p
+    cols = tl.arange(0, D)
+    nbh = tl.num_programs(1)
+    m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
+    for s in range(S):
+        m = tl.maximum(m, tl.load(Lpart + (s * nbh + bhk).to(tl.int64) * rows_p + p, mask=live, other=float("-inf")))
+    m_use = tl.where(m == float("-inf"), 0.0, m)  # no chunk saw a key: O = 0, L = -inf
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    acc = tl.zeros([BLOCK, D], dtype=tl.float32)
+    for s in range(S):
+        part = (s * nbh + bhk).to(tl.int64) * rows_p
+        w = tl.math.exp2(tl.load(Lpart + part + p, mask=live, other=float("-inf")) - m_use)  # (BLOCK,)
+        Os = tl.load(Opart + (part + p)[:, None] * D + cols[None, :], mask=live[:, None], other=0.0)
+        total += w
+        acc += w[:, None] * Os
+    acc = acc / tl.where(total == 0.0, 1.0, total)[:, None]
+    rows = p // GROUP
+    h = hk * GROUP + p % GROUP
+    head = (b * Hkv * GROUP + h).to(tl.int64)
+    tl.store(O + head[:, None] * soh + rows.to(tl.int64)[:, None] * son + cols[None, :], acc.to(O.dtype.element_ty),
+             mask=live[:, None] & (cols[None, :] < Dv))  # fmt: skip
+    tl.store(L + head * Nq + rows, (m_use + tl.math.log2(total)) * LN2, mask=live)
+
+
+@triton.jit
+def _q_stages_rows(r0, nrows, Nq, Nk, off, left, right, Bc: tl.constexpr):
+    """_q_stages for the query rows [r0, r0 + nrows) (a block of packed GQA rows holds a run of query rows whose
+    count is not its tile size)."""
+    r1 = tl.minimum(r0 + nrows, Nq) - 1  # the last real row
+    lo = tl.maximum(r0 + off - left, 0) // Bc * Bc
+    hi = tl.maximum(tl.minimum(r1 + off + right + 1, Nk), lo)
+    a = tl.cdiv(tl.maximum(r1 + off - left, 0), Bc) * Bc  # the first tile every row sees whole (left edge)
+    c = tl.maximum(tl.minimum(r0 + off + right + 1, Nk), 0) // Bc * Bc  # tiles ending before the right edge
+    a = tl.minimum(tl.maximum(a, lo), hi)
+    c = tl.minimum(tl.maximum(c, a), hi)
+    return lo, a, c, hi
+
+
 @triton.jit
 def _seqs(cu_q, cu_k, b, h, H, N, Nk, LN, VARLEN: tl.constexpr):
     """Sequence b's first row and length in Q and in K (all N, Nk rows unless VARLEN), and where its L starts."""
@@ -200,14 +322,7 @@ def _q_stages(r0, Nq, Nk, off, left, right, Br: tl.constexpr, Bc: tl.constexpr):
     """The tiles of keys the block of queries [r0, r0 + Br) visits, in three stages: [lo, a) masked, [a, c) wholly
     inside the band for every real row (no mask), [c, hi) masked; lo and the unmasked tiles start at multiples of
     Bc. Tiles wholly outside the band (above or left of it) are skipped."""
-    r1 = tl.minimum(r0 + Br, Nq) - 1  # the last real row
-    lo = tl.maximum(r0 + off - left, 0) // Bc * Bc
-    hi = tl.maximum(tl.minimum(r1 + off + right + 1, Nk), lo)
-    a = tl.cdiv(tl.maximum(r1 + off - left, 0), Bc) * Bc  # the first tile every row sees whole (left edge)
-    c = tl.maximum(tl.minimum(r0 + off + right + 1, Nk), 0) // Bc * Bc  # tiles ending before the right edge
-    a = tl.minimum(tl.maximum(a, lo), hi)
-    c = tl.minimum(tl.maximum(c, a), hi)
-    return lo, a, c, hi
+    return _q_stages_rows(r0, Br, Nq, Nk, off, left, right, Bc)
 
 
 @triton.jit

@@ -161,9 +161,10 @@ def _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty,
 def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                   v_empty, H, N, num_blocks,
                   Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_FIRST: gl.constexpr,
-                  TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
+                  GROUP: gl.constexpr, TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
     """One warp: every TMA load of every block this program runs, as soon as its buffer is free. KV_FIRST: a
-    block's first Kj, Vj go before its Qi, so that they load while the consumers still finish the last block."""
+    block's first Kj, Vj go before its Qi, so that they load while the consumers still finish the last block.
+    GROUP: q heads per K/V head (grouped-query attention): q head h reads K/V head h // GROUP."""
     Br: gl.constexpr = NUM_WG * WG_ROWS
     Tr = gl.cdiv(N, Br)
     BH = num_blocks // Tr
@@ -173,13 +174,14 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
         bh, i = _fwd_tile_coords(t, Tr, BH, CAUSAL)
         b = bh // H
         h = bh % H
+        hk = h // GROUP
         n, _ = _fwd_num_tiles(i, N, Br, Bc, CAUSAL)
         ts_base = (gl.program_id(0) * PARTS + 2) * ts_slots(TS_TILES)
         ts_on = (gl.program_id(0) < TS_PROGRAMS) & (n_blocks_done == 0)
         _stamp(TS, ts_base, ts_on, TS_TILES)
         first = 0
         if KV_FIRST:
-            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, 0, it, Bc, STAGES)
+            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, hk, 0, it, Bc, STAGES)
             first = 1
         # step: load_q
         for w in gl.static_range(NUM_WG):
@@ -192,7 +194,7 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
         for j in range(first, n):
             # producer slots per tile: 2 + 5 j: before the K buffer's wait, + 1: Kj and Vj issued
             _stamp(TS, ts_base + 2 + 5 * j, ts_on & (j < TS_TILES), TS_TILES)
-            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, h, j, it, Bc, STAGES)
+            it = _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty, b, hk, j, it, Bc, STAGES)
             _stamp(TS, ts_base + 3 + 5 * j, ts_on & (j < TS_TILES), TS_TILES)
         _stamp(TS, ts_base + ts_slots(TS_TILES) - 1, ts_on, TS_TILES)
         n_blocks_done += 1  # noqa: SIM113 (a Gluon loop: no enumerate)
@@ -425,10 +427,11 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
 def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
             D: gl.constexpr, Bc: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
             PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, KV_FIRST: gl.constexpr = False,
-            TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
+            GROUP: gl.constexpr = 1, TS=None, TS_TILES: gl.constexpr = 0):  # fmt: skip
     """Grid (programs,): each loops over blocks t = pid, pid + programs, ... < num_blocks = Tr * B * H (persistent
     when programs < num_blocks). desc_q, desc_o: TMA descriptors of (B, H, N, D) with blocks [1, 1, 64, D];
-    desc_k, desc_v: blocks [1, 1, Bc, D]; L: (B, H, N) fp32, natural log; qk_scale = scale * log2(e)."""
+    desc_k, desc_v: of (B, H // GROUP, N, D), blocks [1, 1, Bc, D] (GROUP > 1: grouped-query attention, q head h
+    reads K/V head h // GROUP); L: (B, H, N) fp32, natural log; qk_scale = scale * log2(e)."""
     dtype: gl.constexpr = desc_q.dtype
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([WG_ROWS, D], dtype)
     kv_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([Bc, D], dtype)
@@ -466,7 +469,7 @@ def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
                              v_empty, turn, H, N, num_blocks, qk_scale, 1, D, Bc, STAGES, CAUSAL, PINGPONG, OVERLAP, ts,
                              TS_TILES)),
             (_fwd_producer, (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, k_empty,
-                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST, ts, TS_TILES)),
+                             v_ready, v_empty, H, N, num_blocks, Bc, STAGES, CAUSAL, KV_FIRST, GROUP, ts, TS_TILES)),
         ],
         [4, 1],
         [CONSUMER_REGS, PRODUCER_REGS],
