@@ -43,6 +43,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "n30_br8_bc4": {"n": 30, "d": 5, "br": 8, "bc": 4, "seed": 11},
     "n30_br4_bc8": {"n": 30, "d": 5, "br": 4, "bc": 8, "seed": 12},
     "n64_d16_br16_bc32": {"n": 64, "d": 16, "br": 16, "bc": 32, "seed": 913},
+    "n333_d16_br32_bc16_many": {"n": 333, "d": 16, "br": 32, "bc": 16, "seed": 41},
+    "n333_d16_br16_bc32_block5": {"n": 333, "d": 16, "br": 16, "bc": 32, "seed": 42, "block": 5, "scale": -0.4},
 }
 # fa2-triton's kernel runs powers of two 16..256 with D in its table; causal wants Br a multiple of Bc
 TRITON_SIZES: dict[str, dict[str, Any]] = {
@@ -50,16 +52,30 @@ TRITON_SIZES: dict[str, dict[str, Any]] = {
     "n100_ragged_br32_bc16": {"n": 100, "d": 32, "br": 32, "bc": 16, "seed": 17},
     "n200_d64_block2": {"n": 200, "d": 64, "br": 32, "bc": 32, "seed": 23, "block": 2, "scale": 0.3},
     "n48_br16_bc16": {"n": 48, "d": 64, "br": 16, "bc": 16, "seed": 6},
+    "n512_d64_br64_bc32_many": {"n": 512, "d": 64, "br": 64, "bc": 32, "seed": 43},
 }
 TRITON_NONCAUSAL: dict[str, dict[str, Any]] = {
     "n96_br16_bc32": {"n": 96, "d": 32, "br": 16, "bc": 32, "seed": 8},
 }
+# fa3's kernel runs Br = Bc = 128 with D of 64 or 128 and a positive scale
+FA3_SIZES: dict[str, dict[str, Any]] = {
+    "n128_d64": {"n": 128, "d": 64, "br": 128, "bc": 128, "seed": 9},
+    "n300_d64_ragged_block1": {"n": 300, "d": 64, "br": 128, "bc": 128, "seed": 19, "block": 1, "scale": 0.2},
+    "n200_d128": {"n": 200, "d": 128, "br": 128, "bc": 128, "seed": 21},
+    "n1000_d64_many": {"n": 1000, "d": 64, "br": 128, "bc": 128, "seed": 44},
+}
+# the algorithms whose kernels take other launches than SIZES, and those with no causal form
+OWN_SIZES: dict[str, dict[str, dict[str, Any]]] = {"fa2-triton": TRITON_SIZES, "fa3": FA3_SIZES}
+NO_CAUSAL = ("fa2-splitkv",)
 GPU_SIZES: dict[str, dict[str, Any]] = {
     "n40_d8_br8_bc8": {"n": 40, "d": 8, "br": 8, "bc": 8, "seed": 31},
     "n37_d4_br4_bc8": {"n": 37, "d": 4, "br": 4, "bc": 8, "seed": 32},
 }
 GPU_TRITON_SIZES: dict[str, dict[str, Any]] = {
     "n128_d32_br64_bc32": {"n": 128, "d": 32, "br": 64, "bc": 32, "seed": 33},
+}
+GPU_OWN_SIZES: dict[str, dict[str, dict[str, Any]]] = {
+    "fa3": {"n200_d64": {"n": 200, "d": 64, "br": 128, "bc": 128, "seed": 34}},
 }
 COMPARE_SIZES = ((4096, 64, 64, 64), (1000, 32, 32, 64), (300, 16, 16, 8))
 BAD: dict[str, dict[str, Any]] = {
@@ -99,8 +115,8 @@ def trace_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
 
     for algo in ALGOS:
         triton = algo == "fa2-triton"
-        sizes = TRITON_SIZES if triton else SIZES
-        for causal in (False, True):
+        sizes = OWN_SIZES.get(algo, SIZES)
+        for causal in (False,) if algo in NO_CAUSAL else (False, True):
             every = {**sizes, **(TRITON_NONCAUSAL if triton and not causal else {})}
             for size, kw in every.items():
                 name = f"trace/{algo}_{'causal_' if causal else ''}{size}.json"
@@ -158,8 +174,8 @@ def gpu_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
     from flashviz.gpu.specs import TritonSpec
 
     for algo, s in gpu_specs().items():
-        sizes = GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES
-        for causal in (False, True):
+        sizes = GPU_OWN_SIZES.get(algo, GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES)
+        for causal in (False,) if algo in NO_CAUSAL else (False, True):
             for size, kw in sizes.items():
                 for heads in (1, 3):
                     cfg = Config(algo=algo, causal=causal, **kw)

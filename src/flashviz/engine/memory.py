@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +40,25 @@ class HBM:
         t = self.tensors[name]
         self.reads[name][rows, cols] += 1
         return t[rows, cols].copy(), self._transfer(name, "read", rows, cols)
+
+    def read_tiles(self, name: str, spans: list[tuple[int, int]], rows: int) -> tuple[np.ndarray, list[Transfer]]:
+        """Rows [a, b) of each span, one read each (as `read` counts them), stacked as tiles of `rows` rows with the
+        rows past b zero (what a tile of SRAM holds after the kernel's load): (len(spans), rows, cols), and the
+        transfers, in order."""
+        t = self.tensors[name]
+        out = np.zeros((len(spans), rows, t.shape[1]), dtype=t.dtype)
+        n_cols = t.shape[1]
+        transfers = [Transfer(name, "read", (a, b), (0, n_cols)) for a, b in spans]
+        if all(b - a == rows for a, b in spans[:-1]) and all(x[1] == y[0] for x, y in itertools.pairwise(spans)):
+            # consecutive tiles of `rows` rows (the last may be short): one copy, one count
+            a, b = (spans[0][0], spans[-1][1]) if spans else (0, 0)
+            self.reads[name][a:b] += 1
+            out.reshape(-1, n_cols)[: b - a] = t[a:b]
+            return out, transfers
+        for q, (a, b) in enumerate(spans):
+            self.reads[name][a:b] += 1
+            out[q, : b - a] = t[a:b]
+        return out, transfers
 
     def write(self, name: str, rows: slice, value: np.ndarray, cols: slice = slice(None)) -> Transfer:
         t = self.tensors[name]

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from ..picture import Where
 
 
+# False: every block runs step by step through its Grid's `run`, even where a vectorised `fast` is given (tests hold
+# the two equal, value for value and counter for counter)
+VECTORISED = True
+
+
 class Recorder:
     """Collects one launch. Steps with values are kept for the recorded blocks only; the counters
     of every block are summed per phase (a phase is a position in a block's program: all blocks of a
@@ -41,6 +46,7 @@ class Recorder:
         self.where = where  # (op, indices) -> kernel, blockIdx.x, pick (flashviz.picture.locator of its picture)
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
+        self.vectorised = 0  # blocks run by their Grid's `fast` (tests check that the vectorised path ran)
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
 
     def emit(
@@ -70,21 +76,9 @@ class Recorder:
         kernel's, docs/trace-schema.md)."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
         self.phase_flops[phase].update(self.flops.take())  # the arithmetic done since the last step is this step's
-        counts = self.phase_counts[phase]
-        for t in transfers:
-            counts[(t.tensor, t.kind)] += t.elements
-        self.phase_ops.setdefault(phase, (op, j))
-        given = indices or {"i": i, "j": j}
-        at = {k: v for k, v in given.items() if v is not None}
-        kernel, block, pick = self.where(op, at)
-        if pick is not None:
-            self.block_phases[pick] = max(self.block_phases.get(pick, 0), phase + 1)
-            self.pick_phases[pick].append(phase)
         keep = i in self.recorded if i is not None else bool(self.recorded)
-        step = len(self.steps) if keep else None
-        for t in transfers:
-            if t.kind == "write":
-                self.writes.append((phase, t.tensor, t.rows, t.cols, op, kernel, block, step))
+        given = indices or {"i": i, "j": j}
+        kernel, block, at = self.tally(j, op, phase, transfers, given, len(self.steps) if keep else None)
         if not keep:
             return
         region = kernels.regions(self.kernel)[op]
@@ -112,6 +106,49 @@ class Recorder:
                 schedule=schedule,
             )
         )
+
+    def tally(
+        self,
+        j: int | None,
+        op: str,
+        phase: int,
+        transfers: list[Transfer],
+        indices: Mapping[str, int | None],
+        step: int | None = None,
+    ) -> tuple[str, int, dict[str, int]]:
+        """The counting half of `emit`, for every step of the launch: its transfers' elements under its phase, the
+        phase's op, its pick's phases, and its writes (`step`: the index of the recorded step, None for a step not
+        kept). A block the engine runs vectorised (`Grid.fast`) tallies its steps here, one by one, with the
+        transfers its step-by-step run would make. Returns (kernel, blockIdx.x, the indices given)."""
+        counts = self.phase_counts[phase]
+        for t in transfers:
+            counts[(t.tensor, t.kind)] += t.elements
+        self.phase_ops.setdefault(phase, (op, j))
+        at = {k: v for k, v in indices.items() if v is not None}
+        kernel, block, pick = self.where(op, at)
+        if pick is not None:
+            if self.block_phases.get(pick, 0) <= phase:
+                self.block_phases[pick] = phase + 1
+            self.pick_phases[pick].append(phase)
+        for t in transfers:
+            if t.kind == "write":
+                self.writes.append((phase, t.tensor, t.rows, t.cols, op, kernel, block, step))
+        return kernel, block, at
+
+    def tally_flops(self, phases: Sequence[int]) -> None:
+        """File the arithmetic counted since the last step (`flops.take()`) evenly under `phases`: a vectorised block
+        that computed the same op on each of its tiles at once (the same shapes on every tile, so the same count);
+        the count must divide evenly, or that was not so."""
+        done = self.flops.take()
+        if not phases:
+            assert not +done, f"arithmetic counted for no step: {dict(done)}"
+            return
+        for kind, n in done.items():
+            each, rest = divmod(n, len(phases))
+            assert rest == 0, f"{kind}: {n} FLOPs do not divide over {len(phases)} steps of one shape"
+            if each:
+                for p in phases:
+                    self.phase_flops[p][kind] += each
 
     def flops_counted(self) -> dict[str, int]:
         """FLOPs of the whole launch by kind (engine.flops.KINDS), as the executor computed them."""
@@ -159,6 +196,9 @@ class Grid:
     blocks: int
     run: Callable[[Recorder, Config, int], None]
     recorded: set[int] | None = None
+    # an unrecorded block run vectorised: the same numbers bit for bit and the same counters, step for step, as
+    # `run` gives (bench/trace_equality.py holds them equal); None: every block runs through `run`
+    fast: Callable[[Recorder, Config, int], None] | None = None
 
 
 def run_launch(
@@ -180,7 +220,12 @@ def run_launch(
             if grid.recorded is not None:
                 rec.recorded = grid.recorded
             for b in range(grid.blocks):
-                grid.run(rec, cfg, b)
+                if grid.fast is not None and VECTORISED and b not in rec.recorded:
+                    cancel.check()  # between two blocks (a vectorised block has no steps to stop between)
+                    grid.fast(rec, cfg, b)
+                    rec.vectorised += 1
+                else:
+                    grid.run(rec, cfg, b)
     return rec
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from ...engine.scores import score_tile
+from ...engine.scores import score_tile, score_tiles
 from ...picture import locator
 from ...tiling import span
 from . import narrative
@@ -197,11 +197,67 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles, its steps tallied as `block` emits them.
+    The scores, maxima, P and P @ Vj of every tile at once (elementwise and per tile the same operations, the same
+    products of the same shapes); the running max by fmaxf tile after tile; li and Oi, which each tile rescales, in
+    the kernel's order, one tile after another. The same numbers bit for bit (bench/trace_equality.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    tc = cfg.tiles_of_block(i)
+    fl = rec.flops
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+
+    # load_q; load_kv of every tile: Kt, Vt (Tc, Bc, D), rows past N zero
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    spans = [span(j, bc, n) for j in range(tc)]
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)
+    # scores
+    S = score_tiles(Qi, Kt, scale, r0, n, cfg.causal, fl)  # (Tc, Br, Bc)
+    rec.tally_flops([phase_of("scores", j, tc) for j in range(tc)])
+    # online_softmax: each tile's max, the running max (mi after each tile), alpha, P, its rowsum and P @ Vj
+    m_ij = fl.rowmax(S)  # (Tc, Br)
+    m_new = fl.running_max(m_ij, np.full(br, -np.inf, np.float32))  # (Tc, Br) mi after tile j
+    m_old = np.concatenate([np.full((1, br), -np.inf, np.float32), m_new[:-1]])  # (Tc, Br) mi before tile j
+    alpha = fl.exp(fl.sub(m_old, m_new))  # (Tc, Br)
+    P = fl.exp(fl.sub(S, m_new[:, :, None]))  # (Tc, Br, Bc)
+    lsum = fl.rowsum(P)  # (Tc, Br)
+    pv = fl.matmul(P, Vt)  # (Tc, Br, D)
+    li = np.zeros(br, np.float32)  # (Br,)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for j in range(tc):  # the carries, tile after tile: li = alpha * li + rowsum, Oi = alpha * Oi + P @ Vj
+        np.add(np.multiply(alpha[j], li, out=li), lsum[j], out=li)
+        np.add(np.multiply(alpha[j][:, None], Oi, out=Oi), pv[j], out=Oi)
+    fl.count("mul", tc * (br + br * d))  # counted as `block` counts them: per tile Br for li, Br x D for Oi
+    fl.count("add", tc * (br + br * d))
+    rec.tally_flops([phase_of("online_softmax", j, tc) for j in range(tc)])
+    # write_back
+    mi = m_new[-1] if tc else np.full(br, -np.inf, np.float32)
+    Oi = fl.div(Oi, li[:, None])
+    L_i = fl.add(mi, fl.log(li))
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    rec.tally_flops([phase_of("write_back", None, tc)])
+
+    # the steps, in the block's order
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {"i": i})
+    for j in range(tc):
+        at = {"i": i, "j": j}
+        rec.tally(j, "load_kv", phase_of("load_kv", j, tc), [tk[j], tv[j]], at)
+        rec.tally(j, "scores", phase_of("scores", j, tc), [], at)
+        rec.tally(j, "online_softmax", phase_of("online_softmax", j, tc), [], at)
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {"i": i})
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model; return what was recorded."""
     rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
+    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block, fast=fast_block)])
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

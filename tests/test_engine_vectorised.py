@@ -1,0 +1,54 @@
+"""The engine's vectorised blocks (engine.recorder.Grid.fast, issue 17 item 20): a block a trace does not record runs
+as whole-block NumPy, and must give the trace the step-by-step run gives, value for value (outputs bit for bit, the
+float64 check's errors) and counter for counter (HBM per element and per phase, FLOPs per phase, every write, the
+blocks' phases and idle ranges). Fresh random inputs at launches with ragged N, Br != Bc both ways, causal or not, a
+negative scale, block 0 and another recorded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flashviz
+from flashviz.engine import recorder
+
+# the algorithms whose engine runs unrecorded blocks vectorised
+FAST = ("fa2",)
+LAUNCHES = [
+    {"n": 300, "d": 16, "br": 32, "bc": 16},
+    {"n": 333, "d": 8, "br": 16, "bc": 32, "scale": -0.4},
+    {"n": 190, "d": 12, "br": 16, "bc": 16, "block": 5},
+    {"n": 64, "d": 4, "br": 4, "bc": 8},
+]
+
+
+def both(monkeypatch, **kw):
+    """The trace made with vectorised blocks, and made step by step; the number of blocks run vectorised."""
+    runs = []
+    real = recorder.run_launch
+
+    def counting(rec, *args, **kwargs):
+        out = real(rec, *args, **kwargs)
+        runs.append(out.vectorised)
+        return out
+
+    monkeypatch.setattr(recorder, "run_launch", counting)
+    for name in ("fa2",):
+        monkeypatch.setattr(f"flashviz.algos.{name}.engine.run_launch", counting)
+    fast = flashviz.trace(**kw)
+    monkeypatch.setattr(recorder, "VECTORISED", False)
+    slow = flashviz.trace(**kw)
+    return fast, slow, runs[0]
+
+
+@pytest.mark.parametrize("algo", FAST)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("launch", LAUNCHES, ids=lambda kw: "_".join(f"{k}{v}" for k, v in kw.items()))
+def test_vectorised_blocks_give_the_same_trace(monkeypatch, algo, causal, launch):
+    seed = int(np.random.default_rng().integers(0, 2**31))  # fresh inputs every run (the seed says which)
+    fast, slow, vectorised = both(monkeypatch, algo=algo, causal=causal, seed=seed, **launch)
+    assert vectorised > 0, "no block ran vectorised"
+    for name in fast.outputs:
+        a, b = fast.outputs[name], slow.outputs[name]
+        assert a.tobytes() == b.tobytes(), f"seed {seed}: {name} differs"
+    assert fast.to_json() == slow.to_json(), f"seed {seed}: the traces differ"
