@@ -167,28 +167,71 @@ class TraceQuery(Query):
 class TraceRoute(TraceQuery):
     """GET /api/trace: a TraceQuery and how the steps' arrays come (`arrays`)."""
 
-    arrays: Literal["all", "on-demand"] = Field(
+    arrays: Literal["all", "on-demand", "auto"] = Field(
         "all",
         description="all: every array in the answer; on-demand: the steps' arrays left out (each as its dtype, shape, "
-        "min and max), fetched per step from /api/trace/arrays",
+        "min and max), fetched per step from /api/trace/arrays; auto: on-demand when the steps' arrays hold more "
+        "than 1 MiB of values, else all (what the page asks)",
     )
 
-    ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all or on-demand"}
+    ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all, on-demand or auto"}
 
 
 MAX_STEP = 2**31 - 1
+MAX_STEPS = 256  # steps one request of /api/trace/arrays may name
+
+
+def step_list(value: Any) -> Any:
+    """`steps`: K,K,... (ASCII integers >= 0, at most MAX_STEPS of them, each once); empty: none given. Kept as the
+    text it was (a list-typed query parameter would be a repeated one); `ArraysQuery.asked` reads it."""
+    if not isinstance(value, str):
+        return value
+    if value == "":
+        return None
+    parts = value.split(",")
+    if len(parts) > MAX_STEPS:
+        raise ValueError("too many steps")
+    if not all(re.fullmatch(r"[0-9]{1,10}", part) for part in parts):
+        raise ValueError("not a list of integers")
+    if len({int(part) for part in parts}) != len(parts):
+        raise ValueError("a step named twice")
+    return value
 
 
 class ArraysQuery(TraceQuery):
-    """GET /api/trace/arrays: the stored arrays of one step of a trace the server answered (the same query as
-    /api/trace, and `step`)."""
+    """GET /api/trace/arrays: the stored arrays of one step (`step`) or of several (`steps`) of a trace the server
+    answered (the same query as /api/trace, and the steps)."""
 
-    step: integer(0, MAX_STEP, "the step whose arrays are sent, 0..len(steps)-1")
+    step: Annotated[
+        int | None,
+        Field(ge=0, le=MAX_STEP, description="the step whose arrays are sent, 0..len(steps)-1"),
+        BeforeValidator(blank_none_int),
+        WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_STEP}),
+    ] = None
+    steps: Annotated[
+        str | None,
+        Field(
+            description=f"instead of step: K,K,... ({MAX_STEPS} at most, each 0..len(steps)-1 once); the answer is "
+            '{"steps": [one answer per step, in this order]}'
+        ),
+        BeforeValidator(step_list),
+        WithJsonSchema({"type": "string", "pattern": r"^[0-9]{1,10}(,[0-9]{1,10})*$"}),
+    ] = None
 
     ACCEPTED: ClassVar[dict[str, str]] = {
         **TraceQuery.ACCEPTED,
         "step": "an integer in 0..len(steps)-1 of the trace",
+        "steps": f"a list K,K,... of at most {MAX_STEPS} different steps of the trace (0..len(steps)-1)",
     }
+
+    def asked(self) -> list[int] | None:
+        """The steps asked for, in order; None when neither `step` nor `steps` was given, or both were."""
+        if (self.step is None) == (self.steps is None):
+            return None
+        return [self.step] if self.step is not None else [int(k) for k in (self.steps or "").split(",")]
+
+    def which(self) -> str:
+        return "step" if self.step is not None else "steps"
 
 
 class CompareQuery(Query):
