@@ -84,8 +84,15 @@ export function schemaProblem(
   return null;
 }
 
-export async function fetchTrace(c: ConfigParams, record: number | null = null, signal?: AbortSignal): Promise<Trace> {
-  const res = await fetch(`api/trace?${apiQuery(c, record)}`, { signal, headers: { Accept: "application/json" } });
+/** GET /api/trace. `arrays`: "auto" asks the server to leave a large launch's step arrays out (docs/trace-schema.md,
+ *  "Arrays on demand"; onDemand.ts fetches them with `fetchStepArrays`). */
+export async function fetchTrace(
+  c: ConfigParams,
+  record: number | null = null,
+  signal?: AbortSignal,
+  arrays: "all" | "auto" = "all",
+): Promise<Trace> {
+  const res = await fetch(`api/trace?${traceQuery(c, record, arrays)}`, { signal, headers: { Accept: "application/json" } });
   if (!res.ok) throw await errorOf(res);
   let t: Trace;
   try {
@@ -96,6 +103,31 @@ export async function fetchTrace(c: ConfigParams, record: number | null = null, 
   const problem = schemaProblem(t);
   if (problem) throw new ApiError(res.status, problem, null);
   return t;
+}
+
+function traceQuery(c: ConfigParams, record: number | null, arrays: "all" | "auto"): string {
+  return arrays === "all" ? apiQuery(c, record) : `${apiQuery(c, record)}&arrays=${arrays}`;
+}
+
+/** GET /api/trace/arrays: the arrays of `steps` of the trace /api/trace answered for this query (`{"steps": [...]}`).
+ *  The server answers from its cache of that trace; when it no longer holds it (404, field "query"), the trace is
+ *  asked for again (the engine runs again: the same numbers) and the arrays once more. */
+export async function fetchStepArrays(c: ConfigParams, record: number | null, steps: number[], signal?: AbortSignal): Promise<unknown> {
+  const url = `api/trace/arrays?${apiQuery(c, record)}&steps=${steps.join(",")}`;
+  const headers = { Accept: "application/json" };
+  let res = await fetch(url, { signal, headers });
+  if (res.status === 404) {
+    const again = await fetch(`api/trace?${traceQuery(c, record, "auto")}`, { signal, headers });
+    if (!again.ok) throw await errorOf(again);
+    await again.arrayBuffer();
+    res = await fetch(url, { signal, headers });
+  }
+  if (!res.ok) throw await errorOf(res);
+  try {
+    return (await res.json()) as unknown;
+  } catch {
+    throw new ApiError(res.status, "unexpected response to the step arrays asked for: not JSON", null);
+  }
 }
 
 export async function fetchLimits(signal?: AbortSignal): Promise<Limits | null> {

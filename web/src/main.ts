@@ -5,6 +5,7 @@ import { ApiError, type CompareDoc } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import { byId, s as svg } from "./dom";
 import type { MemoryLayout } from "./layout";
+import { arraysFor } from "./onDemand";
 import { pickOf } from "./picture";
 import { showBadge } from "./render/badge";
 import { BlocksView, TileMap } from "./render/blocks";
@@ -362,11 +363,35 @@ function fillBlockPicker(t: Trace): void {
 }
 
 // ---- transitions ----
+let target: ViewState | null = null; // the state a dispatch waits to show (its step's arrays are on their way)
 function dispatch(a: Action): void {
   const t = app.trace;
   if (!t) return;
+  const next = reduce(target ?? app.state, a, t.steps.length);
+  // a large launch's step is drawn once the arrays it reads are here (onDemand.ts); a later dispatch supersedes it
+  const wait = arraysFor(t, next.step);
+  target = wait ? next : null;
+  if (!wait) {
+    advance(next);
+    return;
+  }
+  wait.then(
+    () => {
+      if (target !== next || app.trace !== t) return;
+      target = null;
+      advance(next);
+    },
+    (e: unknown) => {
+      if (target !== next) return;
+      target = null;
+      form.serverError(`could not fetch the arrays of step ${next.step + 1}: ${(e as Error).message}`, null);
+    },
+  );
+}
+
+function advance(next: ViewState): void {
   const before = app.state;
-  app.state = reduce(before, a, t.steps.length);
+  app.state = next;
   const forwardOne = app.state.step === before.step + 1;
   if (app.state.step !== lastStep || app.state.playing !== before.playing || app.state.speed !== before.speed) {
     if (!drawn(forwardOne)) {
@@ -480,10 +505,17 @@ function show(t: Trace, c: ConfigParams, to: Landing, block: number | null, fetc
   }
 }
 
+/** The step a new trace opens at. */
+function landing(t: Trace, to: Landing, block: number | null): number {
+  return to.phase !== undefined && to.phase !== null && block !== null
+    ? phaseStep(t, block, to.phase)
+    : landingStep(t, to.step ?? null, block);
+}
+
 function land(t: Trace, c: ConfigParams, to: Landing, block: number | null, fetched: number | null): void {
   setTrace(t, c);
-  const step =
-    to.phase !== undefined && to.phase !== null && block !== null ? phaseStep(t, block, to.phase) : landingStep(t, to.step ?? null, block);
+  target = null;
+  const step = landing(t, to, block);
   app.state = { ...app.state, step, playing: false };
   const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
   const shown = t.steps[step] ? pickOf(t, t.steps[step]!) : null;
@@ -527,6 +559,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
       fetched = block;
       t = await source.trace(c, block, ctl.signal);
     }
+    await arraysFor(t, landing(t, to, block)); // a large launch: the first step's arrays (onDemand.ts)
     if (ctl.signal.aborted) return;
     show(t, c, to, block, fetched);
   } catch (e) {
@@ -550,6 +583,7 @@ async function loadConfig(c: ConfigParams, to: Landing = {}): Promise<void> {
 async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
   try {
     const t = await source.trace(defaultConfig());
+    await arraysFor(t, 0);
     setTrace(t, defaultConfig());
     void loadCompare(app.state.config);
     app.state = { ...app.state, step: 0 };

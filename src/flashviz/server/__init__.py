@@ -139,6 +139,11 @@ def create_app(
         if query.arrays == "all":
             return await gate.answer(request, cfg, compute, cfg)
         key = (query.arrays, cfg)
+        if traces.get(cfg) is None:
+            # an answer without the steps' arrays is sent only while the Trace that holds them is at hand for
+            # /api/trace/arrays: otherwise the engine makes it again (the same numbers: a page whose arrays came back
+            # 404 asks this again, then the arrays)
+            gate.cache.forget(key)
         return await gate.answer(request, key, compute_part, key)
 
     @app.get("/api/trace/arrays", responses={200: DOCUMENT, 404: ERROR, 422: ERROR})
