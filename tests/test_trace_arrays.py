@@ -226,3 +226,29 @@ def test_skeleton_of_a_trace_is_the_skeleton_of_its_document():
                     assert ga[key] == gb[key]
         strip = ("sram", "carries", "substeps")
         assert {x: y for x, y in a.items() if x not in strip} == {x: y for x, y in b.items() if x not in strip}
+
+
+def test_arrays_of_a_trace_no_longer_held_come_back_after_the_trace_is_asked_again(monkeypatch):
+    """The page's way back (api.ts fetchStepArrays): the server dropped the Trace an answer without arrays came from, so
+    /api/trace/arrays is a 404; asking /api/trace?arrays=auto again runs the engine again (not the cached skeleton:
+    it would leave the arrays out of reach), and then the arrays come."""
+    from fastapi.testclient import TestClient
+
+    from flashviz import server
+
+    client = TestClient(server.create_app())
+    big = {**QUERY, "n": "2048", "d": "32", "br": "64", "bc": "64", "block": ""}
+    runs = []
+    real = server.traces.make
+    monkeypatch.setattr(server.traces, "make", lambda cfg: runs.append(cfg) or real(cfg))
+    first = client.get("/api/trace", params={**big, "arrays": "auto"})
+    assert first.status_code == 200 and len(runs) == 1
+    with server.traces.lock:  # the server's memory moved on to other launches
+        server.traces.items.clear()
+        server.traces.sizes.clear()
+    gone = client.get("/api/trace/arrays", params={**big, "steps": "3,4"})
+    assert gone.status_code == 404 and gone.json()["field"] == "query"
+    again = client.get("/api/trace", params={**big, "arrays": "auto"})
+    assert again.status_code == 200 and len(runs) == 2 and again.content == first.content
+    back = client.get("/api/trace/arrays", params={**big, "steps": "3,4"})
+    assert back.status_code == 200 and [s["step"] for s in back.json()["steps"]] == [3, 4]
