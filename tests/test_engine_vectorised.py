@@ -52,3 +52,27 @@ def test_vectorised_blocks_give_the_same_trace(monkeypatch, algo, causal, launch
         a, b = fast.outputs[name], slow.outputs[name]
         assert a.tobytes() == b.tobytes(), f"seed {seed}: {name} differs"
     assert fast.to_json() == slow.to_json(), f"seed {seed}: the traces differ"
+
+
+def test_products_on_one_blas_thread_are_the_products_on_several():
+    """engine.blas.one_thread changes how long the engine's products take, never their numbers: the tile products
+    (and the float64 reference's large ones) on one thread equal those on the default threads, bit for bit."""
+    from flashviz import reference
+    from flashviz.engine.blas import one_thread, setter
+
+    if setter() is None:
+        pytest.skip("this BLAS has no per-thread thread count (not OpenBLAS 0.3.27+): one_thread changes nothing")
+    rng = np.random.default_rng()
+    Qi = rng.standard_normal((64, 128), dtype=np.float32)
+    Kt = rng.standard_normal((64, 64, 128), dtype=np.float32)
+    P = rng.standard_normal((64, 64, 64), dtype=np.float32)
+    Q, K, V = (rng.standard_normal((512, 64), dtype=np.float32) for _ in range(3))
+
+    def products():
+        return [np.matmul(Qi, Kt.swapaxes(1, 2)), np.matmul(P, Kt), *reference.attention(Q, K, V, 0.3, causal=True)]
+
+    several = products()
+    with one_thread():
+        one = products()
+    for a, b in zip(one, several, strict=True):
+        assert a.tobytes() == b.tobytes()

@@ -46,15 +46,21 @@ class HBM:
         rows past b zero (what a tile of SRAM holds after the kernel's load): (len(spans), rows, cols), and the
         transfers, in order."""
         t = self.tensors[name]
-        out = np.zeros((len(spans), rows, t.shape[1]), dtype=t.dtype)
         n_cols = t.shape[1]
         transfers = [Transfer(name, "read", (a, b), (0, n_cols)) for a, b in spans]
         if all(b - a == rows for a, b in spans[:-1]) and all(x[1] == y[0] for x, y in itertools.pairwise(spans)):
-            # consecutive tiles of `rows` rows (the last may be short): one copy, one count
+            # consecutive tiles of `rows` rows (the last may be short): one count, and the rows themselves (read-only)
+            # when no tile is short, else one copy
             a, b = (spans[0][0], spans[-1][1]) if spans else (0, 0)
             self.reads[name][a:b] += 1
+            if b - a == rows * len(spans):
+                view = t[a:b].reshape(len(spans), rows, n_cols)
+                view.flags.writeable = False
+                return view, transfers
+            out = np.zeros((len(spans), rows, n_cols), dtype=t.dtype)
             out.reshape(-1, n_cols)[: b - a] = t[a:b]
             return out, transfers
+        out = np.zeros((len(spans), rows, n_cols), dtype=t.dtype)
         for q, (a, b) in enumerate(spans):
             self.reads[name][a:b] += 1
             out[q, : b - a] = t[a:b]

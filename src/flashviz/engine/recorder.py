@@ -12,6 +12,7 @@ import numpy as np
 from .. import cancel, kernels
 from ..tiling import span
 from ..trace import Step, Transfer
+from .blas import one_thread
 from .flops import KINDS, Flops
 from .memory import HBM
 
@@ -215,7 +216,7 @@ def run_launch(
         rec.hbm.put(name, value)
     for name, shape in outputs.items():
         rec.hbm.put(name, np.full(shape, np.nan, dtype=np.float32))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_thread():  # small products: one BLAS thread each (engine.blas)
         for grid in grids:
             if grid.recorded is not None:
                 rec.recorded = grid.recorded
