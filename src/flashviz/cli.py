@@ -90,7 +90,8 @@ def cli(ctx: click.Context) -> None:
 @click.option(
     "--plain",
     is_flag=True,
-    help="write arrays as nested lists of numbers (default: compact base64 typed arrays, docs/trace-schema.md)",
+    help="write arrays as nested lists of numbers, inputs included (default: compact base64 typed arrays, deflated, "
+    "the inputs drawn from --seed left out: readers draw them again; docs/trace-schema.md)",
 )
 @kernel_options
 def trace(
@@ -106,7 +107,7 @@ def trace(
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
     trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
-    data = trace_.to_json(indent=indent, compact=not plain)
+    data = trace_.to_json(indent=indent, compact=not plain, file=not plain)
     if output is None:
         try:
             print_bytes(data, b"\n")  # not data + b"\n": a copy of a JSON of 100 MB or more

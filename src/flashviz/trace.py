@@ -9,7 +9,7 @@ import numpy as np
 
 from .trace_codec import honest as _honest
 
-SCHEMA = "flashviz.trace/3"
+SCHEMA = "flashviz.trace/4"
 
 
 class SchemaError(ValueError):
@@ -107,15 +107,20 @@ class Trace:
     tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
     schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule, else None
 
-    def to_json(self, indent: bool = False, compact: bool = False) -> bytes:
+    def to_json(self, indent: bool = False, compact: bool = False, file: bool = False) -> bytes:
         """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references
-        (flashviz.trace_codec; what `flashviz trace` writes unless --plain, and what /api/trace sends)."""
+        (flashviz.trace_codec; what /api/trace sends); with `file` too, as a trace file holds it (flashviz.trace_store:
+        the inputs drawn from its seed left out, the arrays deflated; what `flashviz trace` writes unless --plain)."""
         # here, not at the top: every algorithm's engine imports this module (through the registry), and the GPU
         # machine's image, which runs the benches, has no orjson
         import orjson
 
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
         doc = _compact(self) if compact else _plain(self)
+        if compact and file:
+            from .trace_store import pack
+
+            pack(doc, self)
         return orjson.dumps(doc, option=option, default=_default)
 
 

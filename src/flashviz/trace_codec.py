@@ -36,7 +36,17 @@ MAX_ELEMENTS = 2**28
 
 
 def is_compact(x: Any) -> bool:
-    return isinstance(x, dict) and "shape" in x and ("base64" in x or "ref" in x)
+    return isinstance(x, dict) and "shape" in x and ("base64" in x or "ref" in x or "base85" in x)
+
+
+def stored_bytes(x: dict[str, Any]) -> bytes:
+    """The bytes of one stored array's values (little-endian, C order): its base64, or in a trace file its base85,
+    undone, and its compression (flashviz.trace_store) undone. The array must have passed `check_arrays`."""
+    if "base85" in x:
+        from .trace_store import unpacked
+
+        return unpacked(x)
+    return base64.b64decode(x["base64"])
 
 
 def encode_array(a: np.ndarray) -> dict[str, Any]:
@@ -54,9 +64,10 @@ def encode_array(a: np.ndarray) -> dict[str, Any]:
 
 
 def decode_array(x: dict[str, Any]) -> np.ndarray:
-    """The values of one stored (not referenced) compact array; bfloat16 comes back as float32."""
+    """The values of one stored (not referenced) compact array, deflated or not (a trace file's:
+    flashviz.trace_store); bfloat16 comes back as float32."""
     kind, _ = DTYPES[x["dtype"]]
-    raw = np.frombuffer(base64.b64decode(x["base64"]), dtype=kind)
+    raw = np.frombuffer(stored_bytes(x), dtype=kind)
     if x["dtype"] == "bfloat16":
         raw = (raw.astype("<u4") << 16).view("<f4")
     return raw.reshape(x["shape"])
@@ -142,7 +153,12 @@ def _tiles(inputs: dict[str, Any], path: str, steps: list[Any] | None) -> dict[s
 
 def decode_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """Replace, in place, every compact array by its values (NumPy; bfloat16 as float32). The document must have
-    passed `check_arrays`."""
+    passed `check_arrays`. A trace file's drawn inputs are drawn again first (flashviz.trace_store.restore: a
+    ConfigError when one is not the file's)."""
+    from .trace_store import is_packed, restore
+
+    if is_packed(doc):
+        restore(doc, "the trace", "trace")
     done: dict[str, np.ndarray] = {}
     for path, group in _groups(doc):
         for key, v in list(group.items()):
@@ -169,15 +185,20 @@ def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True) 
     shapes: dict[str, list[int]] = {}
     for path, group in _groups(doc):
         for key, v in group.items():
-            if not isinstance(v, dict) or not {"dtype", "shape", "base64", "ref"} & v.keys():
+            if not isinstance(v, dict) or not {"dtype", "shape", "base64", "ref", "drawn"} & v.keys():
                 continue  # a plain array (nested lists) or something else: the file's structure check judges it
             here = f"{path}/{key}"
             if not refs and "ref" in v:
                 continue
+            if "drawn" in v and path != "inputs":
+                raise ConfigError(flag, f"{where}: array {here} is drawn, which only an input may be {SEE}")
             problem = _problem(v, shapes)
             if problem is not None:
-                raise ConfigError(flag, f"{where}: array {here} {problem} (docs/trace-schema.md, compact arrays)")
+                raise ConfigError(flag, f"{where}: array {here} {problem} {SEE}")
             shapes[here] = v["shape"]
+
+
+SEE = "(docs/trace-schema.md, compact arrays)"
 
 
 def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
@@ -208,6 +229,10 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
         if target != shape:
             return f"has shape {shape} but its reference {ref} holds {target}"
         return None
+    if "drawn" in v or "base85" in v or "compression" in v:  # a trace file's (flashviz.trace_store)
+        from .trace_store import file_problem
+
+        return file_problem(v, math.prod(shape) * DTYPES[dtype][1])
     text = v.get("base64")
     if not isinstance(text, str):
         return "has no base64 string"

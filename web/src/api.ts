@@ -51,7 +51,7 @@ export function parseTrace(text: string): Trace {
 }
 
 /** The one schema this page reads (docs/trace-schema.md). A trace of another version is refused, not read half-way. */
-export const TRACE_SCHEMA = "flashviz.trace/3";
+export const TRACE_SCHEMA = "flashviz.trace/4";
 
 /** What is wrong with a trace, in one line, or null. `from` says where it came from (source.ts: a file, the
  *  notebook), `again` how to get a good one. A trace of this version also has its compact arrays checked and made

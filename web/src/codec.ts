@@ -22,7 +22,7 @@ const WIDTH: Record<CompactDtype, number> = { float32: 4, float64: 8, bfloat16: 
 const MAX_ELEMENTS = 2 ** 28;
 
 export function isCompact(x: unknown): x is CompactArray {
-  return !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x);
+  return !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x || "base85" in x || "drawn" in x);
 }
 
 /** The holders of arrays in a trace, with their paths, in document order (as flashviz.trace_codec walks them). */
@@ -63,6 +63,9 @@ function said(x: unknown): string {
 /** What is wrong with one compact array, given the shapes of the arrays before it, or null. */
 export function arrayProblem(a: CompactArray, shapes: Map<string, number[]>): string | null {
   const { dtype, shape } = a;
+  // what only a trace file holds (flashviz.trace_store): the readers in Python make it whole before a page gets it
+  const file = ["drawn", "base85", "compression"].find((k) => k in a);
+  if (file) return `is stored as a trace file stores it (${file}): open the file with flashviz view, export --trace or flashviz.show`;
   if (!(dtype in WIDTH)) return `has dtype ${said(dtype)}; expected one of ${Object.keys(WIDTH).join(", ")}`;
   if (
     !Array.isArray(shape) ||

@@ -1,4 +1,4 @@
-// The Trace (schema `flashviz.trace/3`, docs/trace-schema.md) as the viewer reads it. A trace describes its own
+// The Trace (schema `flashviz.trace/4`, docs/trace-schema.md) as the viewer reads it. A trace describes its own
 // picture: its tensors, SRAM buffers, kernels, ops, tiling, veils, writes and texts; the viewer knows no algorithm.
 // `null` inside a numeric array means −∞ (JSON has no infinities).
 

@@ -1,4 +1,4 @@
-"""A traced user kernel (`flashviz.kernel-trace/1`) as the viewer's Trace (`flashviz.trace/3`), so that every view
+"""A traced user kernel (`flashviz.kernel-trace/1`) as the viewer's Trace (`flashviz.trace/4`), so that every view
 draws it unchanged: `flashviz view t.json`, `flashviz export page.html --trace t.json`, `flashviz.show(kernel=...)`.
 
 The picture is fa2's (`algos/fa2/picture.py`: the tensors Q, K, V, O, L, the tiles Qi, Kj, Vj, the carries mi, li, Oi,
