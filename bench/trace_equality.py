@@ -255,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write-baseline", type=Path, metavar="DIR")
     group.add_argument("--check", type=Path, metavar="DIR")
     ap.add_argument("-k", default="", help="only the files whose name contains this")
+    ap.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a top-level key not compared (repeatable): `--ignore schema` across a schema version bump",
+    )
     args = ap.parse_args(argv)
     chosen = [(name, make) for name, make in cases() if args.k in name]
     if args.write_baseline is not None:
@@ -281,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         before, now = orjson.loads(path.read_bytes()), orjson.loads(make())
+        for key in args.ignore:
+            for doc in (before, now):
+                if isinstance(doc, dict):
+                    doc.pop(key, None)
         if before != now:
             bad += 1
             print(f"{name}: differs")

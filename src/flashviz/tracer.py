@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from . import assemble, kernels, picture, precision, reference
 from . import flops as flop_view
 from .algos import resolve
 from .config import Config
+from .engine.blas import one_thread
 from .hardware import view as hardware_view
 from .inputs import random_inputs
 from .trace import Trace
@@ -17,6 +19,18 @@ from .units import FLOAT_BYTES
 
 if TYPE_CHECKING:
     from .algos.base import Algorithm
+
+
+def _expected(
+    algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], dict[str, float] | None]:
+    """The algorithm's float64 expectation of its outputs, and the magnitudes some are judged against, on one BLAS
+    thread (engine.blas): beside the engine, and beside another trace the server makes, a BLAS call on several threads
+    may find them busy and run on fewer, and some of the backward's large products round their last bits otherwise
+    then; on one thread they are always the same."""
+    with one_thread():
+        refs = algo.expect.expected(cfg, inputs)
+        return refs, None if algo.magnitudes is None else algo.magnitudes(cfg, inputs)
 
 
 def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
@@ -35,10 +49,17 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
         inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})
     # what HBM holds: a bf16 kernel's inputs are the bf16 roundings of what was drawn or given
     inputs = {k: precision.stored(v, algo.dtype) for k, v in inputs.items()}
-    rec = algo.engine.execute(cfg, inputs)
+    # the float64 expectation runs beside the engine, each on one BLAS thread (engine.blas): on two cores the check
+    # takes little time of its own
+    pool = ThreadPoolExecutor(1, thread_name_prefix="flashviz-reference")
+    try:
+        expecting = pool.submit(_expected, algo, cfg, inputs)
+        rec = algo.engine.execute(cfg, inputs)
+        refs, magnitudes = expecting.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # a cancelled run does not wait for the reference
     hbm = rec.hbm
     outputs = {name: hbm.value(name) for name in algo.outputs}
-    refs = algo.expect.expected(cfg, inputs)
     counters = hbm.counters()
     model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
     recorded = set(algo.recorded_blocks(cfg))
@@ -80,7 +101,7 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
         refs,
         algo.expect.TOLERANCE,
         algo.expect.LOG_DOMAIN,
-        None if algo.magnitudes is None else algo.magnitudes(cfg, inputs),  # outputs judged against their terms' scale
+        magnitudes,  # outputs judged against their terms' scale (None: against max |ref|)
     )
     return Trace(
         config={
