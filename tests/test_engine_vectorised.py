@@ -12,14 +12,28 @@ import pytest
 import flashviz
 from flashviz.engine import recorder
 
-# the algorithms whose engine runs unrecorded blocks vectorised
-FAST = ("fa2",)
+# the algorithms whose engine runs unrecorded blocks vectorised, and the launches each is held at (more than
+# RECORD_ALL_MAX_BLOCKS blocks of Q, so that some are not recorded)
+FAST = ("fa2", "fa2-triton", "fa3")
 LAUNCHES = [
     {"n": 300, "d": 16, "br": 32, "bc": 16},
     {"n": 333, "d": 8, "br": 16, "bc": 32, "scale": -0.4},
     {"n": 190, "d": 12, "br": 16, "bc": 16, "block": 5},
     {"n": 64, "d": 4, "br": 4, "bc": 8},
 ]
+# fa2-triton runs powers of two, D in its table and (causal) Br a multiple of Bc; a scale <= 0 takes SCALE_FIRST
+TRITON = [
+    {"n": 300, "d": 32, "br": 32, "bc": 16},
+    {"n": 333, "d": 96, "br": 16, "bc": 16, "scale": -0.4},
+    {"n": 190, "d": 64, "br": 16, "bc": 16, "block": 5},
+]
+# fa3 runs Br = Bc = 128, D of 64 or 128, a positive scale
+FA3 = [
+    {"n": 1200, "d": 64, "br": 128, "bc": 128},
+    {"n": 1100, "d": 128, "br": 128, "bc": 128, "block": 3, "scale": 0.07},
+]
+OWN = {"fa2-triton": TRITON, "fa3": FA3}
+CASES = [(algo, kw) for algo in FAST for kw in OWN.get(algo, LAUNCHES)]
 
 
 def both(monkeypatch, **kw):
@@ -33,17 +47,18 @@ def both(monkeypatch, **kw):
         return out
 
     monkeypatch.setattr(recorder, "run_launch", counting)
-    for name in ("fa2",):
-        monkeypatch.setattr(f"flashviz.algos.{name}.engine.run_launch", counting)
+    for name in FAST:
+        monkeypatch.setattr(f"flashviz.algos.{name.replace('-', '_')}.engine.run_launch", counting)
     fast = flashviz.trace(**kw)
     monkeypatch.setattr(recorder, "VECTORISED", False)
     slow = flashviz.trace(**kw)
     return fast, slow, runs[0]
 
 
-@pytest.mark.parametrize("algo", FAST)
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("launch", LAUNCHES, ids=lambda kw: "_".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    ("algo", "launch"), CASES, ids=[f"{a}-" + "_".join(f"{k}{v}" for k, v in kw.items()) for a, kw in CASES]
+)
 def test_vectorised_blocks_give_the_same_trace(monkeypatch, algo, causal, launch):
     seed = int(np.random.default_rng().integers(0, 2**31))  # fresh inputs every run (the seed says which)
     fast, slow, vectorised = both(monkeypatch, algo=algo, causal=causal, seed=seed, **launch)

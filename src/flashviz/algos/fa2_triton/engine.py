@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ... import precision
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
 from ...picture import locator
@@ -256,11 +257,84 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles, its steps tallied as `block` emits them:
+    the tiles' scores, masks, maxima, P, its bf16 rounding and P @ Vj at once (per tile the same operations and
+    products of the same shapes), the running max by fmaxf tile after tile, and li, Oi (which each tile rescales) in
+    the kernel's order. The same numbers bit for bit (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    qk_scale = np.float32(cfg.softmax_scale * LOG2E)
+    scale_first = bool(qk_scale <= 0)
+    tc = cfg.tiles_of_block(i)
+    fl = rec.flops
+    pad = padded(d) - d
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    rows = np.arange(r0, r0 + br)  # (Br,)
+
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    spans = [span(j, bc, n) for j in range(tc)]
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
+    # scores: tl.dot(Qi, Kj.T) per tile, then (SCALE_FIRST) the scale, then each tile's stage's mask
+    S = fl.matmul(Qi, Kt.swapaxes(-1, -2))  # (Tc, Br, Bc)
+    fl.count("matmul", tc * 2 * br * bc * pad)
+    if scale_first:
+        S = fl.mul(S, qk_scale)
+    cols = np.arange(tc * bc).reshape(tc, 1, bc)  # (Tc, 1, Bc) key column of each column of Sij
+    stages = np.array([stage_of(cfg, i, j) for j in range(tc)]).reshape(tc, 1, 1)
+    masked = ((stages == MASK_CAUSAL) & (rows[None, :, None] < cols)) | ((stages == MASK_COLUMNS) & (cols >= n))
+    S[np.broadcast_to(masked, S.shape)] = -np.inf
+    rec.tally_flops([phase_of("scores", j, tc) for j in range(tc)])
+    # online_softmax, in units of log2
+    start = np.full(br, -np.inf, np.float32)
+    if scale_first:
+        m_ij = fl.rowmax(S)  # (Tc, Br)
+        m_new = fl.running_max(m_ij, start)  # (Tc, Br) mi after tile j
+        P = fl.exp2(fl.sub(S, m_new[:, :, None]))  # (Tc, Br, Bc)
+    else:
+        m_ij = fl.mul(fl.rowmax(S), qk_scale)  # (Tc, Br)
+        m_new = fl.running_max(m_ij, start)
+        P = fl.exp2(fl.fma(S, qk_scale, -m_new[:, :, None]))  # (Tc, Br, Bc)
+    m_old = np.concatenate([start[None], m_new[:-1]])  # (Tc, Br) mi before tile j
+    alpha = fl.exp2(fl.sub(m_old, m_new))  # (Tc, Br)
+    lsum = fl.rowsum(P)  # (Tc, Br)
+    pv = fl.matmul(bf16(P), Vt)  # (Tc, Br, D) fp32 accumulation of bf16(P) @ Vj
+    fl.count("matmul", tc * 2 * br * bc * pad)
+    li = np.zeros(br, np.float32)  # (Br,)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for j in range(tc):  # the carries, tile after tile: li = fma(li, alpha, rowsum), Oi = Oi * alpha + P @ Vj
+        li = precision.fma(li, alpha[j], lsum[j])
+        Oi = np.multiply(Oi, alpha[j][:, None]) + pv[j]
+    fl.count("mul", tc * (br + br * d + br * pad))  # as `block` counts: the fma's, Oi * alpha, the padding's
+    fl.count("add", tc * br)
+    rec.tally_flops([phase_of("online_softmax", j, tc) for j in range(tc)])
+    # write_back
+    mi = m_new[-1] if tc else start
+    Oi = bf16(fl.div(Oi, li[:, None]))
+    fl.count("div", br * pad)
+    L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    rec.tally_flops([phase_of("write_back", None, tc)])
+
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {"i": i})
+    for j in range(tc):
+        at = {"i": i, "j": j}
+        rec.tally(j, "load_kv", phase_of("load_kv", j, tc), [tk[j], tv[j]], at)
+        rec.tally(j, "scores", phase_of("scores", j, tc), [], at)
+        rec.tally(j, "online_softmax", phase_of("online_softmax", j, tc), [], at)
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {"i": i})
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
     rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
+    grid = Grid(cfg.tr, block, fast=fast_block)
+    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [grid])
 
 
 trace_blocks = blocks_of_q  # one program per block of Q (and head)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ... import precision
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
 from ...picture import locator
@@ -347,11 +348,82 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles, its steps tallied as `block` emits them:
+    every tile's scores, mask, softmax, bf16(P) and P @ Vj at once (per tile the same operations and products of the
+    same shapes), the running max by fmaxf tile after tile, and li, Oi in the kernel's order (Oi takes tile j's P·V
+    under tile j+1's scores: the same sums in the same order). The same numbers bit for bit
+    (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    qk_scale = np.float32(cfg.softmax_scale * LOG2E)
+    tc = cfg.tiles_of_block(i)
+    fl = rec.flops
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    rows = np.arange(r0, r0 + br)  # (Br,)
+    first = phase_of("first_tile", 0, tc)
+    later = [phase_of("online_softmax", j, tc) for j in range(1, tc)]
+
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    spans = [span(j, bc, n) for j in range(tc)]
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
+    S = fl.matmul(Qi, Kt.swapaxes(-1, -2))  # (Tc, Br, Bc) wgmma(Qi, Kjᵀ): tile 0's at first_tile, the rest at scores
+    rec.tally_flops([first] + [phase_of("scores", j, tc) for j in range(1, tc)])
+    # softmax of every tile: its mask, max, P, alpha, rowsum (tile 0's at first_tile, tile j's at online_softmax j)
+    cols = np.arange(tc * bc).reshape(tc, 1, bc)  # (Tc, 1, Bc)
+    masks = np.array([mask_of(cfg, i, j) for j in range(tc)]).reshape(tc, 1, 1)
+    masked = ((masks == MASK_CAUSAL) & (rows[None, :, None] < cols)) | ((masks == MASK_COLUMNS) & (cols >= n))
+    S[np.broadcast_to(masked, S.shape)] = -np.inf
+    start = np.full(br, -np.inf, np.float32)
+    m_ij = fl.mul(fl.rowmax(S), qk_scale)  # (Tc, Br)
+    m_new = fl.running_max(m_ij, start)  # (Tc, Br) mi after tile j
+    P = fl.exp2(fl.fma(S, qk_scale, -m_new[:, :, None]))  # (Tc, Br, Bc)
+    m_old = np.concatenate([start[None], m_new[:-1]])  # (Tc, Br)
+    alpha = fl.exp2(fl.sub(m_old, m_new))  # (Tc, Br)
+    lsum = fl.rowsum(P)  # (Tc, Br)
+    li = np.zeros(br, np.float32)  # (Br,)
+    for j in range(tc):
+        li = precision.fma(li, alpha[j], lsum[j])
+    fl.count("mul", tc * br)  # the fma's, as `block` counts them
+    fl.count("add", tc * br)
+    rec.tally_flops([first, *later])
+    # P·V of every tile, each rescaling Oi first (tile j's at online_softmax j+1, the last tile's at last_pv)
+    pv = fl.matmul(bf16(P), Vt)  # (Tc, Br, D)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for j in range(tc):
+        Oi = np.multiply(Oi, alpha[j][:, None]) + pv[j]
+    fl.count("mul", tc * br * d)
+    rec.tally_flops([*later, phase_of("last_pv", tc - 1, tc)])
+    # write_back
+    mi = m_new[-1] if tc else start
+    Oi = bf16(fl.div(Oi, li[:, None]))
+    L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    rec.tally_flops([phase_of("write_back", None, tc)])
+
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {"i": i})
+    for j in range(tc):
+        at = {"i": i, "j": j}
+        rec.tally(j, "load_kv", phase_of("load_kv", j, tc), [tk[j], tv[j]], at)
+        if j == 0:
+            rec.tally(0, "first_tile", first, [], at)
+            continue
+        rec.tally(j, "scores", phase_of("scores", j, tc), [], at)
+        rec.tally(j, "online_softmax", phase_of("online_softmax", j, tc), [], at)
+    rec.tally(tc - 1, "last_pv", phase_of("last_pv", tc - 1, tc), [], {"i": i, "j": tc - 1})
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {"i": i})
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
     rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
+    grid = Grid(cfg.tr, block, fast=fast_block)
+    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [grid])
 
 
 trace_blocks = blocks_of_q  # one block of Q per program's turn (and head)
