@@ -14,7 +14,7 @@ from flashviz.engine import recorder
 
 # the algorithms whose engine runs unrecorded blocks vectorised, and the launches each is held at (more than
 # RECORD_ALL_MAX_BLOCKS blocks of Q, so that some are not recorded)
-FAST = ("fa2", "fa2-triton", "fa3")
+FAST = ("fa2", "fa2-triton", "fa3", "fa2-splitkv")
 LAUNCHES = [
     {"n": 300, "d": 16, "br": 32, "bc": 16},
     {"n": 333, "d": 8, "br": 16, "bc": 32, "scale": -0.4},
@@ -33,7 +33,13 @@ FA3 = [
     {"n": 1100, "d": 128, "br": 128, "bc": 128, "block": 3, "scale": 0.07},
 ]
 OWN = {"fa2-triton": TRITON, "fa3": FA3}
-CASES = [(algo, kw) for algo in FAST for kw in OWN.get(algo, LAUNCHES)]
+NO_CAUSAL = ("fa2-splitkv",)
+CASES = [
+    (algo, kw, causal)
+    for algo in FAST
+    for kw in OWN.get(algo, LAUNCHES)
+    for causal in ((False,) if algo in NO_CAUSAL else (False, True))
+]
 
 
 def both(monkeypatch, **kw):
@@ -55,9 +61,10 @@ def both(monkeypatch, **kw):
     return fast, slow, runs[0]
 
 
-@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize(
-    ("algo", "launch"), CASES, ids=[f"{a}-" + "_".join(f"{k}{v}" for k, v in kw.items()) for a, kw in CASES]
+    ("algo", "launch", "causal"),
+    CASES,
+    ids=[f"{a}-{'causal-' if c else ''}" + "_".join(f"{k}{v}" for k, v in kw.items()) for a, kw, c in CASES],
 )
 def test_vectorised_blocks_give_the_same_trace(monkeypatch, algo, causal, launch):
     seed = int(np.random.default_rng().integers(0, 2**31))  # fresh inputs every run (the seed says which)

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...engine.memory import SRAM
+from ...engine.online import online_tiles
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from ...engine.scores import score_tile, score_tiles
+from ...engine.scores import score_tile
 from ...picture import locator
 from ...tiling import span
 from . import narrative
@@ -198,12 +199,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
 
 
 def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
-    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles, its steps tallied as `block` emits them.
-    The scores, maxima, P and P @ Vj of every tile at once (elementwise and per tile the same operations, the same
-    products of the same shapes); the running max by fmaxf tile after tile; li and Oi, which each tile rescales, in
-    the kernel's order, one tile after another. The same numbers bit for bit (bench/trace_equality.py)."""
+    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles (engine.online: the same numbers bit for
+    bit), its steps tallied as `block` emits them."""
     n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
-    scale = np.float32(cfg.softmax_scale)
     tc = cfg.tiles_of_block(i)
     fl = rec.flops
     r0, r1 = span(i, br, n)
@@ -216,29 +214,14 @@ def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
     spans = [span(j, bc, n) for j in range(tc)]
     Kt, tk = rec.hbm.read_tiles("K", spans, bc)
     Vt, tv = rec.hbm.read_tiles("V", spans, bc)
-    # scores
-    S = score_tiles(Qi, Kt, scale, r0, n, cfg.causal, fl)  # (Tc, Br, Bc)
-    rec.tally_flops([phase_of("scores", j, tc) for j in range(tc)])
-    # online_softmax: each tile's max, the running max (mi after each tile), alpha, P, its rowsum and P @ Vj
-    m_ij = fl.rowmax(S)  # (Tc, Br)
-    m_new = fl.running_max(m_ij, np.full(br, -np.inf, np.float32))  # (Tc, Br) mi after tile j
-    m_old = np.concatenate([np.full((1, br), -np.inf, np.float32), m_new[:-1]])  # (Tc, Br) mi before tile j
-    alpha = fl.exp(fl.sub(m_old, m_new))  # (Tc, Br)
-    P = fl.exp(fl.sub(S, m_new[:, :, None]))  # (Tc, Br, Bc)
-    lsum = fl.rowsum(P)  # (Tc, Br)
-    pv = fl.matmul(P, Vt)  # (Tc, Br, D)
-    li = np.zeros(br, np.float32)  # (Br,)
-    Oi = np.zeros((br, d), np.float32)  # (Br, D)
-    for j in range(tc):  # the carries, tile after tile: li = alpha * li + rowsum, Oi = alpha * Oi + P @ Vj
-        np.add(np.multiply(alpha[j], li, out=li), lsum[j], out=li)
-        np.add(np.multiply(alpha[j][:, None], Oi, out=Oi), pv[j], out=Oi)
-    fl.count("mul", tc * (br + br * d))  # counted as `block` counts them: per tile Br for li, Br x D for Oi
-    fl.count("add", tc * (br + br * d))
+    # scores, then online_softmax, of every tile
+    scores = [phase_of("scores", j, tc) for j in range(tc)]
+    scale = np.float32(cfg.softmax_scale)
+    mi, li, Oi = online_tiles(fl, Qi, Kt, Vt, scale, r0, n, cfg.causal, lambda: rec.tally_flops(scores))
     rec.tally_flops([phase_of("online_softmax", j, tc) for j in range(tc)])
     # write_back
-    mi = m_new[-1] if tc else np.full(br, -np.inf, np.float32)
-    Oi = fl.div(Oi, li[:, None])
-    L_i = fl.add(mi, fl.log(li))
+    Oi = fl.div(Oi, li[:, None])  # (Br, D)
+    L_i = fl.add(mi, fl.log(li))  # (Br,)
     to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
     tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
     rec.tally_flops([phase_of("write_back", None, tc)])
