@@ -14,7 +14,7 @@ from flashviz.engine import recorder
 
 # the algorithms whose engine runs unrecorded blocks vectorised, and the launches each is held at (more than
 # RECORD_ALL_MAX_BLOCKS blocks of Q, so that some are not recorded)
-FAST = ("fa2", "fa2-triton", "fa3", "fa2-splitkv")
+FAST = ("fa2", "fa2-triton", "fa3", "fa2-splitkv", "standard")
 LAUNCHES = [
     {"n": 300, "d": 16, "br": 32, "bc": 16},
     {"n": 333, "d": 8, "br": 16, "bc": 32, "scale": -0.4},

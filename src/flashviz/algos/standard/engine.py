@@ -15,7 +15,7 @@ import numpy as np
 
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
-from ...engine.scores import score_tile
+from ...engine.scores import score_tile, score_tiles
 from ...picture import locator
 from ...tiling import span
 from . import narrative
@@ -199,12 +199,74 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i of the three kernels, not recorded: `block`'s arithmetic vectorised (every tile's scores at once, every
+    row's softmax at once, every tile's Pij @ Vj at once: per tile and per row the same operations and products of the
+    same shapes; Oi summed tile after tile), its steps tallied as `block` emits them. The same numbers bit for bit
+    (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    tc = cfg.tiles_of_block(i)
+    w = min(n, tc * bc)
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    fl = rec.flops
+    spans = [span(j, bc, n) for j in range(tc)]
+    steps: list[tuple[Any, ...]] = []
+
+    # kernel 1: S = scale * Q K^T, every tile at once, each tile stored to HBM
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
+    S = score_tiles(Qi, Kt, scale, r0, n, cfg.causal, fl)  # (Tc, Br, Bc)
+    rec.tally_flops([phase_of(cfg, "scores", j) for j in range(tc)])
+    steps.append((None, "load_q", phase_of(cfg, "load_q"), [tq], {"i": i}))
+    for j, (c0, c1) in enumerate(spans):
+        ts = rec.hbm.write("S", slice(r0, r1), S[j, :nr, : c1 - c0], cols=slice(c0, c1))
+        steps.append((j, "load_k", phase_of(cfg, "load_k", j), [tk[j]], {"i": i, "j": j}))
+        steps.append((j, "scores", phase_of(cfg, "scores", j), [ts], {"i": i, "j": j}))
+
+    # kernel 2: every row of the block at once (each row's max, sum and P as the row kernel computes them)
+    rows = rec.hbm.tensors["S"][r0:r1, :w].copy()  # (nr, w)
+    mr = fl.rowmax(rows)  # (nr,)
+    lr = fl.rowsum(fl.exp(fl.sub(rows, mr[:, None])))  # (nr,)
+    P = fl.div(fl.exp(fl.sub(rows, mr[:, None])), lr[:, None])  # (nr, w): the kernel computes each exp twice
+    rec.tally_flops([phase_of(cfg, "softmax_row", k=k) for k in range(nr)])
+    for k, r in enumerate(range(r0, r1)):
+        _, ts = rec.hbm.read("S", slice(r, r + 1), cols=slice(0, w))
+        tp = rec.hbm.write("P", slice(r, r + 1), P[k], cols=slice(0, w))
+        steps.append((None, "softmax_row", phase_of(cfg, "softmax_row", k=k), [ts, tp], {"i": i, "r": r}))
+
+    # kernel 3: every tile's Pij @ Vj at once; Oi summed tile after tile
+    Pt = np.zeros((tc, br, bc), np.float32)  # (Tc, Br, Bc) rows and columns past N zero
+    pt = []
+    for j, (c0, c1) in enumerate(spans):
+        p, tp = rec.hbm.read("P", slice(r0, r1), cols=slice(c0, c1))
+        Pt[j, :nr, : c1 - c0] = p
+        pt.append(tp)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
+    pv = fl.matmul(Pt, Vt)  # (Tc, Br, D)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for j in range(tc):
+        Oi = np.add(Oi, pv[j])
+    fl.count("add", tc * br * d)
+    rec.tally_flops([phase_of(cfg, "accumulate", j) for j in range(tc)])
+    for j in range(tc):
+        steps.append((j, "load_pv", phase_of(cfg, "load_pv", j), [pt[j], tv[j]], {"i": i, "j": j}))
+        steps.append((j, "accumulate", phase_of(cfg, "accumulate", j), [], {"i": i, "j": j}))
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    steps.append((None, "write_o", phase_of(cfg, "write_o", tc=tc), [to], {"i": i}))
+    for step in steps:
+        rec.tally(*step)
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the three kernels on the memory model; return what was recorded."""
     rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d = cfg.n, cfg.d
-    return run_launch(rec, cfg, qkv, {"S": (n, n), "P": (n, n), "O": (n, d)}, [Grid(cfg.tr, block)])
+    return run_launch(rec, cfg, qkv, {"S": (n, n), "P": (n, n), "O": (n, d)}, [Grid(cfg.tr, block, fast=fast_block)])
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q
