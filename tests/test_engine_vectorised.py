@@ -14,12 +14,12 @@ from flashviz.engine import recorder
 
 # the algorithms whose engine runs unrecorded blocks vectorised, and the launches each is held at (more than
 # RECORD_ALL_MAX_BLOCKS blocks of Q, so that some are not recorded)
-FAST = ("fa2", "fa2-triton", "fa3", "fa2-splitkv", "standard")
+FAST = ("fa2", "fa2-triton", "fa3", "fa2-splitkv", "standard", "fa2-backward", "fa1")
 LAUNCHES = [
     {"n": 300, "d": 16, "br": 32, "bc": 16},
     {"n": 333, "d": 8, "br": 16, "bc": 32, "scale": -0.4},
     {"n": 190, "d": 12, "br": 16, "bc": 16, "block": 5},
-    {"n": 64, "d": 4, "br": 4, "bc": 8},
+    {"n": 80, "d": 4, "br": 4, "bc": 8},
 ]
 # fa2-triton runs powers of two, D in its table and (causal) Br a multiple of Bc; a scale <= 0 takes SCALE_FIRST
 TRITON = [
@@ -56,9 +56,10 @@ def both(monkeypatch, **kw):
     for name in FAST:
         monkeypatch.setattr(f"flashviz.algos.{name.replace('-', '_')}.engine.run_launch", counting)
     fast = flashviz.trace(**kw)
+    vectorised = runs[-1]  # the launch itself (the backward runs the forward first)
     monkeypatch.setattr(recorder, "VECTORISED", False)
     slow = flashviz.trace(**kw)
-    return fast, slow, runs[0]
+    return fast, slow, vectorised
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ class Recorder:
         self.where = where  # (op, indices) -> kernel, blockIdx.x, pick (flashviz.picture.locator of its picture)
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
-        self.vectorised = 0  # blocks run by their Grid's `fast` (tests check that the vectorised path ran)
+        self.vectorised = 0  # blocks (fa1: visits) run vectorised (tests check that the vectorised path ran)
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
 
     def emit(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...engine import recorder
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
 from ...engine.scores import score_tile
@@ -133,7 +134,17 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
         )
         phase += 1
 
-        for i in range(i0, cfg.tr):
+        run: list[int] = []  # blocks of Q not recorded, visited next: run at once (visit_all) before a recorded one
+        for i in [*range(i0, cfg.tr), None]:
+            if i is not None and i not in rec.recorded and recorder.VECTORISED:
+                run.append(i)
+                continue
+            if run:
+                visit_all(rec, cfg, j, run, phase, Kj, Vj)
+                phase += 4 * len(run)
+                run = []
+            if i is None:
+                break
             keep = i in rec.recorded
             r0, r1 = span(i, br, n)
             nr = r1 - r0
@@ -248,6 +259,65 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 indices=at,
             )
             phase += 1
+
+
+def visit_all(
+    rec: Recorder, cfg: Config, j: int, blocks: list[int], phase: int, Kj: np.ndarray, Vj: np.ndarray
+) -> None:
+    """The visits of tile j to `blocks` (consecutive blocks of Q, none recorded; phases from `phase`), at once: each
+    visit's load_qi, scores, update and write_back as `program` runs them, vectorised over the visits (per visit the
+    same operations and products of the same shapes: the same numbers bit for bit, tests/test_engine_vectorised.py),
+    the steps tallied in the program's order."""
+    n, br = cfg.n, cfg.br
+    scale = np.float32(cfg.softmax_scale)
+    fl = rec.flops
+    rec.vectorised += len(blocks)
+    c0, c1 = span(j, cfg.bc, n)
+    spans = [span(i, br, n) for i in blocks]
+    B = len(blocks)
+    # load_qi: Qi, Oi, li, mi of each visit; rows past N: 0, 0, 0, -inf
+    Qt, tq = rec.hbm.read_tiles("Q", spans, br)  # (B, Br, D)
+    Ot, to = rec.hbm.read_tiles("O", spans, br)  # (B, Br, D)
+    lt, tl = rec.hbm.read_tiles("l", spans, br)
+    mt, tm = rec.hbm.read_tiles("m", spans, br)
+    li, mi = lt[:, :, 0].copy(), mt[:, :, 0].copy()  # (B, Br)
+    for q, (r0, r1) in enumerate(spans):
+        mi[q, r1 - r0 :] = -np.inf
+    # scores
+    S = fl.matmul(Qt, Kj.T)  # (B, Br, Bc)
+    S = fl.mul(S, scale)
+    S[:, :, c1 - c0 :] = -np.inf
+    if cfg.causal:
+        cols = np.arange(c0, c0 + S.shape[2])[None, None, :]  # (1, 1, Bc)
+        rows = np.array([r0 for r0, _ in spans])[:, None, None] + np.arange(br)[None, :, None]  # (B, Br, 1)
+        crossing = np.array([c1 - 1 > r0 for r0, _ in spans])[:, None, None]  # the tiles that cross the diagonal
+        S[np.broadcast_to(crossing & (cols > rows), S.shape)] = -np.inf
+    rec.tally_flops([phase + 4 * q + 1 for q in range(B)])
+    # update: tile max and sum, new max and sum, normalised output
+    m_ij = fl.rowmax(S)  # (B, Br)
+    m_sub = np.where(np.isneginf(m_ij), np.float32(0), m_ij)  # (B, Br)
+    P = fl.exp(fl.sub(S, m_sub[:, :, None]))  # (B, Br, Bc)
+    l_ij = fl.rowsum(P)  # (B, Br)
+    m_new = fl.fmax(mi, m_ij)  # (B, Br)
+    alpha = fl.exp(fl.sub(mi, m_new))
+    beta = fl.exp(fl.sub(m_ij, m_new))
+    l_new = fl.add(fl.mul(alpha, li), fl.mul(beta, l_ij))  # (B, Br)
+    pv = fl.matmul(P, Vj)  # (B, Br, D)
+    kept = fl.mul(fl.mul(li, alpha)[:, :, None], Ot)
+    Oi = fl.div(fl.add(kept, fl.mul(beta[:, :, None], pv)), l_new[:, :, None])  # (B, Br, D)
+    rec.tally_flops([phase + 4 * q + 2 for q in range(B)])
+    # write_back
+    for q, (i, (r0, r1)) in enumerate(zip(blocks, spans, strict=True)):
+        nr = r1 - r0
+        tow = rec.hbm.write("O", slice(r0, r1), Oi[q, :nr])
+        tlw = rec.hbm.write("l", slice(r0, r1), l_new[q, :nr])
+        tmw = rec.hbm.write("m", slice(r0, r1), m_new[q, :nr])
+        at = {"j": j, "i": i}
+        base = phase + 4 * q
+        rec.tally(j, "load_qi", base, [tq[q], to[q], tl[q], tm[q]], at)
+        rec.tally(j, "scores", base + 1, [], at)
+        rec.tally(j, "update", base + 2, [], at)
+        rec.tally(j, "write_back", base + 3, [tow, tlw, tmw], at)
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

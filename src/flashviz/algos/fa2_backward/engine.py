@@ -248,6 +248,80 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
     )
 
 
+def fast_main_block(rec: Recorder, cfg: Config, j: int) -> None:
+    """Block j of fa2_bwd, not recorded: `main_block`'s arithmetic vectorised over the blocks of Q it visits (every
+    visit's scores, P, Pᵀ dOi, dP, dS, dSᵀ Qi and dS Kj at once: per visit the same operations and products of the same
+    shapes), dKj and dVj summed visit after visit, dQ's rows added to in HBM as the atomics add them; its steps tallied
+    as `main_block` emits them. The same numbers bit for bit (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    fl = rec.flops
+    c0, c1 = span(j, bc, n)
+    nc = c1 - c0
+    i0 = cfg.first_block(j)
+    visits = cfg.tr - i0
+    here = {"j": j}
+
+    Kj = np.zeros((bc, d), np.float32)  # (Bc, D)
+    Vj = np.zeros((bc, d), np.float32)  # (Bc, D)
+    k, tk = rec.hbm.read("K", slice(c0, c1))
+    v, tv = rec.hbm.read("V", slice(c0, c1))
+    Kj[:nc], Vj[:nc] = k, v
+    steps: list[tuple[Any, ...]] = [(j, "load_kv", phase_of("load_kv", None, i0, visits), [tk, tv], here)]
+    # load_q of every visit: Qi, dOi (visits, Br, D), Li, Deltai (visits, Br); padding rows zero
+    spans = [span(i, br, n) for i in range(i0, cfg.tr)]
+    Qt, tq = rec.hbm.read_tiles("Q", spans, br)
+    dOt, tdo = rec.hbm.read_tiles("dO", spans, br)
+    Lt, tl = rec.hbm.read_tiles("L", spans, br)
+    Dt, td = rec.hbm.read_tiles("Delta", spans, br)
+    Lt, Dt = Lt[:, :, 0], Dt[:, :, 0]  # (visits, Br)
+    phases = {op: [phase_of(op, i, i0, visits) for i in range(i0, cfg.tr)] for op in INNER}
+    # probs: Pij = exp(Sij - Li) where live, else 0
+    S = fl.mul(fl.matmul(Qt, Kj.T), scale)  # (visits, Br, Bc)
+    rows = (np.arange(i0, cfg.tr) * br)[:, None, None] + np.arange(br)[None, :, None]  # (visits, Br, 1)
+    cols = np.arange(c0, c0 + bc)[None, None, :]  # (1, 1, Bc)
+    live = (rows < n) & (cols < n)  # (visits, Br, Bc)
+    if cfg.causal:
+        live &= cols <= rows
+    P = np.where(live, fl.exp(np.where(live, fl.sub(S, Lt[:, :, None]), 0.0)), 0.0).astype(np.float32)
+    rec.tally_flops(phases["probs"])
+    # dv: dVj += Pijᵀ @ dOi, visit after visit
+    pv = fl.matmul(P.swapaxes(-1, -2), dOt)  # (visits, Bc, D)
+    dVj = np.zeros((bc, d), np.float32)
+    for q in range(visits):
+        dVj = np.add(dVj, pv[q])
+    fl.count("add", visits * bc * d)
+    rec.tally_flops(phases["dv"])
+    # ds: dSij = Pij * (dOi @ Vjᵀ - Deltai)
+    dS = fl.mul(P, fl.sub(fl.matmul(dOt, Vj.T), Dt[:, :, None]))  # (visits, Br, Bc)
+    rec.tally_flops(phases["ds"])
+    # dk: dKj += scale * dSijᵀ @ Qi, visit after visit
+    kq = fl.mul(scale, fl.matmul(dS.swapaxes(-1, -2), Qt))  # (visits, Bc, D)
+    dKj = np.zeros((bc, d), np.float32)
+    for q in range(visits):
+        dKj = np.add(dKj, kq[q])
+    fl.count("add", visits * bc * d)
+    rec.tally_flops(phases["dk"])
+    # dq: dQ[i] += scale * dSij @ Kj on the real rows, one visit after another (each its own rows of dQ)
+    dk_rows = np.matmul(dS, Kj)  # (visits, Br, D)
+    for q, (r0, r1) in enumerate(spans):
+        nr = r1 - r0
+        fl.count("matmul", 2 * nr * bc * d)
+        add = fl.mul(scale, dk_rows[q, :nr])  # (nr, D)
+        dq, tqr = rec.hbm.read("dQ", slice(r0, r1))
+        tqw = rec.hbm.write("dQ", slice(r0, r1), fl.add(dq, add))
+        rec.tally_flops([phases["dq"][q]])
+        at = {"j": j, "i": i0 + q}
+        transfers = {"load_q": [tq[q], tdo[q], tl[q], td[q]], "dq": [tqr, tqw]}
+        for op in INNER:
+            steps.append((j, op, phases[op][q], transfers.get(op, []), at))
+    tkw = rec.hbm.write("dK", slice(c0, c1), dKj[:nc])
+    tvw = rec.hbm.write("dV", slice(c0, c1), dVj[:nc])
+    steps.append((j, "write_back", phase_of("write_back", None, i0, visits), [tkw, tvw], here))
+    for step in steps:
+        rec.tally(*step)
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the forward for O and L, then every block of both backward kernels on the memory model."""
     forward = fa2.execute(cfg.replace(algo=fa2.ALGO, record=()), inputs).hbm.tensors  # records no steps
@@ -265,7 +339,10 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         given,
         {"Delta": (n,), "dQ": (n, d), "dK": (n, d), "dV": (n, d)},
         # the preprocessing kernel's blocks of Q, then the main kernel's, whose blocks are the tiles j
-        [Grid(cfg.tr, preprocess_block), Grid(cfg.tc, main_block, set(cfg.recorded_blocks(cfg.tc)))],
+        [
+            Grid(cfg.tr, preprocess_block),
+            Grid(cfg.tc, main_block, set(cfg.recorded_blocks(cfg.tc)), fast=fast_main_block),
+        ],
     )
 
 
