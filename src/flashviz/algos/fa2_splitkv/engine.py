@@ -10,7 +10,7 @@ recorded for the chosen blocks; counters are kept for all.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -275,7 +275,7 @@ def fast_split_blocks(rec: Recorder, cfg: Config, i: int) -> None:
         to = rec.hbm.write("Opart", slice(s * n + r0, s * n + r1), Oi[:nr])
         tl = rec.hbm.write("Lpart", slice(s * n + r0, s * n + r1), L_i[:nr])
         rec.tally_flops([phase_of("write_partial", None, tiles, 0)])
-        steps = [(None, "load_q", phase_of("load_q", None, tiles, 0), [tq], at)]
+        steps: list[tuple[Any, ...]] = [(None, "load_q", phase_of("load_q", None, tiles, 0), [tq], at)]
         for t, j in enumerate(range(j0, j1)):
             here = {**at, "j": j}
             steps.append((j, "load_kv", phase_of("load_kv", t, tiles, 0), [tk[t], tv[t]], here))
