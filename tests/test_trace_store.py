@@ -166,3 +166,22 @@ def test_a_document_without_file_parts_is_read_as_it_is(written):
     t = flashviz.trace("fa2", 16, 4, 4, 4, seed=2)
     body = t.to_json(compact=True)
     assert orjson.loads(orjson.dumps(check_trace_bytes(body, "t.json", "--trace"))) == orjson.loads(body)
+
+
+def test_base85_is_the_standard_librarys():
+    """trace_store's NumPy base85 writes and reads what Python's base64.b85encode/b85decode do (the documented
+    decoder uses those), at every length and for bytes that fill a group to its top."""
+    from flashviz.trace_store import b85decode, b85encode
+
+    rng = np.random.default_rng()
+    for n in [*range(0, 24), 1000, 4097, 65539]:
+        data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        text = b85encode(data)
+        assert text == base64.b85encode(data).decode()
+        assert b85decode(text) == data
+    assert b85encode(b"\xff" * 9) == base64.b85encode(b"\xff" * 9).decode()
+    for bad in ("~~~~~", 'ab"c', "ab cd", "|NsC1~"):  # a group past 2^32 - 1, characters outside the alphabet
+        with pytest.raises(ValueError):
+            base64.b85decode(bad)
+        with pytest.raises(ValueError):
+            b85decode(bad)

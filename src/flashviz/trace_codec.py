@@ -176,12 +176,14 @@ def _values(x: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
     return a
 
 
-def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True) -> None:
+def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True) -> None:
     """Every compact array of the document is whole: a known dtype, a shape of non-negative integers, as many bytes
     as the shape needs, a reference to an array before it (rows within it, the shape it says). One ConfigError
     naming the first array that is not. `refs=False` judges each array on its own (its references are not
     followed): what tracefile asks before the file's structure is checked, so that a missing `inputs` is named as
-    such rather than as the reference into it."""
+    such rather than as the reference into it. `own=False` follows the references and takes each stored array's own
+    dtype, shape and bytes as judged already (by a call with `refs=False`: a trace file's arrays are inflated to be
+    judged, once is enough)."""
     shapes: dict[str, list[int]] = {}
     for path, group in _groups(doc):
         for key, v in group.items():
@@ -192,6 +194,9 @@ def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True) 
                 continue
             if "drawn" in v and path != "inputs":
                 raise ConfigError(flag, f"{where}: array {here} is drawn, which only an input may be {SEE}")
+            if not own and "ref" not in v:
+                shapes[here] = v["shape"]
+                continue
             problem = _problem(v, shapes)
             if problem is not None:
                 raise ConfigError(flag, f"{where}: array {here} {problem} {SEE}")

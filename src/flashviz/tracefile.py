@@ -106,14 +106,14 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
     wrong = problem(doc) or shape_problem(doc) or reference_problem(doc)
     if wrong is not None:
         raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
-    check_compact(doc, where, flag)
+    check_compact(doc, where, flag, own=False)  # the references, each array's own parts judged above
 
 
-def check_compact(doc: dict[str, Any], where: str, flag: str, refs: bool = True) -> None:
+def check_compact(doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True) -> None:
     """The compact arrays' dtypes, shapes, bytes and (`refs`) references (flashviz.trace_codec)."""
     from .trace_codec import check_arrays
 
-    check_arrays(doc, where, flag, refs)
+    check_arrays(doc, where, flag, refs, own)
 
 
 def _read(path: Path, flag: str) -> bytes:
