@@ -15,8 +15,10 @@ DTYPES = ("float32", "bfloat16", "float16")
 def bf16(x: np.ndarray) -> np.ndarray:
     """x (float32) rounded to bfloat16, returned as float32: the 16 low bits of each value become zero."""
     a = np.ascontiguousarray(x, dtype=np.float32)
-    bits = a.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    bits = a.view(np.uint32)
+    # round to nearest, ties to even, in uint32: only NaNs' bits (past 0xFF800000) can wrap around, and they are
+    # replaced below; every other value rounds as in 64-bit arithmetic
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16 << 16
     out = rounded.view(np.float32).reshape(a.shape)
     return np.where(np.isnan(a), np.float32(np.nan), out)
 
