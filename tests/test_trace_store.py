@@ -171,7 +171,7 @@ def test_a_document_without_file_parts_is_read_as_it_is(written):
 def test_base85_is_the_standard_librarys():
     """trace_store's NumPy base85 writes and reads what Python's base64.b85encode/b85decode do (the documented
     decoder uses those), at every length and for bytes that fill a group to its top."""
-    from flashviz.trace_store import b85decode, b85encode
+    from flashviz.trace_store import b85decode, b85encode  # (trace_codec's, re-exported)
 
     rng = np.random.default_rng()
     for n in [*range(0, 24), 1000, 4097, 65539]:

@@ -120,7 +120,7 @@ class Trace:
         if compact and file:
             from .trace_store import pack
 
-            pack(doc, self)
+            pack(doc, self.config, self.inputs)
         return orjson.dumps(doc, option=option, default=_default)
 
 

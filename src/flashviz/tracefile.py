@@ -52,7 +52,7 @@ def _checked(data: bytes, where: str, flag: str) -> tuple[dict[str, Any], bytes 
     if isinstance(doc, dict) and doc.get("schema") == KERNEL_SCHEMA:
         doc, made = _from_kernel(doc, where, flag)
     check_trace(doc, where, flag)
-    from .trace_store import is_packed, restore
+    from .trace_codec import is_packed, restore
 
     if is_packed(doc):  # a trace file: its drawn inputs drawn again, its arrays inflated, as the page reads them
         restore(doc, where, flag)
