@@ -120,8 +120,8 @@ def bench_api(runs: int) -> dict:
         }
     # the same launch as /2 sent it: plain lists, no gzip (and gzipped, had it been)
     from flashviz.algos import get as algorithm
-    from flashviz.config import Config
-    from flashviz.tracer import make_trace
+    from flashviz.model.config import Config
+    from flashviz.tracing.build import make_trace
 
     plain = make_trace(algorithm("fa2").api_validated(Config(n=4096, d=64, br=64, bc=64))).to_json()
     out["n4096-all"]["plain_bytes"] = len(plain)
@@ -143,7 +143,7 @@ def bench_files(triton: bool) -> dict:
                 subprocess.run(cmd, check=True, capture_output=True)
                 sizes[form] = {"bytes": path.stat().st_size, "seconds": time.perf_counter() - t0}
                 if form == "compact":
-                    from flashviz.tracefile import read_trace_file
+                    from flashviz.share.trace_files import read_trace_file
 
                     sizes["compact_gzip_bytes"] = len(gzip.compress(path.read_bytes(), 6))
                     t0 = time.perf_counter()

@@ -104,7 +104,7 @@ def test_bf16_rounding_in_32_bits_is_the_64_bit_rounding():
     """precision.bf16 rounds in uint32 now (the 64-bit version took 0.8 s of fa2-triton's trace at N=4096): for every
     bit pattern it gives what the 64-bit arithmetic gave (checked once over all 2^32 patterns; here fresh random ones
     and the edges: ties, the largest finite values rounding to infinity, infinities, NaNs, zeros, subnormals)."""
-    from flashviz.precision import bf16
+    from flashviz.model.precision import bf16
 
     def in_64_bits(x):
         a = np.ascontiguousarray(x, dtype=np.float32)

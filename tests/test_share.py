@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import flashviz
-from flashviz.config import ConfigError
-from flashviz.trace import SCHEMA
-from flashviz.trace_codec import to_plain
+from flashviz.model.config import ConfigError
+from flashviz.tracing.codec import to_plain
+from flashviz.tracing.trace import SCHEMA
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -115,7 +115,7 @@ def test_export_from_a_trace_file_holds_that_trace(tmp_path, good):
     assert done.returncode == 0, done.stderr
     html = out.read_text()
     # the file's trace, made whole as every reader makes it (its drawn inputs drawn again, its arrays in base64)
-    from flashviz.tracefile import check_trace_bytes
+    from flashviz.share.trace_files import check_trace_bytes
 
     held = [
         json.loads(m)
@@ -267,7 +267,7 @@ def test_flashviz_trace_is_callable_before_and_after_its_module_is_imported():
         "import flashviz\n"
         "a = flashviz.trace(n=8)\n"
         "import flashviz.trace as m\n"
-        "from flashviz.trace import Trace\n"
+        "from flashviz.tracing.trace import Trace\n"
         "b = flashviz.trace(n=12, d=8)\n"
         "from flashviz import trace\n"
         "c = trace(n=9)\n"

@@ -9,7 +9,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from flashviz.trace_codec import _groups, decode_doc, is_compact, step_arrays
+from flashviz.tracing.codec import _groups, decode_doc, is_compact, step_arrays
 from serving import get, serving
 
 QUERY = {"algo": "fa2", "n": "24", "d": "8", "br": "8", "bc": "8", "seed": "11", "block": "1"}
@@ -206,7 +206,7 @@ def test_skeleton_of_a_trace_is_the_skeleton_of_its_document():
     document, but for the dtype a stub says: the one the array is stored as (bfloat16 where that is lossless)."""
     from flashviz import on_demand
     from flashviz import trace as fv_trace
-    from flashviz.trace_codec import encode_array, skeleton
+    from flashviz.tracing.codec import encode_array, skeleton
 
     seed = int(np.random.default_rng().integers(0, 2**31))
     t = fv_trace("fa2", 40, 8, 8, 4, seed=seed, causal=True)

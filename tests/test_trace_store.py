@@ -16,9 +16,9 @@ import orjson
 import pytest
 
 import flashviz
-from flashviz.config import ConfigError
-from flashviz.trace_codec import _groups, decode_doc
-from flashviz.tracefile import check_trace_bytes, read_trace_file
+from flashviz.model.config import ConfigError
+from flashviz.share.trace_files import check_trace_bytes, read_trace_file
+from flashviz.tracing.codec import _groups, decode_doc
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .trace_codec import encode_array
+from flashviz.tracing.codec import encode_array
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from flashviz.tracing.trace import Trace
 
 # `arrays=auto`: the steps' arrays are left out when they hold more than this many bytes of values (the seed's example
 # holds 6 kB; N = 4096, D = 64, Br = Bc = 64 about 6 MB)
@@ -63,14 +63,14 @@ def _dtype(a: np.ndarray) -> str:
 
 def skeleton(trace: Trace) -> dict[str, Any]:
     """The compact document of `trace` with every array of its steps a stub (above); `inputs` and `outputs` whole."""
-    from .trace import _compact
+    from flashviz.tracing.trace import _compact
 
     steps, trace.steps = trace.steps, []
     try:
         doc = _compact(trace)  # inputs and outputs encoded as the full document encodes them (they come first)
     finally:
         trace.steps = steps
-    from .trace import _step
+    from flashviz.tracing.trace import _step
 
     out = []
     for s in steps:

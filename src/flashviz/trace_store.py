@@ -14,7 +14,7 @@ three ways, and every reader (`flashviz view`, `flashviz export --trace`, `flash
   exponent bytes, side by side, do.
 
 The server and the exported pages send whole documents (no drawn input, every array in plain base64): `restore` turns
-a file into one. Reading a file is flashviz.trace_codec's (`restore`, `file_problem`, base85 and the shuffle): this
+a file into one. Reading a file is flashviz.tracing.codec's (`restore`, `file_problem`, base85 and the shuffle): this
 module writes one (`pack`). At N=4096, D=128, Br=Bc=64 the file is 9.8 MB where the whole document is 20.2 MB
 (bench/results/trace-size.md).
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .trace_codec import (
+from flashviz.tracing.codec import (
     DTYPES,
     SHUFFLE_DEFLATE,
     _groups,

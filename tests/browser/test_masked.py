@@ -35,8 +35,8 @@ def masked_trace(tmp_path, request) -> dict:
     cmd += ["--br", str(B), "--bc", str(B), "-o", str(out)] + (["--plain"] if request.param == "plain" else [])
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    from flashviz.trace_codec import to_plain
-    from flashviz.tracefile import read_trace_file
+    from flashviz.share.trace_files import read_trace_file
+    from flashviz.tracing.codec import to_plain
 
     _, text = read_trace_file(out)  # a file's arrays in base85, deflated: the reader makes them the page's base64
     return {"text": text.decode(), "doc": to_plain(json.loads(out.read_text())), "plain": request.param == "plain"}

@@ -22,14 +22,15 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
+from flashviz.model.config import Config, ConfigError
+
 from .. import __version__
-from ..config import Config, ConfigError
 from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
 from .params import ArraysQuery, CompareQuery, TraceRoute, api_error, config_error, validation_error
 
 if TYPE_CHECKING:
-    from ..trace import Trace
+    from flashviz.tracing.trace import Trace
 
 __all__ = ["CSP", "LOOPBACK_NAMES", "SECURITY_HEADERS", "WarmOnFirstRequest", "create_app", "host_name", "static_dir"]
 
@@ -113,7 +114,7 @@ def create_app(
     profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, ...] | None = None, documents: str | None = None
 ) -> FastAPI:
     """The viewer's app. `profile` (checked by `flashviz serve`) is served as-is at /api/profile. With
-    `allowed_hosts`, requests whose Host header names another host are refused. `documents` (flashviz.page's
+    `allowed_hosts`, requests whose Host header names another host are refused. `documents` (flashviz.share.page's
     elements: `flashviz view`'s trace file) go inside the page, which shows them first."""
     app = App(
         title="flashviz",
@@ -203,7 +204,7 @@ def create_app(
     @app.get("/api/limits", responses={200: DOCUMENT})
     async def get_limits() -> dict[str, Any]:
         """The API's bounds and the algorithms (never waits for the engine)."""
-        from ..compare_api import limits_document
+        from flashviz.reports.compare_api import limits_document
 
         return limits_document(profile=profile is not None)
 
@@ -221,7 +222,7 @@ def create_app(
     async def get_ladder() -> Response:
         """The recorded GPU run of the ladder that ships with flashviz (docs/ladder-schema.md): measured on the
         GPU it names, on the date it gives; never measured here."""
-        from ..ladder import LadderError, load
+        from flashviz.hardware.ladder import LadderError, load
 
         try:
             return JSONResponse(load())
@@ -291,7 +292,7 @@ def arrays_json(doc: dict[str, Any], asked: list[int], one: bool) -> bytes:
     """The answer of /api/trace/arrays from a compact document: one step's holders, or {"steps": [...]}."""
     import orjson
 
-    from ..trace_codec import step_arrays
+    from flashviz.tracing.codec import step_arrays
 
     parts = [step_arrays(doc, k) for k in asked]
     return orjson.dumps(parts[0] if one else {"steps": parts}, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -308,7 +309,7 @@ def arrays_of_trace(trace: Trace, asked: list[int], one: bool) -> bytes:
 
 
 def _default(obj: Any) -> Any:
-    from ..trace import _default as default
+    from flashviz.tracing.trace import _default as default
 
     return default(obj)
 
@@ -332,7 +333,7 @@ def compare(params: dict[str, Any]) -> bytes:
 
 
 def compare_json(params: dict[str, Any]) -> bytes:
-    from ..compare_api import compare_document
+    from flashviz.reports.compare_api import compare_document
 
     # the stdlib's ints have no 64-bit limit: at N near 2^31, standard attention's byte counts pass 2^64
     doc = compare_document(**params, with_curves=False)
@@ -344,7 +345,7 @@ def phase_curves(params: dict[str, Any]) -> bytes:
 
 
 def curves_json(params: dict[str, Any]) -> bytes:
-    from ..compare_api import curves
+    from flashviz.reports.compare_api import curves
 
     return json.dumps(curves(**params), separators=(",", ":"), allow_nan=False).encode()
 
@@ -392,7 +393,7 @@ class Traces:
         return t
 
     def make(self, cfg: Config) -> Trace:
-        from ..tracer import make_trace
+        from flashviz.tracing.build import make_trace
 
         t = make_trace(cfg)
         with self.lock:
