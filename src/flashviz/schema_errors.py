@@ -26,3 +26,8 @@ def describe(error: Mapping[str, Any]) -> str:
 def shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= ECHO else text[: ECHO - 1] + "…"
+
+
+class RecordError(ValueError):
+    """A recorded GPU run that ships in flashviz/data/ and is not what its schema says (unreadable, not JSON, a key
+    missing or of the wrong type): one line naming the file and the key. The CLI prints it as one line, exit 2."""
