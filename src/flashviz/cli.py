@@ -30,6 +30,7 @@ from .output import (
     to_stdout,
 )
 from .ring_cli import ring_option
+from .schema_errors import RecordError
 from .units import human_bytes
 from .yourkernel.cli import kernel_options, reject_kernel_options, run_kernel_trace
 
@@ -390,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         silence_stdout()
         click.echo(one_line(f"flashviz: error: stdout: {exc}"), err=True)
         return 1
+    except RecordError as exc:  # a recorded run shipped in flashviz/data/ that is not what its schema says
+        click.echo(one_line(f"flashviz: error: {exc}"), err=True)
+        return 2
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 

@@ -32,7 +32,7 @@ from ...picture import (
     width_veil,
 )
 from ..fa2_triton.tiles import dot
-from . import schedule, tiles, traffic
+from . import measured, schedule, tiles, traffic
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -278,5 +278,9 @@ def picture(cfg: Config) -> Texts:
         veil=lambda s: width_veil(cfg, t, s.block),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
-        schedule=schedule.model(cfg, cfg.recorded_blocks(cfg.tr)),
+        # the model's lanes, and the recorded H200 run's measured lanes and tensor pipe beside them
+        schedule={
+            **schedule.model(cfg, cfg.recorded_blocks(cfg.tr)),
+            **measured.beside(cfg, cfg.recorded_blocks(cfg.tr)),
+        },
     )
