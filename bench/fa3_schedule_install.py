@@ -136,7 +136,7 @@ def main() -> int:
     ap.add_argument("--from", dest="folder", type=Path, default=FOLDER, help="what bench/fa3_schedule_gpu.sh wrote")
     ap.add_argument("--check", action="store_true", help="only say whether the shipped file is what this writes")
     args = ap.parse_args()
-    from flashviz.algos.fa3.measured import check
+    from flashviz.algos.fa3.run_schema import check
 
     name, doc = build(args.folder)
     check(doc, name)  # the package's own check: a file it would refuse is not installed
