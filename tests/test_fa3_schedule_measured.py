@@ -19,8 +19,8 @@ import pytest
 
 from flashviz.algos.fa3 import measured, schedule
 from flashviz.algos.fa3.run_schema import check
-from flashviz.config import Config
-from flashviz.schema_errors import RecordError
+from flashviz.model.config import Config
+from flashviz.model.schema_errors import RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench/results/fa3-view/2026-12-02/schedule-run"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flashviz.algos.fa3 import measured, schedule
-from flashviz.config import Config
+from flashviz.model.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

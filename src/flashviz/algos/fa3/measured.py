@@ -22,8 +22,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...config import Config
-from ...schema_errors import RecordError
+from flashviz.model.config import Config
+from flashviz.model.schema_errors import RecordError
+
 from .run_schema import LANES, Shape, block_of, check
 from .schedule import block, durations
 

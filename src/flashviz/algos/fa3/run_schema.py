@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from ...schema_errors import RecordError, describe, shown
-from ...tiling import count, tiles_of_block
+from flashviz.model.schema_errors import RecordError, describe, shown
+from flashviz.model.tiling import count, tiles_of_block
 
 SCHEMA = "flashviz.schedule_run/1"
 LANES = ("wg0", "wg1", "producer")  # the trace's lanes: the consumer warpgroups, then the producer warp
