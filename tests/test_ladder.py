@@ -30,8 +30,8 @@ if not GPU:
     # Triton picks compiled or interpreted kernels when it is first imported: choose before it is.
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from flashviz import ladder
-from flashviz.ladder_schema import LadderError, check
+from flashviz.hardware import ladder
+from flashviz.hardware.ladder_schema import LadderError, check
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "ladder_bench.py"
@@ -140,7 +140,7 @@ def test_cli_json_is_the_file(doc_file):
 
 def package_without_runs(tmp_path: Path) -> dict:
     """A copy of the flashviz package with no recorded ladder run in it; the environment that imports it."""
-    src = Path(ladder.__file__).parent
+    src = Path(ladder.__file__).parents[1]  # the package (hardware/ladder.py is in it)
     shutil.copytree(
         src, tmp_path / "flashviz", ignore=shutil.ignore_patterns("__pycache__", "static", "ladder", "*.pyc")
     )
@@ -369,7 +369,7 @@ def interpreted():
     if GPU:
         pytest.skip("a GPU is here: the interpreter test is for machines without one")
     pytest.importorskip("triton")
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     if not ta.launcher().interpret:
         pytest.skip("Triton was imported before TRITON_INTERPRET=1 could be set")
