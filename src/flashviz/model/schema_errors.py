@@ -1,7 +1,7 @@
-"""A pydantic error in one line, as the file schemas say it (`flashviz.gpu.profile_schema`, `flashviz.hardware.ladder_schema`):
-`kernels[0].measured.load_bytes: must be a number (got 'lots')`. Its own module, importing no algorithm, so that the
-ladder's schema (read by an algorithm's picture, through `flashviz.hardware.peaks`) does not import the registry through the
-profile's."""
+"""A pydantic error in one line, as the file schemas say it (`flashviz.gpu.profile_schema`,
+`flashviz.hardware.ladder_schema`): `kernels[0].measured.load_bytes: must be a number (got 'lots')`. Its own module,
+importing no algorithm, so that the ladder's schema (read by an algorithm's picture, through
+`flashviz.hardware.peaks`) does not import the registry through the profile's."""
 
 from __future__ import annotations
 

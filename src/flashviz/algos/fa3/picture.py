@@ -36,8 +36,8 @@ from ..fa2_triton.tiles import dot
 from . import measured, schedule, tiles, traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K = "fa3_fwd"
 OPS_IN_ORDER = ("load_q", "load_kv", "first_tile", "scores", "online_softmax", "last_pv", "write_back")
