@@ -1,6 +1,7 @@
 // The four calls the page makes (trace, limits, compare, profile), all to the server that served it (relative URLs:
 // any mount works).
 import { ownArrayProblem, prepareArrays } from "./codec";
+import { cut } from "./echo";
 import { apiQuery, type ConfigParams } from "./state";
 import type { Limits, Trace } from "./types";
 
@@ -66,12 +67,12 @@ export function schemaProblem(
 ): string | null {
   const schema = t && typeof t === "object" ? (t as { schema?: unknown }).schema : undefined;
   if (typeof schema !== "string" || !schema.startsWith("flashviz.trace/")) {
-    const found = JSON.stringify(schema ?? null).slice(0, 40);
+    const found = cut(JSON.stringify(schema ?? null));
     if (from === "the server sent") return `unexpected response: not a flashviz trace (schema ${found})`;
     return `${from} something that is not a flashviz trace (schema ${found}); this page reads ${TRACE_SCHEMA} (${again})`;
   }
   if (schema !== TRACE_SCHEMA) {
-    return `${from} a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (${again})`;
+    return `${from} a trace of schema ${cut(schema)}; this page reads ${TRACE_SCHEMA} only (${again})`;
   }
   const broken = (bad: string) =>
     from === "the server sent" ? `unexpected response: ${bad}` : `${from} a broken trace: ${bad} (${again})`;

@@ -4,6 +4,8 @@
 // dtype, shape and length, its reference) and leaves each in place as a lazy property: its values are decoded the
 // first time the page reads them, into the nested lists (null for −∞) a plain trace holds. The steps of a block the
 // page never shows are never decoded; `absMaxOf` reads a colour scale from the bytes without building the lists.
+
+import { cut } from "./echo";
 import type { Mat, Num, Trace, Vec } from "./types";
 
 export type CompactDtype = "float32" | "float64" | "bfloat16";
@@ -54,8 +56,7 @@ function base64Bytes(text: string): number | null {
 }
 
 function said(x: unknown): string {
-  const s = JSON.stringify(x) ?? String(x);
-  return s.length <= 40 ? s : `${s.slice(0, 39)}…`;
+  return cut(JSON.stringify(x) ?? String(x));
 }
 
 /** What is wrong with one compact array, given the shapes of the arrays before it, or null. */

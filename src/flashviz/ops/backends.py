@@ -10,6 +10,8 @@ These names are backends of flashviz.attention, not the viewer's algorithms (whi
 
 from __future__ import annotations
 
+from flashviz.model.echo import cut
+
 AUTO, FA3, FA2 = "auto", "fa3", "fa2"
 BACKENDS = (AUTO, FA3, FA2)
 
@@ -36,7 +38,7 @@ def choose(backend: object, q, causal: bool, scale: float | None = None, unsuppo
     unsupported: what of the call fa3 does not take, in words ("Nq != Nk, a window"), if any; unmeasured: what fa3
     takes but FAST_FA3 has no measurement of ("grouped-query attention"): "fa3" runs it, "auto" runs fa2."""
     if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {str(backend)[:40]!r}")
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {cut(str(backend))!r}")
     if backend == FA2:
         return FA2
     from flashviz.ops import fa3 as fa3_attention

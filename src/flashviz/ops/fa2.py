@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from flashviz.model.echo import ECHO_MAX, cut
+
 SUPPORTED_D = (32, 64, 96, 128, 256)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 WINDOW_MAX = 1 << 28  # window sides above this are refused (the kernels pass an unbounded side as 2**30)
@@ -27,9 +29,8 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on")
 
 
-def _cut(value: object, limit: int = 40) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _cut(value: object, limit: int = ECHO_MAX) -> str:
+    return cut(str(value), limit)
 
 
 def plain(value):

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
 from flashviz.model.config import Config, ConfigError
+from flashviz.model.echo import cut
 
 from .. import __version__
 from .gate import Cache, Gate
@@ -215,7 +216,7 @@ def create_app(
         try:
             return JSONResponse(load())
         except LadderError as exc:
-            return JSONResponse({"detail": str(exc)[:300]}, status_code=404)
+            return JSONResponse({"detail": cut(str(exc), 300)}, status_code=404)
 
     @app.api_route(
         "/api/{rest:path}",
@@ -293,7 +294,7 @@ def arrays_json(doc: dict[str, Any], k: int) -> bytes:
 
 
 def clip_path(rest: str) -> str:
-    return rest if len(rest) <= 40 else rest[:39] + "…"
+    return cut(rest)
 
 
 def internal_error(request: Request, exc: Exception) -> JSONResponse:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from flashviz.model.config import ConfigError
+from flashviz.model.echo import cut
 
 # dtype name -> (NumPy dtype of the stored bytes, bytes per element)
 DTYPES: dict[str, tuple[str, int]] = {
@@ -222,8 +223,7 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
 
 
 def _said(x: Any) -> str:
-    s = repr(x)
-    return s if len(s) <= 40 else s[:39] + "…"
+    return cut(repr(x))
 
 
 def honest(a: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from flashviz.engine.steps import Step, Transfer
+from flashviz.model.echo import cut
 from flashviz.tracing.codec import honest as _honest
 
 SCHEMA = "flashviz.trace/3"
@@ -21,7 +22,7 @@ def check_schema(doc: dict[str, Any]) -> None:
     """Refuse a trace of another version, naming both: there is no compatibility path for older traces."""
     found = doc.get("schema") if isinstance(doc, dict) else None
     if found != SCHEMA:
-        shown = repr(found)[:40] if found is not None else "no schema key"
+        shown = cut(repr(found)) if found is not None else "no schema key"
         raise SchemaError(
             f"schema: this flashviz reads {SCHEMA} traces; this trace is {shown} "
             "(make it again with this version's `flashviz trace`)"
