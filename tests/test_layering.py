@@ -46,9 +46,9 @@ LAYERS = [
 ]
 # Modules that may write an algorithm's name as a string: flashviz.attention's backends ("fa2", "fa3") are kernels
 # of the public function, named in one module, not the viewer's algorithms.
-# Config's default algorithm is the seed's example, "fa2" (flashviz.algos.DEFAULT is it), until each algorithm brings
-# its own defaults (issue 18): Config imports no registry to read it from.
-NAMING = {"flashviz.ops.backends", "flashviz.model.config"}
+# The table of launch fields names the default algorithm, the seed's example "fa2" (flashviz.algos.DEFAULT is it;
+# each algorithm brings its own defaults for the other fields): it imports no registry to read it from.
+NAMING = {"flashviz.ops.backends", "flashviz.model.fields"}
 
 
 def module_name(path: Path) -> str:

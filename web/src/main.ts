@@ -62,7 +62,9 @@ const earlyLimits = source.limits();
 const early = (() => {
   const req = parseUrl(source.search());
   const known = (l: Limits | null) => !l?.algos || l.algos.some((a) => a.name === req.config.algo);
-  const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? source.trace(req.config) : null)) : source.trace(req.config);
+  // read again once the limits are known: the fields it leaves out are the algorithm's own defaults (state.ts parseUrl)
+  const asked = (l: Limits | null) => parseUrl(source.search(), l ?? undefined).config;
+  const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? source.trace(asked(l)) : null)) : source.trace(req.config);
   return { config: req.config, trace: trace.catch(() => null) as Promise<Trace | null> | null };
 })();
 

@@ -342,8 +342,30 @@ export interface AlgoInfo {
   example_why?: string;
 }
 
+/** One launch field as GET /api/limits lists it (`fields`): a row of the table flashviz.model.fields, at the API. */
+export interface LaunchField {
+  name: string;
+  /** int: an integer in min..max; number: finite, its magnitude in least..most, or empty; flag: true or false;
+   *  choice: one of the algorithms (the picker); pick: a block (the block picker) */
+  kind: "choice" | "int" | "number" | "flag" | "pick";
+  /** how the form and its messages name it ("Br"); "" where the form has no input for it */
+  label: string;
+  help: string;
+  default: number | boolean | string | null;
+  min?: number;
+  max?: number;
+  least?: number;
+  most?: number;
+  /** an algorithm may bring its own default for it (AlgoInfo.example) */
+  own: boolean;
+  /** what leaving it out means, where its default is null ("1/sqrt(D)") */
+  empty: string;
+}
+
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */
 export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]> & {
+  /** the launch fields the API takes: what the form and the URL accept (validate.ts, state.ts) */
+  fields?: LaunchField[];
   algos?: AlgoInfo[];
   /** the algorithm a launch runs when none is named */
   default?: string;
