@@ -204,20 +204,31 @@ def _warm_api(which: str) -> str:
         return f"{type(e).__name__}: {str(e)[:200]}"
 
 
+WARM_S = 150  # the warm-up's limit: a call still running then is taken to hang (its test will show it)
+
+
 @pytest.fixture(scope="module")
 def warm():
-    """Compile everything the GPU tests launch, in parallel processes (spawned: this one has CUDA started)."""
+    """Compile everything the GPU tests launch, in parallel processes (spawned: this one has CUDA started). Every
+    call of the tables runs once (one with the same kernels as another finds them in the cache, or compiles them
+    too); whatever fails or hangs here is reported, and its test fails (or hangs) on its own."""
     if not HOPPER:
         return {}
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, wait
 
-    jobs = ALL  # every call (one with the same kernels as another finds them in the cache, or compiles them too)
-    workers = max(1, min(12, (os.cpu_count() or 2) - 1, len(jobs)))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        done = dict(zip(jobs, pool.map(_warm, jobs), strict=True))
-        done.update(zip(("api-dense", "api-packed"), pool.map(_warm_api, ("dense", "packed")), strict=True))
-    print({str(k)[:80]: v for k, v in done.items() if v != "ok"} or "warm: every kernel compiled")
+    workers = max(1, min(12, (os.cpu_count() or 2) - 1))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    futures = {pool.submit(_warm, call): call for call in ALL}
+    futures.update({pool.submit(_warm_api, which): f"api-{which}" for which in ("dense", "packed")})
+    finished, pending = wait(futures, timeout=WARM_S)
+    if pending:  # a kernel that never returns: stop the workers rather than wait for them
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+    pool.shutdown(wait=not pending, cancel_futures=True)
+    done = {str(futures[f])[:100]: (f.result() if f in finished and not f.exception() else "failed") for f in futures}
+    done.update({str(futures[f])[:100]: f"still running after {WARM_S} s" for f in pending})
+    print({k: v for k, v in done.items() if v != "ok"} or "warm: every kernel compiled")
     return done
 
 
@@ -412,3 +423,51 @@ def test_forcing_fa3_without_a_hopper_gpu_says_why():
     k = torch.randn(1, 2, 16, 64, dtype=BF16)
     with pytest.raises(ValueError, match=r"^backend 'fa3' is not available here \(.+\); available: auto, fa2$"):
         flashviz.attention(q, k, k, causal=True, window=(4, -1), softcap=3.0, backend="fa3")
+
+
+class _Recorder:
+    """Stands in for kernel.fa3_fwd: records the grid and the arguments of a launch (no GPU)."""
+
+    def __init__(self, real):
+        self.real, self.launches = real, []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.launches.append((grid, args, kwargs))
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["dense", "packed"])
+def test_the_launch_passes_what_fa3_fwd_takes(monkeypatch, packed):
+    """fa3_attention.forward up to the launch, on the CPU: every keyword is a parameter of fa3_fwd, the options'
+    arguments are there exactly where their flags are on, and the grid and block count match the blocks of Q."""
+    pytest.importorskip("triton.experimental.gluon")
+    km = fa3_attention._kernels()
+    rec = _Recorder(km.fa3_fwd)
+    monkeypatch.setattr(km, "fa3_fwd", rec)
+    monkeypatch.setattr(fa3_attention, "_num_sms", lambda: 132)
+    if packed:
+        lq, lk = (5, 300, 129), (40, 300, 1000)
+        q = torch.randn(sum(lq), 4, 64, dtype=BF16)
+        k = v = torch.randn(sum(lk), 2, 64, dtype=BF16)
+        cq, ck = cumulative(lq, "cpu"), cumulative(lk, "cpu")
+        opts = ta.Options(100, -1, 30.0, cq, ck, max(lq), max(lk))
+        blocks = (1 + 3 + 2) * 4  # blocks of 128 rows (5, 300 and 129 queries) x q heads
+    else:
+        q = torch.randn(2, 4, 300, 64, dtype=BF16)
+        k = v = torch.randn(2, 2, 1000, 64, dtype=BF16)
+        opts = ta.Options(-1, -1, 30.0)
+        blocks = 3 * 2 * 4
+    o, lse = fa3_attention.forward(q, k, v, True, 0.125, opts=opts)
+    (grid, args, kwargs), *more = rec.launches
+    assert not more and set(kwargs) - {"num_warps", "maxnreg"} <= set(rec.real.arg_names)
+    flags = fa3_attention.OptionFlags(band=True, band_left=packed, softcap=1, varlen=packed)
+    assert {n: kwargs[n] for n in ("BAND", "BAND_LEFT", "SOFTCAP", "VARLEN")} == flags.constexprs()
+    assert kwargs["GROUP"] == 2 and kwargs["RIGHT"] == 0 and kwargs["LEFT"] == (100 if packed else U)
+    assert kwargs["softcap2"] == pytest.approx(30.0 * 1.4426950408889634)
+    assert args[5:9] == (4, sum(lq) if packed else 300, blocks, 0.125 / 30.0)  # H, N, num_blocks, scale / c
+    assert grid == (min(blocks, 132),) if fa3_attention.forward_config(64, 1000, True).persistent else (blocks,)
+    if packed:
+        assert kwargs["blocks"].shape == (blocks // 4, 2) and kwargs["O"] is o and o.shape == q.shape
+        assert lse.shape == (4, sum(lq)) and kwargs["cu_q"] is cq
+        assert args[0].shape == [1, 4, sum(lq), 64] and args[0].strides == [q.stride(1) * 4, 64, 256, 1]
+    else:
+        assert o.shape == q.shape and lse.shape == (2, 4, 300) and "cu_q" not in kwargs and kwargs["Nk"] == 1000
