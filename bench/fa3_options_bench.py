@@ -197,7 +197,7 @@ def main() -> int:
             run_case(args, case, index, rows, notes, budget_end)
             torch.cuda.empty_cache()
     finally:
-        gpu = torch.cuda.get_device_name()
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
         doc = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"), "gpu": gpu,
                "versions": {"torch": torch.__version__, "cuda": torch.version.cuda,
                             "flashviz": os.environ.get("FLASHVIZ_COMMIT", "unknown")},
