@@ -205,7 +205,7 @@ def option_flags(q, k, causal: bool, opts, config: FwdConfig) -> OptionFlags:
     if opts is None:
         return NO_OPTIONS
     varlen = opts.cu_q is not None
-    band = varlen or q.shape[2] != k.shape[2] or opts.left >= 0 or (opts.right >= 0 and not causal)  # 2: N or D
+    band = varlen or q.shape[2] != k.shape[2] or opts.left >= 0 or (opts.right >= 0 and not causal)  # N (dense)
     softcap = (2 if config.fast_tanh else 1) if opts.softcap > 0 else 0
     return OptionFlags(band=band, band_left=band and opts.left >= 0, softcap=softcap, varlen=varlen)
 

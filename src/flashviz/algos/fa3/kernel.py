@@ -30,7 +30,7 @@ stretches with one mask each (the band's left edge, the tiles inside it unmasked
 key gets O = 0 and L = -inf. SOFTCAP caps the scaled scores, c tanh(s / c), before the mask and the softmax, so that
 L is the log-sum-exp of the capped scores (FlashAttention-2's backward rebuilds P from it). VARLEN reads packed
 (total, H, D) tensors from each sequence's first row, lists its blocks in a table the launcher sorts (most tiles
-first), and stores O from registers, masked (a TMA store would write the next sequence's rows).
+first), and stores O by masked stores from shared memory (a TMA store would write the next sequence's rows).
 
 Backward (`fa3_bwd_preprocess`, `fa3_bwd`), FlashAttention-3's structure: a small pre-kernel writes
 Delta = rowsum(dO * O) (minus dL when L itself is differentiated); then one program per Bc = 128 rows of K and V
@@ -528,7 +528,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
                   VARLEN: gl.constexpr = False):  # fmt: skip
     """Consumer warpgroup W: rows [W*64, W*64 + 64) of every block this program runs. BAND: the options' blocks and
     tiles (_band_block, _band_tiles), masked by MASK_BAND; SOFTCAP: scores capped (_cap); VARLEN: packed sequences,
-    O stored from registers (_store_packed), L (H, total)."""
+    O stored by masked stores (_store_packed), L (H, total)."""
     Br: gl.constexpr = NUM_WG * WG_ROWS
     s_layout: gl.constexpr = mma_layout(Bc)
     o_layout: gl.constexpr = mma_layout(D)
@@ -697,7 +697,7 @@ def fa3_fwd(desc_q, desc_k, desc_v, desc_o, L, H, N, num_blocks, qk_scale,
       L the log-sum-exp of the capped scores (FlashAttention-2's backward rebuilds P from it);
     - VARLEN (with BAND): packed sequences: descriptors of (1, H, total, D) (Q, O) and (1, H // GROUP, total_k, D),
       cu_q, cu_k int32 cumulative lengths, blocks the (sequence, block) list of the launcher, num_blocks = its length
-      * H, N = total rows of Q, L (H, total), O the output's pointer (stored from registers, masked)."""
+      * H, N = total rows of Q, L (H, total), O the output's pointer (masked stores, not TMA)."""
     dtype: gl.constexpr = desc_q.dtype
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([WG_ROWS, D], dtype)
     kv_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([Bc, D], dtype)
