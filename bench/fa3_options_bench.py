@@ -44,14 +44,14 @@ def cases() -> list[af.Case]:
 
 
 def options(case: af.Case):
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     return ta.Options(case.window[0], case.window[1], float(case.softcap))
 
 
 def fa3_variants(case: af.Case) -> dict:
     """name -> FwdConfig (None: the launcher's own pick)."""
-    from flashviz import fa3_attention as f
+    from flashviz.ops import fa3 as f
 
     left = case.window[0] if case.window[0] >= 0 else f.UNBOUNDED
     picked = f.forward_config(case.d, min(case.nk, left + f.BR), case.causal)
@@ -70,7 +70,7 @@ def warm(job) -> tuple[str, float]:
     try:
         import torch
 
-        from flashviz import fa3_attention as f
+        from flashviz.ops import fa3 as f
 
         _, case, cfg = job
         nq = min(case.nq, 256)  # Nq = Nk stays so (no band), Nq != Nk too; the window stays bounded
@@ -92,8 +92,8 @@ def timer(args, fn) -> float:
 def run_case(args, case: af.Case, index: int, rows: list, notes: dict, budget_end: float) -> None:
     import torch
 
-    from flashviz import fa3_attention as f
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
+    from flashviz.ops import fa3 as f
 
     x = af.make_inputs(case, "cuda", 1000 + index)
     scale = case.d**-0.5

@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon")
 
-from flashviz import fa3_attention  # noqa: E402
+from flashviz.ops import fa3 as fa3_attention  # noqa: E402
 
 CLAIMS = ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier")
 # the forward's distinct kernels: the ablation's rungs ("+ persistent" is the last one's launch, not a new kernel)
@@ -44,7 +44,7 @@ FWD_OPTIONS = [
 
 COMPILE = r"""
 import json, os, re, subprocess, sys, tempfile, torch, triton
-from flashviz import fa3_attention as f
+from flashviz.ops import fa3 as f
 CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 def tile_loops(cubin):

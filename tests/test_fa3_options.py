@@ -32,9 +32,10 @@ if not GPU:
 pytest.importorskip("triton")
 
 import flashviz  # noqa: E402
-from flashviz import attention_backends, fa3_attention  # noqa: E402
-from flashviz import triton_attention as ta  # noqa: E402
-from flashviz.attention_reference import judge, visible  # noqa: E402
+from flashviz.ops import backends as attention_backends  # noqa: E402
+from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.ops import fa3 as fa3_attention
+from flashviz.ops.reference import judge, visible  # noqa: E402
 
 HOPPER = GPU and fa3_attention.unavailable() is None
 gpu = pytest.mark.gpu

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from flashviz.ring_model import model
-from flashviz.units import human_bytes
+from flashviz.hardware.ring_model import model
+from flashviz.model.units import human_bytes
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
