@@ -14,11 +14,12 @@ from .config import ConfigError
 if TYPE_CHECKING:
     from rich.table import Table
 
+RING_KEY = "ring"  # the option's name and its document's key in `compare --json` (ring_model's; not the algorithm)
 RING_LIMITS = (1, 1024)  # the model lists every step of the ring: a few thousand entries at most
 
 ring_option = click.option(
     "--ring",
-    "ring",
+    RING_KEY,
     type=Bounded(*RING_LIMITS),
     default=None,
     metavar="P",
