@@ -84,9 +84,7 @@ class Config:
     record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded
     # -- ring attention's launch (algos/ring; every other algorithm ignores them): the sequence is split across P
     # devices in a ring, laid out "zigzag" (device r holds chunks r and 2P-1-r of 2P) or "contiguous" (chunk r of P)
-    devices: int = (
-        4  # P, in DEVICES: 4 devices show the ring's rotation and the zigzag's balance at the ring's example, N = 16
-    )
+    devices: int = 4  # P, in DEVICES: 4 show the ring's rotation and the zigzag's balance (its example, N = 16)
     layout: str = "zigzag"  # flashviz.ring_layout.LAYOUTS
 
     @property
