@@ -21,6 +21,7 @@ import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
 import { type Profile, ProfileView } from "./render/profile";
 import { showRegimes } from "./render/regimes";
+import { DevicesView } from "./render/ring";
 import { ScheduleView } from "./render/schedule";
 import { showSram } from "./render/sram";
 import { TensorCoresView } from "./render/tensorCores";
@@ -100,6 +101,7 @@ const code = new LazyCodeView(byId("kernel-editor"), byId("step-editor"), byId("
 const idea = new IdeaView(byId("idea-summary"), byId("idea-body"));
 const narrative = new NarrativeView(byId("narrative"), byId("step-math"), byId("substeps"));
 const tensorCores = new TensorCoresView(byId("tensor-cores"), byId("tc-body"), byId("tc-hidden"), byId("tc-element"));
+const devicesView = new DevicesView(byId("devices"), byId("devices-body")); // a run over devices (the ring)
 const scheduleView = new ScheduleView(byId("schedule"), byId("sched-controls"), byId("sched-body"), byId("sched-note"), byId("sched-pipe"));
 void new LadderView(byId("ladder-body")).load(() => source.ladder()); // the recorded run: once, independent of the launch
 const carries = new CarriesView(byId("carries-table"), byId("carries-note"));
@@ -266,6 +268,7 @@ function render(flight = false): void {
   part("narrative", () => narrative.show(s));
   part("tensor-cores", () => tensorCores.show(t, s));
   part("schedule", () => scheduleView.show(s));
+  part("devices", () => devicesView.show(t, s));
   lazy("narrative-detail", () => narrative.showSubsteps(t, s));
   lazy("carries", () => carries.show(t, idx, s));
   part("counters", () => counters.show(t, idx, s));
