@@ -7,10 +7,13 @@ float64. A screenshot of the section goes to test-artifacts/."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 
 import pytest
-from pageutil import api, assert_clean, counter_el, expect, expect_step, open_viewer
+from pageutil import WAIT_MS, api, assert_clean, counter_el, expect, expect_step, open_viewer, viewing
 
 pytestmark = pytest.mark.browser
 
@@ -93,6 +96,7 @@ def test_the_ring_section_follows_the_cursor(page, server_url, log, artifacts):
                 expect(cell).to_contain_text("\u2212\u221e")
             else:
                 expect(cell).not_to_contain_text("\u2212\u221e")
+            expect(cell).to_have_attribute("title", re.compile(r"^O row 0: "))  # O, the carries' other half
         # the step's work: a device's blocks, full, masked and skipped, as the plan lists them
         work = step["work"][1]
         cell = section.locator("[data-testid=ring-row][data-device='1'] [data-testid=ring-work]")
@@ -116,4 +120,50 @@ def test_the_ring_section_follows_the_cursor(page, server_url, log, artifacts):
     section.scroll_into_view_if_needed()
     section.screenshot(path=str(artifacts / "ring-section.png"), animations="disabled")
     expect(counter_el(page)).to_have_attribute("data-op", "merge")
+    assert_clean(log)
+
+
+def test_a_ring_trace_file_of_another_p_and_layout(browser, tmp_path, log):
+    """`flashviz trace --algo ring --devices 6 --layout contiguous --causal -o` then `flashviz view`: the page shows
+    the file's six devices, the contiguous chunks one per device, and device r skipping the shards after its own."""
+    out = tmp_path / "ring.json"
+    args = ["trace", "--algo", "ring", "--n", "24", "--br", "4", "--bc", "4", "--devices", "6"]
+    run = subprocess.run(
+        [sys.executable, "-m", "flashviz", *args, "--layout", "contiguous", "--causal", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    held = json.loads(out.read_text())
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.on("pageerror", lambda e: log.errors.append(f"pageerror: {e}"))
+    page.set_default_timeout(WAIT_MS)
+    try:
+        with viewing(out) as url:
+            page.goto(url)
+            expect(page.locator("html")).to_have_attribute("data-ready", "true")
+            expect(counter_el(page)).to_have_attribute("data-total", str(len(held["steps"])))
+            section = page.locator("[data-testid=devices]")
+            expect(section.locator("[data-testid=ring-device]")).to_have_count(6)
+            chunks = section.locator("[data-testid=ring-chunk]")
+            expect(chunks).to_have_count(6)
+            assert [chunks.nth(k).get_attribute("data-owner") for k in range(6)] == [str(k) for k in range(6)]
+            # device 1 at ring step 3 holds device 4's shard (after its own): every block skipped
+            k = next(
+                k
+                for k, s in enumerate(held["steps"])
+                if s["op"] == "send" and s["block"] == 1 and s["indices"]["step"] == 3
+            )
+            page.evaluate(f"window.flashviz.goto({k})")
+            expect_step(page, k)
+            node = section.locator("[data-testid=ring-device][data-device='1']")
+            expect(node).to_have_attribute("data-holds", "4")
+            expect(node).to_contain_text("skips this shard")
+            work = section.locator("[data-testid=ring-row][data-device='1'] [data-testid=ring-work]")
+            expect(work).to_have_attribute("data-skip", "1")
+            expect(work).to_have_attribute("data-full", "0")
+            expect(section.locator("[data-testid=ring-device][data-device='5']")).not_to_contain_text("skips")
+    finally:
+        context.close()
     assert_clean(log)

@@ -228,7 +228,13 @@ export class DevicesView {
         h("td", { "data-testid": "ring-work", "data-full": w.full, "data-causal": w.causal, "data-skip": w.skip }, ...blocks),
         h(
           "td",
-          { class: "mono", "data-testid": "ring-carries", "data-phase": carry ? carry.phase : "" },
+          {
+            class: "mono",
+            "data-testid": "ring-carries",
+            "data-phase": carry ? carry.phase : "",
+            // O, row by row, on hover: the other half of the carries (normalised over the keys seen so far)
+            title: carry ? carry.O.map((row, k) => `O row ${k}: ${row.slice(0, 8).map(lse).join(" ")}`).join("\n") : "",
+          },
           L.slice(0, 8).map(lse).join(" ") + (L.length > 8 ? " \u2026" : ""),
         ),
         h("td", { class: "num", "data-testid": "ring-sent" }, bytes(m.sent[r] ?? 0)),
