@@ -30,12 +30,12 @@ def send(r: int, s: int, world: int, held: int, chunks: tuple[int, ...], last: b
     whose = "its own shard" if held == r else f"device {held}'s shard"
     if last:
         return (
-            f"Ring step {s}, the last of 0–{world - 1}: device {r} holds {whose} (chunks {chunk_names(chunks)}), which every "
-            "other device has now seen, so nothing is posted: no send, no receive."
+            f"Ring step {s}, the last of 0–{world - 1}: device {r} holds {whose} (chunks {chunk_names(chunks)}), "
+            "which every other device has now seen, so nothing is posted: no send, no receive."
         )
     return (
-        f"Ring step {s} (of 0–{world - 1}): device {r} holds {whose} (chunks {chunk_names(chunks)}) and posts it to device "
-        f"{(r + 1) % world} ({human_bytes(nbytes, digits=1)} of K and V), with a receive from device "
+        f"Ring step {s} (of 0–{world - 1}): device {r} holds {whose} (chunks {chunk_names(chunks)}) and posts it "
+        f"to device {(r + 1) % world} ({human_bytes(nbytes, digits=1)} of K and V), with a receive from device "
         f"{(r - 1) % world}, in one batch. The transfer runs while the device computes on the very shard it is "
         "sending: that overlap is the ring's point."
     )
@@ -76,7 +76,9 @@ def merge(
 
 def wait(r: int, s: int, world: int, held: int, chunks: tuple[int, ...], last: bool) -> str:
     if last:
-        return f"Ring step {s} done: nothing was in flight, so the wait returns at once. Device {r} has seen every shard."
+        return (
+            f"Ring step {s} done: nothing was in flight, so the wait returns at once. Device {r} has seen every shard."
+        )
     return (
         f"Device {r} waits for its receive: device {held}'s shard (chunks {chunk_names(chunks)}) arrives from "
         f"device {(r - 1) % world} and becomes the shard held at ring step {s + 1}; the one it held went on to device "
