@@ -4,7 +4,6 @@
 // (blocks computed, masked or skipped) and its carries as of the cursor, the bytes sent against the closed form, and
 // the merged result against float64 (the trace's reference). It follows the page's cursor: the step's phase picks the
 // moment, its block the watched device. Everything comes from the trace; text lands as text nodes.
-import "./ring.css";
 import { fill, h, s as svg } from "../dom";
 import { num } from "../format";
 import type { Step, Trace } from "../types";
