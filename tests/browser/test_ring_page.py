@@ -20,9 +20,19 @@ pytestmark = pytest.mark.browser
 QUERY = "algo=ring&n=16&d=4&br=4&bc=4&seed=5&causal=true"  # the ring's example, P = 4 devices (zigzag), causal
 
 
-def test_the_section_is_hidden_for_fa2(page, server_url, log):
+def test_the_section_is_hidden_for_fa2_and_shown_when_ring_is_picked(page, server_url, log):
     open_viewer(page, server_url)
     expect(page.locator("[data-testid=devices]")).to_be_hidden()
+    # picking ring on the page runs its example (N = 16, Br = Bc = 4: P = 4 devices), the section shows
+    with page.expect_response(lambda r: "algo=ring" in r.url and "/api/trace" in r.url and r.status == 200):
+        page.select_option("[data-testid=cfg-algo]", "ring")
+    page.wait_for_url(re.compile(r"algo=ring"))
+    example = api(page, server_url, "/api/trace?algo=ring&n=16&d=4&br=4&bc=4")
+    expect(counter_el(page)).to_have_attribute("data-total", str(len(example["steps"])))
+    section = page.locator("[data-testid=devices]")
+    expect(section).to_be_visible()
+    expect(section.locator("[data-testid=ring-device]")).to_have_count(4)
+    expect(page.locator("[data-testid=error-badge]")).to_have_attribute("data-ok", "true")
     assert_clean(log)
 
 
