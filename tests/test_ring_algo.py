@@ -228,7 +228,7 @@ def test_cli_traces_the_ring_with_its_flags(tmp_path):
     assert bad.returncode != 0 and "--devices" in bad.stderr and "2..8" in bad.stderr
     mismatch = flashviz("trace", "--algo", "ring", "--n", "16", "--devices", "2")
     assert mismatch.returncode != 0
-    assert (
-        mismatch.stderr.strip().splitlines()[-1].endswith("pass --br 8 --bc 8, or --devices 4 where that divides N")
-    ), mismatch.stderr
+    assert mismatch.stderr.strip().splitlines()[-1].endswith("(got 4); set br = bc = 8, or devices = 4"), (
+        mismatch.stderr
+    )
     assert "Traceback" not in mismatch.stderr

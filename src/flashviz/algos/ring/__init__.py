@@ -5,7 +5,7 @@ round the ring, each device running attention on the shard it holds while it pas
 
 from __future__ import annotations
 
-from ...config import Config, ConfigError
+from ...config import DEVICES, Config, ConfigError
 from ...ring_layout import chunk_count
 from ..base import Algorithm, Idea
 from . import engine, expect, flops, gpu, picture, traffic
@@ -42,11 +42,12 @@ def launch_check(cfg: Config) -> None:
     shard = cfg.n // P
     for field, value in (("br", cfg.br), ("bc", cfg.bc)):
         if value != shard:
+            other = cfg.n // value if value and cfg.n % value == 0 else 0
+            also = f", or devices = {other}" if DEVICES[0] <= other <= DEVICES[1] else ""
             raise ConfigError(
                 field,
                 f"must be N/P = {cfg.n}/{P} = {shard} for {NAME}: each device keeps one block of Q and holds one K/V "
-                f"shard of N/P rows (got {value}); pass --br {shard} --bc {shard}, or --devices {cfg.n // value} "
-                "where that divides N",
+                f"shard of N/P rows (got {value}); set br = bc = {shard}{also}",
             )
 
 
