@@ -182,7 +182,7 @@ def test_the_code_each_step_shows_is_cut_from_ring_py():
         assert start < r.first <= r.last < end
     _, _, _, t = launch(2, "zigzag", False, 1, 2, 3)
     send = next(s for s in t.steps if s.op == "send" and s.indices.get("step") == 1)
-    assert send.code.splitlines()[0] == "# i = 0, step = 1"
+    assert send.code.splitlines()[0] == "# i = 0, step = 1, j = 1"  # j: whose shard device 0 holds
     assert "last = 1 == ring.world - 1" in send.code
     assert t.kernel["file"] == "ring.py" and "def _forward(" in t.kernel["source"]
 

@@ -131,11 +131,11 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
         {"Qi": Qi, "Kj": Kj, "Vj": Vj, "Oi": Oi, "Li": Li},
         narrative.init(r, P, layout, chunks(r, P, layout), c) if keep else "",
         carries={"Li": Li.copy()} if keep else None,
-        indices={"i": r},
+        indices={"i": r, "j": held},
     )  # fmt: skip
 
     for s in range(P):
-        at = {"i": r, "step": s}
+        at = {"i": r, "step": s, "j": held}
         # step: send -- post the shard held to device r+1 and a receive from r-1 (nothing at the last step)
         last = s == P - 1
         if not last:
@@ -193,7 +193,7 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
         rec.emit(
             r, held, "wait", phase_of(cfg, "wait", s), transfers, {"Kj": Kj, "Vj": Vj} if transfers else {},
             narrative.wait(r, s, P, held, chunks(held, P, layout), last) if keep else "",
-            indices=at,
+            indices={**at, "j": held},  # the shard now held
         )  # fmt: skip
 
     # step: finish -- O and L of the device's rows leave: the carries are the answer
@@ -203,7 +203,7 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
         r, held, "finish", phase_of(cfg, "finish"), [to, tl], {"Oi": Oi, "Li": Li},
         narrative.finish(r, P, r0, r1, Li) if keep else "",
         carries={"Li": Li.copy()} if keep else None,
-        indices={"i": r},
+        indices={"i": r, "j": held},
     )  # fmt: skip
     out["sent"][r] = sent
 
