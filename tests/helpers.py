@@ -1,12 +1,12 @@
 """What several test files share: fresh inputs, a config that records every block, and a region cutter written
-independently of flashviz.kernels (so the tests do not check that module against itself)."""
+independently of flashviz.model.kernels (so the tests do not check that module against itself)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from flashviz.algos import get
-from flashviz.config import Config
+from flashviz.model.config import Config
 
 
 def qkv(rng, n: int, d: int, scale: float = 1.0) -> dict[str, np.ndarray]:
@@ -23,7 +23,7 @@ def runnable(cfg: Config) -> Config:
     causal masking) at the algorithm's example D, and failing that its example D, Br, Bc (`Algorithm.example`); N and
     causal stay, unless the algorithm's rules tie N to its other fields (ring: N = P·Br), where the whole example
     is taken."""
-    from flashviz.config import ConfigError
+    from flashviz.model.config import ConfigError
 
     record = get(cfg.algo)
     try:

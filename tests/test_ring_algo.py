@@ -1,9 +1,9 @@
 """The `ring` algorithm (issue 23, the viewer's part): the engine runs flashviz.ring_attention's loop over P simulated
 devices. Held here, on fresh random inputs, P = 2..4, both layouts, causal and not: its merged output against
 float64 attention over the whole sequence (computed here, in sequence order); against the NumPy simulation
-(flashviz.ring_sim) device by device and step by step; each merge against flashviz.merge's rule; its HBM counters,
-steps and FLOPs against the closed forms and the bytes each device sent against flashviz.ring_model; the trace's
-`devices` against the layout plan; the code each step shows cut from flashviz/ring.py; and the CLI's flags."""
+(flashviz.engine.ring_sim) device by device and step by step; each merge against flashviz.model.merge's rule; its HBM counters,
+steps and FLOPs against the closed forms and the bytes each device sent against flashviz.reports.ring_model; the trace's
+`devices` against the layout plan; the code each step shows cut from flashviz/ops/ring.py; and the CLI's flags."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flashviz import kernels
 from flashviz.algos import get
-from flashviz.compare import compare
-from flashviz.config import Config, ConfigError
-from flashviz.merge import merge
-from flashviz.ring_layout import blocks, owner
-from flashviz.ring_model import model as ring_model
-from flashviz.ring_sim import simulate
-from flashviz.tracer import make_trace
+from flashviz.engine.ring_sim import simulate
+from flashviz.model import kernels
+from flashviz.model.config import Config, ConfigError
+from flashviz.model.merge import merge
+from flashviz.model.ring_layout import blocks, owner
+from flashviz.reports.compare import compare
+from flashviz.reports.ring_model import model as ring_model
+from flashviz.tracing.build import make_trace
 
 RING = get("ring")
 
@@ -111,7 +111,7 @@ def test_each_device_step_by_step_is_the_simulations_and_each_merge_the_rule(lau
             )
         sent = {(x.src, x.dst, x.owner) for x in step.transfers}
         assert {(x["from"], x["to"], x["owner"]) for x in dev["steps"][s]["transfers"]} == sent
-    # every merge step: the carries after it are flashviz.merge of the carries before it and the call's partial
+    # every merge step: the carries after it are flashviz.model.merge of the carries before it and the call's partial
     before: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     partial: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for st_ in t.steps:
@@ -143,7 +143,7 @@ def test_counters_steps_flops_and_link_are_the_closed_forms(world, layout, causa
 
 def test_causal_shards_skipped_and_the_zigzag_balance():
     """Contiguous, causal: device r computes on its own and the r earlier shards and skips the rest; zigzag: every
-    device computes the same number of visible pairs (flashviz.ring_layout's plan, as the trace lists it)."""
+    device computes the same number of visible pairs (flashviz.model.ring_layout's plan, as the trace lists it)."""
     for layout in ("contiguous", "zigzag"):
         _, _, _, t = launch(4, layout, True, 2, 2, 7)
         steps = t.devices["steps"]
@@ -167,10 +167,10 @@ def test_causal_shards_skipped_and_the_zigzag_balance():
 
 
 def test_the_code_each_step_shows_is_cut_from_ring_py():
-    """The steps' regions lie in flashviz/ring.py's `_forward` (what ring_attention runs), with `step` substituted."""
+    """The steps' regions lie in flashviz/ops/ring.py's `_forward` (what ring_attention runs), with `step` substituted."""
     from pathlib import Path
 
-    import flashviz.ring_layout as layout_module
+    import flashviz.model.ring_layout as layout_module
 
     source = (Path(layout_module.__file__).parent / "ring.py").read_text()
     regions = kernels.regions(RING.kernel)
@@ -221,7 +221,7 @@ def test_cli_traces_the_ring_with_its_flags(tmp_path):
     assert doc["devices"]["count"] == 3 and doc["devices"]["layout"] == "contiguous"
     assert doc["reference"]["ok"]
     # the file opens again (its launch read back from config.launch)
-    from flashviz.trace_file_schema import problem
+    from flashviz.tracing.file_schema import problem
 
     assert problem(doc) is None
     bad = flashviz("trace", "--algo", "ring", "--devices", "9")

@@ -1,12 +1,13 @@
 """Ring attention (issue 23): one forward spread over P devices. Each keeps its block of Q; the K/V shards travel
 round the ring, each device running attention on the shard it holds while it passes it on, and merging each partial
 (O, L) into its carries with the log-sum-exp rule. The code each step shows is flashviz.ring_attention's own loop
-(flashviz/ring.py); the engine runs it over P simulated devices."""
+(flashviz/ops/ring.py); the engine runs it over P simulated devices."""
 
 from __future__ import annotations
 
-from ...config import DEVICES, Config, ConfigError
-from ...ring_layout import chunk_count
+from flashviz.model.config import DEVICES, Config, ConfigError
+from flashviz.model.ring_layout import chunk_count
+
 from ..base import Algorithm, Idea
 from . import engine, expect, flops, gpu, picture, traffic
 from .record import KERNEL, KERNEL_NAME, NAME

@@ -1,13 +1,13 @@
-"""The ring executor: the loop of flashviz.ring_attention (`_forward` in flashviz/ring.py, the code the steps show)
+"""The ring executor: the loop of flashviz.ring_attention (`_forward` in flashviz/ops/ring.py, the code the steps show)
 run by P simulated devices, in float32, on the memory model.
 
-HBM holds the sequence as the devices hold it: Q, K, V (and O, L) in the layout's order (flashviz.ring_layout),
+HBM holds the sequence as the devices hold it: Q, K, V (and O, L) in the layout's order (flashviz.model.ring_layout),
 device r's shard in rows [r·N/P, (r+1)·N/P): what `ring_shard` cuts for rank r, the ranks' shards put one after
 another. Device r is block r of Q (Br = N/P) and the K/V shard it holds at a step is a tile (Bc = N/P): at step s it
 holds device (r − s) mod P's shard, the one that arrived from device r − 1 at the end of step s − 1 (its own at step
 0), while it sends that shard on to device r + 1. Each attention call of the step (`ring_layout.calls`) is computed by
 `ring_sim.partial_attention` (a plain fp32 softmax over the call's block: the simulation's own) and merged into the
-device's carries (O, L) by `flashviz.merge.merge`, the rule flashviz.ring_attention merges with; nothing of the ring
+device's carries (O, L) by `flashviz.model.merge.merge`, the rule flashviz.ring_attention merges with; nothing of the ring
 is copied here. Devices run one after another (independent but for what they send, which is their inputs' rows), each
 step at the phase it has in every device's program, so the page's block picker shows another device at the same
 moment. Besides the steps, the run leaves the trace's `devices` (docs/trace-schema.md): who holds which chunks at
@@ -21,19 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from flashviz.algos.picture import locator
+from flashviz.engine.ring_sim import partial_attention
+from flashviz.model.merge import merge
+from flashviz.model.ring_layout import blocks, calls, chunk_count, chunks, owner
+from flashviz.model.units import FLOAT_BYTES
+
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
-from ...merge import merge
-from ...picture import locator
-from ...ring_layout import blocks, calls, chunk_count, chunks, owner
-from ...ring_sim import partial_attention
-from ...units import FLOAT_BYTES
 from . import narrative
 from . import picture as drawing
 from .record import KERNEL, calls_per_step
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
+
     from ...engine.flops import Flops
 
 WHERE = locator(drawing.KERNELS, drawing.PICKER)
@@ -96,7 +98,7 @@ def count_merge(fl: Flops, rows: int, d: int) -> None:
 
 
 def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
-    """Device r's program: flashviz.ring's `_forward` on rank r of P."""
+    """Device r's program: flashviz.ops.ring's `_forward` on rank r of P."""
     P, layout, causal, d = cfg.devices, cfg.layout, cfg.causal, cfg.d
     n = cfg.br  # the device's shard: N/P rows of Q, and of each K/V shard it holds
     per = len(chunks(r, P, layout))

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import reference
-from ...ring_layout import chunk_count, chunks
+from flashviz.model import reference
+from flashviz.model.ring_layout import chunk_count, chunks
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 # float32 arithmetic on O(1) inputs lands far below this; both are max-norm relative errors.
 TOLERANCE = {"O": 1e-5, "L": 1e-6}

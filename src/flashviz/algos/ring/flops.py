@@ -1,7 +1,7 @@
 """FLOPs of one head of the ring in closed form, by kind (flashviz.engine.flops), checked against the engine's
 counters. Per attention call of r rows against r keys (ring_sim.partial_attention: the whole block, masked or
 not): S = τ·QKᵀ and P·V, the row max and sum, exp(S − m), O / l and L = m + log l; per merge of r rows
-(flashviz.merge): the log-sum-exp rule. How many calls of which size depends on the layout under the causal mask
+(flashviz.model.merge): the log-sum-exp rule. How many calls of which size depends on the layout under the causal mask
 (record.call_sizes); the trace passes it (Algorithm.closed_form_fields)."""
 
 from __future__ import annotations

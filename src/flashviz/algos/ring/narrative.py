@@ -1,11 +1,11 @@
-"""Ring attention's step sentences, from each step's real numbers (shared helpers: `flashviz.narrative`)."""
+"""Ring attention's step sentences, from each step's real numbers (shared helpers: `flashviz.algos.narrative`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import num, span
-from ...units import human_bytes
+from flashviz.algos.narrative import num, span
+from flashviz.model.units import human_bytes
 
 
 def chunk_names(cs: tuple[int, ...] | list[int]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...picture import (
+from flashviz.algos.picture import (
     WRITTEN_ONCE,
     Buffer,
     Kernel,
@@ -28,13 +28,14 @@ from ...picture import (
     when,
     widths,
 )
-from ...ring_layout import FULL, SKIP, blocks, chunk_count, owner
+from flashviz.model.ring_layout import FULL, SKIP, blocks, chunk_count, owner
+
 from . import traffic
 from .record import KERNEL_NAME, calls_per_step
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 K = KERNEL_NAME
 KERNELS = (
@@ -152,7 +153,7 @@ NOTES = {
 
 def devices(cfg: Config) -> dict[str, Any]:
     """The closed-form part of the trace's `devices`: how the devices stand, what a device is called, the link's
-    bytes per device from flashviz.ring_model, and the words the section shows."""
+    bytes per device from flashviz.reports.ring_model, and the words the section shows."""
     P, layout = cfg.devices, cfg.layout
     parts = chunk_count(P, layout)
     how = (
@@ -229,7 +230,7 @@ def picture(cfg: Config) -> Texts:
                 b("The link."),
                 f" Each device sends the shard it holds at every step but the last: {P - 1} \u00d7 "
                 f"{grouped(link['shard_bytes'])} bytes = {grouped(link['sent_bytes'][0])} bytes of fp32 K and V per "
-                "device (flashviz.ring_model, what ",
+                "device (flashviz.reports.ring_model, what ",
                 {"code": "flashviz compare --ring"},
                 " prints), each transfer under the compute of the step that sends it.",
             ],

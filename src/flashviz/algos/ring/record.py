@@ -1,12 +1,12 @@
-"""What every part of the folder may know of ring attention's record: its name, its kernel file (flashviz/ring.py,
+"""What every part of the folder may know of ring attention's record: its name, its kernel file (flashviz/ops/ring.py,
 whose `_forward` loop is the code each step shows: the function flashviz.ring_attention runs on every rank), and the
 launch rules of its own: P devices (Config.devices), each keeping one block of Q (Br = N/P rows) and holding one K/V
-shard at a time (Bc = N/P), laid out zigzag or contiguous (Config.layout, flashviz.ring_layout)."""
+shard at a time (Bc = N/P), laid out zigzag or contiguous (Config.layout, flashviz.model.ring_layout)."""
 
 from __future__ import annotations
 
-from ...kernels import KernelFile
-from ...tiling import count
+from flashviz.model.kernels import KernelFile
+from flashviz.model.tiling import count
 
 NAME = "ring"
 # the ring loop of flashviz.ring_attention: its `# step:` regions lie in `_forward` only (the backward is not traced)
