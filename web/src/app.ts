@@ -59,8 +59,8 @@ export interface ViewerHandle {
   dispatch(a: Action): void;
   /** load a launch as the config bar's Run does (the form shows it); resolves once it is shown or said */
   setConfig(c: ConfigParams, to?: Landing): Promise<void>;
-  /** watch another block at the same phase (fetched when the trace did not record it) */
-  pickBlock(b: number): void;
+  /** watch another block at the same phase (fetched when the trace did not record it); resolves once shown or said */
+  pickBlock(b: number): Promise<void>;
   state(): ViewState;
   trace(): Trace | null;
   /** the memory picture's layout as drawn (null before the first trace) */
@@ -121,7 +121,7 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
     source,
     transport,
     goto: (k) => dispatch({ type: "goto", step: k }),
-    pickBlock: (b) => pickBlock(b),
+    pickBlock: (b) => void pickBlock(b),
     openProfile: (p) => openProfileConfig(p),
     compared: () => app.compare,
   });
@@ -297,16 +297,16 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
   }
 
   /** Watch another block at the same phase; fetch its values if this trace did not record them. */
-  function pickBlock(b: number): void {
+  function pickBlock(b: number): Promise<void> {
     const t = app.trace;
-    if (!t) return;
+    if (!t) return Promise.resolve();
     const k = pickStep(t, app.state.step, b);
     if (k >= 0) {
       dispatch({ type: "goto", step: k });
-      return;
+      return Promise.resolve();
     }
     const phase = t.steps[app.state.step]?.phase ?? 0;
-    void loadConfig(app.state.config, { block: b, phase });
+    return loadConfig(app.state.config, { block: b, phase });
   }
 
   /** The comparison of every algorithm at this config (cheap: closed forms; then the counters-only engine runs of its

@@ -7,11 +7,11 @@ import { sizesNote, switchedSizes } from "../src/render/configForm";
 import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
 import type { AlgoInfo, ErrorCheck, Trace } from "../src/types";
-import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
+import { BWD, COMPARE, FA1, FA2C, STD, TRITON } from "./fixtures";
 
 describe("the trace's hardware and flops keys", () => {
   it("name every kernel the steps run, with a launch per heads value", () => {
-    for (const t of [FA1, FA2C, STD, BWD]) {
+    for (const t of [FA1, FA2C, STD, BWD, TRITON]) {
       const hw = t.hardware!;
       expect(hw.device.sms).toBe(132);
       for (const s of t.steps) expect(Object.keys(hw.kernels)).toContain(s.kernel);
