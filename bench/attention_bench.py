@@ -45,9 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_feat
 if "--smoke" in sys.argv and not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported (by fa3_attention below)
 
-from flashviz import fa3_attention as fa3
-from flashviz import triton_attention as ta
-from flashviz.attention_reference import judge
+from flashviz.ops import fa2 as ta
+from flashviz.ops import fa3 as fa3
+from flashviz.ops.reference import judge
 
 PROVIDERS = ("flashviz", "fa3", "fa4", "sdpa-cudnn", "flex", "sdpa-flash", "sdpa-efficient")
 SHAPES = [(128, 16384), (64, 16384), (128, 4096), (64, 4096), (128, 8192), (64, 8192), (128, 1024), (64, 1024)]

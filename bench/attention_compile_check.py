@@ -110,7 +110,7 @@ def compile_one(job):
 def split_jobs(ds: list, causals: list) -> list:
     """fa2_fwd_split at the tiles triton_attention.split_tiles picks for Nq = 1, 16, 128 and GQA groups 1, 4, 8,
     with each option set the feature benchmark's decode cases use (plain, a left window, softcap), and the combine."""
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     jobs = []
     for d in ds:
@@ -127,7 +127,7 @@ def split_jobs(ds: list, causals: list) -> list:
 
 def main() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="fwd,dkdv,dq")

@@ -159,7 +159,7 @@ def make_inputs(case: Case, device: str, seed: int) -> Inputs:
 
 
 def flashviz_fn(case: Case, x: Inputs):
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     if case.varlen:
         m = max(case.lengths)
@@ -291,7 +291,7 @@ def fa4_fn(case: Case, x: Inputs, dense, varlen):
 def compile_jobs(case_list: list[Case]) -> list:
     """One job per (option set, kernel, tile config): the forward's candidates, and the backward's where a case
     of that option set is timed backward too."""
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     jobs, seen = [], set()
     for case in case_list:
@@ -321,7 +321,7 @@ def compile_jobs(case_list: list[Case]) -> list:
 def precompile(job):
     """In a worker: launch one config once at a small size with the case's options and head counts (the same
     constexprs and integer specialisations as the real launch)."""
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     case, kernel, t, variant = job
     start = time.time()

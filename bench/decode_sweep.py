@@ -29,7 +29,7 @@ def main() -> int:
     from triton.testing import do_bench
 
     import flashviz
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     t0 = time.time()
     run = ta.launcher()

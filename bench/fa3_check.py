@@ -32,7 +32,7 @@ def log(msg: str) -> None:
 
 
 def warm_jobs():
-    from flashviz import fa3_attention as f
+    from flashviz.ops import fa3 as f
 
     jobs = []
     for d in f.SUPPORTED_D:
@@ -51,7 +51,7 @@ def warm_jobs():
 def warm_one(job):
     import torch
 
-    from flashviz import fa3_attention as f
+    from flashviz.ops import fa3 as f
 
     kind, d, causal, rung = job
     start = time.time()
@@ -100,7 +100,7 @@ def time_shape(args, B, H, N, D, causal, rows) -> None:
     from triton.testing import do_bench
 
     import flashviz
-    from flashviz import fa3_attention as f
+    from flashviz.ops import fa3 as f
 
     def bench(fn):
         return do_bench(fn, warmup=args.warmup, rep=args.rep, return_mode="median")
@@ -148,8 +148,8 @@ def time_shape(args, B, H, N, D, causal, rows) -> None:
 def phase_time(args) -> int:
     import torch
 
-    from flashviz import fa3_attention as f
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
+    from flashviz.ops import fa3 as f
 
     rows: list = []
     for B, H, N, D in SHAPES:

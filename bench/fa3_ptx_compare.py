@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from flashviz import fa3_attention as fa3
+from flashviz.ops import fa3 as fa3
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")

@@ -58,8 +58,8 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from flashviz import fa3_attention as fa3
     from flashviz.algos.fa3 import kernel as km
+    from flashviz.ops import fa3 as fa3
 
     why = fa3.unavailable()
     if why is not None:

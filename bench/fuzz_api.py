@@ -46,7 +46,7 @@ def attention_judge():
     import torch
 
     import flashviz
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     def zeros(q, k, v, causal, scale):
         if type(causal) is not bool or type(scale) is not float:

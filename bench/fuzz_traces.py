@@ -1,6 +1,6 @@
 """A larger run of the fuzzers of tests/test_fuzz_files.py: crafted trace files through the check every view runs
 first (`flashviz view`, `export --trace`, `flashviz.show(path)`) and the page documents built from what passes, and
-crafted ladder files through `flashviz.ladder.load` and its table. Same generators, same judges, in-process; a
+crafted ladder files through `flashviz.hardware.ladder.load` and its table. Same generators, same judges, in-process; a
 failure is any exception other than the one-line refusal. Prints the counts for bench/results/robustness.md.
 
     python bench/fuzz_traces.py [--traces 3000] [--ladders 2000] [--seed 0]

@@ -26,10 +26,10 @@ import numpy as np
 from event_timing import timed  # bench/, beside this script
 
 from flashviz.algos import get
-from flashviz.config import Config
 from flashviz.gpu.device import device_info, require_gpu
 from flashviz.gpu.launch import prepare
 from flashviz.gpu.sectors import model
+from flashviz.model.config import Config
 
 TOKENS = 16384  # batch x N, as in the FlashAttention papers' benchmarks
 HEADS = 16  # hidden 1024 at D=64

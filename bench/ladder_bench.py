@@ -66,16 +66,16 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch  # noqa: E402
 
-from flashviz import triton_attention as ta  # noqa: E402
 from flashviz.algos.fa2 import traffic  # noqa: E402
-from flashviz.ladder_table import render  # noqa: E402
-from flashviz.units import human_bytes, kib  # noqa: E402
+from flashviz.model.units import human_bytes, kib  # noqa: E402
+from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.reports.ladder_table import render  # noqa: E402
 
 try:
-    from flashviz.ladder_schema import SCHEMA, check
+    from flashviz.hardware.ladder_schema import SCHEMA, check
 except ImportError:  # no pydantic (the GPU machine's image has none): --install checks the file here
     SCHEMA, check = "flashviz.ladder/1", None
-from flashviz.triton_attention import Tiles  # noqa: E402
+from flashviz.ops.fa2 import Tiles  # noqa: E402
 
 T0 = time.time()
 SHAPE = {"batch": 4, "heads": 32, "n": 4096, "d": 64}
@@ -354,9 +354,9 @@ def triton_rung(
 
 def seed_rung(x: Inputs, s: dict, br: int, bc: int, threads: int, quick: bool, beaten_at: float | None = None) -> dict:
     """algos/fa2/fa2_forward.cu through NVRTC (flashviz.gpu.launch.prepare), on every head at once."""
-    from flashviz.config import Config
     from flashviz.gpu.device import require_gpu
     from flashviz.gpu.launch import prepare
+    from flashviz.model.config import Config
 
     cp = require_gpu()
     heads = s["batch"] * s["heads"]
@@ -396,7 +396,7 @@ def seed_rung(x: Inputs, s: dict, br: int, bc: int, threads: int, quick: bool, b
 
 def fa3_rung(x: Inputs, rung: str, quick: bool) -> tuple[dict, dict]:
     """algos/fa3/kernel.py's forward at one rung of its ablation, on the bf16 inputs; (tiles, measurement)."""
-    from flashviz import fa3_attention as fa3
+    from flashviz.ops import fa3 as fa3
 
     cfg = fa3.ablation_config(x.q16.shape[-1], rung)
 
@@ -884,7 +884,7 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
     step("triton-bf16-tuned", tuned)
 
     # 8-11: FlashAttention-3 in Gluon, one idea at a time (needs an sm_90 GPU)
-    from flashviz import fa3_attention as fa3
+    from flashviz.ops import fa3 as fa3
 
     why = fa3.unavailable() if DEVICE == "cuda" else "Gluon has no interpreter; this is a CPU smoke run"
     for name, rung in FA3_RUNGS.items():
@@ -1039,8 +1039,8 @@ def markdown(doc: dict) -> str:
 
 def install(path: str) -> int:
     """Record a run: copy FILE (and the .md beside it) into bench/results/ladder and the package's data."""
-    from flashviz.ladder import load  # validates (pydantic)
-    from flashviz.ladder_schema import LadderError
+    from flashviz.hardware.ladder import load  # validates (pydantic)
+    from flashviz.hardware.ladder_schema import LadderError
 
     src = Path(path)
     try:

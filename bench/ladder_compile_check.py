@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from ladder_bench import IEEE_TILES, SEED_TILES, mma_of, one_line, tiles_dict, tiles_text  # noqa: E402
 
-from flashviz import triton_attention as ta  # noqa: E402
-from flashviz.triton_attention import Tiles  # noqa: E402
+from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.ops.fa2 import Tiles  # noqa: E402
 
 
 def compile_triton(job) -> tuple:
@@ -89,7 +89,7 @@ def main() -> int:
             print(f"triton {dtype} {p or '':4s} {tiles_text(tiles_dict(t))}: {info}", flush=True)
     # the seed's kernel: nvcc for sm_90 (registers, spills) where it is installed, else NVRTC to PTX
     from flashviz.algos import get
-    from flashviz.gpu.specs import smem_macro
+    from flashviz.algos.launch import smem_macro
 
     smem = smem_macro(get("fa2").kernel, "fa2")
     tiles = sorted({(br, bc) for br, bc, _ in SEED_TILES})

@@ -39,9 +39,9 @@ from pathlib import Path
 import event_timing  # bench/, beside this script
 
 from flashviz.algos import get
-from flashviz.config import Config
 from flashviz.gpu.device import device_info, require_gpu
 from flashviz.gpu.launch import launcher, prepare
+from flashviz.model.config import Config
 
 D, TILE = 64, 64
 # (N, heads): long N with few heads, then short N with many heads

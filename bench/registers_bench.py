@@ -18,11 +18,11 @@ import json
 import time
 from pathlib import Path
 
-from flashviz import kernels as kernel_files
 from flashviz.algos import gpu_specs as specs
-from flashviz.config import Config
 from flashviz.gpu import nvrtc
 from flashviz.gpu.device import device_info, require_gpu
+from flashviz.model import kernels as kernel_files
+from flashviz.model.config import Config
 
 TILES = (4, 8, 16, 32, 64, 128, 256)  # Br, Bc and D: powers of two over the page's range
 

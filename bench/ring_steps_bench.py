@@ -1,12 +1,12 @@
 """Ring attention on one GPU: the ring's machinery at P = 1 against flashviz.attention, and the local kernels of
-each step of a P-rank ring timed one by one, beside the closed-form model (flashviz.ring_model) that
+each step of a P-rank ring timed one by one, beside the closed-form model (flashviz.reports.ring_model) that
 `flashviz compare --ring P` prints.
 
 What one GPU can measure of a ring (issue 23; the runs across GPUs are issue 24):
 - P = 1: ring_attention on a one-process NCCL group against flashviz.attention on the same whole sequence, forward
   and forward+backward: the cost of the ring's own work (cutting the shard into calls, the log-sum-exp merge,
   the fp32 accumulators), since no byte travels.
-- P = 2, 4, 8: for each step, the exact attention calls the busiest rank makes (flashviz.ring_layout.calls on the
+- P = 2, 4, 8: for each step, the exact attention calls the busiest rank makes (flashviz.model.ring_layout.calls on the
   shapes a rank of that ring holds), forward and backward, timed by CUDA events; the step's measured compute time
   against the model's (a lower bound: the model uses the recorded matmul rate) and against the time the step's
   transfer takes at NVLink's datasheet rate, so "hidden" is judged with measured compute.
@@ -63,7 +63,7 @@ def _cycle(items):
 def one_device_vs_ring(torch, args, n: int, causal: bool) -> dict:
     """P = 1: flashviz.attention and ring_attention (group of one) on the same whole sequence."""
     import flashviz
-    from flashviz.ring import ring_attention
+    from flashviz.ops.ring import ring_attention
 
     shape = (args.batch, args.heads, n, args.head_dim)
     per = 4 * shape[0] * shape[1] * shape[2] * shape[3] * 2  # q, k, v, do bytes
@@ -98,8 +98,8 @@ def one_device_vs_ring(torch, args, n: int, causal: bool) -> dict:
 
 def step_kernels(torch, args, n: int, world: int, causal: bool) -> list[dict]:
     """Per step of a `world`-rank zigzag ring on a sequence of n: the busiest rank's calls, timed."""
-    from flashviz import ring as ring_mod
-    from flashviz.ring_layout import blocks, calls, chunks
+    from flashviz.model.ring_layout import blocks, calls, chunks
+    from flashviz.ops import ring as ring_mod
 
     per = len(chunks(0, world, "zigzag"))
     shard = n // world
@@ -175,7 +175,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("ring_steps_bench needs a CUDA GPU", file=sys.stderr)
         return 2
-    from flashviz.ring_model import model
+    from flashviz.reports.ring_model import model
 
     rendezvous = tempfile.mkdtemp()
     dist.init_process_group("nccl", init_method=f"file://{rendezvous}/r", rank=0, world_size=1)

@@ -2,7 +2,7 @@
 
 import torch
 
-from flashviz.triton_attention import Tiles, launcher
+from flashviz.ops.fa2 import Tiles, launcher
 
 B, H, N, D = 1, 8, 4096, 64
 torch.manual_seed(0)

@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 
 RESULTS = Path(__file__).parent / "results" / "trace.md"
 

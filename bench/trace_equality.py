@@ -111,8 +111,8 @@ def gpu_plan(cfg: Any, heads: int) -> dict[str, Any]:
     import numpy as np
 
     from flashviz.algos import gpu_spec
+    from flashviz.algos.launch import TritonSpec
     from flashviz.gpu import check, sectors
-    from flashviz.gpu.specs import TritonSpec
 
     s = gpu_spec(cfg.algo)
     if isinstance(s, TritonSpec):
@@ -154,8 +154,8 @@ def gpu_plan(cfg: Any, heads: int) -> dict[str, Any]:
 
 def gpu_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
     from flashviz.algos import get, gpu_specs
-    from flashviz.config import Config
-    from flashviz.gpu.specs import TritonSpec
+    from flashviz.algos.launch import TritonSpec
+    from flashviz.model.config import Config
 
     for algo, s in gpu_specs().items():
         sizes = GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES
@@ -168,7 +168,7 @@ def gpu_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
 
 
 def other_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
-    from flashviz import compare_api, regimes
+    from flashviz.reports import compare_api, regimes
 
     for n, d, br, bc in COMPARE_SIZES:
         for causal in (False, True):
@@ -187,7 +187,7 @@ def other_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
 
 def errors() -> bytes:
     import flashviz
-    from flashviz.config import ConfigError
+    from flashviz.model.config import ConfigError
 
     out: dict[str, Any] = {}
     for name, kw in BAD.items():

@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 import flashviz
-from flashviz.trace_codec import DTYPES, _groups, is_compact
+from flashviz.tracing.codec import DTYPES, _groups, is_compact
 
 
 def shuffled(raw: bytes, width: int) -> bytes:

@@ -114,8 +114,8 @@ def bench_api(runs: int) -> dict:
         }
     # the same launch as /2 sent it: plain lists, no gzip (and gzipped, had it been)
     from flashviz.algos import get as algorithm
-    from flashviz.config import Config
-    from flashviz.tracer import make_trace
+    from flashviz.model.config import Config
+    from flashviz.tracing.build import make_trace
 
     plain = make_trace(algorithm("fa2").api_validated(Config(n=4096, d=64, br=64, bc=64))).to_json()
     out["n4096"]["plain_bytes"] = len(plain)

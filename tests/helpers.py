@@ -1,12 +1,12 @@
 """What several test files share: fresh inputs, a config that records every block, and a region cutter written
-independently of flashviz.kernels (so the tests do not check that module against itself)."""
+independently of flashviz.model.kernels (so the tests do not check that module against itself)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from flashviz.algos import get
-from flashviz.config import Config
+from flashviz.model.config import Config
 
 
 def qkv(rng, n: int, d: int, scale: float = 1.0) -> dict[str, np.ndarray]:
@@ -22,7 +22,7 @@ def runnable(cfg: Config) -> Config:
     dimensions), the nearest launch it runs: Br and Bc rounded up to powers of two from 16 (Bc no more than Br under
     causal masking) at the algorithm's example D, and failing that its example D, Br, Bc (`Algorithm.example`); N and
     causal stay."""
-    from flashviz.config import ConfigError
+    from flashviz.model.config import ConfigError
 
     record = get(cfg.algo)
     try:

@@ -17,8 +17,8 @@ def run(rank: int, world: int, where: str) -> None:
     torch.set_num_threads(1)
     here = Path(where)
     dist.init_process_group("gloo", init_method=f"file://{here / 'rendezvous'}", rank=rank, world_size=world)
-    from flashviz import ring
-    from flashviz.ring_counter import counting_sends
+    from flashviz.ops import ring
+    from flashviz.ops.ring_counter import counting_sends
 
     calls: list[tuple[int, int, int, bool]] = []  # (query rows, key rows, D, causal) of each local forward
     real_forward = ring._local_forward

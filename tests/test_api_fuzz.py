@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from flashviz import server
 from flashviz.algos import get
-from flashviz.config import API_LIMITS, COUNT_LIMITS, Config
+from flashviz.model.config import API_LIMITS, COUNT_LIMITS, Config
 from flashviz.server.params import field_name
 from serving import serving
 

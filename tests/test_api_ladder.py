@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from flashviz import ladder, server
+from flashviz import server
+from flashviz.hardware import ladder
 
 
 def test_api_ladder_serves_the_shipped_run():

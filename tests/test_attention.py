@@ -24,9 +24,9 @@ pytest.importorskip("triton")
 DEVICE = "cuda" if GPU else "cpu"  # the small cases run compiled where there is a GPU, interpreted elsewhere
 
 import flashviz  # noqa: E402
-from flashviz import triton_attention as ta  # noqa: E402
-from flashviz.attention_reference import judge  # noqa: E402
-from flashviz.triton_attention import Tiles  # noqa: E402
+from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.ops.fa2 import Tiles  # noqa: E402
+from flashviz.ops.reference import judge  # noqa: E402
 
 KERNEL_FILE = Path(ta.__file__).parent / "algos" / "fa2_triton" / "kernel.py"
 # GPU-sized tiles, run by the interpreter too: blocks larger than N, one loop stage empty

@@ -20,7 +20,7 @@ BENCH = ROOT / "bench" / "attention_bench.py"
 sys.path.insert(0, str(BENCH.parent))
 import attention_features as af  # noqa: E402
 
-from flashviz.attention_reference import visible  # noqa: E402
+from flashviz.ops.reference import visible  # noqa: E402
 
 ROW_KEYS = {"provider", "mode", "causal", "d", "n", "batch", "heads", "dtype", "tflops", "ms", "case"}
 

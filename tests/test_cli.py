@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz.cli import main
-from flashviz.trace_codec import to_plain
+from flashviz.cli.main import main
+from flashviz.tracing.codec import to_plain
 from helpers import bounded_work
 
 

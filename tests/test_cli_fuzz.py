@@ -29,9 +29,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flashviz.cli import cli
-from flashviz.cli_options import Bounded, FilePath, Number
-from flashviz.config import Config
+from flashviz.cli.main import cli
+from flashviz.cli.options import Bounded, FilePath, Number
+from flashviz.model.config import Config
 
 HAVE_CUPY = importlib.util.find_spec("cupy") is not None
 # the flag or field an error names: a --flag, -o, an array, the GPU, stdout, or a command's argument (OUT, TRACE.json)

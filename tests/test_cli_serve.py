@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from flashviz import serve
-from flashviz.profile_schema import ProfileError, check
+from flashviz.gpu.profile_schema import ProfileError, check
+from flashviz.server import serve
 from serving import HANG_S, quiet_env, serving
 from serving import get as fetch
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import kernels, tiling
 from flashviz.algos import REGISTRY, get
-from flashviz.cli import main
-from flashviz.compare import compare
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.cli.main import main
+from flashviz.model import kernels, tiling
+from flashviz.model.config import Config
+from flashviz.reports.compare import compare
+from flashviz.tracing.build import make_trace
 from helpers import bounded_work, runnable
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -162,7 +162,7 @@ def test_compare_answers_without_the_engine():
     code = (
         "import sys; from flashviz.engine import recorder; "
         "recorder.Recorder.__init__ = lambda *a, **k: (_ for _ in ()).throw(AssertionError('an engine ran')); "
-        "from flashviz.cli import main; "
+        "from flashviz.cli.main import main; "
         "rc = main(['compare', '--n', '2147483647', '--d', '128', '--br', '4096', '--bc', '4096', '--causal', "
         "'--json']); "
         "assert rc == 0"

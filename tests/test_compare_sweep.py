@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flashviz import server
-from flashviz.compare import compare
+from flashviz.reports.compare import compare
 
 
 @pytest.fixture(scope="module")

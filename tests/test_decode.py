@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 
 import flashviz  # noqa: E402
 import test_attention as base  # noqa: E402  (sets TRITON_INTERPRET=1 without a GPU, before Triton is imported)
-from flashviz import triton_attention as ta  # noqa: E402
-from flashviz.attention_reference import judge  # noqa: E402
+from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.ops.reference import judge  # noqa: E402
 
 DEVICE, GPU = base.DEVICE, base.GPU
 kernels, seed = base.kernels, base.seed

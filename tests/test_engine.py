@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import reference
 from flashviz.algos import get
 from flashviz.algos.fa2 import engine as fa2
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model import reference
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 from helpers import qkv
 
 

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import kernels, reference
 from flashviz.algos import get
 from flashviz.algos.fa1 import engine as fa1
 from flashviz.algos.fa1 import traffic as model
-from flashviz.cli import main
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.cli.main import main
+from flashviz.model import kernels, reference
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 from helpers import every_block, qkv, region_lines
 
 KERNEL = kernels.path(get("fa1").kernel)

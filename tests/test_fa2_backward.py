@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import kernels, reference
 from flashviz.algos import get
 from flashviz.algos.fa2 import engine as fa2
 from flashviz.algos.fa2_backward import engine as fa2_backward
 from flashviz.algos.fa2_backward import expect
 from flashviz.algos.fa2_backward import traffic as model
-from flashviz.cli import main
-from flashviz.config import Config, ConfigError
-from flashviz.inputs import random_inputs
-from flashviz.tracer import make_trace
+from flashviz.cli.main import main
+from flashviz.model import kernels, reference
+from flashviz.model.config import Config, ConfigError
+from flashviz.model.inputs import random_inputs
+from flashviz.tracing.build import make_trace
 
 ALGO = "fa2-backward"
 GRADS = ("dQ", "dK", "dV")

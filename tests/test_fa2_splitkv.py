@@ -1,6 +1,6 @@
 """fa2-splitkv (Flash-Decoding, issue 18): the engine against float64 on fresh random inputs, ragged N included;
 --causal refused in one line; the HBM counters and FLOPs against the closed forms; the merge against
-flashviz.merge; the trace through the CLI in a subprocess; `flashviz compare` listing it with the decoding table."""
+flashviz.model.merge; the trace through the CLI in a subprocess; `flashviz compare` listing it with the decoding table."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flashviz import reference
 from flashviz.algos import get
 from flashviz.algos.fa2_splitkv import engine
 from flashviz.algos.fa2_splitkv.record import CHUNK, chunk, splits
-from flashviz.config import Config
-from flashviz.merge import merge_all
+from flashviz.model import reference
+from flashviz.model.config import Config
+from flashviz.model.merge import merge_all
 
 ALGO = "fa2-splitkv"
 A = get(ALGO)
@@ -72,7 +72,7 @@ def test_counters_and_flops_equal_the_closed_forms(n, d, br, bc):
 
 
 def test_partials_are_each_chunks_attention_and_merge_to_the_whole(rng):
-    """Opart[s], Lpart[s] are float64 attention over chunk s's keys only; flashviz.merge of them is the whole."""
+    """Opart[s], Lpart[s] are float64 attention over chunk s's keys only; flashviz.model.merge of them is the whole."""
     n, d, br, bc = 23, 6, 4, 3
     x = draw(rng, n, d)
     cfg = Config(algo=ALGO, n=n, d=d, br=br, bc=bc, record=())

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz import kernels, reference
 from flashviz.algos import get
 from flashviz.algos.fa2_triton import tiles
-from flashviz.config import Config, ConfigError
-from flashviz.precision import bf16
-from flashviz.tracer import make_trace
+from flashviz.model import kernels, reference
+from flashviz.model.config import Config, ConfigError
+from flashviz.model.precision import bf16
+from flashviz.tracing.build import make_trace
 from helpers import every_block
 
 ALGO = "fa2-triton"
@@ -224,7 +224,7 @@ def test_the_recorded_autotuner_picks_are_the_runs_own():
 
 def test_supported_d_is_flashviz_attentions():
     pytest.importorskip("torch")
-    from flashviz.triton_attention import SUPPORTED_D
+    from flashviz.ops.fa2 import SUPPORTED_D
 
     assert tiles.SUPPORTED_D == SUPPORTED_D
 
@@ -235,7 +235,7 @@ INTERPRETED = """
 import os, sys, json
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np
-from flashviz.config import Config
+from flashviz.model.config import Config
 from flashviz.algos import get
 from flashviz.algos.fa2_triton import tiles
 from flashviz.gpu.check import compare, engine_outputs
@@ -345,7 +345,7 @@ def test_a_tma_count_off_the_model_disagrees():
 def test_the_allowed_values_the_page_gets_are_the_launch_checks():
     """/api/limits' `allowed` (what the page's form checks in place) is exactly what tiles.check accepts, field by
     field, and the example launch passes it."""
-    from flashviz.compare_api import api_algos
+    from flashviz.reports.compare_api import api_algos
 
     entry = next(a for a in api_algos() if a["name"] == ALGO)
     assert entry["example"] == dict(A.example) and entry["launch_rule"]

@@ -19,8 +19,9 @@ if not GPU:
 pytest.importorskip("triton")
 
 import flashviz  # noqa: E402
-from flashviz import attention_backends, fa3_attention  # noqa: E402
-from flashviz.attention_reference import judge  # noqa: E402
+from flashviz.ops import backends as attention_backends  # noqa: E402
+from flashviz.ops import fa3 as fa3_attention
+from flashviz.ops.reference import judge  # noqa: E402
 
 HOPPER = GPU and fa3_attention.unavailable() is None
 gpu = pytest.mark.gpu
@@ -78,7 +79,7 @@ def test_forward_and_backward_match_float64(seed, B, H, N, D, dtype, causal):
 @pytest.mark.parametrize(("N", "D", "causal"), [(1000, 128, True), (77, 64, False)])
 def test_the_other_backward_kernels_match_float64(seed, kernel, N, D, causal):
     """fa3_bwd with two-column dQ reductions, and FlashAttention-2's kernels on fa3's O and L (what BACKWARD runs)."""
-    from flashviz import triton_attention  # noqa: F401  (registers FlashAttention-2's backward with fa3)
+    from flashviz.ops import fa2 as triton_attention  # noqa: F401  (registers FlashAttention-2's backward with fa3)
 
     q, k, v, do = qkv(2, 2, N, D, torch.bfloat16)
     ours = run(q, k, v, do, causal, D**-0.5, kernel=kernel)

@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon")
 
-from flashviz import fa3_attention  # noqa: E402
+from flashviz.ops import fa3 as fa3_attention  # noqa: E402
 
 CLAIMS = ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier")
 # the forward's distinct kernels: the ablation's rungs ("+ persistent" is the last one's launch, not a new kernel)
@@ -30,7 +30,7 @@ BWD = [(d, causal) for d in fa3_attention.SUPPORTED_D for causal in (False, True
 
 COMPILE = r"""
 import json, re, sys, torch
-from flashviz import fa3_attention as f
+from flashviz.ops import fa3 as f
 jobs = json.loads(sys.argv[1])
 out = {}
 for name, kind, d, causal, rung, dtype, *group in jobs:

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz import kernels, reference
 from flashviz.algos import get
 from flashviz.algos.fa3 import engine, gpu, tiles
-from flashviz.config import Config, ConfigError
-from flashviz.precision import bf16
-from flashviz.tracer import make_trace
+from flashviz.model import kernels, reference
+from flashviz.model.config import Config, ConfigError
+from flashviz.model.precision import bf16
+from flashviz.tracing.build import make_trace
 from helpers import every_block
 
 ALGO = "fa3"
@@ -223,7 +223,7 @@ def test_the_cli_refuses_in_one_line_and_runs_its_example_with_no_size_flags(tmp
 
 def test_the_tiles_are_the_launchers():
     """tiles.py states fa3_attention's launch constants without importing torch: held equal here where torch is."""
-    fa3 = pytest.importorskip("flashviz.fa3_attention")
+    fa3 = pytest.importorskip("flashviz.ops.fa3")
     assert tiles.BR == fa3.BR and tiles.SUPPORTED_D == fa3.SUPPORTED_D
     for d in tiles.SUPPORTED_D:
         assert (tiles.BC[d], tiles.STAGES[d]) == (fa3.FWD_CONFIGS[d].Bc, fa3.FWD_CONFIGS[d].stages)
@@ -240,7 +240,7 @@ def test_the_tiles_are_the_launchers():
 def hopper() -> str | None:
     """Why the Gluon kernel cannot run here (None: it can)."""
     try:
-        from flashviz import fa3_attention
+        from flashviz.ops import fa3 as fa3_attention
     except ImportError as e:  # no torch
         return f"no torch ({e})"
     return fa3_attention.unavailable()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from flashviz.algos.fa3 import schedule
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 from helpers import every_block
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import json
 import random
 
 from flashviz.algos.fa3 import schedule
-from flashviz.config import Config
+from flashviz.model.config import Config
 
 
 def _program(rng: random.Random, tiles: int) -> tuple[dict, dict]:

@@ -173,7 +173,7 @@ def test_export_refuses_a_broken_part_in_one_line(tmp_path, good_trace, part, va
 def test_show_refuses_the_same_files(tmp_path, good_trace):
     """Item 5 through flashviz.show(path): a ConfigError naming the field, not a traceback from deep inside."""
     import flashviz
-    from flashviz.config import ConfigError
+    from flashviz.model.config import ConfigError
 
     for key, value, says in BAD_CONFIG:
         path = crafted(tmp_path, {**good_trace, "config": {**good_trace["config"], key: value}})
@@ -192,7 +192,7 @@ def test_every_algorithms_trace_passes_the_schema(tmp_path):
     import numpy as np
 
     import flashviz
-    from flashviz.trace_file_schema import problem
+    from flashviz.tracing.file_schema import problem
 
     rng = np.random.default_rng()
     qkv = {k: rng.standard_normal((40, 32)).astype(np.float32) for k in "QKV"}

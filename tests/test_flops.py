@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flashviz.algos import ALGOS, get
-from flashviz.config import Config
 from flashviz.engine.flops import KINDS, NON_MATMUL, Flops
-from flashviz.flops import closed_form
-from flashviz.inputs import random_inputs
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.model.inputs import random_inputs
+from flashviz.tracing.build import make_trace
+from flashviz.tracing.flops import closed_form
 
 
 def counted(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int) -> dict[str, int]:
@@ -127,5 +127,5 @@ def test_the_trace_carries_counted_model_and_the_measured_anchor(algo):
     assert f["matmul"] == f["counted"]["matmul"] > 0
     assert f["non_matmul"] == sum(f["counted"][k] for k in NON_MATMUL) > 0
     assert f["anchor"]["paper_ratio"] == 16
-    assert 11 < f["anchor"]["measured_ratio"] < 13  # the ladder run (flashviz.peaks): 783.4 / 64.8 TFLOP/s
+    assert 11 < f["anchor"]["measured_ratio"] < 13  # the ladder run (flashviz.hardware.peaks): 783.4 / 64.8 TFLOP/s
     assert t.phases[-1]["flops"] == f["counted"]  # the phases' cumulative counters end at the launch's

@@ -1,7 +1,7 @@
 """Issue 17's fuzzers of the files flashviz reads, kept as tests: crafted trace files through the check every view
 runs first and the page documents built from what passes (`flashviz view`, `flashviz export --trace`,
 `flashviz.show(path)` share both), a few of them through `flashviz export --trace` in a subprocess, and crafted ladder
-files through `flashviz.ladder.load` and the table, a few through `flashviz ladder --from`.
+files through `flashviz.hardware.ladder.load` and the table, a few through `flashviz ladder --from`.
 
 A crafted file is a real one (`flashviz trace`, the shipped ladder run) with one to three parts replaced by random
 JSON (null, booleans, numbers at the edges, strings, lists, objects), deleted, or the whole document cut short. The
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flashviz.config import ConfigError
+from flashviz.model.config import ConfigError
 
 # ---- generators (bench/fuzz_traces.py imports these) ------------------------------------------------------------
 
@@ -93,8 +93,8 @@ def crafted_trace(draw, good: dict[str, Any]) -> bytes:
 def judge_trace(data: bytes) -> str:
     """What every view does first with a trace file's bytes, then with what passes: "shown" or "refused"; any
     exception other than a one-line ConfigError is a failure (raised)."""
-    from flashviz.cli_share import documents
-    from flashviz.tracefile import check_trace_bytes
+    from flashviz.cli.share import documents
+    from flashviz.share.trace_files import check_trace_bytes
 
     try:
         doc = check_trace_bytes(data, "'t.json'", "TRACE.json")
@@ -131,9 +131,9 @@ def crafted_ladder(draw, good: dict[str, Any]) -> bytes:
 
 
 def judge_ladder(path: Path) -> str:
-    from flashviz.ladder import load
-    from flashviz.ladder_schema import LadderError
-    from flashviz.ladder_table import render
+    from flashviz.hardware.ladder import load
+    from flashviz.hardware.ladder_schema import LadderError
+    from flashviz.reports.ladder_table import render
 
     try:
         doc = load(path)
@@ -153,7 +153,7 @@ def good_trace() -> dict[str, Any]:
 
 
 def good_ladder() -> dict[str, Any]:
-    from flashviz.ladder import load
+    from flashviz.hardware.ladder import load
 
     return load()
 

@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
-from flashviz.config import Config, ConfigError
+from flashviz.model.config import Config, ConfigError
 
 cupy = pytest.importorskip("cupy")
 try:
@@ -95,7 +95,7 @@ def test_gpu_causal_ragged(n):
 
 def test_head_zero_is_the_engine_trace():
     """Head 0 of a multi-head run is exactly what `flashviz trace` shows for the same seed."""
-    from flashviz.tracer import make_trace
+    from flashviz.tracing.build import make_trace
 
     cfg = Config(n=10, d=4, br=4, bc=4, seed=7)
     inputs = check.head_inputs(cfg, 3)

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz import kernels
 from flashviz.algos import REGISTRY, get
 from flashviz.algos import gpu_spec as spec
 from flashviz.algos import gpu_specs as specs
-from flashviz.cli import main
-from flashviz.config import Config
+from flashviz.cli.main import main
 from flashviz.gpu import launch, ncu, nvrtc, profile, sanitize, sectors
+from flashviz.model import kernels
+from flashviz.model.config import Config
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -141,7 +141,7 @@ def test_threads_cover_every_row_in_whole_warps():
 )
 def test_spans_are_the_engines_transfers(cfg):
     """The runs the sector model rounds are exactly the engine's HBM transfers, block by block."""
-    from flashviz.tracer import make_trace
+    from flashviz.tracing.build import make_trace
 
     trace = make_trace(cfg.replace(record=tuple(range(cfg.tr))))
     engine: dict[str, Counter] = {}
@@ -357,10 +357,10 @@ def test_bad_flags_fail_before_any_gpu_work(args, flag, monkeypatch, capsys):
     assert len(err) == 1 and flag in err[0]
 
 
-@pytest.mark.parametrize("first", ["flashviz.cli", "flashviz.gpu.cli"])
+@pytest.mark.parametrize("first", ["flashviz.cli.main", "flashviz.cli.gpu"])
 def test_the_gpu_group_imports_no_gpu_library(first):
     code = (
-        f"import sys, importlib; importlib.import_module({first!r}); import flashviz.cli as c; "
+        f"import sys, importlib; importlib.import_module({first!r}); import flashviz.cli.main as c; "
         "assert 'gpu' in c.cli.commands; "
         "print(sorted(m for m in ('cupy', 'torch', 'triton') if m in sys.modules))"
     )
@@ -371,7 +371,7 @@ def test_the_gpu_group_imports_no_gpu_library(first):
 
 def test_the_profiled_launch_is_the_same_launch():
     """The child that ncu and compute-sanitizer run parses back to the same settings."""
-    from flashviz.gpu.cli import group
+    from flashviz.cli.gpu import group
 
     cfg = Config(n=100, d=16, br=32, bc=16, seed=9, scale=0.25, causal=True)
     args = launch.launcher(cfg, heads=3, batch=2, threads=64)

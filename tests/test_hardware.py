@@ -72,8 +72,8 @@ def test_the_shipped_data_is_what_the_recorded_runs_give():
 
 def launch_of(algo: str, n: int, heads: int):
     from flashviz.algos import get
-    from flashviz.config import Config
-    from flashviz.hardware.view import of_launch
+    from flashviz.model.config import Config
+    from flashviz.tracing.hardware import of_launch
 
     view = of_launch(get(algo), Config(algo=algo, n=n, d=64, br=64, bc=64))
     (k,) = view["kernels"].values()
@@ -117,8 +117,8 @@ def test_warp_owner_maps_are_the_kernel_loops(br, bc, d):
     import numpy as np
 
     from flashviz.algos import get
-    from flashviz.config import Config
     from flashviz.hardware.warps import owners
+    from flashviz.model.config import Config
 
     cfg = Config(algo="fa2", n=100, d=d, br=br, bc=bc)
     threads = get("fa2").gpu.kernels[0].threads(cfg)
@@ -128,8 +128,8 @@ def test_warp_owner_maps_are_the_kernel_loops(br, bc, d):
 
 
 def test_split_q_exchanges_nothing_and_split_k_a_partial_output_per_warp():
-    from flashviz.config import Config
     from flashviz.hardware.warps import schemes
+    from flashviz.model.config import Config
 
     q, k = schemes(Config(algo="fa2", n=256, d=64, br=64, bc=64), warps=4)
     assert q["exchanged_elements"] == 0 and {x for row in q["owners"] for x in row} == {0, 1, 2, 3}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from flashviz.algos.fa2_triton import resources, tiles
-from flashviz.config import Config
 from flashviz.hardware import occupancy as occ
 from flashviz.hardware.device import h200
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 
 ALGO = "fa2-triton"
 

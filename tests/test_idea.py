@@ -7,8 +7,8 @@ import json
 import pytest
 
 from flashviz.algos import REGISTRY
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 from helpers import runnable
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from flashviz import kernels
 from flashviz.algos import REGISTRY
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model import kernels
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 from helpers import region_lines
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "fa2-kernel-visualization.txt"

@@ -30,8 +30,8 @@ if not GPU:
     # Triton picks compiled or interpreted kernels when it is first imported: choose before it is.
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from flashviz import ladder
-from flashviz.ladder_schema import LadderError, check
+from flashviz.hardware import ladder
+from flashviz.hardware.ladder_schema import LadderError, check
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "ladder_bench.py"
@@ -369,7 +369,7 @@ def interpreted():
     if GPU:
         pytest.skip("a GPU is here: the interpreter test is for machines without one")
     pytest.importorskip("triton")
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     if not ta.launcher().interpret:
         pytest.skip("Triton was imported before TRITON_INTERPRET=1 could be set")

@@ -19,14 +19,14 @@ PACKAGE = SRC / "flashviz"
 # The one machinery module that reaches into an algorithm's folder: flashviz.attention's host side (tile choice,
 # autograd) for the Triton kernel in algos/fa2_triton/ (the folder's engine walks through the same file).
 DECLARED = {
-    ("flashviz.triton_attention", "flashviz.algos.fa2_triton.kernel"),
-    ("flashviz.fa3_attention", "flashviz.algos.fa3.kernel"),  # fa3's launcher and autograd, for algos/fa3/
+    ("flashviz.ops.fa2", "flashviz.algos.fa2_triton.kernel"),
+    ("flashviz.ops.fa3", "flashviz.algos.fa3.kernel"),  # fa3's launcher and autograd, for algos/fa3/
 }
 # Modules that may write an algorithm's name as a string: flashviz.attention's backends ("fa2", "fa3") are kernels
 # of the public function, named in one module, not the viewer's algorithms.
 # Config's default algorithm is the seed's example, "fa2" (flashviz.algos.DEFAULT is it), until each algorithm brings
 # its own defaults (issue 18): Config imports no registry to read it from.
-NAMING = {"flashviz.attention_backends", "flashviz.config"}
+NAMING = {"flashviz.ops.backends", "flashviz.model.config"}
 
 
 def module_name(path: Path) -> str:
@@ -91,10 +91,10 @@ def is_algorithm(name: str) -> bool:
 
 def test_the_graph_is_read():
     """The reader sees the imports there are (a reader that saw none would pass every test below)."""
-    assert "flashviz.config" in GRAPH["flashviz.tracer"]
+    assert "flashviz.model.config" in GRAPH["flashviz.tracing.build"]
     assert "flashviz.engine.recorder" in GRAPH["flashviz.algos.fa2.engine"]
     assert "flashviz.algos.fa2.engine" in GRAPH["flashviz.algos.fa2_backward.engine"]  # `from ..fa2 import engine`
-    assert "flashviz.gpu.device" in GRAPH["flashviz.gpu.cli"]  # an import inside a function
+    assert "flashviz.gpu.device" in GRAPH["flashviz.cli.gpu"]  # an import inside a function
     assert "flashviz.engine.recorder" not in GRAPH["flashviz.algos.base"]  # under TYPE_CHECKING only ...
     assert "flashviz.engine.recorder" in TYPED["flashviz.algos.base"]  # ... which TYPED counts
 
@@ -173,8 +173,8 @@ def test_an_executor_and_its_traffic_model_do_not_import_each_other():
 
 
 def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
-    assert GRAPH["flashviz.tiling"] == set()
-    for name in ("flashviz.compare", "flashviz.compare_api"):
+    assert GRAPH["flashviz.model.tiling"] == set()
+    for name in ("flashviz.reports.compare", "flashviz.reports.compare_api"):
         assert not {t for t in GRAPH[name] if t.startswith("flashviz.engine")}, name
 
 
@@ -185,13 +185,13 @@ def below(name: str, layer: set[str]) -> bool:
 def test_config_and_the_engine_import_no_algorithm_and_no_registry():
     """Config is plain data and the engine mirrors a kernel: neither imports the registry, an algorithm's folder or
     the trace assembly, not even for the type checker (the Algorithm is resolved above them and passed down)."""
-    lower = [m for m in MODULES if below(m, {"flashviz.config", "flashviz.engine", "flashviz.kernels"})]
+    lower = [m for m in MODULES if below(m, {"flashviz.model.config", "flashviz.engine", "flashviz.model.kernels"})]
     assert "flashviz.engine.recorder" in lower
     wrong = [
         (name, target)
         for name in lower
         for target in TYPED[name]
-        if target.startswith("flashviz.algos") or target in ("flashviz.assemble", "flashviz.tracer")
+        if target.startswith("flashviz.algos") or target in ("flashviz.tracing.assemble", "flashviz.tracing.build")
     ]
     assert wrong == []
 
@@ -201,27 +201,27 @@ def test_config_and_the_engine_import_no_algorithm_and_no_registry():
 # (compare, regimes, your-kernel's model beside fa2's). Nothing below them does (config, engine, kernels, picture,
 # assembly, hardware, the GPU specs the folders declare, the algorithms' folders themselves).
 MAY_IMPORT_THE_REGISTRY = {
-    "flashviz.cli",
-    "flashviz.cli_options",
-    "flashviz.cli_share",
+    "flashviz.cli.main",
+    "flashviz.cli.options",
+    "flashviz.cli.share",
     "flashviz.api",
-    "flashviz.launch_args",  # the API's and the widget's launch arguments, checked (the API's front door)
-    "flashviz.widget",
+    "flashviz.share.launch_args",  # the API's and the widget's launch arguments, checked (the API's front door)
+    "flashviz.share.widget",
     "flashviz.server",
-    "flashviz.tracer",
-    "flashviz.compare",
-    "flashviz.compare_api",
-    "flashviz.regimes",
+    "flashviz.tracing.build",
+    "flashviz.reports.compare",
+    "flashviz.reports.compare_api",
+    "flashviz.reports.regimes",
     "flashviz.yourkernel",
     "flashviz.gpu.check",
-    "flashviz.gpu.cli",
+    "flashviz.cli.gpu",
     "flashviz.gpu.launch",
     "flashviz.gpu.profile",
     "flashviz.gpu.run",
     "flashviz.gpu.sanitize",
     "flashviz.gpu.sectors",
-    "flashviz.profile_schema",  # a profile file's `algo` is one of the registry's (`flashviz serve --profile`)
-    "flashviz.trace_file_schema",  # a trace file's `algo` too (`flashviz view`, `export --trace`, `show(path)`)
+    "flashviz.gpu.profile_schema",  # a profile file's `algo` is one of the registry's (`flashviz serve --profile`)
+    "flashviz.tracing.file_schema",  # a trace file's `algo` too (`flashviz view`, `export --trace`, `show(path)`)
 }
 
 
@@ -252,8 +252,8 @@ def test_every_registered_folder_declares_its_picture(folder):
     """The picture is data in the folder (docs/trace-schema.md): its kernels own every op of the kernel file, once;
     the picker picks blocks of its kernels; every buffer lives in declared kernels and every SRAM row names
     declared buffers; every op's moves land in declared buffers."""
-    from flashviz import kernels
-    from flashviz.picture import Buffer, Kernel, Op, Picker
+    from flashviz.algos.picture import Buffer, Kernel, Op, Picker
+    from flashviz.model import kernels
 
     record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
     pic = record.picture
@@ -325,6 +325,6 @@ def test_no_lookup_by_name_outside_the_registry_and_the_front_doors():
     GPU runner), in the trace layer's `make_trace(cfg)` and in the reports over every algorithm; everything below is
     handed the Algorithm. The reader sees lookups where there are some (the CLI resolves `--algo`)."""
     where = {name: lookups(name) for name in MODULES if name != REGISTRY_MODULE}
-    assert where["flashviz.cli"] and where["flashviz.tracer"]
+    assert where["flashviz.cli.main"] and where["flashviz.tracing.build"]
     wrong = [line for name, found in where.items() if not below(name, MAY_IMPORT_THE_REGISTRY) for line in found]
     assert wrong == []

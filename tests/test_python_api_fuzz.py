@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flashviz
-from flashviz.config import ConfigError
+from flashviz.model.config import ConfigError
 
 EXAMPLES = int(os.environ.get("FLASHVIZ_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(
@@ -32,7 +32,7 @@ ONE_LINE = 300  # characters an error line may take
 
 def widget_module():
     pytest.importorskip("anywidget", reason="pip install -e '.[test]' (the notebook extra)")
-    from flashviz import widget
+    from flashviz.share import widget
 
     return widget
 
@@ -326,7 +326,7 @@ def judge_config(w, value) -> list[str]:
     """Setting `w.config = value` from Python: accepted whole and valid, or refused leaving the launch on screen."""
     import traitlets
 
-    from flashviz.widget import CONFIG_KEYS, config_of
+    from flashviz.share.widget import CONFIG_KEYS, config_of
 
     before = dict(w.config)
     try:
@@ -364,7 +364,7 @@ def attention_stubbed():
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported, as test_attention does
     pytest.importorskip("triton")
-    from flashviz import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     saved = ta._Attention.apply
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from flashviz.algos.fa3 import schedule
-from flashviz.config import Config
+from flashviz.model.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -20,16 +20,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import ring_layout
-from flashviz.merge import merge, merge_all
-from flashviz.reference import attention as reference_attention
-from flashviz.ring_layout import CAUSAL, FULL, SKIP, block_flops, blocks, calls, chunk_count, chunks, rank_flops
-from flashviz.ring_model import model
-from flashviz.ring_sim import simulate
+from flashviz.engine.ring_sim import simulate
+from flashviz.model import ring_layout
+from flashviz.model.merge import merge, merge_all
+from flashviz.model.reference import attention as reference_attention
+from flashviz.model.ring_layout import CAUSAL, FULL, SKIP, block_flops, blocks, calls, chunk_count, chunks, rank_flops
+from flashviz.reports.ring_model import model
 
 torch = pytest.importorskip("torch")
 
-from flashviz.ring import ring_shard, ring_unshard  # noqa: E402
+from flashviz.ops.ring import ring_shard, ring_unshard  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ def test_simulated_bytes_are_the_closed_form(rng, world):
 def test_closed_form_compute_is_the_plan(layout, causal, world):
     """ring_model's FLOPs per step (the busiest rank's) and per rank, in closed form, against the layout plan's
     blocks counted one by one."""
-    from flashviz import ring_model
+    from flashviz.reports import ring_model
 
     c, d = 4, 16
     plan = [
@@ -391,7 +391,7 @@ def _whole(results: list[dict], name: str, layout: str, ranks=None) -> dict:
 def _judge(ours: dict, inputs: dict, causal: bool, partials: int):
     """attention_reference.judge, with the rounding of the `partials` bf16 gradients the ring sums into each dK, dV
     on top (at P = 2 a causal zigzag run measured dV at 2.05x plain attention's error, over the bare 2x)."""
-    from flashviz.attention_reference import judge
+    from flashviz.ops.reference import judge
 
     q, k, v, do = (inputs[x] for x in ("q", "k", "v", "do"))
     return judge(ours, q, k, v, causal, D**-0.5, do, dl=inputs.get("dl"), partials=partials)
@@ -430,7 +430,7 @@ def test_two_rings_in_one_job_use_their_groups(ring_runs):
 
 @pytest.mark.parametrize(("world", "case"), RUNS)
 def test_bytes_sent_are_the_closed_form(ring_runs, world, case):
-    """Bytes counted by wrapping batch_isend_irecv, each batch and in all, against flashviz.ring_model."""
+    """Bytes counted by wrapping batch_isend_irecv, each batch and in all, against flashviz.reports.ring_model."""
     plan, results = ring_runs(world)
     spec = _case(plan, case)
     q = plan["inputs"][spec["inputs"]]["q"]

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 
 from flashviz import server
 from flashviz.algos import resolve
-from flashviz.config import API_LIMITS, Config
+from flashviz.model.config import API_LIMITS, Config
 from flashviz.server import gate as gate_module
-from flashviz.trace_codec import to_plain
-from flashviz.tracer import make_trace
+from flashviz.tracing.build import make_trace
+from flashviz.tracing.codec import to_plain
 from serving import answer, get, in_thread, send, wait_for
 
 

@@ -7,9 +7,9 @@ from fastapi.testclient import TestClient
 
 from flashviz import server
 from flashviz.algos import REGISTRY
-from flashviz.compare import compare
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.reports.compare import compare
+from flashviz.tracing.build import make_trace
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +167,8 @@ def engine_refuses(monkeypatch):
 
     for algo in REGISTRY.values():
         monkeypatch.setattr(algo.engine, "execute", refuse)
-    monkeypatch.setattr("flashviz.tracer.make_trace", refuse)
-    monkeypatch.setattr("flashviz.compare_api.phase_curve", refuse)
+    monkeypatch.setattr("flashviz.tracing.build.make_trace", refuse)
+    monkeypatch.setattr("flashviz.reports.compare_api.phase_curve", refuse)
 
 
 @pytest.mark.parametrize(

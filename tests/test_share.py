@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import flashviz
-from flashviz.config import ConfigError
-from flashviz.trace import SCHEMA
-from flashviz.trace_codec import to_plain
+from flashviz.model.config import ConfigError
+from flashviz.tracing.codec import to_plain
+from flashviz.tracing.trace import SCHEMA
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -258,7 +258,7 @@ def test_flashviz_trace_is_callable_before_and_after_its_module_is_imported():
         "import flashviz\n"
         "a = flashviz.trace(n=8)\n"
         "import flashviz.trace as m\n"
-        "from flashviz.trace import Trace\n"
+        "from flashviz.tracing.trace import Trace\n"
         "b = flashviz.trace(n=12, d=8)\n"
         "from flashviz import trace\n"
         "c = trace(n=9)\n"

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import kernels, reference
 from flashviz.algos import get
 from flashviz.algos.standard import engine as standard
 from flashviz.algos.standard import traffic as model
-from flashviz.cli import main
-from flashviz.config import Config, ConfigError
-from flashviz.tracer import make_trace
+from flashviz.cli.main import main
+from flashviz.model import kernels, reference
+from flashviz.model.config import Config, ConfigError
+from flashviz.tracing.build import make_trace
 from helpers import every_block, qkv, region_lines
 
 KERNEL = kernels.path(get("standard").kernel)

@@ -9,7 +9,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from flashviz.trace_codec import _groups, decode_doc, is_compact, step_arrays
+from flashviz.tracing.codec import _groups, decode_doc, is_compact, step_arrays
 from serving import get, serving
 
 QUERY = {"algo": "fa2", "n": "24", "d": "8", "br": "8", "bc": "8", "seed": "11", "block": "1"}

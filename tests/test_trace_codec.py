@@ -1,4 +1,4 @@
-"""Issue 17, item 20: compact arrays in traces (flashviz.trace_codec, docs/trace-schema.md "Compact arrays"). A compact
+"""Issue 17, item 20: compact arrays in traces (flashviz.tracing.codec, docs/trace-schema.md "Compact arrays"). A compact
 trace decodes value for value to the `--plain` one (fresh random inputs, through the CLI); bfloat16 only where it is
 lossless; tiles read whole from an input are references to its rows; a broken compact array in a trace file is one
 line naming it; a trace of the previous schema is refused in one line; /api/trace is gzipped when asked."""
@@ -16,11 +16,12 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from flashviz import server, trace_codec
-from flashviz.config import Config, ConfigError
-from flashviz.trace import SCHEMA
-from flashviz.trace_codec import check_arrays, decode_doc, encode_array, to_plain
-from flashviz.tracer import make_trace
+from flashviz import server
+from flashviz.model.config import Config, ConfigError
+from flashviz.tracing import codec as trace_codec
+from flashviz.tracing.build import make_trace
+from flashviz.tracing.codec import check_arrays, decode_doc, encode_array, to_plain
+from flashviz.tracing.trace import SCHEMA
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flashviz import tiling
 from flashviz.algos import ALGOS, REGISTRY
-from flashviz.config import Config
-from flashviz.trace import SCHEMA, SchemaError, check_schema
-from flashviz.tracer import make_trace
+from flashviz.model import tiling
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
+from flashviz.tracing.trace import SCHEMA, SchemaError, check_schema
 from helpers import every_block, runnable
 
 SIZES = st.tuples(st.integers(1, 26), st.integers(1, 5), st.integers(1, 9), st.integers(1, 9))
@@ -141,9 +141,9 @@ def test_the_tile_held_is_the_last_tile_its_unit_loaded(algo, size, causal):
 @given(n=st.integers(1, 60), br=st.integers(1, 12), bc=st.integers(1, 12), causal=st.booleans())
 def test_the_tiling_is_the_masks_own(n, br, bc, causal):
     """Each (i, j) pair: skipped when no row of block i reaches column j·Bc, masked when some key of the tile is
-    after some row of the block, full otherwise; judged element by element, not with flashviz.tiling."""
+    after some row of the block, full otherwise; judged element by element, not with flashviz.model.tiling."""
     cfg = Config(n=n, br=br, bc=bc, causal=causal, record=())
-    from flashviz.assemble import tiling_of
+    from flashviz.tracing.assemble import tiling_of
 
     t = tiling_of(cfg)
     assert len(t["pairs"]) == cfg.tr and all(len(row) == cfg.tc for row in t["pairs"])

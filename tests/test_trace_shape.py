@@ -1,4 +1,4 @@
-"""What the views read in a trace (src/flashviz/data/trace_shape.json), checked by `flashviz.tracefile.check_trace`
+"""What the views read in a trace (src/flashviz/data/trace_shape.json), checked by `flashviz.share.trace_files.check_trace`
 before any view draws it (issue 17, the page fuzzer's finding): every algorithm's real trace passes, plain or compact,
 causal or not; each part a view cannot read is refused in one line naming it, with the words the page's own check
 says (the cases are shared with web/test/traceCheck.test.ts)."""
@@ -15,9 +15,9 @@ import pytest
 
 from flashviz.algos import ALGOS, REGISTRY
 from flashviz.api import trace
-from flashviz.config import ConfigError
-from flashviz.trace_shape import ATOMS, spec
-from flashviz.tracefile import check_trace
+from flashviz.model.config import ConfigError
+from flashviz.share.trace_files import check_trace
+from flashviz.tracing.shape import ATOMS, spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "web" / "test" / "fixtures"
 # written by hand, shared with web/test/traceCheck.test.ts (not a generated fixture: web/test/fixtures is only those)
@@ -93,9 +93,9 @@ def test_the_spec_uses_only_known_atoms_and_definitions():
 @pytest.mark.parametrize("n", [1, 37, 4096])
 def test_every_comparison_the_page_is_given_passes_its_shape(n, causal):
     """The page checks a comparison it holds against the spec's `compare` (web/src/source.ts): what
-    flashviz.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or not."""
-    from flashviz.compare_api import compare_document
-    from flashviz.trace_shape import compare_problem
+    flashviz.reports.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or not."""
+    from flashviz.reports.compare_api import compare_document
+    from flashviz.tracing.shape import compare_problem
 
     for curves in (False, True):
         doc = orjson.loads(

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from flashviz.algos.fa2 import engine as fa2
 from flashviz.algos.fa2 import traffic
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 
 
 @given(n=st.integers(1, 96), d=st.integers(1, 8), br=st.integers(1, 40), bc=st.integers(1, 40))

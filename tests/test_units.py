@@ -9,7 +9,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from flashviz.units import human_bytes, kib
+from flashviz.model.units import human_bytes, kib
 
 
 @pytest.mark.parametrize(

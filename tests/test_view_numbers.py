@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashviz.units import human_bytes
+from flashviz.model.units import human_bytes
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -48,10 +48,10 @@ def test_export_size_line_measures_each_part(tmp_path):
 
 
 def test_sizes_add_up_to_the_file():
-    """flashviz.page.sizes: the viewer, the index, each trace and comparison, the ladder; their sum is the file."""
+    """flashviz.share.page.sizes: the viewer, the index, each trace and comparison, the ladder; their sum is the file."""
     from flashviz.api import trace
-    from flashviz.cli_share import documents
-    from flashviz.page import NoBundle, sizes, standalone
+    from flashviz.cli.share import documents
+    from flashviz.share.page import NoBundle, sizes, standalone
 
     made = trace("fa2", 8, 4, 4, 4, seed=3)
     docs = documents([(made.config, made.to_json())], compare=True)
@@ -121,8 +121,8 @@ def test_tensor_core_words_are_the_ladders_numbers():
 def test_one_bf16_peak_with_its_run_named():
     """Item 12: the ladder said bf16 783.4 TFLOP/s (its run), the FLOP ratio of compare and the page 746.6 (the
     parallelism run). Every place now quotes the ladder run's one peak and names that run."""
-    from flashviz.compare import compare
-    from flashviz.ring_model import recorded_tflops
+    from flashviz.reports.compare import compare
+    from flashviz.reports.ring_model import recorded_tflops
 
     run = shipped_ladder()
     peak = f"{run['peaks']['bf16_matmul']['tflops']:.1f} TFLOP/s"
@@ -180,8 +180,8 @@ def test_backward_with_a_true_gradient_of_zero(rng):
 
 def test_gradient_magnitudes_still_catch_a_wrong_gradient(rng):
     """The scale of the terms is no blanket: a gradient off by 1e-3 of its own size fails the 1e-4 tolerance."""
-    from flashviz import reference
     from flashviz.algos import get
+    from flashviz.model import reference
 
     n, d, scale = 40, 16, 0.3
     q, k, v, do = (rng.standard_normal((n, d)) for _ in range(4))

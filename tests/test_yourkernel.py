@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import flashviz
-from flashviz.config import ConfigError
+from flashviz.model.config import ConfigError
 
 pytest.importorskip("triton")
 pytest.importorskip("torch")
@@ -372,19 +372,19 @@ def test_flashviz_serve_never_reaches_a_users_kernel():
     server takes only __version__ from the package itself, whose functions import the API when they are called.)"""
     from test_layering import GRAPH
 
-    seen, todo = set(), [m for m in GRAPH if m == "flashviz.serve" or m.startswith("flashviz.server")]
+    seen, todo = set(), [m for m in GRAPH if m == "flashviz.server.serve" or m.startswith("flashviz.server")]
     while todo:
         name = todo.pop()
         if name not in seen:
             seen.add(name)
             todo.extend(() if name == "flashviz" else GRAPH.get(name, ()))
-    assert "flashviz.serve" in seen and "flashviz.server.gate" in seen
+    assert "flashviz.server.serve" in seen and "flashviz.server.gate" in seen
     assert not [m for m in seen if m.startswith("flashviz.yourkernel")]
     importers = {m for m, targets in GRAPH.items() if any(t.startswith("flashviz.yourkernel") for t in targets)}
     # tracefile makes a kernel trace document into the viewer's Trace (yourkernel.viewer: data, no code of the user's);
     # the notebook widget runs the kernel again on an edit, in the notebook's process, which runs the user's code
     outside = {m for m in importers if not m.startswith("flashviz.yourkernel")}
-    assert outside == {"flashviz.api", "flashviz.cli", "flashviz.tracefile", "flashviz.widget"}
+    assert outside == {"flashviz.api", "flashviz.cli.main", "flashviz.share.trace_files", "flashviz.share.widget"}
 
 
 def test_the_examples(rng):

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import flashviz
-from flashviz.config import ConfigError
-from flashviz.trace_codec import decode_doc
-from flashviz.tracefile import check_trace, read_trace_file
+from flashviz.model.config import ConfigError
+from flashviz.share.trace_files import check_trace, read_trace_file
+from flashviz.tracing.codec import decode_doc
 
 pytest.importorskip("triton")
 pytest.importorskip("torch")

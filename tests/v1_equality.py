@@ -48,8 +48,8 @@ def launches():
 
 
 def make(kw: dict[str, Any]) -> dict[str, Any]:
-    from flashviz.config import Config
-    from flashviz.tracer import make_trace
+    from flashviz.model.config import Config
+    from flashviz.tracing.build import make_trace
 
     return json.loads(make_trace(Config(**kw)).to_json())
 

@@ -12,11 +12,11 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, window=(-1, -
     window (left, right) and soft-capping; backend "auto" (FlashAttention-3 in Gluon on Hopper where faster and
     able, else FlashAttention-2 in Triton), "fa3" or "fa2".
 
-    Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.triton_attention.attention for the
+    Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.ops.fa2.attention for the
     arguments. Imported on first call, so that `import flashviz` needs neither.
     """
     try:
-        from .triton_attention import attention as _attention
+        from flashviz.ops.fa2 import attention as _attention
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
     return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, window=window, softcap=softcap,
@@ -27,9 +27,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      return_lse=False, window=(-1, -1), softcap=0.0, backend="auto"):  # fmt: skip
     """`attention` over packed sequences: q (total_q, Hq, D), k and v (total_k, Hkv, D), int32 cumulative lengths
     cu_seqlens_q, cu_seqlens_k (B + 1,); no attention across a sequence's boundary. See
-    flashviz.triton_attention.attention_varlen. Needs torch and Triton (pip install 'flashviz[triton]')."""
+    flashviz.ops.fa2.attention_varlen. Needs torch and Triton (pip install 'flashviz[triton]')."""
     try:
-        from .triton_attention import attention_varlen as _attention_varlen
+        from flashviz.ops.fa2 import attention_varlen as _attention_varlen
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
     return _attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
@@ -40,22 +40,22 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 def ring_attention(q, k, v, group=None, causal=False, scale=None, layout="zigzag", return_lse=False):
     """Attention over a sequence split across the ranks of a torch.distributed group, K/V shards passed around the
     ring: each rank passes its shard (B, H, N/P, D) as `ring_shard` cuts it and gets its shard of O (and L). See
-    flashviz.ring.ring_attention for the arguments. Needs torch and Triton (pip install 'flashviz[triton]')."""
-    from .ring import ring_attention as _ring_attention
+    flashviz.ops.ring.ring_attention for the arguments. Needs torch and Triton (pip install 'flashviz[triton]')."""
+    from flashviz.ops.ring import ring_attention as _ring_attention
 
     return _ring_attention(q, k, v, group=group, causal=causal, scale=scale, layout=layout, return_lse=return_lse)
 
 
 def ring_shard(x, rank, world, layout="zigzag", dim=2):
-    """Rank `rank`'s shard of the whole tensor `x` (sequence along `dim`) for ring_attention: see flashviz.ring."""
-    from .ring import ring_shard as _ring_shard
+    """Rank `rank`'s shard of the whole tensor `x` (sequence along `dim`) for ring_attention: see flashviz.ops.ring."""
+    from flashviz.ops.ring import ring_shard as _ring_shard
 
     return _ring_shard(x, rank, world, layout=layout, dim=dim)
 
 
 def ring_unshard(shards, layout="zigzag", dim=2):
-    """The whole tensor from every rank's shard, in rank order (the inverse of ring_shard): see flashviz.ring."""
-    from .ring import ring_unshard as _ring_unshard
+    """The whole tensor from every rank's shard, in rank order (the inverse of ring_shard): see flashviz.ops.ring."""
+    from flashviz.ops.ring import ring_unshard as _ring_unshard
 
     return _ring_unshard(shards, layout=layout, dim=dim)
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from flashviz.model.config import ConfigError, shown
+from flashviz.share.launch_args import _integer, height_of, launch
+
 from .algos import DEFAULT, resolve
-from .config import ConfigError, shown
-from .launch_args import _integer, height_of, launch
 
 if TYPE_CHECKING:
-    from .trace import Trace
-    from .widget import Viewer
+    from flashviz.share.widget import Viewer
+    from flashviz.tracing.trace import Trace
+
     from .yourkernel.report import KernelTrace
 
 
@@ -69,8 +71,8 @@ def trace(
         return trace_kernel(kernel, n=n, d=d, causal=causal, seed=seed, scale=scale, inputs=inputs, **options)
     if options:
         raise TypeError(f"flashviz.trace got {', '.join(options)}: options of kernel= only")
-    from .inputs import NAMES, from_arrays
-    from .tracer import trace_of
+    from flashviz.model.inputs import NAMES, from_arrays
+    from flashviz.tracing.build import trace_of
 
     arrays = None
     if inputs is not None:
@@ -94,7 +96,7 @@ def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Vi
     by tile (docs/yourkernel.md); a KernelTrace is shown as it is. Editing the launch in the widget recomputes it
     here, in Python, through the widget's model: no server (your kernel runs again). `height`: the widget's height
     in CSS pixels (the page scrolls inside). Needs anywidget: pip install 'flashviz[notebook]'."""
-    from .widget import Viewer
+    from flashviz.share.widget import Viewer
 
     height = height_of(height)  # before any launch is computed
     if trace_or_kwargs is None or isinstance(trace_or_kwargs, dict):
@@ -105,12 +107,13 @@ def show(trace_or_kwargs: Any = None, /, height: int = 760, **kwargs: Any) -> Vi
         if arguments.get("kernel") is not None:  # a user's kernel: an edit in the widget runs it again, here
             return Viewer.of_kernel(made, arguments, height=height)
     elif isinstance(trace_or_kwargs, (str, Path)):
-        from .tracefile import read_trace_file
+        from flashviz.share.trace_files import read_trace_file
 
         doc, data = read_trace_file(trace_or_kwargs, flag="trace file")
         return Viewer.of_document(doc, data, height=height)
     else:
-        from .trace import Trace
+        from flashviz.tracing.trace import Trace
+
         from .yourkernel.report import KernelTrace
 
         if isinstance(trace_or_kwargs, KernelTrace):

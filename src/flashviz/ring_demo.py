@@ -2,8 +2,8 @@
 which starts the P processes itself): flashviz.ring_attention checked on P processes.
 
 Every rank draws the same random Q, K, V, dO (from --seed), takes its shard (ring_shard), runs ring_attention
-forward and backward, and counts the bytes it sends (flashviz.ring_counter). Rank 0 gathers the shards and prints
-a table per rank (times, bytes sent against the closed form of flashviz.ring_model, FLOPs) and the error of the
+forward and backward, and counts the bytes it sends (flashviz.ops.ring_counter). Rank 0 gathers the shards and prints
+a table per rank (times, bytes sent against the closed form of flashviz.reports.ring_model, FLOPs) and the error of the
 ring against one-device flashviz.attention and against float64. NCCL on GPUs (one per rank), gloo and Triton's
 interpreter on CPUs. Exit code 0 when the ring is within attention_reference's tolerance of float64 and its bytes
 are the closed form's, 1 when not, 2 on a bad flag (one line; under torchrun, torchrun adds its own report of the
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import click
 
-from .cli_options import Bounded, OneOf
-from .config import ConfigError
-from .ring_layout import LAYOUTS, chunk_count, chunks
+from flashviz.cli.options import Bounded, OneOf
+from flashviz.model.config import ConfigError
+from flashviz.model.ring_layout import LAYOUTS, chunk_count, chunks
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 HEAD_DIMS = ("32", "64", "96", "128", "256")
@@ -92,10 +92,10 @@ def run(n, d, heads, batch, causal, layout, dtype_name, seed, *, rank=None, worl
     import torch.distributed as dist
 
     rank, world, device, backend = _setup(rank, world, rendezvous)
-    from .attention_reference import judge, plain_attention
-    from .ring import ring_attention, ring_shard, ring_unshard
-    from .ring_counter import counting_sends
-    from .ring_model import model
+    from flashviz.ops.reference import judge, plain_attention
+    from flashviz.ops.ring import ring_attention, ring_shard, ring_unshard
+    from flashviz.ops.ring_counter import counting_sends
+    from flashviz.reports.ring_model import model
 
     n = check_length(n, world, layout)  # the same verdict on every rank
     dtype = getattr(torch, DTYPES[dtype_name])
@@ -143,8 +143,8 @@ def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_a
     from rich.console import Console
     from rich.table import Table
 
-    from .triton_attention import attention
-    from .units import human_bytes
+    from flashviz.model.units import human_bytes
+    from flashviz.ops.fa2 import attention
 
     c = doc["config"]
     P = c["world"]
@@ -164,7 +164,7 @@ def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_a
     ranks = Table(
         title=f"flashviz.ring_attention on {P} process{'es' if P > 1 else ''} ({backend}, {device.type}): "
         f"B={c['batch']} H={c['heads']} N={c['n']:,} D={c['d']}, {c['layout']}{', causal' if causal else ''}",
-        caption="Bytes sent: counted by wrapping torch.distributed.batch_isend_irecv; model: flashviz.ring_model "
+        caption="Bytes sent: counted by wrapping torch.distributed.batch_isend_irecv; model: flashviz.reports.ring_model "
         "(K, V in the input dtype, dK, dV in fp32)."
         + (" Times on the CPU are Triton's interpreter, not a kernel's speed." if device.type == "cpu" else ""),
     )
@@ -262,7 +262,7 @@ def _say(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import one_line
+    from flashviz.cli.main import one_line
 
     try:
         code = demo.main(args=argv, prog_name="flashviz.ring_demo", standalone_mode=False)

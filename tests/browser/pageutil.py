@@ -97,7 +97,7 @@ def expect_counter(page, tensor: str, read: int, written: int) -> None:
 
 def api(page, base: str, path: str) -> dict:
     """An API answer; a trace with its compact arrays as the nested lists `flashviz trace --plain` writes."""
-    from flashviz.trace_codec import to_plain
+    from flashviz.tracing.codec import to_plain
 
     r = page.request.get(f"{base}{path}")
     assert r.ok, r.text()

@@ -8,8 +8,8 @@ import pytest
 from pageutil import DEFAULT, assert_clean, counter_el, expect, expect_step, open_viewer
 
 from flashviz.algos import get
-from flashviz.config import Config
-from flashviz.tracer import make_trace
+from flashviz.model.config import Config
+from flashviz.tracing.build import make_trace
 
 pytestmark = pytest.mark.browser
 

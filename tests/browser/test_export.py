@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from pageutil import WAIT_MS, counter_el, expect, expect_step, same_float32, tooltip_at
 
-from flashviz.ladder import load as load_ladder
+from flashviz.hardware.ladder import load as load_ladder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -30,7 +30,7 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def cli_trace(*flags: str) -> dict:
-    from flashviz.trace_codec import to_plain
+    from flashviz.tracing.codec import to_plain
 
     return to_plain(json.loads(cli("trace", *flags).stdout))
 
@@ -159,7 +159,7 @@ def test_flashviz_view_opens_a_trace_file(browser, tmp_path):
     flags = ("--n", "12", "--d", "8", "--br", "4", "--bc", "4", "--seed", "5")
     path = tmp_path / "t.json"
     cli("trace", *flags, "-o", str(path))
-    from flashviz.trace_codec import to_plain
+    from flashviz.tracing.codec import to_plain
 
     trace = to_plain(json.loads(path.read_text()))
     proc = subprocess.Popen(

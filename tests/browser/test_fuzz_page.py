@@ -22,10 +22,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def page_of(data: bytes) -> str:
     """The exported page holding `data`: through the CLI's check when it passes, spliced in raw when it does not."""
-    from flashviz.cli_share import documents
-    from flashviz.config import ConfigError
-    from flashviz.page import element, standalone
-    from flashviz.tracefile import check_trace_bytes
+    from flashviz.cli.share import documents
+    from flashviz.model.config import ConfigError
+    from flashviz.share.page import element, standalone
+    from flashviz.share.trace_files import check_trace_bytes
 
     try:
         doc = check_trace_bytes(data, "'t.json'", "--trace")

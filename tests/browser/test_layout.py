@@ -12,7 +12,7 @@ import pytest
 from pageutil import WAIT_MS
 
 from flashviz.algos import REGISTRY
-from flashviz.config import Config, ConfigError
+from flashviz.model.config import Config, ConfigError
 
 expect = pytest.importorskip("playwright.sync_api").expect
 

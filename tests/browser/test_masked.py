@@ -35,7 +35,7 @@ def masked_trace(tmp_path, request) -> dict:
     cmd += ["--br", str(B), "--bc", str(B), "-o", str(out)] + (["--plain"] if request.param == "plain" else [])
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    from flashviz.trace_codec import to_plain
+    from flashviz.tracing.codec import to_plain
 
     return {"text": out.read_text(), "doc": to_plain(json.loads(out.read_text())), "plain": request.param == "plain"}
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pageutil import DEFAULT, WAIT_MS, api, counter_el, expect, expect_step, open_viewer, viewing
 
-from flashviz.trace_codec import decode_doc
+from flashviz.tracing.codec import decode_doc
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

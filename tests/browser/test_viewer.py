@@ -154,8 +154,8 @@ def test_comparison_counters_agree_with_the_counters_above(page, server_url, log
 
 def test_units_are_the_clis(page, server_url, log):
     """Item 5: at N=1024, D=64, Br=Bc=64 the comparison shows the strings `flashviz compare` prints: its bytes
-    (from --json) formatted by flashviz.units (decimal kB/MB for bytes moved, KiB for shared memory)."""
-    from flashviz.units import human_bytes, kib
+    (from --json) formatted by flashviz.model.units (decimal kB/MB for bytes moved, KiB for shared memory)."""
+    from flashviz.model.units import human_bytes, kib
 
     compare = [sys.executable, "-m", "flashviz", "compare", "--n", "1024", "--d", "64", "--br", "64", "--bc", "64"]
     run = subprocess.run([*compare, "--json"], capture_output=True, text=True)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from pageutil import WAIT_MS, assert_no_junk, counter_el, expect, expect_step, viewing
 
-from flashviz.tracefile import read_trace_file
+from flashviz.share.trace_files import read_trace_file
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest.importorskip("triton")

@@ -23,7 +23,7 @@ export function isCompact(x: unknown): x is CompactArray {
   return !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x);
 }
 
-/** The holders of arrays in a trace, with their paths, in document order (as flashviz.trace_codec walks them). */
+/** The holders of arrays in a trace, with their paths, in document order (as flashviz.tracing.codec walks them). */
 function* groups(t: Trace): Generator<[string, Record<string, unknown>]> {
   const doc = t as unknown as Record<string, unknown>;
   for (const name of ["inputs", "outputs"]) {
@@ -148,7 +148,7 @@ export function nested(flat: ArrayLike<number>, shape: number[]): Vec | Mat {
 
 /** The first compact array that is wrong on its own (dtype, shape, bytes; references are not followed), in the
  *  words of `prepareArrays`, or null: what a file's trace is asked before its structure (traceCheck.ts) is, so that
- *  a missing holder is named as such rather than as a reference into it (as flashviz.tracefile orders them). */
+ *  a missing holder is named as such rather than as a reference into it (as flashviz.share.trace_files orders them). */
 export function ownArrayProblem(t: Trace): string | null {
   for (const [path, group] of groups(t)) {
     for (const [key, v] of Object.entries(group)) {

@@ -74,7 +74,7 @@ function group(digits: string): string {
   return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-// Bytes, one convention for every view and the same strings as the CLI (src/flashviz/units.py, whose two functions
+// Bytes, one convention for every view and the same strings as the CLI (src/flashviz/model/units.py, whose two functions
 // these mirror): bytes moved across HBM in decimal units (1 kB = 1000 B, as ncu and bandwidths quote them), shared
 // memory in binary units (1 KiB = 1024 B, as CUDA sizes it). Both round half up on the exact integer.
 

@@ -1,5 +1,5 @@
 // What is wrong with a trace's structure, in one line, before any view reads it: the page's copy of the check
-// `flashviz.trace_file_schema` runs on a trace file (docs/trace-schema.md). A file written by hand, cut or edited, or
+// `flashviz.tracing.file_schema` runs on a trace file (docs/trace-schema.md). A file written by hand, cut or edited, or
 // an exported page whose trace was changed, must be told apart from a server that cannot be reached: "tensors must
 // be an object (got null)", not "Cannot read properties of null (reading 'Qi')". Only the shape of what the views
 // read is checked here; values inside are drawn as text nodes whatever they are.

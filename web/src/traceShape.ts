@@ -1,6 +1,6 @@
 // What the page's views read in a trace, checked before any view draws it: the spec flashviz ships
 // (src/flashviz/data/trace_shape.json, its `_doc` says how to read it), walked here with the same words as Python's
-// flashviz.trace_shape. traceCheck.ts checks the config and the top-level structure first; this walks the parts it
+// flashviz.tracing.shape. traceCheck.ts checks the config and the top-level structure first; this walks the parts it
 // leaves open (a step's code and lines, a block's rows, a phase's writes, the footprint, the flops and hardware
 // sections, ...): a trace a view cannot read is said in one line naming the field, not drawn into a page that throws.
 import SPEC from "../../src/flashviz/data/trace_shape.json";
@@ -56,7 +56,7 @@ function atomOk(v: unknown, atom: string): boolean {
   throw new Error(`trace_shape.json: no atom ${atom}`);
 }
 
-/** What a shape accepts, in words (as flashviz.trace_shape.words says it). */
+/** What a shape accepts, in words (as flashviz.tracing.shape.words says it). */
 export function words(shape: Shape): string {
   if (typeof shape === "string") {
     const atom = shape.replace(/\?$/, "");
@@ -140,7 +140,7 @@ type Doc = {
 };
 
 /** The first reference between parts that points nowhere (a view would index by it), in one line, or null (as
- *  flashviz.trace_shape.reference_problem says it). Runs on a trace `shapeProblem` passed. */
+ *  flashviz.tracing.shape.reference_problem says it). Runs on a trace `shapeProblem` passed. */
 export function referenceProblem(t: unknown): string | null {
   const d = t as Doc;
   const phases = d.phases.length;

@@ -1,4 +1,4 @@
-// codec.ts against flashviz.trace_codec: the compact fixture (what `flashviz trace` writes) decodes, array by array,
+// codec.ts against flashviz.tracing.codec: the compact fixture (what `flashviz trace` writes) decodes, array by array,
 // to the values of the --plain one of the same launch (as float32: the plain file writes each value's shortest
 // decimal); arrays stay undecoded until read; the colour scale comes from the bytes; a broken array is one line.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// The generated fixtures (web/test/fixtures/generate.py writes them from `flashviz trace` and flashviz.compare_api),
+// The generated fixtures (web/test/fixtures/generate.py writes them from `flashviz trace` and flashviz.reports.compare_api),
 // typed as the viewer reads them.
 import type { CompareDoc } from "../src/api";
 import type { Limits, Trace } from "../src/types";

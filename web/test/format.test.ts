@@ -55,7 +55,7 @@ describe("units (item 5): bytes moved in decimal units, shared memory in KiB", (
     expect(kib(82432)).toBe("80.5 KiB");
   });
 
-  it("prints the very strings src/flashviz/units.py prints, on fresh random sizes", () => {
+  it("prints the very strings src/flashviz/model/units.py prints, on fresh random sizes", () => {
     // sizes from 1 B to 2^62 B, each magnitude equally likely, plus the rounding edges of every unit (sent to Python
     // as the exact integers the doubles hold)
     const sizes: number[] = [];
@@ -63,7 +63,7 @@ describe("units (item 5): bytes moved in decimal units, shared memory in KiB", (
     for (let e = 3; e <= 15; e += 3) for (const d of [-50, -1, 0, 1, 49, 50, 51]) sizes.push(Math.round(10 ** e + d * 10 ** (e - 4)));
     for (const d of [-1, 0, 1, 51, 52, 256, 512]) sizes.push(1024 + d, 10 * 1024 + d);
     const script =
-      "import json, sys\nfrom flashviz.units import human_bytes, kib\nprint(json.dumps([[human_bytes(b), kib(b)] for b in map(int, json.load(sys.stdin))]))";
+      "import json, sys\nfrom flashviz.model.units import human_bytes, kib\nprint(json.dumps([[human_bytes(b), kib(b)] for b in map(int, json.load(sys.stdin))]))";
     const src = decodeURIComponent(new URL("../../src", import.meta.url).pathname);
     const env = { ...process.env, PYTHONPATH: [src, process.env.PYTHONPATH].filter(Boolean).join(":") };
     const out = execFileSync(process.env.PYTHON ?? "python3", ["-c", script], {

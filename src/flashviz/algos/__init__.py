@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config import DEFAULT, ConfigError, shown
+from flashviz.model.config import DEFAULT, ConfigError, shown
+
 from .base import Algorithm, Idea
 from .fa1 import ALGORITHM as FA1
 from .fa2 import ALGORITHM as FA2
@@ -19,7 +20,7 @@ from .fa3 import ALGORITHM as FA3
 from .standard import ALGORITHM as STANDARD
 
 if TYPE_CHECKING:
-    from ..gpu.specs import KernelSpec, TritonSpec
+    from flashviz.algos.launch import KernelSpec, TritonSpec
 
 # In the order the page, the API and `flashviz compare` list them.
 ORDER: tuple[Algorithm, ...] = (STANDARD, FA1, FA2, FA2_BACKWARD, FA2_TRITON, FA3, FA2_SPLITKV)

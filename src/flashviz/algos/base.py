@@ -7,12 +7,12 @@ the parts, each a module of the folder imported directly and checked by mypy aga
 - `flops`    `FlopCount`: closed form `count` and its words `FORMULAS`
 - `expect`   `Expect`: its float64 expectation `expected(cfg, inputs)`, `TOLERANCE`, `LOG_DOMAIN`, `ENGINE_TOLERANCE`
 - `picture`  `Picture`: `KERNELS`, `PICKER`, `BUFFERS`, `SRAM_ROWS`, `OPS` and `picture(cfg) -> Texts` (its words)
-- `gpu`      its launches on a GPU (`flashviz.gpu.specs.KernelSpec` for NVRTC, `TritonSpec` for Triton), or None
+- `gpu`      its launches on a GPU (`flashviz.algos.launch.KernelSpec` for NVRTC, `TritonSpec` for Triton), or None
 - `warps`    `Warps`: how its threads share a step's work (`WORK`), or None
 - `launch_check`: more rules on a launch (the tiles a kernel can run), or None
 
 A folder whose part lacks a name or has one of another type fails `mypy src` where its `ALGORITHM` is built. The
-kernel file's steps (`// step: NAME` ... `// end step`) are cut by `flashviz.kernels` from `kernel` (a KernelFile).
+kernel file's steps (`// step: NAME` ... `// end step`) are cut by `flashviz.model.kernels` from `kernel` (a KernelFile).
 The launch rules that depend on the algorithm (its blocks, its N limit, its kernel's tiles, the API's bounds) are
 methods here: `Config` is plain data that names the algorithm and imports none.
 """
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..config import (
+from flashviz.model.config import (
     API_LIMITS,
     API_MAX_TILES,
     API_MAX_VALUES,
@@ -34,18 +34,19 @@ from ..config import (
     ConfigError,
     shown,
 )
-from ..kernels import KernelFile, path
-from ..units import FLOAT_BYTES
+from flashviz.model.kernels import KernelFile, path
+from flashviz.model.units import FLOAT_BYTES
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
     import numpy as np
 
+    from flashviz.algos.launch import KernelSpec, TritonSpec
+    from flashviz.algos.picture import Buffer, Kernel, Op, Picker, Rule, Texts
+
     from ..engine.recorder import Recorder
-    from ..gpu.specs import KernelSpec, TritonSpec
     from ..hardware.warps import Work
-    from ..picture import Buffer, Kernel, Op, Picker, Rule, Texts
 
 
 class Engine(Protocol):
@@ -85,7 +86,7 @@ class Expect(Protocol):
 
 
 class Picture(Protocol):
-    """An algorithm's `picture.py` (flashviz.picture): what the page draws, as data, and its words for a launch."""
+    """An algorithm's `picture.py` (flashviz.algos.picture): what the page draws, as data, and its words for a launch."""
 
     @property
     def KERNELS(self) -> Sequence[Kernel]: ...

@@ -15,8 +15,8 @@ from collections import Counter
 
 import numpy as np
 
-from ..flop_kinds import KINDS, MATMUL, NON_MATMUL, total
-from ..precision import fma
+from flashviz.model.flop_kinds import KINDS, MATMUL, NON_MATMUL, total
+from flashviz.model.precision import fma
 
 __all__ = ["KINDS", "MATMUL", "NON_MATMUL", "Flops", "total"]
 

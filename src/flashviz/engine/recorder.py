@@ -9,16 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import cancel, kernels
-from ..tiling import span
-from ..trace import Step, Transfer
+from flashviz.engine import cancel
+from flashviz.model import kernels
+from flashviz.model.tiling import span
+from flashviz.tracing.trace import Step, Transfer
+
 from .flops import KINDS, Flops
 from .memory import HBM
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..kernels import KernelFile
-    from ..picture import Where
+    from flashviz.algos.picture import Where
+    from flashviz.model.config import Config
+    from flashviz.model.kernels import KernelFile
 
 
 class Recorder:
@@ -38,7 +40,7 @@ class Recorder:
         self.pick_phases: dict[int, list[int]] = defaultdict(list)  # pick -> the phases it runs a step at
         # every write of the launch: (phase, tensor, rows, cols, op, kernel, block, index of the recorded step or None)
         self.writes: list[tuple[int, str, tuple[int, int], tuple[int, int], str, str, int, int | None]] = []
-        self.where = where  # (op, indices) -> kernel, blockIdx.x, pick (flashviz.picture.locator of its picture)
+        self.where = where  # (op, indices) -> kernel, blockIdx.x, pick (flashviz.algos.picture.locator of its picture)
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)

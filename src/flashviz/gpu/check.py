@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import reference
+from flashviz.model import reference
+from flashviz.model.config import Config
+from flashviz.model.inputs import random_inputs
+
 from ..algos import get
 from ..algos import gpu_spec as spec
-from ..config import Config
-from ..inputs import random_inputs
 
 ENGINE_TOLERANCE = 1e-5  # max |gpu - engine| / max |engine|, per output (gradients: their expect.TOLERANCE)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..config import ConfigError
+from flashviz.model.config import ConfigError
+
 from . import INSTALL_HINT
 
 # Plain cudaMalloc per tensor instead of CuPy's pool, so compute-sanitizer sees each tensor's true bounds.

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from flashviz.algos.launch import MAX_THREADS, Kernel, KernelSpec, TritonSpec
+from flashviz.model.config import Config, ConfigError
+
 from ..algos import get
 from ..algos import gpu_spec as spec
-from ..config import Config, ConfigError
 from . import device, nvrtc
-from .specs import MAX_THREADS, Kernel, KernelSpec, TritonSpec
 
 MAX_GRID_Y = 65535
 
@@ -89,7 +90,7 @@ def _no_threads(threads: int | None) -> None:
 
 
 def _triton_heads(s: TritonSpec, cfg: Config, heads: int) -> dict[str, np.ndarray]:
-    from ..inputs import random_inputs
+    from flashviz.model.inputs import random_inputs
 
     one = random_inputs(cfg.n, cfg.d, cfg.seed, get(s.algo).inputs)
     return {k: np.broadcast_to(v, (heads, *v.shape)).copy() for k, v in one.items()}

@@ -16,8 +16,8 @@ import sys
 from functools import cache
 from typing import Any
 
-from .. import kernels
-from ..kernels import KernelFile
+from flashviz.model import kernels
+from flashviz.model.kernels import KernelFile
 
 OPTIONS = ("-std=c++17",)  # CuPy adds the device's -arch; nothing here changes the arithmetic
 

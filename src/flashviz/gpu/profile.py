@@ -27,9 +27,10 @@ import datetime as dt
 import shutil
 from typing import Any
 
+from flashviz.model.config import Config, ConfigError, shown
+
 from ..algos import get
 from ..algos import gpu_spec as spec
-from ..config import Config, ConfigError, shown
 from . import device, launch
 from .ncu import EXTRA_METRICS, METRICS, ncu_version, run_ncu, run_pipe, template_of
 from .run import config_dict

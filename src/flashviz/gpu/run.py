@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from flashviz.model.config import Config, ConfigError
+
 from ..algos import get
-from ..config import Config, ConfigError
 from . import check as checking
 from . import device
 from . import launch as launching

@@ -16,8 +16,9 @@ import shutil
 import subprocess
 from typing import Any
 
+from flashviz.model.config import Config, ConfigError, shown
+
 from ..algos import get
-from ..config import Config, ConfigError, shown
 from . import device, launch
 from .run import config_dict
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from flashviz.algos.launch import TritonSpec
+from flashviz.model.config import Config
+
 from ..algos import get
 from ..algos import gpu_spec as spec
-from ..config import Config
-from .specs import TritonSpec
 
 BYTES = 4  # float32: the element size the 32-byte-sector model of warp accesses is written for
 SECTOR = 32  # bytes

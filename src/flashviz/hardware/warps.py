@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..config import Config
+from flashviz.model.config import Config
 
 CUT = 64  # rows and columns of an owner map the trace carries
 

@@ -105,7 +105,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout: float 
     (attn_output (B, Nq, Hq, D), None). See the module's docstring for what is mapped and what is refused."""
     import torch
 
-    from .. import triton_attention
+    from flashviz.ops import fa2 as triton_attention
 
     if dropout and getattr(module, "training", True):
         raise ValueError(f"dropout must be 0 with attn_implementation={NAME!r} (the kernels have none); got {dropout}")

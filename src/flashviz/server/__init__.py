@@ -22,8 +22,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
+from flashviz.model.config import Config, ConfigError
+
 from .. import __version__
-from ..config import Config, ConfigError
 from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
 from .params import ArraysQuery, CompareQuery, TraceRoute, api_error, config_error, validation_error
@@ -110,7 +111,7 @@ def create_app(
     profile: dict[str, Any] | None = None, allowed_hosts: tuple[str, ...] | None = None, documents: str | None = None
 ) -> FastAPI:
     """The viewer's app. `profile` (checked by `flashviz serve`) is served as-is at /api/profile. With
-    `allowed_hosts`, requests whose Host header names another host are refused. `documents` (flashviz.page's
+    `allowed_hosts`, requests whose Host header names another host are refused. `documents` (flashviz.share.page's
     elements: `flashviz view`'s trace file) go inside the page, which shows them first."""
     app = App(
         title="flashviz",
@@ -191,7 +192,7 @@ def create_app(
     @app.get("/api/limits", responses={200: DOCUMENT})
     async def get_limits() -> dict[str, Any]:
         """The API's bounds and the algorithms (never waits for the engine)."""
-        from ..compare_api import limits_document
+        from flashviz.reports.compare_api import limits_document
 
         return limits_document(profile=profile is not None)
 
@@ -209,7 +210,7 @@ def create_app(
     async def get_ladder() -> Response:
         """The recorded GPU run of the ladder that ships with flashviz (docs/ladder-schema.md): measured on the
         GPU it names, on the date it gives; never measured here."""
-        from ..ladder import LadderError, load
+        from flashviz.hardware.ladder import LadderError, load
 
         try:
             return JSONResponse(load())
@@ -278,7 +279,7 @@ class Parsed:
 def skeleton_json(doc: dict[str, Any]) -> bytes:
     import orjson
 
-    from ..trace_codec import skeleton
+    from flashviz.tracing.codec import skeleton
 
     return orjson.dumps(skeleton(doc))
 
@@ -286,7 +287,7 @@ def skeleton_json(doc: dict[str, Any]) -> bytes:
 def arrays_json(doc: dict[str, Any], k: int) -> bytes:
     import orjson
 
-    from ..trace_codec import step_arrays
+    from flashviz.tracing.codec import step_arrays
 
     return orjson.dumps(step_arrays(doc, k))
 
@@ -310,7 +311,7 @@ def compare(params: dict[str, Any]) -> bytes:
 
 
 def compare_json(params: dict[str, Any]) -> bytes:
-    from ..compare_api import compare_document
+    from flashviz.reports.compare_api import compare_document
 
     # the stdlib's ints have no 64-bit limit: at N near 2^31, standard attention's byte counts pass 2^64
     doc = compare_document(**params, with_curves=False)
@@ -322,13 +323,13 @@ def phase_curves(params: dict[str, Any]) -> bytes:
 
 
 def curves_json(params: dict[str, Any]) -> bytes:
-    from ..compare_api import curves
+    from flashviz.reports.compare_api import curves
 
     return json.dumps(curves(**params), separators=(",", ":"), allow_nan=False).encode()
 
 
 def compute_json(cfg: Config) -> bytes:
-    from ..tracer import make_trace
+    from flashviz.tracing.build import make_trace
 
     return make_trace(cfg).to_json(compact=True)
 

@@ -16,7 +16,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from .. import cancel
+from flashviz.engine import cancel
 
 T = TypeVar("T")
 

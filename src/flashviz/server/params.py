@@ -13,8 +13,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from flashviz.model.config import API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
+
 from ..algos import ALGOS, DEFAULT, resolve
-from ..config import API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,30}")  # [0-9] is ASCII: str.isdigit() and int() also take other digits
 NUMBER = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,4})?")

@@ -18,7 +18,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config import LIMITS, ConfigError, shown
+from flashviz.model.config import LIMITS, ConfigError, shown
 
 if TYPE_CHECKING:
     from .report import KernelTrace
@@ -80,7 +80,8 @@ def trace_kernel(
 
     Returns a KernelTrace: `.verdict` (correct, diverges, fault), `.message` (its one line), `.divergence`,
     `.fault`, `.traffic`, `.to_json()`. Bad arguments raise ConfigError (a ValueError) naming them."""
-    from ..inputs import NAMES, from_arrays
+    from flashviz.model.inputs import NAMES, from_arrays
+
     from . import load, report, run
     from .bind import parse_grid
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ConfigError, shown
+from flashviz.model.config import ConfigError, shown
 
 TENSORS = ("Q", "K", "V", "O", "L")
 SPELLINGS: dict[str, tuple[str, ...]] = {

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, shown
+from flashviz.model.config import ConfigError, shown
+
 from . import source as sources
 
 _COUNTER = itertools.count()

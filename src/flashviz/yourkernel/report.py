@@ -160,8 +160,8 @@ def build(run: Run) -> KernelTrace:
 
 def _head_arrays(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     """Head 0's Q, K, V as the kernel read them and O, L as it left them (L in the kernel's own units), compact
-    (flashviz.trace_codec): what the viewer's Trace is made of (flashviz.yourkernel.viewer)."""
-    from ..trace_codec import encode_array
+    (flashviz.tracing.codec): what the viewer's Trace is made of (flashviz.yourkernel.viewer)."""
+    from flashviz.tracing.codec import encode_array
 
     return {name: encode_array(a[0].astype(np.float32)) for name, a in arrays.items()}
 
@@ -203,7 +203,7 @@ def render(trace: KernelTrace) -> list[Any]:
     from rich.table import Table
     from rich.text import Text
 
-    from ..units import human_bytes
+    from flashviz.model.units import human_bytes
 
     doc = trace.doc
     style = {"correct": "bold green", "diverges": "bold red", "fault": "bold red"}[trace.verdict]

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError, shown
+from flashviz.model.config import ConfigError, shown
+
 from . import bind as binding
 from . import carries, memory, record, truth
 from .load import Kernel
@@ -123,7 +124,7 @@ def run(
         import triton  # noqa: F401
     except ImportError as e:
         raise ConfigError("--kernel", f"needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
-    from ..triton_attention import _interpreter_fixes
+    from flashviz.ops.fa2 import _interpreter_fixes
 
     _interpreter_fixes()  # the interpreter's gaps that flashviz's own kernels fill, filled for the user's too
     _import_gluon()

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError
-from ..trace import Step, Trace, Transfer
+from flashviz.model.config import ConfigError
+from flashviz.tracing.trace import Step, Trace, Transfer
+
 from .source import _BEGIN, _END
 
 TILE_OF = {"Q": "Qi", "K": "Kj", "V": "Vj", "O": "Oi", "L": None}
@@ -41,7 +42,7 @@ GAP = 2  # lines of a step's statements at most this far apart are one highlight
 
 
 def _decode(doc: dict[str, Any]) -> dict[str, np.ndarray]:
-    from ..trace_codec import decode_array
+    from flashviz.tracing.codec import decode_array
 
     arrays = doc.get("arrays")
     if not isinstance(arrays, dict) or not all(k in arrays for k in ("Q", "K", "V", "O")):
@@ -129,9 +130,10 @@ def _sci(x: float | None) -> str:
 
 def to_trace(doc: dict[str, Any]) -> Trace:
     """The viewer's Trace of a kernel-trace document (flashviz.yourkernel.report.KernelTrace.doc)."""
+    from flashviz.model.config import Config
+    from flashviz.tracing.build import trace_of
+
     from ..algos import BASELINE, get
-    from ..config import Config
-    from ..tracer import trace_of
 
     algo = get(BASELINE)  # FlashAttention-2: the kernel is held to its picture, its closed forms, its tiling
 
@@ -153,7 +155,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
         )
     inputs = {k: arrays[k].astype(np.float32) for k in ("Q", "K", "V")}
     cfg = Config(algo=BASELINE, n=n, d=d, br=br, bc=bc, scale=float(launch["scale"]), causal=bool(launch["causal"]))
-    from ..reference import attention
+    from flashviz.model.reference import attention
 
     _, ref_l = attention(arrays["Q"], arrays["K"], arrays["V"], cfg.softmax_scale, cfg.causal)
     skeleton = trace_of(algo, cfg, inputs)  # FA2's picture at the kernel's tiles; its steps are replaced below
@@ -481,7 +483,7 @@ def _sentence(
     tolerance: dict[str, float],
     text: list[str],
 ) -> str:
-    from ..units import human_bytes
+    from flashviz.model.units import human_bytes
 
     where = f"Block {i}" + ("" if j is None else f", tile {j}")
     did = []
@@ -507,7 +509,7 @@ def _sentence(
 def _reference(
     algo: Any, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], tol: dict[str, float], cfg: Any
 ) -> dict[str, Any]:
-    from .. import reference
+    from flashviz.model import reference
 
     expect = algo.expect
     refs = expect.expected(cfg, {k: v.astype(np.float64) for k, v in inputs.items()})

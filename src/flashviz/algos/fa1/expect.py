@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import reference
+from flashviz.model import reference
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 # Max-norm relative errors. O: float32 arithmetic on O(1) inputs lands far below 1e-5. m is a max of float32
 # scores; l a float32 sum of up to N terms, each rescaled as the max rises.

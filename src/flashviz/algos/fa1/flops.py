@@ -4,7 +4,7 @@ and divided by the new li: the division by diag(l) is on every visit, not once a
 
 from __future__ import annotations
 
-from ...tiling import sum_tiles
+from flashviz.model.tiling import sum_tiles
 
 FORMULAS = {
     "matmul": "4·Br·Bc·D per pair: Sij = QiKjᵀ and P̃·Vj",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import no_softmax, num, span
-from ...narrative import scores as scores  # the score tile's sentence, said alike by fa2
+from flashviz.algos.narrative import no_softmax, num, span
+from flashviz.algos.narrative import scores as scores  # the score tile's sentence, said alike by fa2
 
 
 def init(i: int, first: int, end: int, d: int) -> str:

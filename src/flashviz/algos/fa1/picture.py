@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...picture import (
+from flashviz.algos.picture import (
     NOT_WRITTEN,
     Buffer,
     Kernel,
@@ -28,13 +28,14 @@ from ...picture import (
     sub,
     widths,
 )
-from ...tiling import first_block
+from flashviz.model.tiling import first_block
+
 from ..fa2 import picture as fa2
 from . import traffic
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 K = "fa1"
 KERNELS = (

@@ -4,8 +4,8 @@ the one division Oi / li and L = mi + log li at write-back."""
 
 from __future__ import annotations
 
-from ...tiling import count as blocks
-from ...tiling import sum_tiles
+from flashviz.model.tiling import count as blocks
+from flashviz.model.tiling import sum_tiles
 
 # per kind, how the count is made up: per (i, j) pair, and per block at write-back
 FORMULAS = {

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...config import Config
-from ...gpu.specs import Kernel, KernelSpec, nd, rows, tr_grid
-from ...kernels import KernelFile
+from flashviz.algos.launch import Kernel, KernelSpec, nd, rows, tr_grid
+from flashviz.model.config import Config
+from flashviz.model.kernels import KernelFile
+
 from .record import KERNEL
 
 

@@ -1,11 +1,11 @@
-"""fa2's step sentences, from each step's real numbers (shared helpers: `flashviz.narrative`)."""
+"""fa2's step sentences, from each step's real numbers (shared helpers: `flashviz.algos.narrative`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import no_softmax, num, row_list, row_range, span
-from ...narrative import scores as scores  # the score tile's sentence, said alike by fa1
+from flashviz.algos.narrative import no_softmax, num, row_list, row_range, span
+from flashviz.algos.narrative import scores as scores  # the score tile's sentence, said alike by fa1
 
 
 def load_q(i: int, first: int, end: int, br: int, d: int) -> str:

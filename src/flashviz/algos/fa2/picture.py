@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...picture import (
+from flashviz.algos.picture import (
     CAUSAL_CHIPS,
     WRITTEN_ONCE,
     Buffer,
@@ -28,11 +28,12 @@ from ...picture import (
     when,
     width_veil,
 )
+
 from . import flops, traffic
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 K = "fa2"
 KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)

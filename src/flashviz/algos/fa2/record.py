@@ -3,7 +3,7 @@ algorithm's name and its kernel file (the rest of the record, and the parts, mak
 
 from __future__ import annotations
 
-from ...kernels import KernelFile
+from flashviz.model.kernels import KernelFile
 
 NAME = "fa2"
 KERNEL = KernelFile(__package__ or __name__, "fa2_forward.cu")

@@ -10,7 +10,7 @@ from . import engine, expect, flops, gpu, picture, traffic
 from .record import KERNEL, NAME
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 IDEA = Idea(
     summary="P recomputed from the forward's L; K/V on the outer loop; dQ added up in HBM",

@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from flashviz.algos.picture import locator
+from flashviz.model.tiling import span
+
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, run_launch
-from ...picture import locator
-from ...tiling import span
 from ..fa2 import engine as fa2
 from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import reference
+from flashviz.model import reference
+
 from ..fa2 import expect as forward
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 # Gradients carry more rounding than O: Pij = exp(Sij - Li) inherits Li's float32 rounding, a relative error of
 # about |Li| * 2^-24, and dSij = Pij (dPij - Deltai) subtracts two O(1) numbers. Standard-normal inputs land at

@@ -5,8 +5,8 @@ more tile products (dVj, dPij, dKj, dQi), the last on the block's real rows only
 
 from __future__ import annotations
 
-from ...tiling import count as blocks
-from ...tiling import sum_tiles
+from flashviz.model.tiling import count as blocks
+from flashviz.model.tiling import sum_tiles
 
 FORMULAS = {
     "matmul": "8·Br·Bc·D per pair, and 2·Bc·D per real row of each pair: dQi += dSij·Kj",

@@ -3,7 +3,8 @@ per tile of K/V and head. The model counts the last two: the forward's traffic i
 
 from __future__ import annotations
 
-from ...gpu.specs import Kernel, KernelSpec, nd, rows, tr_grid
+from flashviz.algos.launch import Kernel, KernelSpec, nd, rows, tr_grid
+
 from ..fa2 import gpu as forward
 from ..fa2.record import KERNEL as FORWARD
 from .record import KERNEL

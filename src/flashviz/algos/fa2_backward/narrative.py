@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import num, row_list, span
+from flashviz.algos.narrative import num, row_list, span
 
 
 def load_do_o(i: int, first: int, end: int, d: int) -> str:

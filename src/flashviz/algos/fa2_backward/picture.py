@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...picture import (
+from flashviz.algos.picture import (
     CAUSAL_CHIPS,
     NOT_WRITTEN,
     Axis,
@@ -27,12 +27,13 @@ from ...picture import (
     sub,
     widths,
 )
-from ...tiling import first_block
+from flashviz.model.tiling import first_block
+
 from . import traffic
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 PRE, BWD = "fa2_bwd_preprocess", "fa2_bwd"
 KERNELS = (

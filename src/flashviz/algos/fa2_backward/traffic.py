@@ -13,9 +13,9 @@ blocks it visits hold rows i0(j)·Br … N−1, so it moves N − i0(j)·Br rows
 
 from __future__ import annotations
 
-from ... import tiling
-from ...picture import CAUSAL_SUM, Rule, times
-from ...units import FLOAT_BYTES
+from flashviz.algos.picture import CAUSAL_SUM, Rule, times
+from flashviz.model import tiling
+from flashviz.model.units import FLOAT_BYTES
 
 
 def q_rows_streamed(n: int, br: int, bc: int, causal: bool = False) -> int:

@@ -1,10 +1,11 @@
 """Flash-Decoding (split-KV) forward: FA2's loop with the K/V sequence cut into S chunks, each run by its own block
 (grid Tr x S x B*H) that writes a partial Oi and L = mi + log li to HBM, then a combine kernel that merges the S
-partials with the log-sum-exp rule (flashviz.merge). The split buys blocks when N of queries is small."""
+partials with the log-sum-exp rule (flashviz.model.merge). The split buys blocks when N of queries is small."""
 
 from __future__ import annotations
 
-from ...config import Config, ConfigError
+from flashviz.model.config import Config, ConfigError
+
 from ..base import Algorithm, Idea
 from . import decoding, engine, expect, flops, gpu, picture, traffic
 from .record import CHUNK, KERNEL, NAME, splits

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from flashviz.model.tiling import count as blocks
+from flashviz.model.units import FLOAT_BYTES, human_bytes
+
 from ...hardware.device import h200
-from ...tiling import count as blocks
-from ...units import FLOAT_BYTES, human_bytes
 from .record import CHUNK, splits
 from .traffic import rectangular
 

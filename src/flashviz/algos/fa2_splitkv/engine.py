@@ -2,7 +2,7 @@
 
 The split kernel's blocks (i, s) run FA2's loop over chunk s of the K/V tiles and write a partial (Oi / li and
 L = mi + log li) for the rows of block i; the combine kernel's block i then merges the S partials of its rows with
-the log-sum-exp rule (flashviz.merge). The S blocks of one block of Q run in lockstep, step for step, as on the GPU
+the log-sum-exp rule (flashviz.model.merge). The S blocks of one block of Q run in lockstep, step for step, as on the GPU
 (a GPU runs them at once); the block picker's pick is the block of Q, i, of both kernels. Steps with values are
 recorded for the chosen blocks; counters are kept for all.
 """
@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from flashviz.algos.picture import locator
+from flashviz.model.tiling import span
+
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
 from ...engine.scores import score_tile
-from ...picture import locator
-from ...tiling import span
 from . import narrative
 from . import picture as drawing
 from .record import CHUNK, KERNEL, chunk, splits
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 

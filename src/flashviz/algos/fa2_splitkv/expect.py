@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import reference
+from flashviz.model import reference
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 # float32 arithmetic on O(1) inputs lands far below this; both are max-norm relative errors.
 TOLERANCE = {"O": 1e-5, "L": 1e-6}

@@ -4,7 +4,8 @@ Oi / li and L = mi + log li at write-back; per merge (S − 1 per block of Q) th
 
 from __future__ import annotations
 
-from ...tiling import count as blocks
+from flashviz.model.tiling import count as blocks
+
 from .record import splits
 
 FORMULAS = {

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from ...gpu.specs import Kernel, KernelSpec, nd, rows, tr_grid
+from flashviz.algos.launch import Kernel, KernelSpec, nd, rows, tr_grid
+
 from .record import KERNEL, splits
 
 SPEC: KernelSpec = KernelSpec(

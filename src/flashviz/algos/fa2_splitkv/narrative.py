@@ -1,12 +1,13 @@
-"""fa2-splitkv's step sentences, from each step's real numbers (shared helpers: `flashviz.narrative`; the online
+"""fa2-splitkv's step sentences, from each step's real numbers (shared helpers: `flashviz.algos.narrative`; the online
 softmax inside a chunk is fa2's, said in fa2's words)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import num, row_list, row_range, span
-from ...narrative import scores as scores  # the score tile's sentence, said alike by fa1 and fa2
+from flashviz.algos.narrative import num, row_list, row_range, span
+from flashviz.algos.narrative import scores as scores  # the score tile's sentence, said alike by fa1 and fa2
+
 from ..fa2.narrative import online_softmax as online_softmax  # the same loop over a shorter run of tiles
 
 

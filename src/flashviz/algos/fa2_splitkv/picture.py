@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...picture import (
+from flashviz.algos.picture import (
     WRITTEN_ONCE,
     Buffer,
     Kernel,
@@ -27,12 +27,13 @@ from ...picture import (
     sub,
     when,
 )
+
 from . import traffic
 from .record import CHUNK, splits
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 K, C = "fa2_splitkv", "fa2_splitkv_combine"
 KERNELS = (

@@ -4,8 +4,8 @@ make `ALGORITHM` in `__init__`)."""
 
 from __future__ import annotations
 
-from ...kernels import KernelFile
-from ...tiling import count
+from flashviz.model.kernels import KernelFile
+from flashviz.model.tiling import count
 
 NAME = "fa2-splitkv"
 KERNEL = KernelFile(__package__ or __name__, "fa2_splitkv.cu")

@@ -4,9 +4,10 @@ combine kernel reads back once and merges into O and L, written once."""
 
 from __future__ import annotations
 
-from ...picture import Rule, times
-from ...tiling import count as blocks
-from ...units import FLOAT_BYTES
+from flashviz.algos.picture import Rule, times
+from flashviz.model.tiling import count as blocks
+from flashviz.model.units import FLOAT_BYTES
+
 from .record import CHUNK, splits
 
 SPLITS = f"((Tc+{CHUNK - 1})//{CHUNK})"  # S = ceil(Tc / CHUNK), as an expression in Tc (the rules' `read`)

@@ -20,18 +20,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from flashviz.algos.picture import locator
+from flashviz.model.precision import bf16
+from flashviz.model.tiling import span
+
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from ...picture import locator
-from ...precision import bf16
-from ...tiling import span
 from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 from .tiles import padded
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import reference
-from ...precision import bf16
+from flashviz.model import reference
+from flashviz.model.precision import bf16
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 # O: the bf16 check of the ladder's run (bench/results/ladder: 0.02 for every bf16 rung); plain bf16 attention of
 # unit-normal inputs errs by 0.4-1.2e-2 (max-norm relative, N = 16 .. 4096), this kernel by about a third of that.

@@ -11,8 +11,9 @@ Every pair costs the same in each stage; `stages` gives how many pairs each runs
 
 from __future__ import annotations
 
-from ...tiling import count as blocks
-from ...tiling import sum_tiles
+from flashviz.model.tiling import count as blocks
+from flashviz.model.tiling import sum_tiles
+
 from .tiles import padded
 
 # per kind, how the count is made up: per (i, j) pair, and per block at write-back (D: the padded head dimension)

@@ -1,4 +1,4 @@
-"""fa2-triton on a GPU: kernel.py's `fa2_fwd` through `flashviz.triton_attention`'s launcher with the trace's tiles
+"""fa2-triton on a GPU: kernel.py's `fa2_fwd` through `flashviz.ops.fa2`'s launcher with the trace's tiles
 (Br, Bc and the warps and stages `tiles.warps_and_stages` gives), on the engine's inputs rounded to bf16 as the
 engine rounds them. Q, K, V and O move by tensor descriptors (TMA), L by ordinary stores: `paths` tells
 `flashviz gpu profile` which Nsight Compute counters see each (bench/results/tma/README.md).
@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ...config import Config
-from ...gpu.specs import TritonKernel, TritonSpec, nd, rows
+from flashviz.algos.launch import TritonKernel, TritonSpec, nd, rows
+from flashviz.model.config import Config
+
 from . import resources, tiles
 
 MMA = re.compile(r"\b(wgmma\.mma_async\.[\w.]+|mma\.sync\.aligned\.[\w.]+)")
@@ -34,7 +35,7 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
     float32 NumPy, and the launch's facts (the second launch is timed: the first compiles)."""
     import torch
 
-    from ... import triton_attention as ta
+    from flashviz.ops import fa2 as ta
 
     run = ta.launcher()
     device = "cpu" if run.interpret else "cuda"

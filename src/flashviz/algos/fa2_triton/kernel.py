@@ -21,7 +21,7 @@ K/V head. Packed sequences (VARLEN): cu_q, cu_k hold the cumulative lengths; eac
 start and length and its descriptors end there. Soft-capping (SOFTCAP): scores become c * tanh(s / c).
 The regions between `# step: NAME` and `# end step` carry the .cu files' step names.
 
-This module needs Triton; `flashviz.triton_attention` imports it only when attention is called. Set
+This module needs Triton; `flashviz.ops.fa2` imports it only when attention is called. Set
 TRITON_INTERPRET=1 before importing it to run the kernels on the CPU (that is how CI tests them).
 """
 
@@ -231,7 +231,7 @@ def fa2_fwd_combine(
     GROUP: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Grid (cdiv(Nq*GROUP, BLOCK), B*Hkv): the S chunks' carries of each packed row merged by the log-sum-exp rule
-    (flashviz.merge: L = log sum_s exp(L_s), O = sum_s exp(L_s - L) O_s), written to O (B, Hq, Nq, Dv) in its dtype
+    (flashviz.model.merge: L = log sum_s exp(L_s), O = sum_s exp(L_s - L) O_s), written to O (B, Hq, Nq, Dv) in its dtype
     (soh, son its head and row strides; the batch stride is Hq * soh) and L (B, Hq, Nq) fp32, natural log."""
     i = tl.program_id(0)
     bhk = tl.program_id(1)

@@ -1,10 +1,10 @@
-"""fa2-triton's step sentences, from each step's real numbers (shared helpers: `flashviz.narrative`)."""
+"""fa2-triton's step sentences, from each step's real numbers (shared helpers: `flashviz.algos.narrative`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import no_softmax, nonfinite_scores, num, row_list, row_range, span
+from flashviz.algos.narrative import no_softmax, nonfinite_scores, num, row_list, row_range, span
 
 STAGE_WORDS = {
     "NO_MASK": "the unmasked stage",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...picture import (
+from flashviz.algos.picture import (
     CAUSAL_CHIPS,
     WRITTEN_ONCE,
     Buffer,
@@ -29,11 +29,12 @@ from ...picture import (
     when,
     width_veil,
 )
+
 from . import tiles, traffic
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 K = "fa2_fwd"
 KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)
@@ -177,7 +178,7 @@ def launch(cfg: Config) -> dict[str, Any]:
 
 
 def tensor_cores(cfg: Config) -> dict[str, Any]:
-    from ...peaks import tensor_core_words  # the ladder's recorded run, read (issue 17 item 12)
+    from flashviz.hardware.peaks import tensor_core_words  # the ladder's recorded run, read (issue 17 item 12)
 
     ws = tiles.warps_and_stages(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
     warps = ws["num_warps"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...config import Config
+from flashviz.model.config import Config
+
 from . import tiles
 
 FA2_TRITON_RUN = "flashviz gpu run/profile on the H200, 2026-12-01 (bench/results/fa2-triton/2026-12-01-nvidia-h200)"

@@ -8,7 +8,8 @@ never fetched (TMA reads them as zeros).
 
 from __future__ import annotations
 
-from ...picture import Rule, times
+from flashviz.algos.picture import Rule, times
+
 from . import tiles
 
 

@@ -1,5 +1,5 @@
 """The fa3 forward executor: kernel.py's `_fwd_producer`, `_load_kv`, `_fwd_consumer` and `_fwd_tiles_overlapped`
-(ping-pong and intra-warpgroup overlap on, as every launch of `flashviz.fa3_attention` runs them), with their
+(ping-pong and intra-warpgroup overlap on, as every launch of `flashviz.ops.fa3` runs them), with their
 arithmetic, on the memory model, one block of Q (one CTA's turn) at a time.
 
 Arithmetic (the same rules as fa2-triton's engine): Q, K, V are bf16 (float32 arrays holding bf16 values); the
@@ -26,18 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from flashviz.algos.picture import locator
+from flashviz.model.precision import bf16
+from flashviz.model.tiling import span
+
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from ...picture import locator
-from ...precision import bf16
-from ...tiling import span
 from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 from .tiles import NUM_WG, WG_ROWS, stages
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)

@@ -1,4 +1,4 @@
-"""fa3 on a GPU: kernel.py's `fa3_fwd` through `flashviz.fa3_attention.forward` with the launcher's config for the
+"""fa3 on a GPU: kernel.py's `fa3_fwd` through `flashviz.ops.fa3.forward` with the launcher's config for the
 trace's D and N (Bc = 128, its ring depth, ping-pong and overlap on; persistent up to N = 4096), on the engine's
 inputs rounded to bf16 as the engine rounds them. Q, K, V and O move by host-side TMA descriptors, L by ordinary
 stores: `paths` tells `flashviz gpu profile` which Nsight Compute counters see each. Gluon has no interpreter:
@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ...config import Config
-from ...gpu.specs import TritonKernel, TritonSpec, nd, rows
+from flashviz.algos.launch import TritonKernel, TritonSpec, nd, rows
+from flashviz.model.config import Config
+
 from . import tiles
 
 SMS = 132  # the H200's SMs: a persistent launch runs min(blocks, SMs) programs
@@ -31,7 +32,7 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
     float32 NumPy, and the launch's facts (the second launch is timed: the first compiles)."""
     import torch
 
-    from ... import fa3_attention as fa3
+    from flashviz.ops import fa3 as fa3
 
     why = fa3.unavailable()
     if why is not None:

@@ -1,4 +1,4 @@
-"""fa3's step sentences, from each step's real numbers (shared helpers: `flashviz.narrative`)."""
+"""fa3's step sentences, from each step's real numbers (shared helpers: `flashviz.algos.narrative`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...narrative import no_softmax, nonfinite_scores, num, row_list, row_range, span
+from flashviz.algos.narrative import no_softmax, nonfinite_scores, num, row_list, row_range, span
 
 MASK_WORDS = {
     "NO_MASK": "no mask",

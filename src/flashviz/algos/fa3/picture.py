@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...picture import (
+from flashviz.algos.picture import (
     CAUSAL_CHIPS,
     WRITTEN_ONCE,
     Buffer,
@@ -31,12 +31,13 @@ from ...picture import (
     when,
     width_veil,
 )
+
 from ..fa2_triton.tiles import dot
 from . import schedule, tiles, traffic
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 K = "fa3_fwd"
 OPS_IN_ORDER = ("load_q", "load_kv", "first_tile", "scores", "online_softmax", "last_pv", "write_back")
@@ -207,7 +208,7 @@ def launch(cfg: Config) -> dict[str, Any]:
 
 
 def tensor_cores(cfg: Config) -> dict[str, Any]:
-    from ...peaks import tensor_core_words
+    from flashviz.hardware.peaks import tensor_core_words
 
     warps = 8  # the two consumer warpgroups: warp w holds rows 16w .. 16w + 15 of the block's 128
     scores = dot(cfg.br, cfg.bc, cfg.d, warps, "Qi", "Kj", "Sij")

@@ -3,7 +3,7 @@ functions hold its steps (the backward's regions in the same file are not this a
 
 from __future__ import annotations
 
-from ...kernels import KernelFile
+from flashviz.model.kernels import KernelFile
 
 NAME = "fa3"
 KERNEL = KernelFile(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .tiles import NUM_WG, WG_ROWS, stages
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 SMS = 132  # the H200's SMs: bench/results/parallelism/2026-12-01-nvidia-h200.json device.multiprocessors
 PARAMS: dict[str, dict[str, Any]] = {

@@ -1,4 +1,4 @@
-"""The launches fa3's forward kernel runs (`flashviz.fa3_attention`): one program per Br = 128 rows of Q, two
+"""The launches fa3's forward kernel runs (`flashviz.ops.fa3`): one program per Br = 128 rows of Q, two
 consumer warpgroups of 64 rows each (kernel.py's NUM_WG, WG_ROWS), tiles of Bc = 128 keys, D of 64 or 128, and a
 ring of STAGES shared-memory buffers for Kj, Vj per D (fa3_attention.FWD_CONFIGS: D=128 2 stages, D=64 3; the
 tests hold these equal to the launcher's, which imports torch). Ping-pong and intra-warpgroup overlap are on in
@@ -6,7 +6,7 @@ every launch the viewer walks (the engine follows `_fwd_tiles_overlapped`)."""
 
 from __future__ import annotations
 
-from ...config import Config, ConfigError
+from flashviz.model.config import Config, ConfigError
 
 BR = 128  # fa3_attention.BR = NUM_WG * WG_ROWS
 WG_ROWS = 64  # kernel.py's WG_ROWS: rows of Qi per consumer warpgroup (one wgmma's M)

@@ -7,7 +7,8 @@ what differs is who issues them (a producer warp) and when (ahead, through the r
 
 from __future__ import annotations
 
-from ...picture import Rule
+from flashviz.algos.picture import Rule
+
 from ..fa2_triton import traffic as same
 
 

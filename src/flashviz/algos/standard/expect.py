@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import reference
+from flashviz.model import reference
 
 if TYPE_CHECKING:
-    from ...config import Config
+    from flashviz.model.config import Config
 
 TOLERANCE = {"O": 1e-5}  # max-norm relative error; float32 arithmetic on O(1) inputs lands far below it
 LOG_DOMAIN: frozenset[str] = frozenset()

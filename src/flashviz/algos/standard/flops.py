@@ -5,7 +5,7 @@ Pij·Vj into Oi per pair."""
 
 from __future__ import annotations
 
-from ...tiling import sum_tiles, sum_width
+from flashviz.model.tiling import sum_tiles, sum_width
 
 FORMULAS = {
     "matmul": "4·Br·Bc·D per pair: Sij = QiKjᵀ and Pij·Vj",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ...gpu.specs import Kernel, KernelSpec, nd, tr_grid
+from flashviz.algos.launch import Kernel, KernelSpec, nd, tr_grid
+
 from .record import KERNEL
 
 SPEC: KernelSpec = KernelSpec(

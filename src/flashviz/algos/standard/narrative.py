@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...narrative import nonfinite_scores, num, span
+from flashviz.algos.narrative import nonfinite_scores, num, span
 
 
 def load_q(i: int, first: int, end: int, br: int, d: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...picture import (
+from flashviz.algos.picture import (
     CAUSAL_CHIPS,
     NOT_WRITTEN,
     WRITTEN_ONCE,
@@ -27,11 +27,12 @@ from ...picture import (
     width_veil,
     widths,
 )
+
 from . import traffic
 
 if TYPE_CHECKING:
-    from ...config import Config
-    from ...trace import Step
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step
 
 S1, S2, S3 = "standard_scores", "standard_softmax", "standard_pv"
 SCOPE = "block i"

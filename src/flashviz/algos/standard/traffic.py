@@ -7,9 +7,9 @@ written once; no L. Under causal, block i uses only the key columns 0 .. w_i - 1
 
 from __future__ import annotations
 
-from ...picture import CAUSAL_SUM, Rule, times
-from ...tiling import sum_tiles, sum_width
-from ...units import FLOAT_BYTES
+from flashviz.algos.picture import CAUSAL_SUM, Rule, times
+from flashviz.model.tiling import sum_tiles, sum_width
+from flashviz.model.units import FLOAT_BYTES
 
 
 def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, dict[str, int]]:

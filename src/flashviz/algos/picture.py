@@ -1,0 +1,288 @@
+"""A trace describes its own picture (docs/trace-schema.md, schema /2): what each algorithm's `picture.py` declares,
+as data (the types below), and the helpers those declarations share. `flashviz.tracing.assemble` puts a declaration together
+with one run.
+
+An algorithm's folder declares `KERNELS` (its kernels, their ops and grids), `PICKER` (what the page's block picker
+picks), `BUFFERS` (every SRAM buffer of every kernel), `SRAM_ROWS`, `OPS` (per op: its kind, notes, and where each
+transfer lands in SRAM) and `picture(cfg) -> Texts` (the words, which hold the launch's numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from flashviz.model import tiling
+
+if TYPE_CHECKING:
+    from flashviz.model.config import Config
+    from flashviz.tracing.trace import Step, Transfer
+
+Axis = Literal["q", "kv", "none"]
+Run = str | dict[str, Any]
+Rich = list[Run]  # runs: text, {"b"}, {"sub": [base, subscript]}, {"code"}, {"slot"}, {"when", "runs"}
+
+
+def b(text: object) -> dict[str, str]:
+    """A bold run."""
+    return {"b": str(text)}
+
+
+def sub(base: str, subscript: str) -> dict[str, list[str]]:
+    """A run with a subscript: sub("Q", "i") is Qᵢ."""
+    return {"sub": [base, subscript]}
+
+
+def code(text: str) -> dict[str, str]:
+    return {"code": text}
+
+
+def slot(name: str) -> dict[str, str]:
+    return {"slot": name}
+
+
+def when(name: str, *runs: Run) -> dict[str, Any]:
+    """Runs shown only when slot `name` has a value."""
+    return {"when": name, "runs": list(runs)}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel of the launch, as the picture sees it."""
+
+    name: str  # its __global__ name
+    ops: tuple[str, ...]  # its `// step:` regions, in program order
+    grid: Literal["Tr", "Tc", "1"]  # its blocks: one per block of Q, per tile of K/V, or one per head
+    scope: str  # steps of kernels sharing a scope, with the same block, form one unit
+    tile_loop: str | None = "j"  # the loop index of its loop over tiles of K/V, or None
+    main: bool = False
+    lockstep: bool = True  # its blocks run at once, op for op (false: one block visits the blocks of Q in turn)
+
+    @property
+    def letter(self) -> str | None:
+        return {"Tr": "i", "Tc": "j", "1": None}[self.grid]
+
+
+@dataclass(frozen=True)
+class Picker:
+    """What the page's block picker, its chips and --block pick."""
+
+    kernels: tuple[str, ...]
+    index: Literal["block", "i"]  # where a step's pick is: its block, or (one block per head) its indices.i
+    letter: Literal["i", "j"]
+    label: str
+
+    @property
+    def axis(self) -> Axis:
+        return "q" if self.letter == "i" else "kv"
+
+
+Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
+
+
+def locator(kernels: Sequence[Kernel], picker: Picker) -> Where:
+    """(op, indices) -> (kernel, blockIdx.x, pick or None) for an algorithm's KERNELS and PICKER: which kernel runs
+    an op, the block of that kernel the indices name, and the block picker's pick when the kernel is one it picks."""
+    kernel_of = {op: k for k in kernels for op in k.ops}
+
+    def where(op: str, indices: Mapping[str, int | None]) -> tuple[str, int, int | None]:
+        k = kernel_of[op]
+        block = 0 if k.letter is None else indices.get(k.letter)
+        if block is None:
+            raise ValueError(f"step {op} of kernel {k.name} has no index {k.letter}")
+        pick = None
+        if k.name in picker.kernels:
+            pick = block if picker.index == "block" else indices.get("i")
+        return k.name, block, pick
+
+    return where
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An SRAM buffer: its shape in symbols (Br, Bc, D, N, 1), axes, kernels, and how the page writes it."""
+
+    dims: tuple[str, ...]
+    axes: tuple[Axis, Axis]
+    kernels: tuple[str, ...]
+    label: str
+    copy_of: str | None = None
+    align_under: str | None = None
+    row_index: str | None = None  # the loop index its one row follows (standard's Sr: "r")
+    row_of: str | None = None  # what that row is a row of, in words ("S, then of P")
+
+
+@dataclass(frozen=True)
+class Move:
+    """Where a transfer of one tensor on one op lands in SRAM (read) or comes from (write), and for a write where its
+    values are in the trace: {"buffer": name} (default: the first buffer), {"carry": key} or {"fill": value}."""
+
+    buffers: tuple[str, ...] = ()
+    source: dict[str, Any] | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: Literal["read", "write", "softmax", "compute"]
+    note: str  # the narrative card's sentence
+    moves: Mapping[str, Move] = field(default_factory=dict)  # tensor -> Move, for every tensor the op moves
+    notes: Mapping[str, str] = field(default_factory=dict)  # buffer -> note beside its name
+    notes_masked: Mapping[str, str] = field(default_factory=dict)  # ... on a masked (i, tile) pair
+    after_loop: bool = False
+    value_tex: Mapping[str, str] = field(default_factory=dict)  # substeps' value keys -> TeX headings
+    online: Mapping[str, Any] | None = None  # the online carries view: {rescales}, {reloads}, {out, o_heading}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A tensor's counting rule: in words, its closed form as the page shows it (with the launch's numbers), and
+    without causal masking the closed form as expressions in N, D, Tr, Tc that tests hold against `count`."""
+
+    text: str
+    formula: str
+    read: str = "0"
+    written: str = "0"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An HBM tensor in the picture (its shape, dtype and role come from the run)."""
+
+    axes: tuple[Axis, Axis]
+    writes: Literal["none", "once", "carried", "accumulated"]
+    rule: Rule
+    cols: Literal["D", "N", "1"] = "D"  # its columns: the head dimension, keys (S, P) or one (a vector)
+    label: str | None = None  # default: its name
+    scale_like: str | None = None
+    unwritten_note: str | None = None
+
+
+@dataclass(frozen=True)
+class Texts:
+    """An algorithm's words at one launch (they hold its numbers): `picture(cfg)` of its folder."""
+
+    tagline: str
+    tensors: Mapping[str, Tensor]  # every HBM tensor, in the picture's order
+    sram_titles: Mapping[str, Sequence[str]]  # kernel -> templates ({block} {i} {j} {rows})
+    summaries: Mapping[str, Rich]  # kernel -> the paragraph over the chips
+    counting: Sequence[Rich]
+    carries: Mapping[str, Any]  # view, buffers, o_heading, labels (the panel's settings)
+    substeps_note: Rich
+    headline: Sequence[str]  # the outputs the badge names
+    against: str  # what the float64 reference is
+    action: Callable[[Step], str]  # the seed's "Action" column for a step
+    # the carries panel's note at a step, given the SRAM state there (buffer -> contents, its unit's latest snapshots)
+    carries_note: Callable[[Step, Mapping[str, np.ndarray]], Rich | None]
+    veil: Callable[[Step], list[dict[str, Any]] | None] = lambda step: None
+    launch: Mapping[str, Any] | None = None  # how the kernel is launched beyond N, D, Br, Bc (warps, stages, why)
+    tensor_cores: Mapping[str, Any] | None = None  # how its matrix products run on the tensor cores
+    schedule: Mapping[str, Any] | None = None  # a modelled schedule of its partitions, or None
+
+
+# ---- helpers the algorithms' picture modules share ----
+
+CAUSAL_CHIPS = (
+    " Under causal masking blocks run programs of different lengths: a block whose rows end early finishes early "
+    "(its chip fills sooner)."
+)
+NOT_WRITTEN = "not written yet"
+CAUSAL_SUM = "\u03a3 over the tiles each block visits"  # a rule's formula under causal masking
+WRITTEN_ONCE = "not written yet:\nwritten once,\nat write-back"
+
+
+def plural(k: int, word: str) -> Rich:
+    """[b(3), " blocks"]: a count in bold and its noun."""
+    return [b(k), f" {word}{'' if k == 1 else 's'}"]
+
+
+def times(k: int, what: str) -> str:
+    return f"{what} ({k} time{'' if k == 1 else 's'})"
+
+
+def widths(cfg: Config, tensors: Mapping[str, Tensor]) -> dict[str, int]:
+    size = {"D": cfg.d, "N": cfg.n, "1": 1}
+    return {name: size[t.cols] for name, t in tensors.items()}
+
+
+def width_veil(cfg: Config, tensors: Mapping[str, Tensor], i: int) -> list[dict[str, Any]] | None:
+    """What block i of Q never touches under causal masking when it streams the tiles up to its diagonal: the K/V
+    rows past its width ("skipped") and, on its own rows, the columns of S and P past it."""
+    w = min(cfg.n, tiling.tiles_of_block(cfg.n, cfg.br, cfg.bc, i, cfg.causal) * cfg.bc)
+    if w >= cfg.n:
+        return None
+    cols = widths(cfg, tensors)
+    first, end = tiling.span(i, cfg.br, cfg.n)
+    out = []
+    for name, t in tensors.items():
+        if t.axes[0] == "kv":
+            out.append({"tensor": name, "rows": [w, cfg.n], "cols": [0, cols[name]], "label": "skipped"})
+        if t.axes[1] == "kv":
+            out.append({"tensor": name, "rows": [first, end], "cols": [w, cfg.n], "label": ""})
+    return out
+
+
+def rows_before_veil(
+    cfg: Config, tensors: Mapping[str, Tensor], first_block: int, skip: Sequence[str] = ()
+) -> list[dict[str, Any]] | None:
+    """What a tile that meets the blocks of Q from `first_block` on never touches: the rows of Q's blocks before."""
+    if first_block <= 0:
+        return None
+    cols = widths(cfg, tensors)
+    end = min(cfg.n, first_block * cfg.br)
+    return [
+        {"tensor": name, "rows": [0, end], "cols": [0, cols[name]], "label": "skipped"}
+        for name, t in tensors.items()
+        if t.axes[0] == "q" and name not in skip
+    ]
+
+
+def rows_text(first: int, end: int) -> str:
+    return f"{first}\u2013{end - 1}"
+
+
+def grouped(n: int) -> str:
+    """An integer with thousands grouped, as the page writes it: 1,234."""
+    return f"{n:,}"
+
+
+def precision3(x: float) -> str:
+    """x to 3 significant digits as JavaScript's toPrecision(3) writes it, trailing zeros after the point dropped:
+    0.354, 0.5, 2, 1.00e+6."""
+    if x == 0:
+        return "0"
+    mant, exp = f"{x:.2e}".split("e")  # the exponent after rounding to 3 significant digits
+    e = int(exp)
+    if e < -6 or e >= 3:
+        return f"{mant}e{'+' if e >= 0 else '-'}{abs(e)}"
+    text = f"{x:.{max(0, 2 - e)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def hbm_slice(t: Transfer, width: int) -> str:
+    """A transfer's rectangle as the page writes it: Q[0:4], or S[0:4, 4:8] when it is narrower than the tensor."""
+    if t.cols[1] - t.cols[0] < width:
+        return f"{t.tensor}[{t.rows[0]}:{t.rows[1]}, {t.cols[0]}:{t.cols[1]}]"
+    return f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]"
+
+
+def moves_action(step: Step, widths: Mapping[str, int]) -> str:
+    """The Action column from a step's transfers, in the direction they go (`widths`: each tensor's columns), else
+    what changed in SRAM, else its label."""
+    moves = []
+    for t in step.transfers:
+        buf = ", ".join(t.buffers)
+        hbm = hbm_slice(t, widths[t.tensor])
+        if t.kind == "read":
+            moves.append(f"{buf or 'SRAM'} \u2190 {hbm}")
+        else:
+            src = t.source or {}
+            filled = ("\u2212\u221e" if src["fill"] is None else f"{src['fill']:g}") if "fill" in src else ""
+            moves.append(f"{hbm} \u2190 {buf or filled or 'SRAM'}")
+    if moves:
+        return "; ".join(moves)
+    changed = list(step.sram)
+    return f"{', '.join(changed)} in SRAM" if changed else step.math

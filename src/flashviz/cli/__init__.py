@@ -1,0 +1,1 @@
+"""The `flashviz` command: its subcommands, shared options, terminal output."""

@@ -1,0 +1,28 @@
+"""A pydantic error in one line, as the file schemas say it (`flashviz.gpu.profile_schema`, `flashviz.hardware.ladder_schema`):
+`kernels[0].measured.load_bytes: must be a number (got 'lots')`. Its own module, importing no algorithm, so that the
+ladder's schema (read by an algorithm's picture, through `flashviz.hardware.peaks`) does not import the registry through the
+profile's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+ECHO = 40  # characters of a bad value an error echoes
+
+
+def describe(error: Mapping[str, Any]) -> str:
+    """A pydantic error as `kernels[0].measured.load_bytes: must be a number (got 'lots')`."""
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.get("loc", ())).lstrip(".")
+    where = where or "the profile"
+    if error["type"] == "missing":
+        return f"{where}: missing"
+    if not error.get("loc"):  # the document as a whole: no value to echo
+        return f"{where}: {' '.join(str(error.get('msg', 'invalid')).split()).removeprefix('Value error, ')}"
+    message = " ".join(str(error.get("msg", "invalid")).split()).removeprefix("Value error, ")
+    return f"{where}: {message[:120]} (got {shown(error.get('input'))})"
+
+
+def shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= ECHO else text[: ECHO - 1] + "…"

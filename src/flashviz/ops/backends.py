@@ -1,0 +1,52 @@
+"""Which kernels run a call of flashviz.attention: `backend=` "auto", "fa3" or "fa2".
+
+- "fa2": FlashAttention-2 in Triton (`flashviz.ops.fa2`): any CUDA GPU, and the CPU under Triton's
+  interpreter (how CI runs it);
+- "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0;
+- "auto": fa3 where it runs and FAST_FA3 says it measured faster for the shape, fa2 elsewhere.
+
+These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).
+"""
+
+from __future__ import annotations
+
+AUTO, FA3, FA2 = "auto", "fa3", "fa2"
+BACKENDS = (AUTO, FA3, FA2)
+
+
+def fast_fa3(d: int, n: int, causal: bool) -> bool:
+    """Where fa3 beat fa2-triton in the recorded run (2026-12-01, H200: bench/results/attention/
+    2026-12-01-nvidia-h200.md, logs/fa3-run2; NOTES.md "fa3"). Both backends then ran the same backward kernels
+    (fa3_attention.BACKWARD), so the forward decides; TFLOP/s fa3 against fa2, non-causal / causal:
+    - D=128: N=16384 640 / 596 against 545 / 552 (fa3's forward_config, its ablation rows); N=8192 625 / 550
+      against 538 / 497; N=4096 649 / 484 against 500 / 451; N=1024 390 / 330 against 413 / 297;
+    - D=64: N=16384 448 / 418 against 445 / 420; N=8192 440 / 351 against 446 / 409; N=4096 427 / 374 against
+      433 / 371 (ties or fa2); N=1024 399 / 268 against 356 / 241.
+    N between the measured ones (2048) takes the side of its neighbours' boundary: a guess, not a measurement."""
+    if d == 128:
+        return causal or n >= 2048
+    if d == 64:
+        return n <= 2048
+    return False
+
+
+def choose(backend: object, q, causal: bool, scale: float | None = None, unsupported: str | None = None,
+           unmeasured: str | None = None) -> str:  # fmt: skip
+    """The backend that runs (B, H, N, D) q; ValueError, one line naming what is there, when `backend` can't run.
+    unsupported: what of the call fa3 does not take, in words ("Nq != Nk, a window"), if any; unmeasured: what fa3
+    takes but FAST_FA3 has no measurement of ("grouped-query attention"): "fa3" runs it, "auto" runs fa2."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {str(backend)[:40]!r}")
+    if backend == FA2:
+        return FA2
+    from flashviz.ops import fa3 as fa3_attention
+
+    why = (f"fa3 does not take {unsupported}" if unsupported else None) or fa3_attention.unavailable()
+    why = why or fa3_attention.supports(q, scale)
+    if backend == FA3:
+        if why:
+            raise ValueError(f"backend {FA3!r} is not available here ({why}); available: {AUTO}, {FA2}")
+        return FA3
+    if why or unmeasured or not fast_fa3(q.shape[-1], q.shape[-2], causal):
+        return FA2
+    return FA3

@@ -1,0 +1,883 @@
+"""flashviz.attention: the FlashAttention-2 kernels of `algos/fa2_triton/kernel.py` as a differentiable function.
+
+Checks the inputs, picks the kernels' tiles (autotuned once per shape on a GPU, fixed small tiles under the
+interpreter) and wires forward and backward into torch.autograd. Needs torch and Triton (`flashviz[triton]`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+SUPPORTED_D = (32, 64, 96, 128, 256)
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+WINDOW_MAX = 1 << 28  # window sides above this are refused (the kernels pass an unbounded side as 2**30)
+UNBOUNDED = 1 << 30
+_INSTALL = "pip install 'flashviz[triton]'"
+
+
+def interpreting() -> bool:
+    """TRITON_INTERPRET=1: the kernels run on the CPU, in NumPy. Triton reads it when it is first imported (and
+    when a kernel is decorated), so it must be set before that; it is read here again at every call."""
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on")
+
+
+def _cut(value: object, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def plain(value):
+    """NumPy's scalars as the Python values they hold (np.True_ is True, np.float32(0.5) is 0.5), as flashviz.trace
+    takes them; anything else as given, for check_inputs to judge."""
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value
+
+
+def _shape(t) -> str:
+    return _cut(tuple(t.shape))
+
+
+def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: bool = False) -> tuple[int, int]:
+    """Raise ValueError, one line naming the argument and what is accepted, for anything the kernels can't take.
+    Returns the window as two ints (left, right), -1 meaning unbounded."""
+    layout = "(total, H, D)" if varlen else "(B, H, N, D)"
+    dims = 3 if varlen else 4
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor of shape {layout}; got {_cut(type(t).__name__)}")
+        if t.dim() != dims:
+            raise ValueError(f"{name} must be a {dims}-d tensor {layout}; got {t.dim()}-d shape {_shape(t)}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape; got k {_shape(k)}, v {_shape(v)}")
+    if varlen:
+        (Nq, Hq, D), (Nk, Hkv, Dk) = q.shape, k.shape
+        if min(Nq, Nk, Hq, Hkv) < 1:
+            raise ValueError(f"total rows and H must be at least 1; got q {_shape(q)}, k {_shape(k)}")
+    else:
+        (B, Hq, Nq, D), (Bk, Hkv, Nk, Dk) = q.shape, k.shape
+        if Bk != B:
+            raise ValueError(f"q and k must have one batch size B; got q {_shape(q)}, k {_shape(k)}")
+        if min(B, Hq, Nq, Hkv, Nk) < 1:
+            raise ValueError(f"B, H and N must be at least 1; got q {_shape(q)}, k {_shape(k)}")
+    if Dk != D:
+        raise ValueError(f"q, k and v must have one head dimension D; got q {_shape(q)}, k {_shape(k)}")
+    if Hq % Hkv:
+        raise ValueError(
+            f"q's heads must be a multiple of k's and v's (grouped-query attention); got Hq = {Hq}, Hkv = {Hkv}"
+        )
+    if D not in SUPPORTED_D:
+        raise ValueError(f"head dimension D must be one of {', '.join(map(str, SUPPORTED_D))}; got {D}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"{name} must be bfloat16 or float16; got {_cut(t.dtype)}")
+        if t.stride(-1) != 1:
+            raise ValueError(f"{name} must have a contiguous last dimension (stride 1); got stride {t.stride(-1)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k and v must have one dtype (bfloat16 or float16); got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}")
+    if q.device.type != "cuda":
+        if not interpreting():
+            raise ValueError(
+                f"q, k and v must be CUDA tensors (CPU tensors only under TRITON_INTERPRET=1); got {_cut(q.device)}"
+            )
+        if not launcher().interpret:
+            raise ValueError(
+                "CPU tensors need Triton's interpreter: set TRITON_INTERPRET=1 before Triton is first imported "
+                f"(it was imported without it); got {_cut(q.device)}"
+            )
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False; got {_cut(repr(causal))}")
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale)
+    ):
+        raise ValueError(f"scale must be None (1/sqrt(D)) or a finite number; got {_cut(repr(scale))}")
+    if (
+        not isinstance(window, (tuple, list))
+        or len(window) != 2
+        or not all(isinstance(w, int) and not isinstance(w, bool) for w in window)
+    ):
+        raise ValueError(f"window must be a pair of ints (left, right), -1 for unbounded; got {_cut(repr(window))}")
+    if min(window) < -1 or max(window) > WINDOW_MAX:
+        raise ValueError(f"window values must be -1 (unbounded) or 0 .. {WINDOW_MAX}; got {_cut(tuple(window))}")
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) or softcap < 0:
+        raise ValueError(f"softcap must be a finite number >= 0 (0: no soft-capping); got {_cut(repr(softcap))}")
+    return int(window[0]), int(window[1])
+
+
+def check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -> None:
+    """The packed sequences' lengths: int32 cumulative lengths from 0 to the tensors' rows, increasing, one batch,
+    and maxima that bound every sequence (checked on the host: one small copy from the GPU)."""
+    for name, cu, t in (("cu_seqlens_q", cu_seqlens_q, q), ("cu_seqlens_k", cu_seqlens_k, k)):
+        if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
+            got = f"{cu.dtype} {_shape(cu)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
+            raise ValueError(f"{name} must be a 1-d int32 tensor of B + 1 >= 2 offsets; got {_cut(got)}")
+        if cu.device != t.device:
+            raise ValueError(f"{name} must be on q's device {t.device}; got {_cut(cu.device)}")
+    if cu_seqlens_q.numel() != cu_seqlens_k.numel():
+        raise ValueError(
+            f"cu_seqlens_q and cu_seqlens_k must hold one batch (B + 1 offsets each); got {cu_seqlens_q.numel()} "
+            f"and {cu_seqlens_k.numel()}"
+        )
+    for name, cu, t, mx, mname in (
+        ("cu_seqlens_q", cu_seqlens_q, q, max_seqlen_q, "max_seqlen_q"),
+        ("cu_seqlens_k", cu_seqlens_k, k, max_seqlen_k, "max_seqlen_k"),
+    ):
+        host = cu.tolist()
+        if host[0] != 0:
+            raise ValueError(f"{name} must start at 0; got {host[0]}")
+        if any(b <= a for a, b in itertools.pairwise(host)):
+            raise ValueError(f"{name} must be strictly increasing (every sequence at least 1 row); got {_cut(host)}")
+        if host[-1] != t.shape[0]:
+            raise ValueError(f"{name} must end at the total rows of its tensor ({t.shape[0]}); got {host[-1]}")
+        if isinstance(mx, bool) or not isinstance(mx, int) or mx < 1:
+            raise ValueError(f"{mname} must be an int >= 1; got {_cut(repr(mx))}")
+        longest = max(b - a for a, b in itertools.pairwise(host))
+        if mx < longest:
+            raise ValueError(f"{mname} must be at least the longest sequence ({longest}); got {mx}")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tiles
+# ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tiles:
+    """One launch configuration. Forward and dq: Br rows of Q per program, tiles of Bc keys. dkdv: Bc rows
+    of K and V per program, blocks of Br queries. maxnreg caps registers per thread (two programs per SM)."""
+
+    Br: int
+    Bc: int
+    num_warps: int = 4
+    num_stages: int = 2
+    maxnreg: int | None = None
+    warp_specialize: bool = False
+
+    def kwargs(self) -> dict:
+        kw = {"Br": self.Br, "Bc": self.Bc, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.maxnreg:
+            kw["maxnreg"] = self.maxnreg
+        return kw
+
+
+def _padded(d: int) -> int:
+    return 1 << (d - 1).bit_length()
+
+
+# Candidates per padded head dimension, autotuned per (N, D, causal, dtype); a handful each, so that the first
+# call at a new shape costs seconds, not minutes. Causal needs Br % Bc == 0 (forward, dq) and Bc % Br == 0
+# (dkdv): the diagonal stage steps through whole tiles. Compiled for sm_90 without a GPU first
+# (bench/attention_compile_check.py): tiles that spilled registers or overflowed shared memory were left out;
+# Hopper warp specialisation (tl.range(warp_specialize=True)) compiled to the same code as without it, so no
+# candidate asks for it. NOTES.md in bench/results/attention has the numbers.
+FWD_TILES = {
+    32: [Tiles(128, 64, 4, 3), Tiles(128, 128, 8, 3), Tiles(64, 64, 4, 3)],
+    64: [
+        Tiles(128, 64, 4, 3),
+        Tiles(128, 64, 8, 3),
+        Tiles(128, 64, 8, 4),
+        Tiles(128, 64, 8, 5),
+        Tiles(128, 128, 8, 3),
+        Tiles(128, 128, 8, 4),
+    ],
+    128: [
+        Tiles(128, 128, 8, 3),  # 225 KB of shared memory: the deepest pipeline 128x128 tiles allow
+        Tiles(128, 64, 8, 3),
+        Tiles(128, 64, 8, 4),
+        Tiles(128, 64, 8, 5),
+        Tiles(128, 64, 8, 2, maxnreg=128),  # 96 KB of shared memory, 128 registers: two programs per SM
+        Tiles(256, 64, 16, 3, maxnreg=128),  # four warpgroups share each Kj, Vj; 128 registers, no spills
+        Tiles(256, 64, 16, 4, maxnreg=128),
+    ],
+    256: [Tiles(64, 64, 4, 2), Tiles(128, 64, 8, 2), Tiles(64, 32, 4, 3)],
+}
+DKDV_TILES = {
+    32: [Tiles(32, 128, 4, 3), Tiles(64, 128, 8, 3), Tiles(64, 64, 4, 3)],
+    64: [Tiles(64, 128, 8, 3), Tiles(32, 128, 4, 3), Tiles(64, 64, 4, 3)],
+    128: [Tiles(64, 128, 8, 2), Tiles(32, 128, 8, 3), Tiles(64, 64, 4, 2), Tiles(32, 64, 4, 3)],
+    256: [Tiles(32, 64, 4, 2), Tiles(64, 64, 8, 2)],
+}
+DQ_TILES = {
+    32: [Tiles(128, 64, 4, 3), Tiles(64, 64, 4, 3)],
+    64: [Tiles(128, 64, 8, 3), Tiles(128, 64, 4, 3), Tiles(64, 64, 4, 3)],
+    128: [Tiles(128, 64, 8, 2), Tiles(128, 64, 8, 3), Tiles(64, 64, 4, 3), Tiles(64, 64, 4, 2)],
+    256: [Tiles(64, 64, 4, 2), Tiles(64, 32, 4, 2)],
+}
+# Under the interpreter: small tiles, several per block, so that every loop stage runs on small N.
+INTERPRET_TILES = {"fwd": Tiles(32, 16), "dkdv": Tiles(16, 32), "dq": Tiles(32, 16), "split": Tiles(16, 16)}
+
+# dQ by TMA reductions from the dkdv loop; by a second kernel; by the same kernels in one launch
+BWD_VARIANTS = ("atomic", "two_kernels", "fused")
+# fused: (dkdv Br, Bc), (dq Br, Bc), warps, stages -- one launch, so one warps/stages for both halves
+FUSED_TILES = {
+    32: [((64, 64), (64, 64), 4, 3)],
+    64: [((32, 128), (128, 64), 4, 3), ((64, 64), (64, 64), 4, 3), ((64, 128), (128, 64), 8, 3)],
+    128: [((64, 64), (64, 64), 4, 2), ((64, 128), (128, 64), 8, 2)],
+    256: [((32, 64), (64, 64), 4, 2)],
+}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Split-KV forward (Flash-Decoding)
+# ----------------------------------------------------------------------------------------------------------
+H200_SMS = 132  # the SM count the heuristic assumes without a GPU (the interpreter); on a GPU its own count
+MAX_SPLITS = 128
+
+
+def num_splits(programs: int, kv_tiles: int, sms: int = H200_SMS, max_splits: int = MAX_SPLITS) -> int:
+    """How many chunks S to split the keys into, for a grid of `programs` (blocks of packed rows x K/V heads) over
+    `kv_tiles` tiles of keys: FlashAttention-2's num_splits_heuristic (flash_api.cpp). A grid that fills 80% of the
+    SMs runs unsplit (S = 1). Otherwise, over S = 1 .. min(max_splits, sms, kv_tiles) -- skipping an S whose chunks
+    are as long as those of S - 1, which would only add empty programs -- the wave efficiency of S is
+    n / ceil(n) with n = programs * S / sms waves; the smallest S within 85% of the best efficiency is taken (about
+    one full wave: more programs add partial carries to merge and nothing to hide)."""
+    if programs < 1 or kv_tiles < 1:
+        raise ValueError(f"programs and kv_tiles must be at least 1; got {programs}, {kv_tiles}")
+    if programs >= 0.8 * sms:
+        return 1
+    limit = min(max_splits, sms, kv_tiles)
+
+    def eligible(s: int) -> bool:
+        return s == 1 or math.ceil(kv_tiles / s) != math.ceil(kv_tiles / (s - 1))
+
+    def efficiency(s: int) -> float:
+        waves = programs * s / sms
+        return waves / math.ceil(waves)
+
+    best = max(efficiency(s) for s in range(1, limit + 1) if eligible(s))
+    return next(s for s in range(1, limit + 1) if eligible(s) and efficiency(s) >= 0.85 * best)
+
+
+def split_tiles(rows: int, d: int) -> Tiles:
+    """The split kernel's tiles for `rows` packed rows (Nq * group) per K/V head and padded head dimension d:
+    Br the rows rounded up to a power of two, 16 (the smallest tl.dot) to 128; tiles of 64 keys at D = 256,
+    otherwise 128 for up to 64 rows (the decode case is memory bound: long tiles, few rows) and 64 above."""
+    br = min(128, max(16, _padded(rows)))
+    bc = 64 if d >= 256 or br > 64 else 128
+    return Tiles(br, bc, num_warps=4 if br <= 64 else 8, num_stages=2 if d >= 256 else 3)
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """The keys a split forward covers, [klo, klo + S * chunk) cut to Nk: the span that some query sees (a window
+    or causal masking leaves the rest out), klo and chunk multiples of Bc."""
+
+    S: int
+    klo: int
+    chunk: int
+    programs: int  # blocks of packed rows x K/V heads (x batch), before the split
+
+
+def split_plan(B: int, Hkv: int, group: int, Nq: int, Nk: int, causal: bool, left: int, right: int, br: int,
+               bc: int, sms: int = H200_SMS, splits: int | None = None) -> SplitPlan:  # fmt: skip
+    """S from `num_splits` (or `splits`, forced) over the keys the queries see at all; left/right -1: unbounded."""
+    off = Nk - Nq
+    if causal:
+        right = 0 if right < 0 else min(right, 0)
+    klo = max(off - left, 0) // bc * bc if left >= 0 else 0
+    khi = min(Nq - 1 + off + right + 1, Nk) if right >= 0 else Nk
+    programs = math.ceil(Nq * group / br) * B * Hkv
+    if khi <= klo:  # no query sees a key: one chunk, no tile, O = 0 and L = -inf
+        return SplitPlan(1, 0, bc, programs)
+    tiles = math.ceil((khi - klo) / bc)
+    s = num_splits(programs, tiles, sms) if splits is None else max(1, min(splits, tiles))
+    chunk = math.ceil(tiles / s) * bc
+    return SplitPlan(math.ceil((khi - klo) / chunk), klo, chunk, programs)
+
+
+def _load_kernels():
+    """algos/fa2_triton/kernel.py, compiled or interpreted as Triton decided when it was first imported."""
+    try:
+        import triton  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"flashviz.attention needs Triton: {_INSTALL} ({_cut(e)})") from None
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from flashviz.algos.fa2_triton import kernel as fa2_triton
+
+    interpret = isinstance(fa2_triton.fa2_fwd, InterpretedFunction)
+    if interpret:
+        _interpreter_fixes()
+    return fa2_triton, interpret
+
+
+def _interpreter_fixes() -> None:
+    """Gaps of Triton 3.6's interpreter that these kernels step on, filled the way upstream fills them:
+    - a loop bound computed at run time becomes a Python int by int() of a one-element array, which NumPy 2.4
+      refuses ("only 0-dimensional arrays can be converted"; triton-lang/triton#9171): take the element;
+    - tl.dot multiplies bfloat16 operands as their raw 16-bit patterns (it widens only 8-bit floats): widen
+      bfloat16 to float32 first, which is exact, as the tensor cores' products are;
+    - float32 -> bfloat16 casts truncate, where the GPU (cvt.rn) and torch round to nearest even, which doubles
+      the rounding error of P and of every output: round to nearest even;
+    - tl.dot ignores input_precision: float32 operands of a "tf32" dot (the ladder's fp32 runs) keep all 23
+      mantissa bits, where the tensor cores take tf32's 10: cut the 13 low bits of each operand (a model of
+      the tensor cores' tf32 mode, not a bit-exact copy of it; "ieee" dots stay exact float32)."""
+    import numpy as np
+    from triton.runtime import interpreter
+
+    if getattr(interpreter, "flashviz_fixes", False):
+        return
+    interpreter.flashviz_fixes = True
+    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch_tensor is not None:
+
+        def patched_tensor(tensor, scope):
+            patch_tensor(tensor, scope)
+            scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+        interpreter._patch_lang_tensor = patched_tensor
+
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    if builder is None:  # nothing below to patch
+        return
+    create_dot = getattr(builder, "create_dot", None)
+    if create_dot is not None:
+        import triton.language as tl
+
+        def widen(x):
+            if x.dtype.scalar != tl.bfloat16:
+                return x
+            wide = interpreter._convert_float(x.data, tl.bfloat16, tl.float32, None).view(np.float32)
+            return interpreter.TensorHandle(wide, tl.float32)
+
+        from triton._C.libtriton import ir
+
+        def tf32(x):
+            if x.dtype.scalar != tl.float32:
+                return x
+            bits = np.ascontiguousarray(x.data, dtype=np.float32).view(np.uint32)
+            return interpreter.TensorHandle((bits & np.uint32(0xFFFFE000)).view(np.float32), tl.float32)
+
+        def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            if input_precision == ir.INPUT_PRECISION.TF32:
+                a, b = tf32(a), tf32(b)
+            return create_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+        builder.create_dot = patched_dot
+
+    cast_impl = getattr(builder, "cast_impl", None)
+    if cast_impl is not None:
+        import triton.language as tl
+
+        def patched_cast(self, src, dst_type):
+            if not (src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16):
+                return cast_impl(self, src, dst_type)
+            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
+            rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest, ties to even (no NaNs here)
+            return interpreter.TensorHandle(rounded.astype(np.uint16), tl.bfloat16)
+
+        builder.cast_impl = patched_cast
+
+
+def _scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _ensure_allocator(allocation) -> None:
+    """Device-side tensor descriptors need scratch memory; Triton asks for it through a context-local allocator,
+    so it is set in whichever thread launches (autograd runs the backward in a thread of its own)."""
+    if allocation._allocator.get() is allocation._NULL_ALLOCATOR:
+        allocation.set_allocator(_scratch)
+
+
+def _triton_configs(tiles: list[Tiles], **extra):
+    import triton
+
+    return [
+        triton.Config({"Br": t.Br, "Bc": t.Bc, **extra}, num_warps=t.num_warps, num_stages=t.num_stages,
+                      maxnreg=t.maxnreg)
+        for t in tiles
+    ]  # fmt: skip
+
+
+def _prune(rule):
+    def prune(configs, named_args, **kwargs):
+        kept = [c for c in configs if not kwargs.get("CAUSAL") or rule(c.kwargs["Br"], c.kwargs["Bc"])]
+        return kept or configs[:1]
+
+    return prune
+
+
+def _prune_fused(configs, named_args, **kwargs):
+    kept = [
+        c
+        for c in configs
+        if not kwargs.get("CAUSAL") or (c.kwargs["Bc"] % c.kwargs["Br"] == 0 and c.kwargs["BrQ"] % c.kwargs["BcQ"] == 0)
+    ]
+    return kept or configs[:1]
+
+
+class Launcher:
+    """The kernels of one mode (compiled or interpreted) and their tuned launches."""
+
+    def __init__(self):
+        import triton
+        from triton.runtime import _allocation
+
+        self.km, self.interpret = _load_kernels()
+        self.allocation = _allocation
+        self.tuned: dict = {}
+        self.best: dict = {}  # (kernel, D, Nq, Nk, Dv, causal, dtype, ...) -> the autotuner's choice, launched directly
+        self.bwd_variant: dict = {}  # (shapes, causal, dtype, options) -> the faster of BWD_VARIANTS, timed once
+        self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
+        self.compiled: dict = {}  # kernel name ("fwd", "dq", ...) -> its last launch's CompiledKernel (on a GPU)
+        if self.interpret:
+            return
+        key = ["N", "Nk", "Dv", "CAUSAL"]
+        for d in FWD_TILES:
+            self.tuned["fwd", d] = triton.autotune(
+                _triton_configs(FWD_TILES[d], WARP_SPECIALIZE=False),
+                key=key,
+                prune_configs_by={"early_config_prune": _prune(lambda br, bc: br % bc == 0)},
+            )(self.km.fa2_fwd)
+            prune_dkdv = {"early_config_prune": _prune(lambda br, bc: bc % br == 0)}
+            self.tuned["dkdv", d] = triton.autotune(
+                _triton_configs(DKDV_TILES[d]), key=key, prune_configs_by=prune_dkdv
+            )(self.km.fa2_bwd_dkdv)
+            self.tuned["dkdv_atomic", d] = triton.autotune(
+                _triton_configs(DKDV_TILES[d]), key=key, prune_configs_by=prune_dkdv, reset_to_zero=["dQ"]
+            )(self.km.fa2_bwd_dkdv)
+            self.tuned["fused", d] = triton.autotune(
+                [
+                    triton.Config({"Br": a[0], "Bc": a[1], "BrQ": b[0], "BcQ": b[1]}, num_warps=w, num_stages=st)
+                    for a, b, w, st in FUSED_TILES[d]
+                ],
+                key=key,
+                prune_configs_by={"early_config_prune": _prune_fused},
+            )(self.km.fa2_bwd_fused)
+            self.tuned["dq", d] = triton.autotune(
+                _triton_configs(DQ_TILES[d]),
+                key=key,
+                prune_configs_by={"early_config_prune": _prune(lambda br, bc: br % bc == 0)},
+            )(self.km.fa2_bwd_dq)
+
+    # -- launches ----------------------------------------------------------------------------------------
+    def _launch(self, name: str, kernel, d: int, tiles: Tiles | None, key: tuple, grid, *args, **kwargs):
+        """Launch `kernel` with the given tiles (interpreted: the fixed ones); with none on a GPU, tune once per
+        key through Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
+        if tiles is None and not self.interpret:
+            at = (name, d, *key)
+            best = self.best.get(at)
+            if best is None:
+                tuner = self.tuned[name, d]
+                self.compiled[name] = tuner[grid](*args, **kwargs)
+                self.best[at] = tuner.best_config.all_kwargs()
+                return
+            self.compiled[name] = kernel[grid](*args, **kwargs, **best)
+            return
+        t = tiles or INTERPRET_TILES["dkdv" if name.startswith("dkdv") else name]
+        kw = t.kwargs()
+        if name == "fwd":
+            kw["WARP_SPECIALIZE"] = t.warp_specialize
+        self.compiled[name] = kernel[grid](*args, **kwargs, **kw)
+
+    def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None,
+                opts: Options | None = None, splits: int | None = None):  # fmt: skip
+        """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`).
+        opts: the window, soft-capping and packed sequences (None: plain attention over (B, H, N, D)).
+        splits: None -- the split-KV kernels where `num_splits` says the grid would leave SMs idle (tuned tiles
+        only: with `tiles` given, fa2_fwd runs them); 0 -- never; S >= 1 -- the split kernels with S chunks
+        (`tiles`, if given, are theirs). Packed sequences and float32 always run fa2_fwd."""
+        import triton
+
+        if not self.interpret:
+            _ensure_allocator(self.allocation)
+        opts = opts or PLAIN
+        g = _geometry(q, k, opts)
+        if not g.varlen and precision is None and splits != 0 and (splits is not None or tiles is None):
+            t = tiles or (INTERPRET_TILES["split"] if self.interpret else split_tiles(g.Nq * (g.Hq // g.Hkv), g.D))
+            sms = H200_SMS if self.interpret else torch.cuda.get_device_properties(q.device).multi_processor_count
+            plan = split_plan(g.B, g.Hkv, g.Hq // g.Hkv, g.Nq, g.Nk, causal, opts.left, opts.right, t.Br, t.Bc, sms,
+                              splits)  # fmt: skip
+            if splits is not None or plan.S > 1:
+                return self._split_forward(q, k, v, causal, scale, opts, g, t, plan)
+        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        lse = torch.empty(g.lse_shape, dtype=torch.float32, device=q.device)
+        grid = lambda meta: (triton.cdiv(g.Nq, meta["Br"]), g.B * g.Hq)  # noqa: E731
+        self._launch(
+            "fwd", self.km.fa2_fwd, g.D, tiles, g.key(causal, q.dtype, opts), grid,
+            q, k, v, o, lse, *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(o),
+            g.Hq, g.Nq, g.Dv, opts.qk_scale(scale), D=g.D, CAUSAL=causal, SCALE_FIRST=opts.scale_first(scale),
+            **({} if precision is None else {"INPUT_PRECISION": precision}),
+            **g.extra(opts),
+        )  # fmt: skip
+        return o, lse
+
+    def _split_forward(self, q, k, v, causal, scale, opts: Options, g: _Geometry, t: Tiles, plan: SplitPlan):
+        """fa2_fwd_split over plan.S chunks of the keys, then fa2_fwd_combine: O, L as `forward` returns them.
+        Always SCALE_FIRST (the same math): Triton 3.6's pipeliner fails on the split loop that scales after the max
+        at Br >= 64 ("PassManager::run failed", bench/attention_compile_check.py --split)."""
+        group = g.Hq // g.Hkv
+        rows = g.Nq * group
+        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        lse = torch.empty(g.lse_shape, dtype=torch.float32, device=q.device)
+        o_part = torch.empty(plan.S, g.B * g.Hkv, rows, g.D, dtype=torch.float32, device=q.device)
+        l_part = torch.empty(plan.S, g.B * g.Hkv, rows, dtype=torch.float32, device=q.device)
+        nk, _, left, right, softcap2, *_ = g.runtime(opts)
+        grid = (plan.S, math.ceil(rows / t.Br), g.B * g.Hkv)
+        self.compiled["split"] = self.km.fa2_fwd_split[grid](
+            q, k, v, o_part, l_part, *g.strides(q), *g.strides(k), *g.strides(v),
+            g.Hkv, g.Nq, nk, g.Dv, opts.qk_scale(scale), left, right, softcap2, plan.klo, plan.chunk,
+            GROUP=group, D=g.D, Br=t.Br, Bc=t.Bc, CAUSAL=causal, SCALE_FIRST=True,
+            SOFTCAP=opts.softcap > 0, BAND_LEFT=opts.left >= 0, num_warps=t.num_warps, num_stages=t.num_stages,
+        )  # fmt: skip
+        block = 16 if self.interpret else 32
+        self.compiled["combine"] = self.km.fa2_fwd_combine[(math.ceil(rows / block), g.B * g.Hkv)](
+            o_part, l_part, o, lse, o.stride(1), o.stride(2), g.Hkv, g.Nq, g.Dv, plan.S,
+            GROUP=group, D=g.D, BLOCK=block, num_warps=4,
+        )  # fmt: skip
+        return o, lse
+
+    def backward(self, q, k, v, o, lse, do, dlse, causal: bool, scale: float, variant: str | None = None,
+                 tiles: dict | None = None, opts: Options | None = None):  # fmt: skip
+        """dQ, dK, dV. variant: one of BWD_VARIANTS (None: the faster one); tiles: {"dkdv": .., "dq": ..}."""
+        import triton
+
+        if not self.interpret:
+            _ensure_allocator(self.allocation)
+        opts = opts or PLAIN
+        g = _geometry(q, k, opts)
+        delta = torch.empty_like(lse)
+        pre = 64
+        # rows are independent: packed sequences run as one batch of `total` rows
+        rows, heads = (q.shape[0], g.Hq) if opts.varlen else (g.Nq, g.B * g.Hq)
+        self.km.fa2_bwd_preprocess[(triton.cdiv(rows, pre), heads)](
+            o, do, dlse if dlse is not None else lse, delta, *g.strides(o), *g.strides(do),
+            g.Hq, rows, g.Dv, D=g.D, Br=pre, HAS_DL=dlse is not None,
+        )  # fmt: skip
+        if variant is None:
+            variant = self._choose_variant(q, k, v, do, lse, delta, causal, scale, opts)
+        return self.main_backward(q, k, v, do, lse, delta, causal, scale, variant, tiles or {}, opts)
+
+    def main_backward(self, q, k, v, do, lse, delta, causal, scale, variant, tiles, opts: Options | None = None):
+        """The backward after its preprocessing (Delta given): dkdv, then dq by reductions or a second kernel."""
+        import triton
+
+        opts = opts or PLAIN
+        g = _geometry(q, k, opts)
+        dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+        dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+        common = (g.Hq, g.Nq, g.Dv, scale, opts.qk_scale(scale), *g.runtime(opts))
+        flags = {"SOFTCAP": opts.softcap > 0, "VARLEN": opts.varlen, "BAND_LEFT": opts.left >= 0}
+        key = g.key(causal, q.dtype, opts)
+        if variant == "fused":
+            return self._fused_backward(q, k, v, do, lse, delta, dk, dv, causal, common, tiles, g, key, flags)
+        atomic = variant == "atomic"
+        if atomic:
+            dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+            dq_args = (dq_acc, *g.strides(dq_acc))
+        else:
+            dq_args = (lse, 0, 0, 0)  # unused
+        self._launch(
+            "dkdv_atomic" if atomic else "dkdv", self.km.fa2_bwd_dkdv, g.D, tiles.get("dkdv"), key,
+            lambda meta: (triton.cdiv(g.Nk, meta["Bc"]), g.B * g.Hkv),
+            q, k, v, do, lse, delta, dq_args[0], dk, dv,
+            *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do),
+            *dq_args[1:], *g.strides(dk), *g.strides(dv), *common,
+            D=g.D, CAUSAL=causal, DQ_ATOMIC=atomic, TMA_REDUCE=atomic and not self.interpret, **flags,
+        )  # fmt: skip
+        if atomic:
+            return dq_acc.mul_(scale).to(q.dtype), dk, dv
+        dq = torch.empty_like(q)
+        self._launch(
+            "dq", self.km.fa2_bwd_dq, g.D, tiles.get("dq"), key,
+            lambda meta: (triton.cdiv(g.Nq, meta["Br"]), g.B * g.Hq),
+            q, k, v, do, lse, delta, dq,
+            *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do), *g.strides(dq), *common,
+            D=g.D, CAUSAL=causal, **flags,
+        )  # fmt: skip
+        return dq, dk, dv
+
+    def _fused_backward(self, q, k, v, do, lse, delta, dk, dv, causal, common, tiles, g, key, flags):
+        import triton
+
+        dq = torch.empty_like(q)
+        args = (
+            q, k, v, do, lse, delta, dq, dk, dv,
+            *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do), *g.strides(dq), *g.strides(dk),
+            *g.strides(dv), *common,
+        )  # fmt: skip
+        grid = lambda meta: (triton.cdiv(g.Nk, meta["Bc"]) + triton.cdiv(g.Nq, meta["BrQ"]), g.B * g.Hq)  # noqa: E731
+        if "dkdv" not in tiles and not self.interpret:
+            self._launch("fused", self.km.fa2_bwd_fused, g.D, None, key, grid, *args, D=g.D, CAUSAL=causal, **flags)
+        else:
+            t, tq = tiles.get("dkdv") or INTERPRET_TILES["dkdv"], tiles.get("dq") or INTERPRET_TILES["dq"]
+            self.km.fa2_bwd_fused[grid](*args, D=g.D, CAUSAL=causal, **t.kwargs(), BrQ=tq.Br, BcQ=tq.Bc, **flags)
+        return dq, dk, dv
+
+    def _choose_variant(self, q, k, v, do, lse, delta, causal, scale, opts: Options | None = None) -> str:
+        """Under the interpreter: atomic (tests pick each). On a GPU: time each once per shape (each tunes its
+        own tiles on its first run) and keep the fastest."""
+        if self.interpret:
+            return "atomic"
+        opts = opts or PLAIN
+        key = (tuple(q.shape), tuple(k.shape), causal, q.dtype, opts.kind())
+        if key not in self.bwd_variant:
+            from triton.testing import do_bench
+
+            ms = {}
+            for variant in BWD_VARIANTS:
+                run = functools.partial(self.main_backward, q, k, v, do, lse, delta, causal, scale, variant, {}, opts)
+                run()  # tunes this variant's tiles
+                ms[variant] = do_bench(run, warmup=10, rep=50, return_mode="median")
+            self.bwd_variant[key] = min(ms, key=lambda variant: ms[variant])
+            self.variant_ms[key] = ms
+        return self.bwd_variant[key]
+
+
+@dataclass(frozen=True, eq=False)
+class Options:
+    """What a call asks beyond plain attention: the band (left, right; -1 unbounded), soft-capping (0: none) and
+    packed sequences (cu_q, cu_k: int32 cumulative lengths; max_q, max_k: the longest)."""
+
+    left: int = -1
+    right: int = -1
+    softcap: float = 0.0
+    cu_q: torch.Tensor | None = None
+    cu_k: torch.Tensor | None = None
+    max_q: int = 0
+    max_k: int = 0
+
+    @property
+    def varlen(self) -> bool:
+        return self.cu_q is not None
+
+    def scale_first(self, scale: float) -> bool:
+        """The forward scales (and caps) each score before its max: a scale <= 0, or soft-capping."""
+        return scale <= 0 or self.softcap > 0
+
+    def qk_scale(self, scale: float) -> float:
+        """What the kernels multiply the scores by: scale / c inside the tanh when capping, else scale * log2(e)."""
+        return scale / self.softcap if self.softcap > 0 else scale * _LOG2E
+
+    def kind(self) -> tuple:
+        return (self.left >= 0, self.right >= 0, self.softcap > 0, self.varlen)
+
+
+PLAIN = Options()
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """Sizes of one call as the kernels take them (packed: Nq, Nk the longest sequences, B their count)."""
+
+    B: int
+    Hq: int
+    Hkv: int
+    Nq: int
+    Nk: int
+    Dv: int
+    varlen: bool
+
+    @property
+    def D(self) -> int:
+        return _padded(self.Dv)
+
+    @property
+    def lse_shape(self) -> tuple:
+        return (self.Hq, self.total_q) if self.varlen else (self.B, self.Hq, self.Nq)
+
+    total_q: int = 0
+
+    def strides(self, t) -> tuple[int, int, int]:
+        """(batch, head, row) strides: packed (total, H, D) tensors have no batch stride (rows are offset)."""
+        return (0, t.stride(1), t.stride(0)) if self.varlen else (t.stride(0), t.stride(1), t.stride(2))
+
+    def runtime(self, opts: Options) -> tuple:
+        """The kernels' Nk, GROUP, LEFT, RIGHT, softcap2, cu_q, cu_k, LN."""
+        left = opts.left if opts.left >= 0 else UNBOUNDED
+        right = opts.right if opts.right >= 0 else UNBOUNDED
+        ln = self.total_q if self.varlen else self.Nq
+        return (self.Nk, self.Hq // self.Hkv, left, right, opts.softcap * _LOG2E, opts.cu_q, opts.cu_k, ln)
+
+    def extra(self, opts: Options) -> dict:
+        """fa2_fwd's keyword arguments past its defaults."""
+        nk, group, left, right, softcap2, cu_q, cu_k, ln = self.runtime(opts)
+        return dict(Nk=nk, GROUP=group, LEFT=left, RIGHT=right, softcap2=softcap2, SOFTCAP=opts.softcap > 0,
+                    VARLEN=self.varlen, cu_q=cu_q, cu_k=cu_k, LN=ln, BAND_LEFT=opts.left >= 0)  # fmt: skip
+
+    def key(self, causal: bool, dtype, opts: Options) -> tuple:
+        return (self.Nq, self.Nk, self.Dv, causal, dtype, self.Hq // self.Hkv, *opts.kind())
+
+
+def _geometry(q, k, opts: Options) -> _Geometry:
+    if opts.varlen:
+        assert opts.cu_q is not None  # checked with the varlen arguments
+        return _Geometry(opts.cu_q.numel() - 1, q.shape[1], k.shape[1], opts.max_q, opts.max_k, q.shape[2], True,
+                         total_q=q.shape[0])  # fmt: skip
+    return _Geometry(q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], False)
+
+
+_LOG2E = 1.4426950408889634
+
+
+def _strides(t) -> tuple[int, int, int]:
+    return t.stride(0), t.stride(1), t.stride(2)
+
+
+def _tma_ready(t):
+    """TMA wants a 16-byte aligned base and 16-byte multiples for every stride but the last."""
+    size = t.element_size()
+    if t.data_ptr() % 16 == 0 and all(s * size % 16 == 0 for s in t.stride()[:-1]):
+        return t
+    return t.contiguous()
+
+
+@functools.cache
+def launcher() -> Launcher:
+    return Launcher()
+
+
+class _Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale, opts):
+        run = launcher()
+        q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+        o, lse = run.forward(q, k, v, causal, scale, opts=opts)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.run, ctx.causal, ctx.scale, ctx.opts = run, causal, scale, opts
+        ctx.set_materialize_grads(False)
+        return o, lse
+
+    @staticmethod
+    def backward(ctx, do, dlse):
+        q, k, v, o, lse = ctx.saved_tensors
+        do = torch.zeros_like(o) if do is None else _tma_ready(do)
+        dlse = None if dlse is None else dlse.contiguous()
+        dq, dk, dv = ctx.run.backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
+        return dq, dk, dv, None, None, None
+
+
+def _unmeasured(q, k, varlen: bool) -> str | None:
+    """What of a call fa3 takes but was not timed against fa2 for (None: nothing), for `attention_backends.choose`:
+    grouped-query attention (fa3's forward reads K/V head h // group since issue 22; its backward is fa2's)."""
+    return "grouped-query attention" if q.shape[1] != k.shape[1] else None
+
+
+def _features(q, k, window, softcap, varlen: bool) -> str | None:
+    """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
+    what = []
+    if varlen and q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
+        what.append("grouped-query attention")
+    if not varlen and q.shape[2] != k.shape[2]:
+        what.append("Nq != Nk")
+    if tuple(window) != (-1, -1):
+        what.append("a window")
+    if softcap:
+        what.append("softcap")
+    if varlen:
+        what.append("packed sequences")
+    return ", ".join(what) or None
+
+
+def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
+              window=(-1, -1), softcap: float = 0.0, backend: str = "auto"):  # fmt: skip
+    """Softmax attention softmax(scale * q k^T) v by FlashAttention, forward and backward.
+
+    q: (B, Hq, Nq, D); k, v: (B, Hkv, Nk, D), Hq a multiple of Hkv (grouped-query attention: q head h reads
+        K/V head h // (Hq / Hkv); Hkv = 1 is multi-query). bfloat16 or float16 CUDA tensors (CPU tensors under
+        TRITON_INTERPRET=1), D in {32, 64, 96, 128, 256}, any N >= 1, unit stride in the last dimension.
+    causal: query row r attends to key columns <= r + Nk - Nq (aligned to the bottom-right, as a KV cache is).
+    scale: multiplies the scores; None means 1/sqrt(D).
+    return_lse: also return L = log(sum_c exp(s_rc)), (B, Hq, Nq) float32, natural log (-inf, and O = 0, for a
+        row that sees no key).
+    window: (left, right), query row r sees key columns c with -left <= c - (r + Nk - Nq) <= right; -1 means
+        unbounded on that side; with causal, right is 0.
+    softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2); 0 does not.
+    backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
+        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.ops.backends`). fa3 takes plain
+        attention and grouped-query attention (its backward then fa2's), with Nq = Nk, no window, no softcap;
+        auto runs fa2 for the rest, and for grouped-query attention until fa3 is timed on it.
+
+    Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
+    """
+    causal, scale, return_lse = plain(causal), plain(scale), plain(return_lse)
+    softcap = plain(softcap)
+    left, right = check_inputs(q, k, v, causal, scale, window, softcap)
+    if not isinstance(return_lse, bool):
+        raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
+    from flashviz.ops import backends as attention_backends
+
+    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False),
+                                       unmeasured=_unmeasured(q, k, False))  # fmt: skip
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    if chosen == attention_backends.FA3:
+        from flashviz.ops import fa3 as fa3_attention
+
+        o, lse = fa3_attention.attention(q, k, v, causal, scale)
+    else:
+        opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
+        o, lse = _Attention.apply(q, k, v, causal, scale, opts)
+    return (o, lse) if return_lse else o
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                     scale: float | None = None, return_lse: bool = False, window=(-1, -1), softcap: float = 0.0,
+                     backend: str = "auto"):  # fmt: skip
+    """`attention` over packed sequences of different lengths, none attending across a boundary.
+
+    q: (total_q, Hq, D); k, v: (total_k, Hkv, D): the batch's sequences one after the other. cu_seqlens_q,
+        cu_seqlens_k: int32 (B + 1,) cumulative lengths, from 0 to total, strictly increasing (sequence b is rows
+        cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked).
+    causal, scale, window, softcap: as in `attention`, per sequence (causal aligned to each one's bottom-right).
+    backend: "auto" or "fa2" (fa3 does not take packed sequences).
+
+    Returns O, (total_q, Hq, D), or (O, L) with L (Hq, total_q) float32. Differentiable in q, k and v.
+    """
+    left, right = check_inputs(q, k, v, causal, scale, window, softcap, varlen=True)
+    check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    if not isinstance(return_lse, bool):
+        raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
+    from flashviz.ops import backends as attention_backends
+
+    attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, True))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    opts = Options(left, right, float(softcap), cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(),
+                   int(max_seqlen_q), int(max_seqlen_k))  # fmt: skip
+    o, lse = _Attention.apply(q, k, v, causal, scale, opts)
+    return (o, lse) if return_lse else o
+
+
+def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale):
+    return launcher().backward(q, k, v, o, lse, do, dlse, causal, scale)
+
+
+def _register_with_fa3() -> None:
+    """fa3 may run its backward by these kernels (where they measure faster); it cannot import this module."""
+    from flashviz.ops import fa3 as fa3_attention
+
+    fa3_attention.register_triton_backward(_fa2_backward)
+
+
+_register_with_fa3()
+
+FP32_PRECISIONS = ("ieee", "tf32")
+
+
+def _forward_fp32(q, k, v, tiles: Tiles | None, precision: str, causal: bool = False, scale: float | None = None):
+    """The ladder's private fp32 rungs (bench/ladder_bench.py), not part of `attention`'s API: fa2_fwd on float32
+    q, k, v (B, H, N, D) with fixed tiles (on a GPU), tl.dot at `precision` -- "ieee" (CUDA cores, fp32 products)
+    or "tf32" (tensor cores, operands cut to tf32). Returns (O float32, L). Forward only, no autograd."""
+    if precision not in FP32_PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(FP32_PRECISIONS)}; got {_cut(repr(precision))}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+            raise ValueError(f"{name} must be a float32 torch.Tensor; got {_cut(getattr(t, 'dtype', type(t)))}")
+    if q.dim() != 4 or not (q.shape == k.shape == v.shape) or q.shape[-1] not in SUPPORTED_D:
+        raise ValueError(f"q, k, v must share one shape (B, H, N, D), D in {SUPPORTED_D}; got {_cut(tuple(q.shape))}")
+    run = launcher()
+    if tiles is None and not run.interpret:
+        raise ValueError("tiles must be given on a GPU: the autotuner's candidates are bf16 tile sets")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    q, k, v = (_tma_ready(t) for t in (q, k, v))
+    return run.forward(q, k, v, causal, scale, tiles=tiles, precision=precision)

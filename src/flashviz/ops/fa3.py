@@ -1,0 +1,346 @@
+"""flashviz.attention's fa3 backend: the Gluon kernels of `algos/fa3/kernel.py` on a Hopper GPU, as a differentiable
+function, and their compilation for sm_90 without a GPU (what CI checks).
+
+Launches: the forward persistent over min(blocks, SMs) programs, one warpgroup of 4 warps plus a second one and a
+producer warp (gl.warp_specialize), registers capped at MAXNREG at entry and moved by setmaxnreg; the backward one
+program per 128 rows of K, V, then dQ = scale * (the fp32 buffer the kernel added into).
+
+Which kernel runs the backward: BACKWARD, FlashAttention-2's Triton kernels (flashviz.ops.fa2) on fa3's O
+and L, because in the recorded run they beat the Gluon backward at every shape; the Gluon one (fa3_bwd) is
+correct (tests/test_fa3.py) and is run with kernel="gluon" or "gluon-vec".
+Needs torch and Triton 3.6 with Gluon (`flashviz[triton]`), and, to run, an sm_90 GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+SUPPORTED_D = (64, 128)
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+BR = 128  # rows of Q per forward block (two consumer warpgroups of 64), rows of K, V per backward block
+BWD_BR = 64  # rows of Q per backward step
+
+
+@dataclass(frozen=True)
+class FwdConfig:
+    """One forward launch: the tile of keys, the depth of the K/V ring, and which of FA3's ideas are on."""
+
+    Bc: int = 128
+    stages: int = 2
+    pingpong: bool = True  # the two consumers take turns on the tensor cores
+    overlap: bool = True  # Sij of tile j+1 issued with P V of tile j, softmax under P V
+    persistent: bool = True  # min(blocks, SMs) programs, each looping over blocks
+    kv_first: bool = False  # the producer loads a block's first Kj, Vj before its Qi
+
+    def name(self) -> str:
+        parts = ["ws"] + [n for n, on in (("pingpong", self.pingpong), ("overlap", self.overlap)) if on]
+        parts += [n for n, on in (("persistent", self.persistent), ("kv_first", self.kv_first)) if on]
+        return "+".join(parts) + f" Bc={self.Bc} stages={self.stages}"
+
+
+# Per head dimension; shared memory per program: D=128 196 KB (2 stages), D=64 131 KB (3 stages), 164 KB (4);
+# compiled for sm_90 on the CPU first (tests/test_fa3_compile.py): 240 registers per consumer thread, no spills in
+# the loops. FWD_CANDIDATES: every config the recorded run checked and timed (bench/attention_bench.py).
+FWD_CONFIGS = {128: FwdConfig(Bc=128, stages=2), 64: FwdConfig(Bc=128, stages=3)}
+FWD_CANDIDATES = {
+    128: [
+        FWD_CONFIGS[128],
+        replace(FWD_CONFIGS[128], persistent=False),
+        replace(FWD_CONFIGS[128], kv_first=True),
+        replace(FWD_CONFIGS[128], persistent=False, kv_first=True),
+    ],
+    64: [
+        FWD_CONFIGS[64],
+        replace(FWD_CONFIGS[64], persistent=False),
+        replace(FWD_CONFIGS[64], kv_first=True),
+        replace(FWD_CONFIGS[64], stages=4),
+        replace(FWD_CONFIGS[64], pingpong=False),
+        replace(FWD_CONFIGS[64], pingpong=False, persistent=False),
+    ],
+}
+BWD_STAGES = {128: 2, 64: 2}
+
+
+def forward_config(d: int, n: int, causal: bool) -> FwdConfig:
+    """The forward config the launches use: per shape, the fastest the recorded run measured (2026-12-01, H200,
+    bench/results/attention/logs/fa3-run2, its ablation rows and fa3 rows; NOTES.md "fa3"). Persistent programs
+    in a fixed order lost to the hardware's own block order from N = 8192 up (D=128, N=16384: 558 against 640
+    TFLOP/s non-causal, 541 against 596 causal) and won at N = 4096 (D=64: 439 against 421; 369 against 346).
+    Ping-pong and intra-warpgroup overlap stay on; kv_first and 4 stages measured within noise: off."""
+    return replace(FWD_CONFIGS[d], persistent=n <= 4096)
+
+
+# The backward's kernels: fa3_bwd with dQ added by scalar atomics ("gluon") or by two-column vector reductions
+# ("gluon-vec", red.global.add.v2.f32), or FlashAttention-2's Triton kernels on fa3's O and L ("triton").
+BWD_CANDIDATES = ("gluon", "gluon-vec", "triton")
+# The kernel that runs fa3's backward: in the recorded run (fa3-run2) FlashAttention-2's Triton kernels beat
+# fa3_bwd at every shape (D=128, N=16384: 13.0 ms against 13.4 (gluon-vec) and 14.0 (gluon); D=64: 14.4 against
+# 17.0), so the fa3 backend runs them; fa3_bwd stays, correct and tested, for the work NOTES.md lists.
+BACKWARD = "triton"
+
+# The ablation of the FA3 paper's table, each a rung of `flashviz ladder` and a row of the benchmark.
+ABLATION = {
+    "warp specialization": dict(pingpong=False, overlap=False, persistent=False),
+    "+ ping-pong": dict(pingpong=True, overlap=False, persistent=False),
+    "+ intra-warpgroup overlap": dict(pingpong=True, overlap=True, persistent=False),
+    "+ persistent": dict(pingpong=True, overlap=True, persistent=True),
+}
+
+
+def ablation_config(d: int, rung: str) -> FwdConfig:
+    return replace(FWD_CONFIGS[d], **ABLATION[rung])
+
+
+def _cut(value: object, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why fa3 cannot run here (None: it can): it needs a CUDA GPU of compute capability 9.0 and Triton's Gluon."""
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    major, minor = torch.cuda.get_device_capability()
+    if (major, minor) != (9, 0):
+        return f"the GPU is sm_{major}{minor}, fa3 needs sm_90 (Hopper)"
+    try:
+        from triton.experimental import gluon  # noqa: F401
+    except ImportError as e:
+        return f"Triton's Gluon is missing ({_cut(e)}); pip install 'flashviz[triton]'"
+    return None
+
+
+def supports(q, scale: float | None = None) -> str | None:
+    """Why fa3 cannot take these inputs (None: it can), for inputs already checked by check_inputs. A scale <= 0
+    is refused (fa2 takes it): the kernels take the running max of the unscaled scores and scale it afterwards,
+    which is the max of the scaled ones only for scale > 0, and a zero scale turns the mask's -inf into NaN."""
+    if scale is not None and scale <= 0:
+        return f"fa3 takes scale > 0; got {_cut(scale)}"
+    if q.shape[-1] not in SUPPORTED_D:
+        return f"fa3 takes head dimension D in {', '.join(map(str, SUPPORTED_D))}; got {q.shape[-1]}"
+    if q.device.type != "cuda":
+        return f"fa3 runs on CUDA tensors; got {_cut(q.device)}"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Descriptors and launches
+# ----------------------------------------------------------------------------------------------------------
+def _gl_dtype(dtype):
+    from triton.experimental.gluon import language as gl
+
+    return {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}[dtype]
+
+
+def tile_layout(rows: int, d: int, dtype, swizzle: int | None = None):
+    """The shared-memory layout of a [1, 1, rows, d] TMA block (the kernel's tiles use the same swizzle)."""
+    from triton.experimental.gluon import language as gl
+
+    if swizzle is not None:
+        return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=16, rank=4)
+    return gl.NVMMASharedLayout.get_default_for([1, 1, rows, d], _gl_dtype(dtype))
+
+
+def _desc(t, rows: int, swizzle: int | None = None):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    d = t.shape[-1]
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, rows, d], tile_layout(rows, d, t.dtype, swizzle))
+
+
+@functools.cache
+def _num_sms() -> int:
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def _kernels():
+    from flashviz.algos.fa3 import kernel
+
+    return kernel
+
+
+def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None, ts=None, ts_tiles: int = 0):
+    """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors. config None: the one
+    forward_config gives for the shape. ts_tiles > 0: the timestamped build (issue 20), writing %globaltimer into
+    ts (int64, zeroed, at least kernel.TS_PROGRAMS * 3 * kernel.ts_slots(ts_tiles)); 0 (default): the plain build,
+    the same PTX as without these arguments."""
+    km = _kernels()
+    B, H, N, D = q.shape
+    cfg = config or forward_config(D, N, causal)
+    o = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
+    lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
+    blocks = math.ceil(N / BR) * B * H
+    programs = min(blocks, _num_sms()) if cfg.persistent else blocks
+    km.fa3_fwd[(programs,)](
+        _desc(q, 64), _desc(k, cfg.Bc), _desc(v, cfg.Bc), _desc(o, 64), lse, H, N, blocks, scale * _LOG2E,
+        D=D, Bc=cfg.Bc, STAGES=cfg.stages, CAUSAL=causal, PINGPONG=cfg.pingpong, OVERLAP=cfg.overlap,
+        KV_FIRST=cfg.kv_first, GROUP=H // k.shape[1], num_warps=4, maxnreg=km.MAXNREG,
+        **({"TS": ts, "TS_TILES": ts_tiles} if ts_tiles else {}),
+    )  # fmt: skip
+    return o, lse
+
+
+def delta(o, do, dlse):
+    """Delta = rowsum(dO * O) - dL (B, H, N) fp32."""
+    km = _kernels()
+    B, H, N, D = o.shape
+    out = torch.empty((B, H, N), dtype=torch.float32, device=o.device)
+    km.fa3_bwd_preprocess[(math.ceil(N / 128), B * H)](
+        o, do, dlse if dlse is not None else out, out, *o.stride()[:3], *do.stride()[:3], H, N,
+        D=D, Br=128, HAS_DL=dlse is not None, num_warps=4,
+    )  # fmt: skip
+    return out
+
+
+def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float, vec_atomic: bool = False):
+    """dQ, dK, dV by fa3_bwd (after the Delta pre-kernel)."""
+    km = _kernels()
+    B, H, N, D = q.shape
+    dl = delta(o, do, dlse)
+    dq_acc = torch.zeros((B, H, N, D), dtype=torch.float32, device=q.device)
+    dk = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
+    dv = torch.empty_like(dk)
+    tc = math.ceil(N / BR)
+    grid = (B * H, tc) if causal else (tc, B * H)
+    km.fa3_bwd[grid](
+        _desc(q, BWD_BR), _desc(k, BWD_BR, swizzle=D), _desc(v, BWD_BR), _desc(do, BWD_BR), lse, dl, dq_acc, dk, dv,
+        *dk.stride()[:3], *dv.stride()[:3], H, N, scale, scale * _LOG2E,
+        D=D, STAGES=BWD_STAGES[D], CAUSAL=causal, VEC_ATOMIC=vec_atomic, num_warps=4, maxnreg=km.MAXNREG,
+    )  # fmt: skip
+    return dq_acc.mul_(scale).to(q.dtype), dk, dv
+
+
+def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None):
+    """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD, or fa3_bwd where FlashAttention-2's kernels
+    were not registered)."""
+    kernel = kernel or (BACKWARD if _triton_backward is not None else "gluon")
+    if q.shape[1] != k.shape[1] and kernel != "triton":  # fa3_bwd has one head count: GQA's backward is fa2's
+        if _triton_backward is None:
+            raise ValueError("grouped-query attention's backward needs FlashAttention-2's: import flashviz first")
+        kernel = "triton"
+    if kernel not in BWD_CANDIDATES:
+        raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
+    if kernel.startswith("gluon"):
+        return backward_gluon(q, k, v, o, lse, do, dlse, causal, scale, vec_atomic=kernel == "gluon-vec")
+    if _triton_backward is None:
+        raise ValueError("kernel 'triton' needs FlashAttention-2's backward: import flashviz.ops.fa2 first")
+    return _triton_backward(q, k, v, o, lse, do, dlse, causal, scale)
+
+
+# FlashAttention-2's backward (flashviz.ops.fa2 registers it when imported; this module does not import
+# that one, which imports this one): the "triton" candidate of BWD_CANDIDATES.
+_triton_backward = None
+
+
+def register_triton_backward(fn) -> None:
+    global _triton_backward
+    _triton_backward = fn
+
+
+_LOG2E = 1.4426950408889634
+
+
+def _tma_ready(t):
+    """TMA wants a 16-byte aligned base and 16-byte multiples for every stride but the last."""
+    size = t.element_size()
+    if t.data_ptr() % 16 == 0 and all(s * size % 16 == 0 for s in t.stride()[:-1]):
+        return t
+    return t.contiguous()
+
+
+class _Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale):
+        q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+        o, lse = forward(q, k, v, causal, scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.scale = causal, scale
+        ctx.set_materialize_grads(False)
+        return o, lse
+
+    @staticmethod
+    def backward(ctx, do, dlse):
+        q, k, v, o, lse = ctx.saved_tensors
+        do = torch.zeros_like(o) if do is None else _tma_ready(do)
+        dlse = None if dlse is None else dlse.contiguous()
+        dq, dk, dv = backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def attention(q, k, v, causal: bool, scale: float):
+    """(O, L) by fa3, differentiable in q, k, v; inputs checked by flashviz.attention."""
+    return _Attention.apply(q, k, v, causal, scale)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Compiling for sm_90 without a GPU (CI, bench/fa3_compile_check.py)
+# ----------------------------------------------------------------------------------------------------------
+def _desc_type(rows: int, d: int, dtype, swizzle: int | None = None) -> str:
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    return f"tensordesc<{name}[1, 1, {rows}, {d}],{tile_layout(rows, d, dtype, swizzle)!r}>"
+
+
+def compile_sm90(
+    kernel: str,
+    d: int,
+    causal: bool,
+    dtype=torch.bfloat16,
+    config: FwdConfig | None = None,
+    vec_atomic: bool = False,
+    ts_tiles: int = 0,
+    group: int = 1,
+):
+    """triton.compile of one fa3 kernel ("fwd", "bwd" or "bwd_preprocess") for sm_90, as the launches above
+    specialise it; no GPU or driver needed. Returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    km = _kernels()
+    elt = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    options = {"num_warps": 4, "maxnreg": km.MAXNREG}
+    if kernel == "fwd":
+        cfg = config or FWD_CONFIGS[d]
+        sig = {"desc_q": _desc_type(64, d, dtype), "desc_k": _desc_type(cfg.Bc, d, dtype),
+               "desc_v": _desc_type(cfg.Bc, d, dtype), "desc_o": _desc_type(64, d, dtype), "L": "*fp32",
+               "H": "i32", "N": "i32", "num_blocks": "i32", "qk_scale": "fp32"}  # fmt: skip
+        consts: dict[str, Any] = dict(
+            D=d,
+            Bc=cfg.Bc,
+            STAGES=cfg.stages,
+            CAUSAL=causal,
+            PINGPONG=cfg.pingpong,
+            OVERLAP=cfg.overlap,
+            KV_FIRST=cfg.kv_first,
+            GROUP=group,
+        )
+        fn = km.fa3_fwd
+        consts["TS_TILES"] = ts_tiles
+        if ts_tiles:
+            sig["TS"] = "*i64"
+        else:
+            consts["TS"] = None  # as a launch passes it: a constant, no parameter
+    elif kernel == "bwd":
+        sig = {"desc_q": _desc_type(BWD_BR, d, dtype), "desc_k": _desc_type(BWD_BR, d, dtype, swizzle=d),
+               "desc_v": _desc_type(BWD_BR, d, dtype), "desc_do": _desc_type(BWD_BR, d, dtype), "L": "*fp32",
+               "Delta": "*fp32", "dQ": "*fp32", "dK": f"*{elt}", "dV": f"*{elt}",
+               **{n: "i32" for n in ("sdkb", "sdkh", "sdkn", "sdvb", "sdvh", "sdvn", "H", "N")},
+               "scale": "fp32", "qk_scale": "fp32"}  # fmt: skip
+        consts = dict(D=d, STAGES=BWD_STAGES[d], CAUSAL=causal, VEC_ATOMIC=vec_atomic)
+        fn = km.fa3_bwd
+    elif kernel == "bwd_preprocess":
+        sig = {"O": f"*{elt}", "dO": f"*{elt}", "dL": "*fp32", "Delta": "*fp32",
+               **{n: "i32" for n in ("sob", "soh", "son", "sdb", "sdh", "sdn", "H", "N")}}  # fmt: skip
+        consts = dict(D=d, Br=128, HAS_DL=causal)  # (the flag stands in for "with dL")
+        fn = km.fa3_bwd_preprocess
+        options = {"num_warps": 4}
+    else:
+        raise ValueError(f"kernel must be fwd, bwd or bwd_preprocess; got {_cut(repr(kernel))}")
+    sig.update({name: "constexpr" for name in consts})
+    return triton.compile(GluonASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32), options=options)

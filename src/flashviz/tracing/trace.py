@@ -1,0 +1,187 @@
+"""The Trace: what the engine emits and every view renders. Versioned JSON (see docs/trace-schema.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from flashviz.tracing.codec import honest as _honest
+
+SCHEMA = "flashviz.trace/3"
+
+
+class SchemaError(ValueError):
+    """A trace of another schema version than this code reads."""
+
+
+def check_schema(doc: dict[str, Any]) -> None:
+    """Refuse a trace of another version, naming both: there is no compatibility path for older traces."""
+    found = doc.get("schema") if isinstance(doc, dict) else None
+    if found != SCHEMA:
+        shown = repr(found)[:40] if found is not None else "no schema key"
+        raise SchemaError(
+            f"schema: this flashviz reads {SCHEMA} traces; this trace is {shown} "
+            "(make it again with this version's `flashviz trace`)"
+        )
+
+
+@dataclass
+class Transfer:
+    """One trip across HBM: a rectangle of a tensor read into SRAM or written back from it."""
+
+    tensor: str
+    kind: Literal["read", "write"]
+    rows: tuple[int, int]  # half-open [first, end)
+    cols: tuple[int, int]  # half-open [first, end)
+    buffers: list[str] = field(default_factory=list)  # the SRAM buffers it fills or empties (the picture's Move)
+    source: dict[str, Any] | None = None  # a write's values in the trace: {"buffer"}, {"carry"} or {"fill"}
+    note: str | None = None  # words after the HBM slice in the buffer's note
+
+    @property
+    def elements(self) -> int:
+        return (self.rows[1] - self.rows[0]) * (self.cols[1] - self.cols[0])
+
+
+@dataclass
+class Step:
+    index: int  # position in `steps`
+    block: int  # blockIdx.x of the step's kernel (fa1: 0, its one block; the block of Q it visits is indices["i"])
+    j: int | None  # tile index, None outside the loop over K/V tiles
+    phase: int  # position within the block's program: all blocks are at the same phase together
+    indices: dict[str, int]  # the loop indices of the code header, outer first (e.g. {"j": 1, "i": 0} for fa1)
+    op: str  # the step's name: its `// step: NAME` region in the kernel file (fa2: load_q, load_kv, scores, ...)
+    math: str  # the seed's label, e.g. "Sij = Qi @ Kj.T"
+    tex: str  # the same in TeX, for typesetting
+    code: str  # the marked region of the kernel with i and j substituted
+    lines: tuple[int, int]  # 1-based inclusive line range of the region in the kernel file
+    transfers: list[Transfer]
+    sram: dict[str, np.ndarray]  # buffers this step changed, their contents after it
+    carries: (
+        dict[str, np.ndarray] | None
+    )  # the running values a step holds (fa2: mi, li; m_old, alpha ... on its update)
+    substeps: list[dict[str, Any]] | None  # the visible parts of a compound step (fa2's online_softmax has three)
+    text: str  # narrative sentence built from the step's real numbers
+    kernel: str = ""  # the kernel it belongs to (flashviz.algos.picture fills it, and the fields below)
+    tile: int | None = None  # the tile of K/V held in SRAM at the step (the last its unit loaded)
+    veil: int | None = None  # index into the trace's veils: what its unit never touches under causal masking
+    action: str = ""  # the seed's "Action" column
+    carries_note: int | None = None  # index into the trace's carries notes
+    mma: dict[str, Any] | None = None  # a tensor-core kernel's scores and P·V steps: one element as its k-steps add up
+    # who runs the step on a warp-specialized kernel: its partition, the consumer warpgroups' rows, the ring slot
+    # of its Kj, Vj (docs/trace-schema.md, a step's `schedule`); None for a kernel whose warps all run every step
+    schedule: dict[str, Any] | None = None
+
+
+@dataclass
+class Trace:
+    config: dict[str, Any]
+    kernel: dict[str, Any]  # file, name, source
+    inputs: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+    reference: dict[str, Any]  # errors against float64
+    hbm: dict[str, dict[str, int]]  # per tensor {read, written} in elements, whole launch
+    model: dict[str, dict[str, int]]  # the closed-form traffic model, same shape as hbm
+    sram: dict[str, Any]  # footprint per block against the shared-memory budget
+    flops: dict[
+        str, Any
+    ]  # matmul and non-matmul FLOPs, counted by the engine and in closed form (flashviz.tracing.flops)
+    tensors: dict[str, dict[str, Any]]  # shape, dtype, where it lives, role
+    blocks: list[dict[str, Any]]  # per block: rows, recorded
+    phases: list[dict[str, Any]]  # per phase: op, j, cumulative launch-wide hbm counters
+    steps: list[Step] = field(default_factory=list)
+    hardware: dict[str, Any] | None = None  # the launch on the H200: grid, occupancy, waves, warps (flashviz.hardware)
+    idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
+    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.algos.picture
+    title: str = ""
+    tagline: str = ""
+    kernels: dict[str, Any] = field(default_factory=dict)
+    picker: dict[str, Any] = field(default_factory=dict)
+    buffers: dict[str, Any] = field(default_factory=dict)
+    picture: dict[str, Any] = field(default_factory=dict)
+    ops: dict[str, Any] = field(default_factory=dict)
+    carries: dict[str, Any] = field(default_factory=dict)
+    substeps_note: list[Any] = field(default_factory=list)
+    counting: list[Any] = field(default_factory=list)
+    tiling: dict[str, Any] = field(default_factory=dict)
+    veils: list[Any] = field(default_factory=list)
+    tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
+    schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule, else None
+
+    def to_json(self, indent: bool = False, compact: bool = False) -> bytes:
+        """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references
+        (flashviz.tracing.codec; what `flashviz trace` writes unless --plain, and what /api/trace sends)."""
+        # here, not at the top: every algorithm's engine imports this module (through the registry), and the GPU
+        # machine's image, which runs the benches, has no orjson
+        import orjson
+
+        option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
+        doc = _compact(self) if compact else _plain(self)
+        return orjson.dumps(doc, option=option, default=_default)
+
+
+def _plain(trace: Trace) -> dict[str, Any]:
+    # shallow, field by field (dataclasses.asdict would deep-copy every array): large traces stay fast
+    out: dict[str, Any] = {"schema": SCHEMA}
+    for name in trace.__dataclass_fields__:
+        out[name] = getattr(trace, name)
+    out["outputs"] = _values(trace.outputs)
+    out["steps"] = [_step(s) for s in trace.steps]
+    return out
+
+
+def _compact(trace: Trace) -> dict[str, Any]:
+    from flashviz.tracing.codec import encode_doc
+
+    out: dict[str, Any] = {"schema": SCHEMA}
+    for name in trace.__dataclass_fields__:
+        out[name] = getattr(trace, name)
+    out["inputs"] = dict(trace.inputs)
+    out["outputs"] = dict(trace.outputs)
+    out["steps"] = [_step(s, compact=True) for s in trace.steps]
+    return encode_doc(out, trace.steps)
+
+
+def _step(step: Step, compact: bool = False) -> dict[str, Any]:
+    values = (lambda x: None if x is None else dict(x)) if compact else _values
+    d = {name: getattr(step, name) for name in step.__dataclass_fields__}
+    d["transfers"] = [_transfer(t) for t in step.transfers]
+    d["sram"] = values(step.sram)
+    d["carries"] = values(step.carries)
+    if step.substeps is not None:
+        d["substeps"] = [{**s, "values": values(s["values"])} for s in step.substeps]
+    return d
+
+
+def _transfer(t: Transfer) -> dict[str, Any]:
+    d = {
+        "tensor": t.tensor,
+        "kind": t.kind,
+        "rows": t.rows,
+        "cols": t.cols,
+        "elements": t.elements,
+        "buffers": t.buffers,
+    }
+    if t.kind == "write":
+        d["source"] = t.source
+    if t.note is not None:
+        d["note"] = t.note
+    return d
+
+
+def _values(arrays: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Arrays as JSON numbers. orjson writes every non-finite float as null, and null means −∞ in a Trace; an array
+    that also holds NaN or +∞ (a row with no finite score: the kernel's exp(−∞ − (−∞))) is written as a list
+    in which those are the strings "NaN" and "Infinity", so that no null ever stands for them."""
+    if arrays is None:
+        return None
+    return {k: _honest(v) for k, v in arrays.items()}
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):  # non-contiguous or non-native arrays orjson declines
+        return np.ascontiguousarray(obj).tolist()
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
