@@ -27,7 +27,8 @@ ring_option = click.option(
 
 
 def ring_doc(n: int, d: int, world: int, causal: bool) -> dict[str, Any]:
-    """The model of the ring (flashviz.reports.ring_model.model) with the compare's N and D; a bad P is --ring's error."""
+    """The model of the ring (flashviz.reports.ring_model.model) with the compare's N and D; a bad P is --ring's
+    error."""
     from flashviz.reports.ring_model import model
 
     if n % (2 * world):
