@@ -1,8 +1,10 @@
 """The `ring` algorithm (issue 23, the viewer's part): the engine runs flashviz.ring_attention's loop over P simulated
 devices. Held here, on fresh random inputs, P = 2..4, both layouts, causal and not: its merged output against
 float64 attention over the whole sequence (computed here, in sequence order); against the NumPy simulation
-(flashviz.engine.ring_sim) device by device and step by step; each merge against flashviz.model.merge's rule; its HBM counters,
-steps and FLOPs against the closed forms and the bytes each device sent against flashviz.reports.ring_model; the trace's
+(flashviz.engine.ring_sim) device by device and step by step; each merge against flashviz.model.merge's rule; its HBM
+counters,
+steps and FLOPs against the closed forms and the bytes each device sent against flashviz.hardware.ring_model; the
+trace's
 `devices` against the layout plan; the code each step shows cut from flashviz/ops/ring.py; and the CLI's flags."""
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from hypothesis import strategies as st
 
 from flashviz.algos import get
 from flashviz.engine.ring_sim import simulate
+from flashviz.hardware.ring_model import model as ring_model
 from flashviz.model import kernels
 from flashviz.model.config import Config, ConfigError
 from flashviz.model.merge import merge
 from flashviz.model.ring_layout import blocks, owner
 from flashviz.reports.compare import compare
-from flashviz.reports.ring_model import model as ring_model
 from flashviz.tracing.build import make_trace
 
 RING = get("ring")
@@ -167,12 +169,13 @@ def test_causal_shards_skipped_and_the_zigzag_balance():
 
 
 def test_the_code_each_step_shows_is_cut_from_ring_py():
-    """The steps' regions lie in flashviz/ops/ring.py's `_forward` (what ring_attention runs), with `step` substituted."""
+    """The steps' regions lie in flashviz/ops/ring.py's `_forward` (what ring_attention runs), with `step`
+    substituted."""
     from pathlib import Path
 
-    import flashviz.model.ring_layout as layout_module
+    import flashviz.ops.ring as ring_module
 
-    source = (Path(layout_module.__file__).parent / "ring.py").read_text()
+    source = Path(ring_module.__file__).read_text()
     regions = kernels.regions(RING.kernel)
     assert set(regions) == {"init", "send", "attend", "merge", "wait", "finish"}
     lines = source.splitlines()

@@ -1,4 +1,5 @@
-"""What the views read in a trace (src/flashviz/data/trace_shape.json), checked by `flashviz.share.trace_files.check_trace`
+"""What the views read in a trace (src/flashviz/data/trace_shape.json), checked by
+`flashviz.share.trace_files.check_trace`
 before any view draws it (issue 17, the page fuzzer's finding): every algorithm's real trace passes, plain or compact,
 causal or not; each part a view cannot read is refused in one line naming it, with the words the page's own check
 says (the cases are shared with web/test/traceCheck.test.ts)."""
@@ -94,7 +95,8 @@ def test_the_spec_uses_only_known_atoms_and_definitions():
 @pytest.mark.parametrize("n", [1, 37, 4096])
 def test_every_comparison_the_page_is_given_passes_its_shape(n, causal):
     """The page checks a comparison it holds against the spec's `compare` (web/src/source.ts): what
-    flashviz.reports.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or not."""
+    flashviz.reports.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or
+    not."""
     from flashviz.reports.compare_api import compare_document
     from flashviz.tracing.shape import compare_problem
 

@@ -12,7 +12,8 @@ the parts, each a module of the folder imported directly and checked by mypy aga
 - `launch_check`: more rules on a launch (the tiles a kernel can run), or None
 
 A folder whose part lacks a name or has one of another type fails `mypy src` where its `ALGORITHM` is built. The
-kernel file's steps (`// step: NAME` ... `// end step`) are cut by `flashviz.model.kernels` from `kernel` (a KernelFile).
+kernel file's steps (`// step: NAME` ... `// end step`) are cut by `flashviz.model.kernels` from `kernel` (a
+KernelFile).
 The launch rules that depend on the algorithm (its blocks, its N limit, its kernel's tiles, the API's bounds) are
 methods here: `Config` is plain data that names the algorithm and imports none.
 """
@@ -86,7 +87,8 @@ class Expect(Protocol):
 
 
 class Picture(Protocol):
-    """An algorithm's `picture.py` (flashviz.algos.picture): what the page draws, as data, and its words for a launch."""
+    """An algorithm's `picture.py` (flashviz.algos.picture): what the page draws, as data, and its words for a
+    launch."""
 
     @property
     def KERNELS(self) -> Sequence[Kernel]: ...

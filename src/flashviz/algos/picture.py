@@ -1,5 +1,6 @@
 """A trace describes its own picture (docs/trace-schema.md, schema /2): what each algorithm's `picture.py` declares,
-as data (the types below), and the helpers those declarations share. `flashviz.tracing.assemble` puts a declaration together
+as data (the types below), and the helpers those declarations share. `flashviz.tracing.assemble` puts a declaration
+together
 with one run.
 
 An algorithm's folder declares `KERNELS` (its kernels, their ops and grids), `PICKER` (what the page's block picker
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from flashviz.engine.recorder import Where
 from flashviz.model import tiling
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step, Transfer
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step, Transfer
 
 Axis = Literal["q", "kv", "none"]
 Run = str | dict[str, Any]
@@ -78,9 +80,6 @@ class Picker:
     @property
     def axis(self) -> Axis:
         return "q" if self.letter == "i" else "kv"
-
-
-Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
 
 
 def locator(kernels: Sequence[Kernel], picker: Picker) -> Where:

@@ -40,6 +40,7 @@ from flashviz.cli.ring import ring_option
 from flashviz.cli.share import export, view
 from flashviz.cli.yourkernel import kernel_options, reject_kernel_options, run_kernel_trace
 from flashviz.model.config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from flashviz.model.schema_errors import RecordError
 from flashviz.model.units import human_bytes
 
 if TYPE_CHECKING:
@@ -421,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
         silence_stdout()
         click.echo(one_line(f"flashviz: error: stdout: {exc}"), err=True)
         return 1
+    except RecordError as exc:  # a recorded run shipped in flashviz/data/ that is not what its schema says
+        click.echo(one_line(f"flashviz: error: {exc}"), err=True)
+        return 2
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 

@@ -1,4 +1,4 @@
-"""`flashviz compare --ring P`: the option and its document (flashviz.reports.ring_model's closed form of the ring of
+"""`flashviz compare --ring P`: the option and its document (flashviz.hardware.ring_model's closed form of the ring of
 flashviz.ring_attention, zigzag layout, on P ranks, at the compare's N and D), kept apart from the compare command
 so that its edit there stays one option and three lines."""
 
@@ -28,8 +28,9 @@ ring_option = click.option(
 
 
 def ring_doc(n: int, d: int, world: int, causal: bool) -> dict[str, Any]:
-    """The model of the ring (flashviz.reports.ring_model.model) with the compare's N and D; a bad P is --ring's error."""
-    from flashviz.reports.ring_model import model
+    """The model of the ring (flashviz.hardware.ring_model.model) with the compare's N and D; a bad P is --ring's
+    error."""
+    from flashviz.hardware.ring_model import model
 
     if n % (2 * world):
         raise ConfigError(
@@ -39,6 +40,6 @@ def ring_doc(n: int, d: int, world: int, causal: bool) -> dict[str, Any]:
 
 
 def render_ring(doc: dict[str, Any]) -> Table:
-    from flashviz.reports.ring_model import render
+    from flashviz.hardware.ring_model import render
 
     return render(doc)

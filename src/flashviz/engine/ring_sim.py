@@ -1,7 +1,8 @@
 """The ring of flashviz.ops.ring over P simulated devices, in NumPy, one head: what each device holds, computes, skips
 and sends at each step, and its carries (O, L) after each merge -- the engine a trace of the ring is built from.
 
-It follows flashviz.ops.ring's forward step for step, with the same layout plan (flashviz.model.ring_layout) and the same
+It follows flashviz.ops.ring's forward step for step, with the same layout plan (flashviz.model.ring_layout) and the
+same
 merge rule (flashviz.model.merge): device r keeps its Q chunks; at step s it holds the K/V shard of device (r - s) mod P
 while that shard is in flight to device r+1 (for the next step); each computed block's partial attention (O, L),
 by a plain fp32 softmax over the block, is merged into the device's carries. The result is not checked here

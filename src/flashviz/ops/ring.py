@@ -5,7 +5,8 @@ receives from r-1, `batch_isend_irecv`), the transfer of the next shard posted b
 so that the two overlap (on a GPU the transfers are issued from a stream of their own and the compute stream waits
 for them only where it reads the received shard; on the CPU gloo's threads move them while the interpreter
 computes). Each step's partial attention (O, L) comes from flashviz.attention and is merged into the rank's fp32
-carries by the log-sum-exp rule (flashviz.model.merge). Causal attention uses the zigzag layout (flashviz.model.ring_layout)
+carries by the log-sum-exp rule (flashviz.model.merge). Causal attention uses the zigzag layout
+(flashviz.model.ring_layout)
 so that every rank does the same work.
 
 Backward (a torch.autograd.Function): K/V go around the ring again; at each step the kernels' backward, given the

@@ -1,5 +1,6 @@
 """What the viewer's comparison view asks for: every algorithm at one config from the closed-form models
-(`flashviz.reports.compare`, the same numbers `flashviz compare` prints), the bytes causal masking saves and a sweep of N
+(`flashviz.reports.compare`, the same numbers `flashviz compare` prints), the bytes causal masking saves and a sweep
+of N
 for the traffic chart (`GET /api/compare`: no engine), and launch-wide counters per phase so the page can advance
 every algorithm's counters together (`GET /api/curves`).
 

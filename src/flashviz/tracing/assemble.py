@@ -16,8 +16,8 @@ from flashviz.model import tiling
 
 if TYPE_CHECKING:
     from flashviz.algos.base import Picture
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 
 def dims_value(cfg: Config, dims: Sequence[str]) -> list[int]:

@@ -53,7 +53,7 @@ export class DevicesView {
 
   private setTrace(t: Trace): void {
     this.trace = t;
-    const raw = (t as Trace & { devices?: unknown }).devices ?? null;
+    const raw = t.devices ?? null;
     const problem = devicesProblem(raw);
     this.doc = raw !== null && problem === null ? (raw as DevicesDoc) : null;
     this.section.hidden = raw === null;

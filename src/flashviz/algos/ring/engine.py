@@ -7,7 +7,8 @@ another. Device r is block r of Q (Br = N/P) and the K/V shard it holds at a ste
 holds device (r − s) mod P's shard, the one that arrived from device r − 1 at the end of step s − 1 (its own at step
 0), while it sends that shard on to device r + 1. Each attention call of the step (`ring_layout.calls`) is computed by
 `ring_sim.partial_attention` (a plain fp32 softmax over the call's block: the simulation's own) and merged into the
-device's carries (O, L) by `flashviz.model.merge.merge`, the rule flashviz.ring_attention merges with; nothing of the ring
+device's carries (O, L) by `flashviz.model.merge.merge`, the rule flashviz.ring_attention merges with; nothing of the
+ring
 is copied here. Devices run one after another (independent but for what they send, which is their inputs' rows), each
 step at the phase it has in every device's program, so the page's block picker shows another device at the same
 moment. Besides the steps, the run leaves the trace's `devices` (docs/trace-schema.md): who holds which chunks at

@@ -34,8 +34,8 @@ from . import traffic
 from .record import KERNEL_NAME, calls_per_step
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K = KERNEL_NAME
 KERNELS = (
@@ -153,7 +153,7 @@ NOTES = {
 
 def devices(cfg: Config) -> dict[str, Any]:
     """The closed-form part of the trace's `devices`: how the devices stand, what a device is called, the link's
-    bytes per device from flashviz.reports.ring_model, and the words the section shows."""
+    bytes per device from flashviz.hardware.ring_model, and the words the section shows."""
     P, layout = cfg.devices, cfg.layout
     parts = chunk_count(P, layout)
     how = (
@@ -230,7 +230,7 @@ def picture(cfg: Config) -> Texts:
                 b("The link."),
                 f" Each device sends the shard it holds at every step but the last: {P - 1} \u00d7 "
                 f"{grouped(link['shard_bytes'])} bytes = {grouped(link['sent_bytes'][0])} bytes of fp32 K and V per "
-                "device (flashviz.reports.ring_model, what ",
+                "device (flashviz.hardware.ring_model, what ",
                 {"code": "flashviz compare --ring"},
                 " prints), each transfer under the compute of the step that sends it.",
             ],

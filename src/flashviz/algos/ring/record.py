@@ -10,7 +10,7 @@ from flashviz.model.tiling import count
 
 NAME = "ring"
 # the ring loop of flashviz.ring_attention: its `# step:` regions lie in `_forward` only (the backward is not traced)
-KERNEL = KernelFile(__package__ or __name__, "ring.py", functions=("_forward",), lies_in="flashviz")
+KERNEL = KernelFile(__package__ or __name__, "ring.py", functions=("_forward",), lies_in="flashviz.ops")
 KERNEL_NAME = "ring_attention"  # what the picture calls its one "kernel": the loop every device runs
 LAYOUT = "zigzag"  # the closed forms' layout when none is given (Config.layout's default)
 

@@ -1,7 +1,7 @@
 """Ring attention, one head, in closed form. HBM (the devices' memories together, the sequence in the layout's order):
 each device reads its Q shard once, and holds every K/V shard once, its own first, the others as they arrive, so K
 and V are read P = Tr times in all; O and L are written once. Neither the layout nor the mask changes that: a shard
-is received and passed on even where every block of it is skipped. The link (flashviz.reports.ring_model, the model
+is received and passed on even where every block of it is skipped. The link (flashviz.hardware.ring_model, the model
 `flashviz compare --ring` prints): each device sends the shard it holds at every step but the last, (P − 1) · 2 · N/P ·
 D elements of fp32 K and V. `steps` depends on the layout (the calls each step makes), which the trace passes."""
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from flashviz.algos.picture import Rule, times
+from flashviz.hardware.ring_model import model
 from flashviz.model.units import FLOAT_BYTES
-from flashviz.reports.ring_model import model
 
 from .record import LAYOUT, call_sizes, world
 
@@ -58,7 +58,8 @@ def rules(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, R
 
 
 def link(n: int, d: int, world_: int, layout: str, causal: bool) -> dict[str, Any]:
-    """The ring's link in closed form, from flashviz.reports.ring_model (fp32 K/V, one head): bytes each device sends per
+    """The ring's link in closed form, from flashviz.hardware.ring_model (fp32 K/V, one head): bytes each device
+    sends per
     step and in all, and the shard's bytes."""
     doc = model(n, d, world_, causal=causal, layout=layout, element_bytes=FLOAT_BYTES, tflops=1.0)
     fwd = doc["forward"]
@@ -66,5 +67,6 @@ def link(n: int, d: int, world_: int, layout: str, causal: bool) -> dict[str, An
         "shard_bytes": doc["shard_bytes"]["kv"],
         "per_step": [s["sent_bytes"] for s in fwd["steps"]],
         "sent_bytes": [fwd["sent_bytes"]] * world_,  # every device sends alike
-        "source": f"flashviz.reports.ring_model.model(n={n}, d={d}, world={world_}, layout={layout!r}, element_bytes=4)",
+        "source": f"flashviz.hardware.ring_model.model(n={n}, d={d}, world={world_}, layout={layout!r}, "
+        "element_bytes=4)",
     }
