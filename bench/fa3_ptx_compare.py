@@ -40,7 +40,7 @@ def builds(everything: bool, ts_tiles: int) -> list[tuple[str, dict]]:
     if ts_tiles:
         out = [(stem, {**kw, "ts_tiles": ts_tiles}) for stem, kw in out]
     if everything:
-        from flashviz.ops import fa3 as fa3
+        from flashviz.ops import fa3
 
         out += [(f"fwd_d64_causal{c}", {"d": 64, "causal": c}) for c in (False, True)]
         out += [("fwd_causalFalse_ts8", {"d": 128, "causal": False, "ts_tiles": 8})]
@@ -62,7 +62,7 @@ def main() -> int:
         return diff(Path(args.diff[0]), Path(args.diff[1]))
     if not args.out:
         ap.error("OUTDIR is required (or --diff A B)")
-    from flashviz.ops import fa3 as fa3
+    from flashviz.ops import fa3
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

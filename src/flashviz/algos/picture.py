@@ -1,5 +1,6 @@
 """A trace describes its own picture (docs/trace-schema.md, schema /2): what each algorithm's `picture.py` declares,
-as data (the types below), and the helpers those declarations share. `flashviz.tracing.assemble` puts a declaration together
+as data (the types below), and the helpers those declarations share. `flashviz.tracing.assemble` puts a declaration
+together
 with one run.
 
 An algorithm's folder declares `KERNELS` (its kernels, their ops and grids), `PICKER` (what the page's block picker
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from flashviz.engine.recorder import Where
 from flashviz.model import tiling
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step, Transfer
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step, Transfer
 
 Axis = Literal["q", "kv", "none"]
 Run = str | dict[str, Any]
@@ -78,9 +80,6 @@ class Picker:
     @property
     def axis(self) -> Axis:
         return "q" if self.letter == "i" else "kv"
-
-
-Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
 
 
 def locator(kernels: Sequence[Kernel], picker: Picker) -> Where:
@@ -181,6 +180,12 @@ class Texts:
     launch: Mapping[str, Any] | None = None  # how the kernel is launched beyond N, D, Br, Bc (warps, stages, why)
     tensor_cores: Mapping[str, Any] | None = None  # how its matrix products run on the tensor cores
     schedule: Mapping[str, Any] | None = None  # a modelled schedule of its partitions, or None
+    # the (block, tile) pairs' tiling where its rows are not in sequence order (the ring's zigzag layout), else None:
+    # flashviz.tracing.assemble then derives it from the causal mask over N rows (`tiling_of`)
+    tiling: Mapping[str, Any] | None = None
+    # a run spread over devices: their closed-form part (the ring's link bytes per device, words); the engine's
+    # run adds what happened (Recorder.devices). None: one device (docs/trace-schema.md, `devices`)
+    devices: Mapping[str, Any] | None = None
 
 
 # ---- helpers the algorithms' picture modules share ----

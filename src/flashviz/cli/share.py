@@ -1,5 +1,6 @@
 """`flashviz export` (one self-contained HTML file, or an animated GIF of the walkthrough) and `flashviz view` (a
-trace file in the viewer). `flashviz.cli.main` registers both; the page is `flashviz.share.page`'s, the GIF `flashviz.share.animate`'s,
+trace file in the viewer). `flashviz.cli.main` registers both; the page is `flashviz.share.page`'s, the GIF
+`flashviz.share.animate`'s,
 trace files are checked by `flashviz.share.trace_files`."""
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
 
 
 def size_line(docs: Any) -> str:
-    """What each part of the exported file weighs, each measured (`flashviz.share.page.sizes`): the viewer with its fonts,
+    """What each part of the exported file weighs, each measured (`flashviz.share.page.sizes`): the viewer with its
+    fonts,
     each trace (by algorithm and N), the comparison, the recorded ladder run, the index."""
     from flashviz.share.page import sizes
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from flashviz.engine.steps import Transfer
 from flashviz.model.units import FLOAT_BYTES, SMEM_OPTIN_BYTES, SMEM_STATIC_BYTES
-from flashviz.tracing.trace import Transfer
 
 
 class HBM:

@@ -10,17 +10,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashviz.engine import cancel
+from flashviz.engine.steps import Step, Transfer
 from flashviz.model import kernels
 from flashviz.model.tiling import span
-from flashviz.tracing.trace import Step, Transfer
 
 from .flops import KINDS, Flops
 from .memory import HBM
 
 if TYPE_CHECKING:
-    from flashviz.algos.picture import Where
     from flashviz.model.config import Config
     from flashviz.model.kernels import KernelFile
+
+# (op, indices) -> (kernel, blockIdx.x, the block picker's pick or None): which kernel and block run an op
+# (an algorithm's picture makes one: flashviz.algos.picture.locator)
+Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
 
 
 class Recorder:
@@ -44,6 +47,7 @@ class Recorder:
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
+        self.devices: dict[str, Any] | None = None  # a run over several devices: what each held, sent, carried
 
     def emit(
         self,

@@ -42,7 +42,8 @@ def recorded_tflops() -> tuple[float, str]:
 
 def step_flops(world: int, layout: str, causal: bool, chunk_rows: int, d: int) -> list[int]:
     """Per step: the forward matmul FLOPs (per head) of the busiest rank, in closed form (no loop over ranks; the
-    layout plan, flashviz.model.ring_layout, gives the same counts block by block -- tests/test_ring.py holds them equal).
+    layout plan, flashviz.model.ring_layout, gives the same counts block by block -- tests/test_ring.py holds them
+    equal).
     Without the mask every rank computes its whole shard against the one held. Zigzag, causal: at step 0 two
     diagonal chunks and one full block; later, two full blocks (an earlier shard: both Q chunks see its first chunk;
     a later shard: the late Q chunk sees both of its chunks). Contiguous, causal: the diagonal at step 0; later the
@@ -197,10 +198,11 @@ def render(doc: dict[str, Any]) -> Table:
         f"N={c['n']:,} "
         f"D={c['d']}, {c['shard']:,} tokens per rank, per head, {c['element_bytes']}-byte K/V",
         caption=(
-            f"Closed form (flashviz.hardware.ring_model). Rates: {r['tflops']:.4g} TFLOP/s ({r['tflops_source']}: an upper "
-            f"bound on the kernels, so compute times are lower bounds), {r['link_gb_s']:.4g} GB/s ({r['link_source']}"
-            "). A step lasts max(compute, transfer); a transfer is hidden when link bandwidth x the step's compute "
-            ">= its bytes. Backward: dK, dV travel in fp32; their last hop, to the owner, is not hidden."
+            f"Closed form (flashviz.hardware.ring_model). Rates: {r['tflops']:.4g} TFLOP/s ({r['tflops_source']}: an "
+            f"upper bound on the kernels, so compute times are lower bounds), {r['link_gb_s']:.4g} GB/s "
+            f"({r['link_source']}). A step lasts max(compute, transfer); a transfer is hidden when link bandwidth x "
+            "the step's compute >= its bytes. Backward: dK, dV travel in fp32; their last hop, to the owner, is not "
+            "hidden."
         ),
     )
     table.add_column("")

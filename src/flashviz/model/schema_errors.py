@@ -1,7 +1,7 @@
-"""A pydantic error in one line, as the file schemas say it (`flashviz.gpu.profile_schema`, `flashviz.hardware.ladder_schema`):
-`kernels[0].measured.load_bytes: must be a number (got 'lots')`. Its own module, importing no algorithm, so that the
-ladder's schema (read by an algorithm's picture, through `flashviz.hardware.peaks`) does not import the registry through the
-profile's."""
+"""A pydantic error in one line, as the file schemas say it (`flashviz.gpu.profile_schema`,
+`flashviz.hardware.ladder_schema`): `kernels[0].measured.load_bytes: must be a number (got 'lots')`. Its own module,
+importing no algorithm, so that the ladder's schema (read by an algorithm's picture, through
+`flashviz.hardware.peaks`) does not import the registry through the profile's."""
 
 from __future__ import annotations
 
@@ -26,3 +26,8 @@ def describe(error: Mapping[str, Any]) -> str:
 def shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= ECHO else text[: ECHO - 1] + "…"
+
+
+class RecordError(ValueError):
+    """A recorded GPU run that ships in flashviz/data/ and is not what its schema says (unreadable, not JSON, a key
+    missing or of the wrong type): one line naming the file and the key. The CLI prints it as one line, exit 2."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 ORIGIN = "the notebook widget"
 
-HOST = "widget_host.js"  # the host side, beside this file
+HOST = "share/widget_host.js"  # the host side, beside this file
 
 
 @cache

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from flashviz.engine.steps import Step, Transfer
 from flashviz.model.config import ConfigError
-from flashviz.tracing.trace import Step, Trace, Transfer
+from flashviz.tracing.trace import Trace
 
 from .source import _BEGIN, _END
 

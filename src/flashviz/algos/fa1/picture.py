@@ -34,8 +34,8 @@ from ..fa2 import picture as fa2
 from . import traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K = "fa1"
 KERNELS = (

@@ -32,8 +32,8 @@ from flashviz.algos.picture import (
 from . import flops, traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K = "fa2"
 KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)

@@ -32,8 +32,8 @@ from flashviz.model.tiling import first_block
 from . import traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 PRE, BWD = "fa2_bwd_preprocess", "fa2_bwd"
 KERNELS = (

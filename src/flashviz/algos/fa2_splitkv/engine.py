@@ -2,7 +2,8 @@
 
 The split kernel's blocks (i, s) run FA2's loop over chunk s of the K/V tiles and write a partial (Oi / li and
 L = mi + log li) for the rows of block i; the combine kernel's block i then merges the S partials of its rows with
-the log-sum-exp rule (flashviz.model.merge). The S blocks of one block of Q run in lockstep, step for step, as on the GPU
+the log-sum-exp rule (flashviz.model.merge). The S blocks of one block of Q run in lockstep, step for step, as on the
+GPU
 (a GPU runs them at once); the block picker's pick is the block of Q, i, of both kernels. Steps with values are
 recorded for the chosen blocks; counters are kept for all.
 """

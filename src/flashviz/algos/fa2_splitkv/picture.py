@@ -32,8 +32,8 @@ from . import traffic
 from .record import CHUNK, splits
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K, C = "fa2_splitkv", "fa2_splitkv_combine"
 KERNELS = (

@@ -33,8 +33,8 @@ from flashviz.algos.picture import (
 from . import tiles, traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K = "fa2_fwd"
 KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)

@@ -33,11 +33,11 @@ from flashviz.algos.picture import (
 )
 
 from ..fa2_triton.tiles import dot
-from . import schedule, tiles, traffic
+from . import measured, schedule, tiles, traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 K = "fa3_fwd"
 OPS_IN_ORDER = ("load_q", "load_kv", "first_tile", "scores", "online_softmax", "last_pv", "write_back")
@@ -279,5 +279,9 @@ def picture(cfg: Config) -> Texts:
         veil=lambda s: width_veil(cfg, t, s.block),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
-        schedule=schedule.model(cfg, cfg.recorded_blocks(cfg.tr)),
+        # the model's lanes, and the recorded H200 run's measured lanes and tensor pipe beside them
+        schedule={
+            **schedule.model(cfg, cfg.recorded_blocks(cfg.tr)),
+            **measured.beside(cfg, cfg.recorded_blocks(cfg.tr)),
+        },
     )

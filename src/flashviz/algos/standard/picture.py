@@ -31,8 +31,8 @@ from flashviz.algos.picture import (
 from . import traffic
 
 if TYPE_CHECKING:
+    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
-    from flashviz.tracing.trace import Step
 
 S1, S2, S3 = "standard_scores", "standard_softmax", "standard_pv"
 SCOPE = "block i"
