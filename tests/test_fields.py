@@ -68,7 +68,7 @@ def test_the_click_options_are_the_tables(path):
         elif f.kind == "number":
             assert isinstance(option.type, Number)
         elif f.kind == "choice":
-            assert isinstance(option.type, OneOf) and tuple(option.type.choices) == ALGOS
+            assert isinstance(option.type, OneOf) and tuple(option.type.choices) == (f.choices or ALGOS)
         else:
             assert option.is_flag
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from flashviz.model.config import ConfigError, shown
+from flashviz.model.config import Config, ConfigError, shown
 from flashviz.share.launch_args import _integer, height_of, launch
 
 from .algos import DEFAULT, resolve
@@ -30,6 +30,8 @@ def trace(
     scale: float | None = ...,
     inputs: dict[str, Any] | None = ...,
     block: int | None = ...,
+    devices: int = ...,
+    layout: str = ...,
     *,
     kernel: None = ...,
 ) -> Trace: ...
@@ -46,6 +48,8 @@ def trace(
     scale: float | None = None,
     inputs: dict[str, Any] | None = None,
     block: int | None = None,
+    devices: int = Config.devices,
+    layout: str = Config.layout,
     *,
     kernel: Any = None,
     **options: Any,
@@ -58,7 +62,9 @@ def trace(
     example, N=8, D=4, Br=Bc=4 (flashviz.model.fields). causal: mask keys after the query row. seed: random inputs
     are drawn from it (those `inputs` lacks). scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and
     "dO" for the backward) as (N, D) NumPy arrays or torch tensors of floating point; float32 is what the engine
-    computes in. block: record only this block's values (default: all when there are at most 8).
+    computes in. block: record only this block's values (default: all when there are at most 8). devices, layout:
+    ring attention's P devices (2..8) and how the sequence is laid out on them, "zigzag" or "contiguous" (algo="ring";
+    the others ignore them).
 
     kernel: your own @triton.jit attention forward (or 'FILE.py:FUNCTION') instead of an algorithm: it runs under
     Triton's interpreter and a KernelTrace comes back (flashviz.yourkernel.trace_kernel: n, d, causal, seed, scale,
@@ -86,7 +92,7 @@ def trace(
                 raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
         n, d = rows, cols
     launched = {"algo": algo, "n": n, "d": d, "br": br, "bc": bc, "seed": seed, "scale": scale, "causal": causal}
-    algorithm, cfg = launch({**launched, "block": block})
+    algorithm, cfg = launch({**launched, "block": block, "devices": devices, "layout": layout})
     return trace_of(algorithm, cfg, arrays)
 
 

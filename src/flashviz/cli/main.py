@@ -243,13 +243,13 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 def compare(n, d, br, bc, causal, as_json, ring) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
     and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
-    from flashviz.cli.ring import render_ring, ring_doc
+    from flashviz.cli.ring import RING_KEY, render_ring, ring_doc
     from flashviz.reports.compare import compare as compare_models
     from flashviz.reports.compare import render, render_regimes, render_tables
 
     doc = compare_models(n, d, br, bc, causal)
     if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
-        doc["ring"] = ring_doc(n, d, ring, causal)
+        doc[RING_KEY] = ring_doc(n, d, ring, causal)
     if as_json:
         import json  # not orjson: at N near 2^31, standard attention's byte counts pass 2^64
 
@@ -263,7 +263,7 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
         con = console(out, wide=132)
         print_fitted(con, render(doc), render_regimes(doc), *render_tables(doc))  # issue 11: when each moves fewer
         if ring is not None:
-            print_fitted(con, render_ring(doc["ring"]))
+            print_fitted(con, render_ring(doc[RING_KEY]))
 
 
 @cli.command()

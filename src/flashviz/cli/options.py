@@ -86,7 +86,7 @@ def field_option(f: fields.Field, scope: Scope, help: str | None = None) -> Call
     (flashviz.model.fields); `help` in place of the table's, where a command says more."""
     about, flag = (f.help if help is None else help), f"--{f.name}"
     if f.kind == "choice":
-        return click.option(flag, type=OneOf(ALGOS), default=f.default, show_default=True, help=about)
+        return click.option(flag, type=OneOf(f.choices or ALGOS), default=f.default, show_default=True, help=about)
     if f.kind == "flag":
         return click.option(flag, is_flag=True, default=f.default, help=about)
     if f.kind == "number":

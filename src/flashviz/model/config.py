@@ -33,6 +33,7 @@ API_MAX_VALUES = 5_000_000  # numbers in the JSON: inputs, outputs and the recor
 # Above this many Q blocks only one block's values are recorded (counters are kept for all).
 RECORD_ALL_MAX_BLOCKS = 8
 SCALE_RANGE = fields.SCALE_RANGE
+DEVICES = fields.DEVICES  # ring attention's P (Config.devices)
 _DEFAULTS = fields.defaults()
 
 
@@ -69,6 +70,10 @@ class Config:
     scale: float | None = _DEFAULTS["scale"]  # softmax scale; None means 1/sqrt(D)
     causal: bool = _DEFAULTS["causal"]  # mask key columns after the query row; skip K/V tiles wholly above the diagonal
     record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded (the field `block`)
+    # -- ring attention's launch (algos/ring; every other algorithm ignores them): the sequence is split across P
+    # devices in a ring, laid out "zigzag" (device r holds chunks r and 2P-1-r of 2P) or "contiguous" (chunk r of P)
+    devices: int = _DEFAULTS["devices"]  # P, in DEVICES: 4 show the ring's rotation and the zigzag's balance
+    layout: str = _DEFAULTS["layout"]  # flashviz.model.ring_layout.LAYOUTS
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> Config:
@@ -107,11 +112,19 @@ class Config:
         return tuple(range(blocks)) if blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
 
     def check_fields(self, limits: dict[str, tuple[int, int]] = LIMITS) -> None:
-        """`causal` a bool and every integer field within `limits` (ConfigError naming the first that is not)."""
-        if not isinstance(self.causal, bool):
-            raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
+        """Its fields by their kinds in the table (flashviz.model.fields): each flag (`causal`) a bool, each choice but
+        the algorithm (`layout`) one of its choices, every integer field within `limits` (ConfigError naming the first
+        that is not)."""
+        for f in fields.FIELDS:
+            if f.name not in CONFIG_FIELDS:
+                continue
+            value = getattr(self, f.name)
+            if f.kind == "flag" and not isinstance(value, bool):
+                raise ConfigError(f.name, f"must be true or false (got {shown(value)})")
+            if f.kind == "choice" and f.choices and value not in f.choices:
+                raise ConfigError(f.name, f"must be one of {', '.join(f.choices)} (got {shown(value)})")
         for name, (lo, hi) in limits.items():
-            if name not in CONFIG_FIELDS:  # a launch field the engine does not read (flashviz.model.fields)
+            if name not in CONFIG_FIELDS:  # a launch field the engine does not read (a GPU's heads)
                 continue
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

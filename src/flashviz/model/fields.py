@@ -25,9 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from flashviz.model.ring_layout import LAYOUTS
+
 Scope = Literal["engine", "api", "gpu", "count"]
 Kind = Literal["choice", "int", "number", "flag", "pick"]
-# choice: one of a list of names (the algorithm: the registry's names, which the front door passes in)
+# choice: one of a list of names (`choices`; the algorithm: the registry's names, which the front door passes in)
 # int:    an integer within bounds
 # number: a finite real number whose magnitude is within `magnitude`, or None for what `empty` says
 # flag:   true or false
@@ -50,6 +52,7 @@ class Field:
     at: frozenset[Scope]
     bounds: Mapping[Scope, tuple[int, int]] = field(default_factory=dict)  # int, pick: inclusive; "engine" else
     magnitude: tuple[float, float] | None = None  # number: least and most |value|
+    choices: tuple[str, ...] = ()  # choice: the names it takes (none for the algorithm: the registry's, at the door)
     own: bool = False  # an algorithm may bring its own default (Algorithm.example)
     label: str = ""  # how the page's form and its messages name it ("Br"); "" where the page has no input for it
     empty: str = ""  # what leaving it out means, where the default is None ("1/sqrt(D)")
@@ -60,7 +63,7 @@ class Field:
     def accepted(self, scope: Scope, choices: tuple[str, ...] = ()) -> str:
         """What it accepts, as every error about it says it: `an integer in 1..4096`."""
         if self.kind == "choice":
-            return f"one of {', '.join(choices)}"
+            return f"one of {', '.join(self.choices or choices)}"
         if self.kind in ("int", "pick"):
             lo, hi = self.bounds_at(scope)
             return f"an integer in {lo}..{hi}"
@@ -75,6 +78,7 @@ N_MAX = 16384  # the engine's largest N (its work is N*N*D multiply-adds and an 
 API_N_MAX = 4096  # the server's: one request is bounded to about 1-2 s of engine time on one core
 MAX_HEADS = 65535  # gridDim.y
 SCALE_RANGE = (1e-6, 1e6)  # the softmax scale's least and most magnitude
+DEVICES = (2, 8)  # ring attention's P: a ring of one is no ring; the page draws up to 8 round it
 
 TILE: dict[Scope, tuple[int, int]] = {"engine": (1, 256), "count": (1, 4096)}  # D, Br, Bc
 N: dict[Scope, tuple[int, int]] = {"engine": (1, N_MAX), "api": (1, API_N_MAX), "count": (1, 2**31 - 1)}
@@ -84,7 +88,10 @@ BLOCK_HELP = (
     "record values for this block only: blockIdx.x of the main kernel (a block of Q; fa2-backward: a tile of K/V; "
     "fa1, one block per head: the block of Q it visits)"
 )
+RING_P = "--algo ring: P, the devices in the ring (Br = Bc = N/P)"
+RING_LAYOUT = "--algo ring: how the sequence is laid out on the devices (zigzag: device r holds chunks r and 2P-1-r)"
 GPU: frozenset[Scope] = frozenset(("gpu",))
+ENGINE: frozenset[Scope] = frozenset(("engine",))  # the command line and flashviz.trace only
 TRACED: frozenset[Scope] = frozenset(("engine", "api"))  # a trace records values: --block picks whose
 
 # fmt: off
@@ -97,6 +104,8 @@ FIELDS: tuple[Field, ...] = (
     Field("seed", "int", "random inputs are drawn from this seed", 0, RUNS, {"engine": (0, 2**32 - 1)}, label="seed"),
     Field("scale", "number", "softmax scale", None, RUNS, magnitude=SCALE_RANGE, label="scale", empty="1/sqrt(D)"),
     Field("causal", "flag", CAUSAL, False, EVERYWHERE, label="causal"),
+    Field("devices", "int", RING_P, 4, ENGINE, {"engine": DEVICES}),
+    Field("layout", "choice", RING_LAYOUT, "zigzag", ENGINE, choices=LAYOUTS),
     Field("block", "pick", BLOCK_HELP, None, TRACED, BLOCK, empty="all when there are at most 8, else 0"),
     Field("heads", "int", "heads H", 1, GPU, {"gpu": (1, MAX_HEADS)}),
     Field("batch", "int", "batch B", 1, GPU, {"gpu": (1, MAX_HEADS)}),
@@ -137,6 +146,8 @@ def document(scope: Scope) -> list[dict[str, Any]]:
             entry["min"], entry["max"] = f.bounds_at(scope)
         if f.magnitude is not None:
             entry["least"], entry["most"] = f.magnitude
+        if f.choices:
+            entry["choices"] = list(f.choices)
         entry["own"] = f.own
         entry["empty"] = f.empty
         out.append(entry)

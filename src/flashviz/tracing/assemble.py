@@ -201,7 +201,7 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
         "carries": {**texts.carries, "notes": notes},
         "substeps_note": texts.substeps_note,
         "counting": list(texts.counting),
-        "tiling": tiling_of(cfg),
+        "tiling": tiling_of(cfg) if texts.tiling is None else dict(texts.tiling),
         "veils": veils,
         "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
         "schedule": None if texts.schedule is None else dict(texts.schedule),
