@@ -33,7 +33,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ALGOS = ["fa2", "fa1", "standard", "fa2-backward", "fa2-triton", "fa3", "fa2-splitkv"]
+ALGOS = ["fa2", "fa1", "standard", "fa2-backward", "fa2-triton", "fa3", "fa2-splitkv", "ring"]
+COMPARE = ("n", "d", "br", "bc", "causal")
 GARBAGE = ["²", "+-5", "abc", "x" * 100, "", " 5", "1e3", "5.0", "0x10", "9" * 50, "-", "nan"]
 
 
@@ -68,6 +69,10 @@ def launch(r: random.Random) -> dict[str, str]:
         out["causal"] = r.choice(["true", "false", "1", "0", "yes", ""])
     if r.random() < 0.2:
         out["block"] = r.choice(["0", "1", "2", "5", "-1", "x"])
+    if r.random() < 0.15:
+        out["devices"] = r.choice(["2", "4", "8", "1", "9", "x"])
+    if r.random() < 0.1:
+        out["layout"] = r.choice(["zigzag", "contiguous", "spiral", "x" * 60])
     return out
 
 
@@ -93,6 +98,8 @@ def cli_argv(r: random.Random, fields: dict[str, str]) -> list[str]:
             if value in ("true", "1"):
                 argv.append("--causal")
             continue
+        if name in ("devices", "layout") and command not in ("trace", "steps"):
+            continue  # ring's fields: `trace` and `steps` took them before the table
         if command == "compare" and name in ("algo", "seed", "scale", "block"):
             continue
         if command == "count" and name in ("seed", "scale", "block"):
@@ -200,11 +207,12 @@ def run(count: int, seed: int, out: Path) -> None:
         argv = cli_argv(r, fields)
         lines.append({"door": "cli", "k": k, "asked": argv, "answer": cli_answer(argv)})
     queries = [("/api/trace" if r.random() < 0.8 else "/api/compare", f) for f in launches]
-    queries = [(p, {k: v for k, v in f.items() if p == "/api/trace" or k in "n d br bc causal"}) for p, f in queries]
+    api = {"/api/trace": ("algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block"), "/api/compare": COMPARE}
+    queries = [(p, {k: v for k, v in f.items() if k in api[p]}) for p, f in queries]
     for k, ((path, fields), answer) in enumerate(zip(queries, api_answers(queries), strict=True)):
         lines.append({"door": "api", "k": k, "asked": [path, fields], "answer": answer})
-    for k, fields in enumerate(launches):
-        kwargs = {n: python_value(r, n, v) for n, v in fields.items()}
+    for k, fields in enumerate(launches):  # ring's fields are flashviz.trace's since the table (not the widget's)
+        kwargs = {n: python_value(r, n, v) for n, v in fields.items() if n not in ("devices", "layout")}
         lines.append({"door": "python", "k": k, "asked": repr(kwargs), "answer": python_answer(kwargs)})
         block = kwargs.pop("block", None)
         lines.append({"door": "widget", "k": k, "asked": repr(kwargs), "answer": widget_answer(kwargs, block)})
