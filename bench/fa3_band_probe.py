@@ -8,12 +8,19 @@ from dataclasses import replace
 import torch
 
 sys.path.insert(0, "src")
-from flashviz.ops import fa2, fa3  # noqa: E402
+from flashviz.ops import fa2, fa3
 
 torch.manual_seed(0)
-for nq, nk, hq, hkv, causal in [(300, 1000, 8, 2, True), (1, 8192, 8, 2, True), (1, 4096, 8, 2, True),
-                                (1, 4224, 8, 2, True), (128, 8192, 8, 2, True), (128, 8192, 8, 2, False),
-                                (2048, 16384, 32, 8, True), (1000, 5000, 8, 2, True)]:
+for nq, nk, hq, hkv, causal in [
+    (300, 1000, 8, 2, True),
+    (1, 8192, 8, 2, True),
+    (1, 4096, 8, 2, True),
+    (1, 4224, 8, 2, True),
+    (128, 8192, 8, 2, True),
+    (128, 8192, 8, 2, False),
+    (2048, 16384, 32, 8, True),
+    (1000, 5000, 8, 2, True),
+]:
     q = torch.randn(1, hq, nq, 128, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(1, hkv, nk, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     kk, vv = (t.float().repeat_interleave(hq // hkv, dim=1) for t in (k, v))
@@ -33,6 +40,8 @@ for nq, nk, hq, hkv, causal in [(300, 1000, 8, 2, True), (1, 8192, 8, 2, True), 
         fa3.forward(q, k, v, causal, 128**-0.5, config=cfg, opts=opts)
         ev[1].record()
         torch.cuda.synchronize()
-        print(f"nq={nq:5d} nk={nk:6d} H={hq}x{hkv} causal={causal:d} persistent={persistent:d}: "
-              f"max|diff| {(o.float() - ref.float()).abs().max().item():.3g}, {ev[0].elapsed_time(ev[1]):.3f} ms",
-              flush=True)
+        print(
+            f"nq={nq:5d} nk={nk:6d} H={hq}x{hkv} causal={causal:d} persistent={persistent:d}: "
+            f"max|diff| {(o.float() - ref.float()).abs().max().item():.3g}, {ev[0].elapsed_time(ev[1]):.3f} ms",
+            flush=True,
+        )
