@@ -107,9 +107,7 @@ def _default(obj: Any) -> Any:
 
 def trace_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
     import flashviz
-    from flashviz.algos import ALGOS
-
-    from flashviz.algos import get
+    from flashviz.algos import ALGOS, get
 
     for algo in ALGOS:
         triton = algo == "fa2-triton"

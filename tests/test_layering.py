@@ -35,7 +35,7 @@ UPWARD = {
 LAYERS = [
     {"model"},  # plain values and leaves: config, tiling, units, precision, reference, inputs, kernel files
     {"engine", "hardware"},  # the memory model, recorder and block driver; the H200 and its recorded runs
-    {"algos"},  # the registry, the contract (base, picture, narrative, launch) and one folder per algorithm
+    {"algos"},  # the registry, the contract (base, picture, words, launch) and one folder per algorithm
     {"tracing"},  # a run into a Trace: build, assemble, codec, flops, hardware view, file schema
     {"reports", "gpu", "ops"},  # closed forms side by side; kernels on a GPU; flashviz.attention on torch
     {"yourkernel"},  # a user's Triton kernel traced
@@ -292,12 +292,12 @@ def test_nothing_below_the_trace_layer_imports_the_registry():
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_registered_folder_has_its_parts(folder):
-    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the narrative, the closed
+    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the words, the closed
     forms, the float64 expectation, the GPU launch spec, the picture."""
     record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
     here = PACKAGE / "algos" / folder
     assert (here / record.kernel_file).is_file()
-    for part in ("__init__", "engine", "narrative", "traffic", "expect", "gpu", "picture"):
+    for part in ("__init__", "engine", "words", "traffic", "expect", "gpu", "picture"):
         assert f"flashviz.algos.{folder}.{part}".removesuffix(".__init__") in MODULES, part
     engine, traffic, expect = record.engine, record.traffic, record.expect
     assert callable(engine.execute) and callable(engine.trace_blocks)

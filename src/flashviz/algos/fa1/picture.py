@@ -3,10 +3,7 @@ picks a block of Q (its `indices.i`), and O, l, m are carried through HBM."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from flashviz.algos.picture import (
     NOT_WRITTEN,
@@ -15,18 +12,15 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     code,
     grouped,
-    moves_action,
     plural,
     rows_before_veil,
     slot,
     sub,
-    widths,
 )
 from flashviz.model.tiling import first_block
 
@@ -34,7 +28,6 @@ from ..fa2 import picture as fa2
 from . import traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa1"
@@ -95,31 +88,8 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    """The online carries' note: what the step does to mi, li, Oi (they live in HBM between visits)."""
-    if s.op == "update":
-        first = s.j == 0 or (s.carries is not None and bool(np.isneginf(s.carries["m_old"]).all()))
-        text = fa2.FIRST if first else STALE
-    else:
-        text = {
-            "init": "FA1 starts by writing O = 0, \u2113 = 0, m = \u2212\u221e to HBM: the carries live there between "
-            "visits.",
-            "load_kv": fa2.WAIT.format(what="brings in tile j"),
-            "load_qi": "The carries come back from HBM: O\u1d62, \u2113\u1d62, m\u1d62 as the last visit (tile "
-            "j \u2212 1) left them. This is the trip FA2 removes.",
-            "scores": fa2.WAIT.format(what="computes S\u1d62\u2c7c"),
-            "write_back": "The carries go back to HBM: O\u1d62, \u2113\u1d62, m\u1d62 written, to be read again by "
-            "the next tile's visit.",
-        }[s.op]
-    return [text + fa2.no_score_note(state, "li", s, cfg)]
-
-
-STALE = fa2.STALE + ", and O\u1d62 is divided by the new \u2113\u1d62 (FA1 normalises on every visit)."
-
-
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     head = "SRAM of the one block per head"
     size = f"{grouped(traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc))} bytes"
     return Texts(
@@ -200,8 +170,8 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
         headline=["O", "l", "m"],
         against="plain softmax attention",
-        action=lambda s: moves_action(s, cols),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
         # the tile held skips the blocks of Q before the one holding its first column
-        veil=lambda s: None if s.tile is None else rows_before_veil(cfg, t, first_block(s.tile, cfg.br, cfg.bc, True)),
+        veil=lambda at: (
+            None if at.tile is None else rows_before_veil(cfg, t, first_block(at.tile, cfg.br, cfg.bc, True))
+        ),
     )

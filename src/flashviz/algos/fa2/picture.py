@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -15,14 +12,12 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     code,
     grouped,
     plural,
-    precision3,
     slot,
     sub,
     when,
@@ -32,7 +27,6 @@ from flashviz.algos.picture import (
 from . import flops, traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa2"
@@ -104,16 +98,6 @@ OPS = {
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
-FIRST = (
-    "First tile: m_old = \u2212\u221e, so \u03b1 = e^(\u2212\u221e) = 0 wipes the empty carries and the tile's "
-    "values move in."
-)
-STALE = (
-    "Everything held is stale: where the max grew (\u03b1 < 1, highlighted), \u2113\u1d62 and O\u1d62 are rescaled "
-    "by \u03b1 before this tile is added"
-)
-
 
 def tensors(cfg: Config) -> dict[str, Tensor]:
     r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
@@ -124,53 +108,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def action(cfg: Config, s: Step) -> str:
-    """The seed's Action column, in its own words."""
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    if s.op == "load_q":
-        return f"Qi \u2190 {at['Q']}; Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0"
-    if s.op == "load_kv":
-        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']}"
-    if s.op == "scores":
-        return f"Sij \u2190 Qi\u00b7Kj\u1d40 \u00d7 {precision3(cfg.softmax_scale)}  ({cfg.br}\u00d7{cfg.bc} in SRAM)"
-    if s.op == "online_softmax":
-        return f"new max, rescale li and Oi by \u03b1, add tile j = {s.j}"
-    return f"{at['O']} \u2190 Oi/li; {at['L']} \u2190 mi + log(li)"
-
-
-def no_score_note(state: Mapping[str, np.ndarray], buffer: str, s: Step, cfg: Config) -> str:
-    """The online carries' note on rows with no finite score: the real rows whose running sum is NaN at the step."""
-    held = state.get(buffer)
-    if held is None:
-        return ""
-    i = s.indices.get("i")
-    first = 0 if i is None else i * cfg.br
-    lost = [first + r for r in np.flatnonzero(np.isnan(held)) if i is None or first + r < cfg.n]
-    if not lost:
-        return ""
-    return (
-        f" Row{'' if len(lost) == 1 else 's'} {', '.join(map(str, lost))}: no finite score (every score \u2212\u221e), "
-        "so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and "
-        "O\u1d62 are NaN from then on, as the kernel computes them."
-    )
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    """The online carries' note: what the step does to mi, li, Oi, and the rows that have no softmax."""
-    if s.op == "online_softmax":
-        text = FIRST if s.j == 0 else STALE + "."
-    else:
-        text = {
-            "load_q": "The carries start empty: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0. They stay in "
-            "SRAM for the whole loop.",
-            "load_kv": WAIT.format(what="brings in tile j"),
-            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
-            "write_back": f"The only division: O = O\u1d62 / \u2113\u1d62, once. m\u1d62 and \u2113\u1d62 leave "
-            f"together as L = m\u1d62 + log \u2113\u1d62 ({cfg.br} values per block).",
-        }[s.op]
-    return [text + no_score_note(state, "li", s, cfg)]
 
 
 def picture(cfg: Config) -> Texts:
@@ -258,9 +195,7 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
         headline=["O", "L"],
         against="plain softmax attention",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
     )
 
 

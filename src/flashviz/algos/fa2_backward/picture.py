@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -14,25 +14,22 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
+    Place,
     Tensor,
     Texts,
     b,
     code,
     grouped,
-    moves_action,
     plural,
     rows_before_veil,
     slot,
     sub,
-    widths,
 )
 from flashviz.model.tiling import first_block
 
 from . import traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 PRE, BWD = "fa2_bwd_preprocess", "fa2_bwd"
@@ -126,35 +123,16 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-NO_CARRIES: Rich = [
-    "The backward's per-row values: ",
-    sub("L", "i"),
-    " and ",
-    sub("\u0394", "i"),
-    " on ",
-    code("load_q"),
-    ", the scores on ",
-    code("probs"),
-    ", dP on ",
-    code("ds"),
-    ", dQ's share on ",
-    code("dq"),
-    ".",
-]
-PER_ROW: Rich = ["Per row of the block: what this step carries, from the Trace."]
-
-
-def veil(cfg: Config, t: dict[str, Tensor], s: Step):
+def veil(cfg: Config, t: dict[str, Tensor], at: Place) -> list[dict[str, Any]] | None:
     """Block j of fa2_bwd never visits the blocks of Q before the one holding its first column (O: read only by the
     preprocessing kernel, every row of it)."""
-    if s.kernel != BWD:
+    if at.kernel != BWD:
         return None
-    return rows_before_veil(cfg, t, first_block(s.block, cfg.br, cfg.bc, True), skip=("O",))
+    return rows_before_veil(cfg, t, first_block(at.block, cfg.br, cfg.bc, True), skip=("O",))
 
 
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     summary = [
         "After the preprocessing kernel, all ",
         *plural(cfg.tc, "block"),
@@ -218,7 +196,5 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["this algorithm's steps have no sub-operations"],
         headline=["dQ", "dK", "dV"],
         against="the float64 gradients of plain softmax attention",
-        action=lambda s: moves_action(s, cols),
-        carries_note=lambda s, state: PER_ROW if s.carries else NO_CARRIES,
-        veil=lambda s: veil(cfg, t, s),
+        veil=lambda at: veil(cfg, t, at),
     )

@@ -3,10 +3,7 @@ over one chunk of K/V, and the combine kernel; their SRAM and their words."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from flashviz.algos.picture import (
     WRITTEN_ONCE,
@@ -15,14 +12,12 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     code,
     grouped,
     plural,
-    precision3,
     slot,
     sub,
     when,
@@ -32,7 +27,6 @@ from . import traffic
 from .record import CHUNK, splits
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K, C = "fa2_splitkv", "fa2_splitkv_combine"
@@ -136,8 +130,6 @@ OPS = {
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
-
 
 def tensors(cfg: Config) -> dict[str, Tensor]:
     r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
@@ -151,48 +143,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def action(cfg: Config, s: Step) -> str:
-    """The seed-style Action column."""
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    split = s.indices.get("s")
-    if s.op == "load_q":
-        return f"Qi \u2190 {at['Q']}; Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0 (chunk s = {split})"
-    if s.op == "load_kv":
-        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']}"
-    if s.op == "scores":
-        return f"Sij \u2190 Qi\u00b7Kj\u1d40 \u00d7 {precision3(cfg.softmax_scale)}  ({cfg.br}\u00d7{cfg.bc} in SRAM)"
-    if s.op == "online_softmax":
-        return f"new max, rescale li and Oi by \u03b1, add tile j = {s.j} of chunk s = {split}"
-    if s.op == "write_partial":
-        return f"{at['Opart']} \u2190 Oi/li; {at['Lpart']} \u2190 mi + log(li)"
-    if s.op == "load_first":
-        return f"Oc \u2190 {at['Opart']}, Lc \u2190 {at['Lpart']}"
-    if s.op == "load_partial":
-        return f"Os \u2190 {at['Opart']}, Ls \u2190 {at['Lpart']}"
-    if s.op == "merge":
-        return f"Lc, Oc \u2190 log-sum-exp merge with partial s = {split}"
-    return f"{at['O']} \u2190 Oc; {at['L']} \u2190 Lc"
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    """The online carries' note: what the step does to mi, li, Oi (or, in the combine, to Oc and Lc)."""
-    return [
-        {
-            "load_q": "The carries start empty for this chunk: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0.",
-            "load_kv": WAIT.format(what="brings in tile j"),
-            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
-            "online_softmax": "As in FA2, within this chunk: where the max grew (\u03b1 < 1) \u2113\u1d62 and O\u1d62 "
-            "are rescaled by \u03b1 before this tile is added.",
-            "write_partial": "The chunk's carries leave: O\u1d62 / \u2113\u1d62 and L = m\u1d62 + log \u2113\u1d62 "
-            "go to HBM as this chunk's partial.",
-            "load_first": "The combine's carries are partial 0: L\u1d9c and O\u1d9c.",
-            "load_partial": "L\u1d9c and O\u1d9c wait while the next partial arrives.",
-            "merge": "L\u1d9c becomes the log-sum-exp of both; O\u1d9c the weighted sum of both partials.",
-            "write_out": "L\u1d9c and O\u1d9c are the answer: written once.",
-        }[s.op]
-    ]
 
 
 def picture(cfg: Config) -> Texts:
@@ -259,8 +209,6 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " and merge step"],
         headline=["O", "L"],
         against="plain softmax attention",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
     )
 
 

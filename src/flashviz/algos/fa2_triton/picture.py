@@ -4,10 +4,7 @@ and where they come from) and what its two matrix products do on the tensor core
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -17,7 +14,6 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
@@ -33,7 +29,6 @@ from flashviz.algos.picture import (
 from . import tiles, traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa2_fwd"
@@ -105,7 +100,6 @@ OPS = {
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
 HIDDEN = [
     "Which thread holds which element of a warp's 16 rows is fixed by the PTX ISA's fragment layout for the "
     "instruction; how Triton arranges the operands in shared memory (swizzling) and whether bf16(P) is fed to the "
@@ -125,43 +119,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def stage_note(cfg: Config, s: Step) -> str:
-    first = s.code.split("\n", 1)[0]
-    return first.rpartition("\u00b7 ")[2] if "\u00b7 " in first else ""
-
-
-def action(cfg: Config, s: Step) -> str:
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    if s.op == "load_q":
-        return f"Qi \u2190 {at['Q']} (TMA, bf16); Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0"
-    if s.op == "load_kv":
-        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']} (TMA, bf16; {stage_note(cfg, s)})"
-    if s.op == "scores":
-        return f"Sij \u2190 tl.dot(Qi, Kj\u1d40)  ({cfg.br}\u00d7{cfg.bc}, tensor cores; {stage_note(cfg, s)})"
-    if s.op == "online_softmax":
-        return f"exp2 softmax, rescale li and Oi, Oi += bf16(P)\u00b7Vj, tile j = {s.j}"
-    return f"{at['O']} \u2190 bf16(Oi/li); {at['L']} \u2190 (mi + log2 li)\u00b7ln 2"
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    if s.op == "online_softmax":
-        text = (
-            "First tile: m_old = \u2212\u221e, so \u03b1 = 2^(\u2212\u221e) = 0 wipes the empty carries."
-            if s.j == 0
-            else "Where the max grew (\u03b1 < 1), \u2113\u1d62 and O\u1d62 are rescaled by \u03b1 = "
-            "2^(m_old \u2212 m_new) before this tile is added; m\u1d62 is in units of log\u2082."
-        )
-    else:
-        text = {
-            "load_q": "The carries start empty in registers: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0.",
-            "load_kv": WAIT.format(what="brings in tile j"),
-            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
-            "write_back": "The only division: O = O\u1d62 / \u2113\u1d62, rounded to bf16. L = (m\u1d62 + log\u2082 "
-            "\u2113\u1d62)\u00b7ln 2 in fp32, the natural log-sum-exp.",
-        }[s.op]
-    return [text]
 
 
 def launch(cfg: Config) -> dict[str, Any]:
@@ -251,9 +208,7 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
         headline=["O", "L"],
         against="float64 attention of the bf16 inputs",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
     )

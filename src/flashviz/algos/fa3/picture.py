@@ -6,10 +6,7 @@ the tensor cores and the softmax in registers; the steps in the order the overla
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -19,7 +16,6 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
@@ -36,7 +32,6 @@ from ..fa2_triton.tiles import dot
 from . import measured, schedule, tiles, traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa3_fwd"
@@ -124,7 +119,6 @@ OPS = {
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
 HIDDEN = [
     "The register layouts are kernel.py's own (Gluon states them): each consumer warpgroup's accumulators are "
     "NVMMADistributedLayout v3 with 4 warps along M, so warp w of warpgroup g holds rows 64g + 16w .. 64g + 16w + 15 "
@@ -143,52 +137,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def note_of(s: Step) -> str:
-    first = s.code.split("\n", 1)[0]
-    return first.rpartition("\u00b7 ")[2] if "\u00b7 " in first else ""
-
-
-def action(cfg: Config, s: Step) -> str:
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    if s.op == "load_q":
-        return f"producer: Qi \u2190 {at['Q']} (two TMA halves, bf16); consumers: Oi \u2190 0, mi \u2190 \u2212\u221e"
-    if s.op == "load_kv":
-        return f"producer: Kj \u2190 {at['K']}, Vj \u2190 {at['V']} (TMA, {note_of(s)})"
-    if s.op == "first_tile":
-        return f"consumers: Sij \u2190 Qi\u00b7K0\u1d40, mask, exp2 softmax (tile 0; {note_of(s)})"
-    if s.op == "scores":
-        return f"consumers: issue Sij \u2190 Qi\u00b7Kj\u1d40 ({cfg.br}\u00d7{cfg.bc} as 2 \u00d7 64 rows, async)"
-    if s.op == "online_softmax":
-        return f"consumers: Oi += bf16(P)\u00b7V{(s.j or 1) - 1}; mask and exp2 softmax of tile {s.j}"
-    if s.op == "last_pv":
-        return f"consumers: Oi += bf16(P)\u00b7V{s.j} (the last tile)"
-    return f"consumers: {at['O']} \u2190 bf16(Oi/li) by TMA; {at['L']} \u2190 (mi + log2 li)\u00b7ln 2"
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    if s.op == "first_tile":
-        text = (
-            "First tile: m_old = \u2212\u221e, so \u03b1 = 0; \u03b1 waits to be applied to O\u1d62 (still 0) "
-            "with P\u00b7V."
-        )
-    elif s.op == "online_softmax":
-        text = (
-            "O\u1d62 took tile j\u22121's \u03b1 and P\u00b7V first; then where tile j's max grew (\u03b1 < 1) "
-            "\u2113\u1d62 is rescaled now, O\u1d62 at the next step; m\u1d62 is in units of log\u2082."
-        )
-    else:
-        text = {
-            "load_q": "The carries start empty in each warpgroup's registers: m\u1d62 = \u2212\u221e, "
-            "\u2113\u1d62 = 0, O\u1d62 = 0.",
-            "load_kv": WAIT.format(what="brings in tile j (the producer's work)"),
-            "scores": WAIT.format(what="issues S\u1d62\u2c7c"),
-            "last_pv": "The last \u03b1 and P\u00b7V reach O\u1d62; m\u1d62 and \u2113\u1d62 are final.",
-            "write_back": "The only division: O = O\u1d62 / \u2113\u1d62, rounded to bf16. L = (m\u1d62 + log\u2082 "
-            "\u2113\u1d62)\u00b7ln 2 in fp32.",
-        }[s.op]
-    return [text]
 
 
 def launch(cfg: Config) -> dict[str, Any]:
@@ -274,9 +222,7 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["the sub-operations appear on each ", code("online_softmax"), " step"],
         headline=["O", "L"],
         against="float64 attention of the bf16 inputs",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
         # the model's lanes, and the recorded H200 run's measured lanes and tensor pipe beside them

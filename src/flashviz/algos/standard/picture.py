@@ -14,24 +14,19 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
-    code,
     grouped,
-    moves_action,
     plural,
     slot,
     sub,
     width_veil,
-    widths,
 )
 
 from . import traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 S1, S2, S3 = "standard_scores", "standard_softmax", "standard_pv"
@@ -100,26 +95,8 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-NO_CARRIES: Rich = [
-    "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax "
-    "kernel (",
-    code("softmax_row"),
-    " steps).",
-]
-
-
-def carries_note(s: Step) -> Rich:
-    if not s.carries:
-        return NO_CARRIES
-    return [
-        f"Row {s.indices['r']} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the "
-        "whole row at once (the row was written to HBM first, and is read back whole)."
-    ]
-
-
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     most = grouped(traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc))
     title = [f"SRAM of block i = {{block}} \u00b7 rows {{rows}} \u00b7 three kernels, {most} bytes at most"]
     summary = [
@@ -164,7 +141,5 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["this algorithm's steps have no sub-operations"],
         headline=["O"],
         against="plain softmax attention",
-        action=lambda s: moves_action(s, cols),
-        carries_note=lambda s, state: carries_note(s),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
     )
