@@ -231,6 +231,19 @@ def test_an_executor_and_its_traffic_model_do_not_import_each_other():
     assert wrong == []
 
 
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_engine_launches_through_the_one_block_driver(folder):
+    """One shared block driver (issue 18): an engine's `execute` hands its Recorder to `run_launch`
+    (flashviz.engine.recorder), which puts the inputs in HBM, poisons the outputs with NaN and runs the blocks under
+    IEEE float32; no engine does any of that itself."""
+    tree = ast.parse((PACKAGE / "algos" / folder / "engine.py").read_text())
+    execute = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "execute")
+    calls = {n.func.id for n in ast.walk(execute) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert "run_launch" in calls, f"algos/{folder}/engine.py: execute() does not call run_launch"
+    attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert not attributes & {"put", "errstate"}, f"algos/{folder}/engine.py fills HBM or sets float32 rules itself"
+
+
 def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
     assert GRAPH["flashviz.model.tiling"] == set()
     for name in ("flashviz.reports.compare", "flashviz.reports.compare_api"):

@@ -11,7 +11,7 @@ causal veil of a step's place).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from flashviz.engine.recorder import Where
@@ -129,9 +129,9 @@ def moved(t: Transfer, ops: Mapping[str, Op], op: str) -> Transfer:
     if move is None:
         raise ValueError(f"picture: op {op} moves {t.tensor} but declares no Move for it")
     if t.kind == "read":
-        return replace(t, buffers=tuple(move.buffers))
+        return t._replace(buffers=tuple(move.buffers))
     source = move.source or ({"buffer": move.buffers[0]} if move.buffers else None)
-    return replace(t, buffers=tuple(move.buffers), source=source, note=move.note)
+    return t._replace(buffers=tuple(move.buffers), source=source, note=move.note)
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ CAUSAL_CHIPS = (
     "(its chip fills sooner)."
 )
 NOT_WRITTEN = "not written yet"
-CAUSAL_SUM = "\u03a3 over the tiles each block visits"  # a rule's formula under causal masking
+CAUSAL_SUM = "Σ over the tiles each block visits"  # a rule's formula under causal masking
 WRITTEN_ONCE = "not written yet:\nwritten once,\nat write-back"
 
 
@@ -258,7 +258,7 @@ def rows_before_veil(
 
 
 def rows_text(first: int, end: int) -> str:
-    return f"{first}\u2013{end - 1}"
+    return f"{first}–{end - 1}"
 
 
 def grouped(n: int) -> str:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Transfer:
-    """One trip across HBM: a rectangle of a tensor read into SRAM or written back from it. The engine's has no
-    SRAM ends; the assembled step's has them from the op's Move (flashviz.algos.picture)."""
+class Transfer(NamedTuple):
+    """One trip across HBM: a rectangle of a tensor read into SRAM or written back from it. Immutable (a named tuple:
+    the engine makes one per trip of every block, recorded or not, so it is cheap to make). The engine's has no SRAM
+    ends; the assembled step's has them from the op's Move (flashviz.algos.picture.moved)."""
 
     tensor: str
     kind: Literal["read", "write"]
@@ -24,7 +24,7 @@ class Transfer:
     buffers: tuple[str, ...] = ()  # the SRAM buffers it fills or empties (the picture's Move)
     source: dict[str, Any] | None = None  # a write's values in the trace: {"buffer"}, {"carry"} or {"fill"}
     note: str | None = None  # words after the HBM slice in the buffer's note
-    width: int | None = field(default=None, compare=False)  # the tensor's columns (not in the trace; None: unknown)
+    width: int | None = None  # the tensor's columns (not in the trace; None: unknown)
 
     @property
     def elements(self) -> int:

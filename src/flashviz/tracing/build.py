@@ -26,6 +26,12 @@ def make_trace(cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trac
 
 def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> Trace:
     """Trace one launch of `cfg` by `algo` on `inputs` (fresh random inputs from cfg.seed when None)."""
+    return assemble.assemble(run_of(algo, cfg, inputs), algo.picture, algo.words)
+
+
+def run_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None = None) -> assemble.Run:
+    """Run one launch of `cfg` by `algo` on the engine and check it: its outputs against float64, its closed-form
+    traffic beside it (what `assemble` makes a Trace of)."""
     cfg = algo.validated(cfg)
     given = inputs is not None
     inputs = dict(inputs) if inputs is not None else {}
@@ -44,5 +50,4 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
         None if algo.magnitudes is None else algo.magnitudes(cfg, inputs),  # outputs judged against their terms' scale
     )
     model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
-    run = assemble.Run(algo, cfg, inputs, given, drawn, rec, checked, model)
-    return assemble.assemble(run, algo.picture, algo.words)
+    return assemble.Run(algo, cfg, inputs, given, drawn, rec, checked, model)

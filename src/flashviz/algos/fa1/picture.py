@@ -49,7 +49,7 @@ SRAM_ROWS = fa2.SRAM_ROWS
 OPS = {
     "init": Op(
         "write",
-        "FA1 begins by writing O = 0, l = 0, m = \u2212\u221e to HBM: the carries live there between visits.",
+        "FA1 begins by writing O = 0, l = 0, m = −∞ to HBM: the carries live there between visits.",
         moves={"O": Move((), {"fill": 0}), "l": Move((), {"fill": 0}), "m": Move((), {"fill": None})},
     ),
     "load_kv": fa2.OPS["load_kv"],
@@ -64,7 +64,7 @@ OPS = {
         "softmax",
         "The update: the tile's own max and sum, the new running max and sum, and Oi rescaled and divided by the "
         "new sum.",
-        notes={"Sij": "holds P\u0303 = exp(S \u2212 m\u0303)"},
+        notes={"Sij": "holds P\u0303 = exp(S − m\u0303)"},
         value_tex={**fa2.ONLINE_TEX, "l_ij": r"\tilde\ell_{ij}", "beta": r"\beta = e^{\tilde m_{ij} - m^{\text{new}}}"},
         online={"rescales": True},
     ),
@@ -95,9 +95,7 @@ def picture(cfg: Config) -> Texts:
     return Texts(
         tagline="FlashAttention-1 forward: O, l, m carried through HBM",
         tensors=t,
-        sram_titles={
-            K: [f"{head} \u00b7 now on block i = {{i}} \u00b7 {size}", f"{head} \u00b7 outer loop over j \u00b7 {size}"]
-        },
+        sram_titles={K: [f"{head} · now on block i = {{i}} · {size}", f"{head} · outer loop over j · {size}"]},
         summaries={
             K: [
                 "FlashAttention-1 runs ",
@@ -124,18 +122,18 @@ def picture(cfg: Config) -> Texts:
                 ", ",
                 sub("O", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 ", ",
                 sub("m", "i"),
                 " from HBM and writes ",
                 sub("O", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 ", ",
                 sub("m", "i"),
                 " back: the carries make ",
                 sub("T", "c"),
-                " round trips, and O is divided by \u2113 on every visit.",
+                " round trips, and O is divided by ℓ on every visit.",
             ],
             [
                 b("What FA2 changes:"),
@@ -146,8 +144,8 @@ def picture(cfg: Config) -> Texts:
                 ", ",
                 sub("m", "i"),
                 ", ",
-                sub("\u2113", "i"),
-                " never make the trip; the division happens once, and m and \u2113 leave as the single array L. "
+                sub("ℓ", "i"),
+                " never make the trip; the division happens once, and m and ℓ leave as the single array L. "
                 "It also runs ",
                 sub("T", "r"),
                 ' blocks per head where this kernel runs one ("On the GPU"). FA2 does not always move fewer '
@@ -165,9 +163,9 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (normalised each visit)",
+            "o_heading": "Oᵢ row (normalised each visit)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "l", "m"],
         against="plain softmax attention",
         # the tile held skips the blocks of Q before the one holding its first column

@@ -34,13 +34,13 @@ KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_ba
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
 
@@ -58,8 +58,8 @@ ONLINE_TEX = {
 SCORES = Op(
     "compute",
     "One matrix product in SRAM: the scores of this block's Br queries against the tile's Bc keys.",
-    notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
-    notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+    notes={"Sij": "= τ QᵢKⱼᵀ"},
+    notes_masked={"Sij": "masked: key > query → −∞"},
 )
 OPS = {
     "load_q": Op(
@@ -78,7 +78,7 @@ OPS = {
     "online_softmax": Op(
         "softmax",
         "The online softmax: a new running max, the sum and the output rescaled to it, this tile added.",
-        notes={"Sij": "holds P = exp(S \u2212 m\u1d62)", "Oi": "rescaled + PV"},
+        notes={"Sij": "holds P = exp(S − mᵢ)", "Oi": "rescaled + PV"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
@@ -87,13 +87,13 @@ OPS = {
         "After the loop: one division, and mi and li leave as the single array L.",
         moves={
             "L": Move(("mi", "li"), {"carry": "L"}),
-            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62)"),
+            "O": Move(("Oi",), note=" (÷ ℓᵢ)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L = m\u1d62 + log \u2113\u1d62",
-            "o_heading": "O row = O\u1d62 / \u2113\u1d62",
+            "out_heading": "L = mᵢ + log ℓᵢ",
+            "o_heading": "O row = Oᵢ / ℓᵢ",
         },
     ),
 }
@@ -118,7 +118,7 @@ def picture(cfg: Config) -> Texts:
         tagline="FlashAttention-2 forward, tile by tile",
         tensors=t,
         sram_titles={
-            K: [f"SRAM of block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(sram_bytes(cfg))} bytes"],
+            K: [f"SRAM of block i = {{block}} · rows {{rows}} · {grouped(sram_bytes(cfg))} bytes"],
         },
         summaries={
             K: [
@@ -147,11 +147,11 @@ def picture(cfg: Config) -> Texts:
                 ", ",
                 sub("m", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 " never make the trip. (FlashAttention-1 loops over K/V outside and re-reads and re-writes ",
                 sub("O", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 ", ",
                 sub("m", "i"),
                 " on every inner iteration.)",
@@ -159,15 +159,15 @@ def picture(cfg: Config) -> Texts:
             [
                 b("Fewer non-matmul FLOPs."),
                 " The division by ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 f" happens once per row, at write-back: {divisions:,} divisions in this launch, where "
                 "FlashAttention-1 divides ",
                 sub("O", "i"),
                 " on every visit; and ",
                 sub("m", "i"),
                 " and ",
-                sub("\u2113", "i"),
-                ' leave as the single array L = m + log \u2113, which is what the backward pass needs. "Counting '
+                sub("ℓ", "i"),
+                ' leave as the single array L = m + log ℓ, which is what the backward pass needs. "Counting '
                 'FLOPs" counts every kind.',
             ],
             [
@@ -183,16 +183,16 @@ def picture(cfg: Config) -> Texts:
                 ' FA1 moves fewer bytes ("Compare the algorithms"). What the recorded H200 run measures instead is '
                 "parallelism: FA2's ",
                 sub("T", "r"),
-                ' \u00d7 B\u00b7H blocks fill the SMs where FA1 runs one block per head ("On the GPU"). The '
+                ' × B·H blocks fill the SMs where FA1 runs one block per head ("On the GPU"). The '
                 "FlashAttention-2 paper adds its split of the work between warps and its fewer non-matmul FLOPs.",
             ],
         ],
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised)",
+            "o_heading": "Oᵢ row (unnormalised)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "L"],
         against="plain softmax attention",
         veil=lambda place: width_veil(cfg, t, place.block),

@@ -37,17 +37,17 @@ KERNELS = (
 PICKER = Picker((K, C), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
-    "Oc": Buffer(("Br", "D"), ("q", "none"), (C,), "O\u1d9c"),
-    "Os": Buffer(("Br", "D"), ("q", "none"), (C,), "O\u209b"),
-    "Lc": Buffer(("Br", "1"), ("q", "none"), (C,), "L\u1d9c"),
-    "Ls": Buffer(("Br", "1"), ("q", "none"), (C,), "L\u209b"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
+    "Oc": Buffer(("Br", "D"), ("q", "none"), (C,), "Oᶜ"),
+    "Os": Buffer(("Br", "D"), ("q", "none"), (C,), "Oₛ"),
+    "Lc": Buffer(("Br", "1"), ("q", "none"), (C,), "Lᶜ"),
+    "Ls": Buffer(("Br", "1"), ("q", "none"), (C,), "Lₛ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"), ("Oc", "Os", "Lc", "Ls"))
 
@@ -83,12 +83,12 @@ OPS = {
     "scores": Op(
         "compute",
         "One matrix product in SRAM: the scores of this block's Br queries against the tile's Bc keys.",
-        notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
+        notes={"Sij": "= τ QᵢKⱼᵀ"},
     ),
     "online_softmax": Op(
         "softmax",
         "FA2's online softmax, over this chunk's tiles only: a new running max, the sum and the output rescaled.",
-        notes={"Sij": "holds P = exp(S \u2212 m\u1d62)", "Oi": "rescaled + PV"},
+        notes={"Sij": "holds P = exp(S − mᵢ)", "Oi": "rescaled + PV"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
@@ -97,13 +97,13 @@ OPS = {
         "After the chunk: Oi / li and L = mi + log li leave as a partial result, to be merged by the combine kernel.",
         moves={
             "Lpart": Move(("mi", "li"), {"carry": "L"}),
-            "Opart": Move(("Oi",), note=" (\u00f7 \u2113\u1d62)"),
+            "Opart": Move(("Oi",), note=" (÷ ℓᵢ)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L\u209b = m\u1d62 + log \u2113\u1d62",
-            "o_heading": "partial O row = O\u1d62 / \u2113\u1d62",
+            "out_heading": "Lₛ = mᵢ + log ℓᵢ",
+            "o_heading": "partial O row = Oᵢ / ℓᵢ",
         },
     ),
     "load_first": Op(
@@ -118,8 +118,8 @@ OPS = {
     ),
     "merge": Op(
         "compute",
-        "The log-sum-exp rule: two normalised partials, weighted by e^(L \u2212 L'), become one.",
-        notes={"Oc": "= w\u1d9c O\u1d9c + w\u209b O\u209b", "Lc": "= log(e^L\u1d9c + e^L\u209b)"},
+        "The log-sum-exp rule: two normalised partials, weighted by e^(L − L'), become one.",
+        notes={"Oc": "= wᶜ Oᶜ + wₛ Oₛ", "Lc": "= log(e^Lᶜ + e^Lₛ)"},
         value_tex=MERGE_TEX,
     ),
     "write_out": Op(
@@ -138,7 +138,7 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "Q": Tensor(("q", "none"), "none", r["Q"]),
         "K": Tensor(("kv", "none"), "none", r["K"]),
         "V": Tensor(("kv", "none"), "none", r["V"]),
-        "Opart": Tensor(("none", "none"), "once", r["Opart"], label="Opart (S\u00b7N rows)", unwritten_note=partial),
+        "Opart": Tensor(("none", "none"), "once", r["Opart"], label="Opart (S·N rows)", unwritten_note=partial),
         "Lpart": Tensor(("none", "none"), "once", r["Lpart"], cols="1", label="Lpart", unwritten_note=partial),
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
@@ -152,8 +152,8 @@ def picture(cfg: Config) -> Texts:
         tagline="Flash-Decoding: FA2 with the keys split into chunks, then a log-sum-exp combine",
         tensors=t,
         sram_titles={
-            K: [f"SRAM of split block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(sram_bytes(cfg))} bytes"],
-            C: ["SRAM of combine block i = {block} \u00b7 rows {rows}"],
+            K: [f"SRAM of split block i = {{block}} · rows {{rows}} · {grouped(sram_bytes(cfg))} bytes"],
+            C: ["SRAM of combine block i = {block} · rows {rows}"],
         },
         summaries={
             K: [
@@ -190,23 +190,22 @@ def picture(cfg: Config) -> Texts:
                 b("Opart"),
                 ", ",
                 b("Lpart"),
-                ") is written to HBM and read back once by the combine: 2\u00b7S\u00b7N\u00b7(D + 1) elements that FA2 "
-                "never moves. ",
+                ") is written to HBM and read back once by the combine: 2·S·N·(D + 1) elements that FA2 never moves. ",
                 b("What it buys."),
                 " ",
                 sub("T", "r"),
-                " \u00d7 S \u00d7 B\u00b7H blocks instead of ",
+                " × S × B·H blocks instead of ",
                 sub("T", "r"),
-                " \u00d7 B\u00b7H: when N of queries is small (decoding, one block of Q) FA2 leaves most SMs idle, "
+                " × B·H: when N of queries is small (decoding, one block of Q) FA2 leaves most SMs idle, "
                 'and the split fills them ("Compare the algorithms").',
             ],
         ],
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised)",
+            "o_heading": "Oᵢ row (unnormalised)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " and merge step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " and merge step"],
         headline=["O", "L"],
         against="plain softmax attention",
     )

@@ -36,13 +36,13 @@ KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_ba
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
 
@@ -74,13 +74,13 @@ OPS = {
         "compute",
         "One tl.dot on the tensor cores: this block's Br queries against the tile's Bc keys, bf16 in, fp32 out, not "
         "yet scaled.",
-        notes={"Sij": "= Q\u1d62K\u2c7c\u1d40 (unscaled)"},
-        notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+        notes={"Sij": "= QᵢKⱼᵀ (unscaled)"},
+        notes_masked={"Sij": "masked: key > query → −∞"},
     ),
     "online_softmax": Op(
         "softmax",
-        "The online softmax in base 2 (scale·log\u2082e folded in), then the second tl.dot: bf16(P)·Vj added into Oi.",
-        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)", "Oi": "rescaled + bf16(P)V"},
+        "The online softmax in base 2 (scale·log₂e folded in), then the second tl.dot: bf16(P)·Vj added into Oi.",
+        notes={"Sij": "holds P = exp2(S·qk_scale − mᵢ)", "Oi": "rescaled + bf16(P)V"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
@@ -89,13 +89,13 @@ OPS = {
         "After the loop: one division; O leaves in bf16 by TMA, L in fp32.",
         moves={
             "L": Move(("mi", "li"), {"carry": "L"}),
-            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62, bf16)"),
+            "O": Move(("Oi",), note=" (÷ ℓᵢ, bf16)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L = (m\u1d62 + log\u2082 \u2113\u1d62)\u00b7ln 2",
-            "o_heading": "O row = bf16(O\u1d62 / \u2113\u1d62)",
+            "out_heading": "L = (mᵢ + log₂ ℓᵢ)·ln 2",
+            "o_heading": "O row = bf16(Oᵢ / ℓᵢ)",
         },
     ),
 }
@@ -106,7 +106,7 @@ HIDDEN = [
     "second dot from registers is its compiler's choice, not visible in kernel.py.",
     "The instruction shapes and the warps' rows follow Triton 3.x's rules (supportMMA, mmaVersionToInstrShape, "
     "warpsPerTileV3), read from its source, not from this launch's compiled code; the ladder's H200 run found wgmma "
-    "in the compiled code of its 64\u00d764 and 128\u00d764 tiles (8 warps).",
+    "in the compiled code of its 64×64 and 128×64 tiles (8 warps).",
 ]
 
 
@@ -142,7 +142,7 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
     dp = tiles.padded(cfg.d)
     scores = tiles.dot(cfg.br, cfg.bc, dp, warps, "Qi", "Kj", "Sij")
     pv = tiles.dot(cfg.br, dp, cfg.bc, warps, "Sij", "Vj", "Oi")
-    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "\u1d40"]
+    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "ᵀ"]
     pv["title"] = [sub("O", "i"), " += bf16(P) ", sub("V", "j")]
     scores["b_transposed"], pv["b_transposed"] = True, False
     return {
@@ -153,7 +153,7 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
         "d_padded": dp,
         "hidden": HIDDEN,
         "why": "A CUDA core does one fused multiply-add per thread per instruction; one tensor-core instruction of a "
-        "warpgroup does 64\u00b7N\u00b716 of them at once. " + tensor_core_words(),
+        "warpgroup does 64·N·16 of them at once. " + tensor_core_words(),
     }
 
 
@@ -166,7 +166,7 @@ def picture(cfg: Config) -> Texts:
         tensors=t,
         sram_titles={
             K: [
-                f"On chip, program i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(smem)} bytes of shared memory "
+                f"On chip, program i = {{block}} · rows {{rows}} · {grouped(smem)} bytes of shared memory "
                 "(one stage), accumulators in registers"
             ],
         },
@@ -203,9 +203,9 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised, fp32)",
+            "o_heading": "Oᵢ row (unnormalised, fp32)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "L"],
         against="float64 attention of the bf16 inputs",
         veil=lambda place: width_veil(cfg, t, place.block),

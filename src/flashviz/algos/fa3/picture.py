@@ -40,13 +40,13 @@ KERNELS = (Kernel(K, OPS_IN_ORDER, grid="Tr", scope=K, main=True),)
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
 
@@ -64,7 +64,7 @@ OPS = {
     "load_q": Op(
         "read",
         "The producer warp: two TMA loads bring Qi's halves (64 rows each, one per consumer warpgroup) into shared "
-        "memory; the consumers start Oi = 0, mi = \u2212\u221e, li = 0 in their registers.",
+        "memory; the consumers start Oi = 0, mi = −∞, li = 0 in their registers.",
         moves={"Q": Move(("Qi",))},
         online={"reloads": True},
     ),
@@ -76,31 +76,31 @@ OPS = {
     ),
     "first_tile": Op(
         "softmax",
-        "Tile 0, peeled: S = QiK\u2080\u1d40 on the tensor cores (waited: nothing to overlap yet), masked, and the "
-        "first softmax in base 2; its P\u00b7V waits for tile 1.",
-        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)"},
-        notes_masked={"Sij": "masked \u2192 \u2212\u221e, then P"},
+        "Tile 0, peeled: S = QiK₀ᵀ on the tensor cores (waited: nothing to overlap yet), masked, and the "
+        "first softmax in base 2; its P·V waits for tile 1.",
+        notes={"Sij": "holds P = exp2(S·qk_scale − mᵢ)"},
+        notes_masked={"Sij": "masked → −∞, then P"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
     "scores": Op(
         "compute",
-        "Each consumer warpgroup, in its ping-pong turn, issues S = Q\u1d62K\u2c7c\u1d40 for its 64 rows "
+        "Each consumer warpgroup, in its ping-pong turn, issues S = QᵢKⱼᵀ for its 64 rows "
         "(wgmma, asynchronous): fp32, unscaled, unmasked.",
-        notes={"Sij": "= Q\u1d62K\u2c7c\u1d40 (in flight)"},
+        notes={"Sij": "= QᵢKⱼᵀ (in flight)"},
     ),
     "online_softmax": Op(
         "softmax",
-        "Tile j\u22121's rescale and P\u00b7V are issued under tile j's product; then tile j's mask and softmax run "
-        "while P\u00b7V is still on the tensor cores.",
-        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)", "Oi": "rescaled + bf16(P\u2c7c\u208b\u2081)V"},
-        notes_masked={"Sij": "masked \u2192 \u2212\u221e, then P"},
+        "Tile j−1's rescale and P·V are issued under tile j's product; then tile j's mask and softmax run "
+        "while P·V is still on the tensor cores.",
+        notes={"Sij": "holds P = exp2(S·qk_scale − mᵢ)", "Oi": "rescaled + bf16(Pⱼ₋₁)V"},
+        notes_masked={"Sij": "masked → −∞, then P"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
     "last_pv": Op(
         "compute",
-        "After the loop: the last tile's rescale and P\u00b7V into Oi.",
+        "After the loop: the last tile's rescale and P·V into Oi.",
         notes={"Oi": "rescaled + bf16(P)V (last tile)"},
     ),
     "write_back": Op(
@@ -108,13 +108,13 @@ OPS = {
         "Each warpgroup: one division, its 64 rows of O staged in shared memory and stored by TMA in bf16; L in fp32.",
         moves={
             "L": Move(("mi", "li"), {"carry": "L"}),
-            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62, bf16)"),
+            "O": Move(("Oi",), note=" (÷ ℓᵢ, bf16)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L = (m\u1d62 + log\u2082 \u2113\u1d62)\u00b7ln 2",
-            "o_heading": "O row = bf16(O\u1d62 / \u2113\u1d62)",
+            "out_heading": "L = (mᵢ + log₂ ℓᵢ)·ln 2",
+            "o_heading": "O row = bf16(Oᵢ / ℓᵢ)",
         },
     ),
 }
@@ -161,7 +161,7 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
     warps = 8  # the two consumer warpgroups: warp w holds rows 16w .. 16w + 15 of the block's 128
     scores = dot(cfg.br, cfg.bc, cfg.d, warps, "Qi", "Kj", "Sij")
     pv = dot(cfg.br, cfg.d, cfg.bc, warps, "Sij", "Vj", "Oi")
-    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "\u1d40"]
+    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "ᵀ"]
     pv["title"] = [sub("O", "i"), " += bf16(P) ", sub("V", "j")]
     scores["b_transposed"], pv["b_transposed"] = True, False
     return {
@@ -186,7 +186,7 @@ def picture(cfg: Config) -> Texts:
         tensors=t,
         sram_titles={
             K: [
-                f"On chip, program of block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(smem)} bytes of shared "
+                f"On chip, program of block i = {{block}} · rows {{rows}} · {grouped(smem)} bytes of shared "
                 f"memory ({tiles.stages(cfg.d)} ring slots of Kj, Vj, Qi, O staging), accumulators in registers"
             ],
         },
@@ -217,7 +217,7 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised, fp32)",
+            "o_heading": "Oᵢ row (unnormalised, fp32)",
         },
         substeps_note=["the sub-operations appear on each ", code("online_softmax"), " step"],
         headline=["O", "L"],
