@@ -193,6 +193,12 @@ class Algorithm:
     # a table of its own for `flashviz compare` at (d, br, bc), from its closed forms: {"title", "columns", "rows",
     # "caption", ...}, rows of cells as the columns name them (fa2-splitkv: decoding, few queries against many keys)
     compare_table: Callable[[int, int, int], dict[str, Any]] | None = None
+    # False: not a rival of the single-GPU kernels in `flashviz compare` (its sweep, its chart), though traced and
+    # shown like them (ring attention: one forward spread over P devices, its own model in `compare --ring`)
+    rival: bool = True
+    # the launch fields beyond (n, d, br, bc, causal) its closed forms take, as keyword arguments (ring: its layout,
+    # which decides the calls each step makes); None: none. The FLOP view passes them to `flops.count`.
+    closed_form_fields: Callable[[Config], Mapping[str, Any]] | None = None
 
     @property
     def package(self) -> str:
@@ -221,6 +227,10 @@ class Algorithm:
     def element_bytes(self) -> int:
         """Bytes per element of its inputs (the trace's `config.element_bytes`)."""
         return self.bytes_of(self.inputs[0])
+
+    def closed_form_args(self, cfg: Config) -> dict[str, Any]:
+        """What its closed forms take from `cfg` beyond (n, d, br, bc, causal) (`closed_form_fields`), or {}."""
+        return {} if self.closed_form_fields is None else dict(self.closed_form_fields(cfg))
 
     def blocks(self, cfg: Config) -> int:
         """What --block and the API's `block` choose among, and a trace's `blocks` lists (its picks): the blocks of the
@@ -269,7 +279,7 @@ class Algorithm:
 
     def api_validated(self, cfg: Config) -> Config:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
-        self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
+        cfg = self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
         cost = self.api_cost  # e.g. 3 for a backward that runs the forward first
         if cfg.n * cfg.n * cfg.d > API_MAX_WORK // cost:
             raise ConfigError(

@@ -16,7 +16,16 @@ import click
 
 from flashviz.algos import REGISTRY, resolve
 from flashviz.cli.gpu import group as gpu_group
-from flashviz.cli.options import Bounded, FilePath, Number, algo_option, algorithm_sizes, causal_option, size_options
+from flashviz.cli.options import (
+    Bounded,
+    FilePath,
+    Number,
+    algo_option,
+    algorithm_sizes,
+    causal_option,
+    ring_options,
+    size_options,
+)
 from flashviz.cli.output import (
     OutputError,
     flush_stdout,
@@ -94,8 +103,25 @@ def cli(ctx: click.Context) -> None:
     help="write arrays as nested lists of numbers (default: compact base64 typed arrays, docs/trace-schema.md)",
 )
 @kernel_options
+@ring_options
 def trace(
-    algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent, plain, kernel, **kernel_opts
+    algo,
+    n,
+    d,
+    br,
+    bc,
+    causal,
+    seed,
+    scale,
+    inputs_path,
+    block,
+    output,
+    indent,
+    plain,
+    kernel,
+    devices,
+    layout,
+    **kernel_opts,
 ) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md); with --kernel, trace your own
     Triton kernel against float64 (docs/yourkernel.md)."""
@@ -106,7 +132,7 @@ def trace(
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
-    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
+    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal, devices, layout)
     data = trace_.to_json(indent=indent, compact=not plain)
     if output is None:
         try:
@@ -140,6 +166,8 @@ def build_trace(
     inputs_path: Path | None,
     block: int | None,
     causal: bool = False,
+    devices: int = Config.devices,
+    layout: str = Config.layout,
 ) -> Trace:
     from flashviz.model.inputs import NAMES, load_npz
     from flashviz.tracing.build import trace_of
@@ -161,6 +189,8 @@ def build_trace(
         scale=scale,
         causal=causal,
         record=None if block is None else (block,),
+        devices=devices,
+        layout=layout,
     )
     return trace_of(record, cfg, inputs)
 
@@ -249,7 +279,8 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
     default=None,
     help="the block to show, as --block of `flashviz trace` (default: all when there are at most 8)",
 )
-def steps(algo, n, d, br, bc, causal, seed, block) -> None:
+@ring_options
+def steps(algo, n, d, br, bc, causal, seed, block, devices, layout) -> None:
     """Print a trace as a step table in the terminal."""
     from rich.console import Console
 
@@ -257,7 +288,7 @@ def steps(algo, n, d, br, bc, causal, seed, block) -> None:
 
     require_stdout()  # a closed stdout fails before the engine runs, not after
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
-    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal))
+    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal, devices, layout))
     with to_stdout() as out:
         Console(file=out).print(*tables)
 
@@ -295,13 +326,13 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 def compare(n, d, br, bc, causal, as_json, ring) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
     and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
-    from flashviz.cli.ring import render_ring, ring_doc
+    from flashviz.cli.ring import RING_KEY, render_ring, ring_doc
     from flashviz.reports.compare import compare as compare_models
     from flashviz.reports.compare import render, render_regimes, render_tables
 
     doc = compare_models(n, d, br, bc, causal)
     if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
-        doc["ring"] = ring_doc(n, d, ring, causal)
+        doc[RING_KEY] = ring_doc(n, d, ring, causal)
     if as_json:
         import json  # not orjson: at N near 2^31, standard attention's byte counts pass 2^64
 
@@ -315,7 +346,7 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
         con = console(out, wide=132)
         print_fitted(con, render(doc), render_regimes(doc), *render_tables(doc))  # issue 11: when each moves fewer
         if ring is not None:
-            print_fitted(con, render_ring(doc["ring"]))
+            print_fitted(con, render_ring(doc[RING_KEY]))
 
 
 @cli.command()

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from flashviz.model import tiling
+from flashviz.model.ring_layout import LAYOUTS
 
 DEFAULT = "fa2"  # the algorithm a launch runs when none is named: the seed's example (flashviz.algos.DEFAULT)
 
@@ -33,6 +34,7 @@ API_MAX_VALUES = 5_000_000  # numbers in the JSON: inputs, outputs and the recor
 # Above this many Q blocks only one block's values are recorded (counters are kept for all).
 RECORD_ALL_MAX_BLOCKS = 8
 SCALE_RANGE = (1e-6, 1e6)
+DEVICES = (2, 8)  # ring attention's P (Config.devices): a ring of one is no ring; the page draws up to 8 round it
 
 
 ECHO_MAX = 40  # characters of a bad value an error message echoes
@@ -80,6 +82,10 @@ class Config:
     scale: float | None = None  # softmax scale; None means 1/sqrt(D)
     causal: bool = False  # mask key columns after the query row; skip K/V tiles wholly above the diagonal
     record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded
+    # -- ring attention's launch (algos/ring; every other algorithm ignores them): the sequence is split across P
+    # devices in a ring, laid out "zigzag" (device r holds chunks r and 2P-1-r of 2P) or "contiguous" (chunk r of P)
+    devices: int = 4  # P, in DEVICES: 4 show the ring's rotation and the zigzag's balance (its example, N = 16)
+    layout: str = "zigzag"  # flashviz.model.ring_layout.LAYOUTS
 
     @property
     def tr(self) -> int:
@@ -112,6 +118,11 @@ class Config:
         """`causal` a bool and every integer field within `limits` (ConfigError naming the first that is not)."""
         if not isinstance(self.causal, bool):
             raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
+        lo, hi = DEVICES
+        if isinstance(self.devices, bool) or not isinstance(self.devices, int) or not lo <= self.devices <= hi:
+            raise ConfigError("devices", f"must be an integer in {lo}..{hi} (got {shown(self.devices)})")
+        if self.layout not in LAYOUTS:
+            raise ConfigError("layout", f"must be one of {', '.join(LAYOUTS)} (got {shown(self.layout)})")
         for name, (lo, hi) in limits.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

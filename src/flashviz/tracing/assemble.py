@@ -250,7 +250,7 @@ def picture_keys(cfg: Config, module: Picture, texts: Texts) -> dict[str, Any]:
         "carries": dict(texts.carries),
         "substeps_note": texts.substeps_note,
         "counting": list(texts.counting),
-        "tiling": tiling_of(cfg),
+        "tiling": tiling_of(cfg) if texts.tiling is None else dict(texts.tiling),
         "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
         "schedule": None if texts.schedule is None else dict(texts.schedule),
     }
@@ -336,5 +336,7 @@ def assemble(run: Run, picture: Picture, words: Words) -> Trace:
         title=algo.title,
         tagline=texts.tagline,
         veils=veils,
+        # a run over several devices: the closed form's part (texts) and the run's (the engine's counters, carries)
+        devices=None if rec.devices is None else {**(texts.devices or {}), **rec.devices},
         **pic,
     )
