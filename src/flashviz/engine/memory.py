@@ -50,7 +50,7 @@ class HBM:
         n_rows, n_cols = self.tensors[name].shape
         r = rows.indices(n_rows)
         c = cols.indices(n_cols)
-        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]))
+        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]), width=n_cols)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Elements read and written per tensor, summed over every element's counters."""

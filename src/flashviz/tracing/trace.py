@@ -48,7 +48,8 @@ class Trace:
     steps: list[Step] = field(default_factory=list)
     hardware: dict[str, Any] | None = None  # the launch on the H200: grid, occupancy, waves, warps (flashviz.hardware)
     idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
-    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.algos.picture
+    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, put together with the run and its
+    # words.py by flashviz.tracing.assemble
     title: str = ""
     tagline: str = ""
     kernels: dict[str, Any] = field(default_factory=dict)
