@@ -1,7 +1,9 @@
 """The measured schedule of the fa3 forward (issue 20), on a GPU: the timestamped build (kernel.py, TS_TILES > 0:
 %globaltimer at step boundaries of the first block of the first kernel.TS_PROGRAMS programs, per partition) at
 N=4096 D=128 Br=Bc=128, one head, causal and not. Checks the timestamped O against the plain build's (same bits, or
-says how far) and both against float64; writes one JSON record (docs/trace-schema.md, "measured record").
+says how far) and both against float64; writes one JSON record (`flashviz.fa3_schedule_measured/2`: the lanes and
+tiles under the trace's names, `wg0`, `wg1`, `producer` and `j`), which bench/fa3_schedule_install.py installs into
+the package (docs/trace-schema.md, "the recorded schedule run").
 
     python3 bench/fa3_schedule_record.py -o fa3_schedule_measured.json
 """
@@ -16,21 +18,21 @@ import sys
 
 CONSUMER = ("k_wait", "k_arrived", "s_done", "softmax_done", "pv_done")
 PRODUCER = ("kv_wait", "kv_issued")
-PARTS = ("consumer0", "consumer1", "producer")
+LANES = ("wg0", "wg1", "producer")  # kernel.py's partitions in its slot order (PARTS), named as the trace's lanes
 
 
-def slot_names(tiles: int, part: str) -> list[tuple[str, int | None]]:
-    """(event, tile) per slot of one partition, as kernel.py writes them (ts_slots: 3 + 5 per tile)."""
-    first = ("block_start", None), ("q_arrived" if part != "producer" else "q_issued", None)
+def slot_names(tiles: int, lane: str) -> list[tuple[str, int | None]]:
+    """(event, tile j) per slot of one lane, as kernel.py writes them (ts_slots: 3 + 5 per tile)."""
+    first = ("block_start", None), ("q_arrived" if lane != "producer" else "q_issued", None)
     names: list[tuple[str, int | None]] = list(first)
-    per = CONSUMER if part != "producer" else (*PRODUCER, "", "", "")
+    per = CONSUMER if lane != "producer" else (*PRODUCER, "", "", "")
     for j in range(tiles):
         names += [(n, j) for n in per]
     return [*names, ("block_end", None)]
 
 
 def events(raw: list[int], tiles: int, programs: int) -> list[dict]:
-    """raw int64 slots -> per program, per partition, the written events in ns from the program's first event."""
+    """raw int64 slots -> per program, per lane, the written events in ns from the program's first event."""
     n = 3 + 5 * tiles
     out = []
     for p in range(programs):
@@ -39,14 +41,14 @@ def events(raw: list[int], tiles: int, programs: int) -> list[dict]:
         if not written:
             continue
         t0 = min(written)
-        parts = {}
-        for w, part in enumerate(PARTS):
+        lanes = {}
+        for w, lane in enumerate(LANES):
             evs = []
-            for (name, tile), t in zip(slot_names(tiles, part), block[w * n : (w + 1) * n], strict=True):
+            for (name, j), t in zip(slot_names(tiles, lane), block[w * n : (w + 1) * n], strict=True):
                 if t and name:
-                    evs.append({"event": name, "tile": tile, "t_ns": t - t0})
-            parts[part] = sorted(evs, key=lambda e: e["t_ns"])
-        out.append({"program": p, "partitions": parts})
+                    evs.append({"event": name, "j": j, "t_ns": t - t0})
+            lanes[lane] = sorted(evs, key=lambda e: e["t_ns"])
+        out.append({"program": p, "lanes": lanes})
     return out
 
 
@@ -120,10 +122,10 @@ def main() -> int:
               f"time plain {times['plain']:.1f} us, timestamped {times['timestamped']:.1f} us; "
               f"{len(evs)} programs recorded")  # fmt: skip
         for prog in evs[:1]:
-            for part, es in prog["partitions"].items():
+            for part, es in prog["lanes"].items():
                 by = {}
                 for e in es:
-                    by.setdefault(e["tile"], {})[e["event"]] = e["t_ns"]
+                    by.setdefault(e["j"], {})[e["event"]] = e["t_ns"]
 
                 def mean(a, b, by=by):
                     xs = [t[b] - t[a] for t in by.values() if a in t and b in t]
@@ -135,14 +137,17 @@ def main() -> int:
                     print(f"  program 0 {part}: {len(es)} events; per tile ns: K wait {mean('k_wait', 'k_arrived')},"
                           f" S {mean('k_arrived', 's_done')}, softmax {mean('s_done', 'softmax_done')},"
                           f" to PV done {mean('softmax_done', 'pv_done')}")  # fmt: skip
+    gpu, _, driver = smi.partition(", ")
     record = {
-        "schema": "flashviz.fa3_schedule_measured/1",
+        "schema": "flashviz.fa3_schedule_measured/2",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "gpu": smi,
+        "gpu": gpu,
+        "driver": driver,
         "command": "python3 bench/fa3_schedule_record.py " + " ".join(sys.argv[1:]),
         "clock": "%globaltimer (ns), relative to each program's first event",
-        "slots": {
-            "consumer": ["block_start", "q_arrived", *CONSUMER, "block_end"],
+        "events": {
+            "wg0": ["block_start", "q_arrived", *CONSUMER, "block_end"],
+            "wg1": ["block_start", "q_arrived", *CONSUMER, "block_end"],
             "producer": ["block_start", "q_issued", *PRODUCER, "block_end"],
             "note": "pv_done at tile j is the P V of tile j-1 (the overlapped schedule); tile 0 has none",
         },

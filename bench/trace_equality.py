@@ -9,7 +9,9 @@ What it regenerates (each a JSON file in DIR, compared exactly after parsing, fl
 
 - `trace/...`: `flashviz.trace(...)` (the public entry) for every algorithm of the registry at several launches:
   the seed's example, ragged N, Br != Bc both ways, a scale, all blocks recorded and one block of many (block 0
-  and another), each causal and not; fa2-triton at launches its kernel runs (powers of two, D in its table).
+  and another), each causal and not (where the algorithm has a causal mask); fa2-triton, fa3 and ring at launches
+  their kernels run (fa2-triton: powers of two, D in its table; fa3: Br = Bc = 128, D of 64 or 128; ring: Br = Bc =
+  N/P on 2 to 5 devices, zigzag and contiguous).
 - `gpu/...`: what the GPU runner decides without a GPU, for every algorithm with a GPU launch, at 1 and 3 heads
   (B*H flattened): the traffic model for H heads with its 32-byte-sector rounding (`gpu.sectors.model`), each
   launch's template instance, grid, blockDim and shared memory (CUDA C++) or program grid and tensor descriptors
@@ -57,16 +59,40 @@ TRITON_SIZES: dict[str, dict[str, Any]] = {
 TRITON_NONCAUSAL: dict[str, dict[str, Any]] = {
     "n96_br16_bc32": {"n": 96, "d": 32, "br": 16, "bc": 32, "seed": 8},
 }
-# fa3's kernel runs Br = Bc = 128 with D of 64 or 128 and a positive scale
+# fa3's kernel runs Br = Bc = 128 and D of 64 or 128: ragged N, one block of several, both head dims
 FA3_SIZES: dict[str, dict[str, Any]] = {
-    "n128_d64": {"n": 128, "d": 64, "br": 128, "bc": 128, "seed": 9},
-    "n300_d64_ragged_block1": {"n": 300, "d": 64, "br": 128, "bc": 128, "seed": 19, "block": 1, "scale": 0.2},
-    "n200_d128": {"n": 200, "d": 128, "br": 128, "bc": 128, "seed": 21},
-    "n1000_d64_many": {"n": 1000, "d": 64, "br": 128, "bc": 128, "seed": 44},
+    "n256_d64": {"n": 256, "d": 64, "br": 128, "bc": 128, "seed": 41},
+    "n200_d64_ragged_scale": {"n": 200, "d": 64, "br": 128, "bc": 128, "seed": 42, "scale": 0.2},
+    "n384_d128_block1": {"n": 384, "d": 128, "br": 128, "bc": 128, "seed": 43, "block": 1},
 }
-# the algorithms whose kernels take other launches than SIZES, and those with no causal form
-OWN_SIZES: dict[str, dict[str, dict[str, Any]]] = {"fa2-triton": TRITON_SIZES, "fa3": FA3_SIZES}
-NO_CAUSAL = ("fa2-splitkv",)
+# ring attention runs Br = Bc = N/P on P devices (Config.devices), zigzag or contiguous (Config.layout): launches
+# flashviz.trace has no keywords for are made from a Config (`block` is then `record`)
+RING_SIZES: dict[str, dict[str, Any]] = {
+    "n16_p4_zigzag": {"n": 16, "d": 4, "br": 4, "bc": 4, "seed": 51},
+    "n24_d3_p3_zigzag": {"n": 24, "d": 3, "br": 8, "bc": 8, "seed": 52, "devices": 3},
+    "n12_d5_p2_contiguous_scale": {
+        "n": 12,
+        "d": 5,
+        "br": 6,
+        "bc": 6,
+        "seed": 53,
+        "devices": 2,
+        "layout": "contiguous",
+        "scale": 0.6,
+    },
+    "n40_p5_contiguous_block2": {
+        "n": 40,
+        "d": 4,
+        "br": 8,
+        "bc": 8,
+        "seed": 54,
+        "devices": 5,
+        "layout": "contiguous",
+        "block": 2,
+    },
+}
+# the sizes of each algorithm whose kernel runs only some launches (the others run SIZES)
+OWN_SIZES: dict[str, dict[str, dict[str, Any]]] = {"fa2-triton": TRITON_SIZES, "fa3": FA3_SIZES, "ring": RING_SIZES}
 GPU_SIZES: dict[str, dict[str, Any]] = {
     "n40_d8_br8_bc8": {"n": 40, "d": 8, "br": 8, "bc": 8, "seed": 31},
     "n37_d4_br4_bc8": {"n": 37, "d": 4, "br": 4, "bc": 8, "seed": 32},
@@ -110,17 +136,29 @@ def _default(obj: Any) -> Any:
 
 
 def trace_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
-    import flashviz
-    from flashviz.algos import ALGOS
+    from flashviz.algos import ALGOS, get
 
     for algo in ALGOS:
         triton = algo == "fa2-triton"
         sizes = OWN_SIZES.get(algo, SIZES)
-        for causal in (False,) if algo in NO_CAUSAL else (False, True):
+        for causal in (False, True) if get(algo).causal else (False,):
             every = {**sizes, **(TRITON_NONCAUSAL if triton and not causal else {})}
             for size, kw in every.items():
                 name = f"trace/{algo}_{'causal_' if causal else ''}{size}.json"
-                yield name, lambda a=algo, c=causal, kw=kw: flashviz.trace(algo=a, causal=c, **kw).to_json()
+                yield name, lambda a=algo, c=causal, kw=kw: traced(a, c, kw).to_json()
+
+
+def traced(algo: str, causal: bool, kw: dict[str, Any]) -> Any:
+    """flashviz.trace(...) (the public entry), or for fields it has no keyword for the Config of them, traced."""
+    import flashviz
+
+    if not {"devices", "layout"} & set(kw):
+        return flashviz.trace(algo=algo, causal=causal, **kw)
+    from flashviz.model.config import Config
+    from flashviz.tracing.build import make_trace
+
+    fields = {k: v for k, v in kw.items() if k != "block"}
+    return make_trace(Config(algo=algo, causal=causal, record=(kw["block"],) if "block" in kw else None, **fields))
 
 
 def gpu_plan(cfg: Any, heads: int) -> dict[str, Any]:
@@ -175,7 +213,7 @@ def gpu_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
 
     for algo, s in gpu_specs().items():
         sizes = GPU_OWN_SIZES.get(algo, GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES)
-        for causal in (False,) if algo in NO_CAUSAL else (False, True):
+        for causal in (False, True) if get(algo).causal else (False,):
             for size, kw in sizes.items():
                 for heads in (1, 3):
                     cfg = Config(algo=algo, causal=causal, **kw)

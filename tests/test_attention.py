@@ -28,7 +28,7 @@ from flashviz.ops import fa2 as ta  # noqa: E402
 from flashviz.ops.fa2 import Tiles  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
-KERNEL_FILE = Path(ta.__file__).parent / "algos" / "fa2_triton" / "kernel.py"
+KERNEL_FILE = Path(ta.__file__).parents[1] / "algos" / "fa2_triton" / "kernel.py"
 # GPU-sized tiles, run by the interpreter too: blocks larger than N, one loop stage empty
 GPU_LIKE = {"fwd": Tiles(128, 64), "dkdv": Tiles(64, 128), "dq": Tiles(128, 64)}
 

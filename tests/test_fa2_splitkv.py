@@ -1,6 +1,7 @@
 """fa2-splitkv (Flash-Decoding, issue 18): the engine against float64 on fresh random inputs, ragged N included;
 --causal refused in one line; the HBM counters and FLOPs against the closed forms; the merge against
-flashviz.model.merge; the trace through the CLI in a subprocess; `flashviz compare` listing it with the decoding table."""
+flashviz.model.merge; the trace through the CLI in a subprocess; `flashviz compare` listing it with the decoding
+table."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ pytest.importorskip("triton")
 
 import flashviz  # noqa: E402
 from flashviz.ops import backends as attention_backends  # noqa: E402
-from flashviz.ops import fa3 as fa3_attention
+from flashviz.ops import fa3 as fa3_attention  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
 HOPPER = GPU and fa3_attention.unavailable() is None

@@ -107,7 +107,7 @@ def test_the_trace_carries_the_model_for_its_recorded_blocks():
     cfg = every_block(cfg_of(300, 64, True))
     doc = json.loads(make_trace(cfg).to_json())
     s = doc["schedule"]
-    assert s["kind"] == "modelled" and s["lanes"] == ["producer", "wg0", "wg1"]
+    assert s["source"] == "modelled" and s["lanes"] == ["producer", "wg0", "wg1"]
     assert [b["i"] for b in s["blocks"]] == doc["config"]["recorded_blocks"]
     ops = {st["op"] for st in doc["steps"]}
     assert {bar["step"] for b in s["blocks"] for bar in b["bars"]} == ops  # every bar is some step's work

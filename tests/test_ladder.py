@@ -140,7 +140,7 @@ def test_cli_json_is_the_file(doc_file):
 
 def package_without_runs(tmp_path: Path) -> dict:
     """A copy of the flashviz package with no recorded ladder run in it; the environment that imports it."""
-    src = Path(ladder.__file__).parent
+    src = Path(ladder.__file__).parents[1]  # the package (hardware/ladder.py is in it)
     shutil.copytree(
         src, tmp_path / "flashviz", ignore=shutil.ignore_patterns("__pycache__", "static", "ladder", "*.pyc")
     )

@@ -1,9 +1,10 @@
-"""The layers of docs/DESIGN.md, read off the source's imports (with `ast`, nothing imported): no import cycle in
-src/; the machinery (everything outside algos/<name>/) reaches an algorithm only through the registry and never
-names one; an executor does not import the traffic model it is checked against, nor a model its executor;
-tiling is a leaf; the comparison imports no engine; Config and the engine import no algorithm. Imports inside
-functions count. Imports under `if TYPE_CHECKING:` are for the type checker only: they are left out of `GRAPH` (what
-runs) and counted in `TYPED` (what mypy reads), and no cycle is allowed in either."""
+"""The layers of docs/DESIGN.md, read off the source's imports (with `ast`, nothing imported): the package's layers by
+role, none importing one above it (LAYERS); no import cycle in src/; the machinery (everything outside
+algos/<name>/) reaches an algorithm only through the registry and never names one; an executor does not import the
+traffic model it is checked against, nor a model its executor; tiling is a leaf; the comparison imports no engine;
+Config and the engine import no algorithm. Imports inside functions count. Imports under `if TYPE_CHECKING:` are for
+the type checker only: they are left out of `GRAPH` (what runs) and counted in `TYPED` (what mypy reads), and no
+cycle is allowed in either."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flashviz.algos import FOLDERS, REGISTRY
+from flashviz.model import kernels
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "flashviz"
@@ -22,11 +24,35 @@ DECLARED = {
     ("flashviz.ops.fa2", "flashviz.algos.fa2_triton.kernel"),
     ("flashviz.ops.fa3", "flashviz.algos.fa3.kernel"),  # fa3's launcher and autograd, for algos/fa3/
 }
+# The arrows that go up a layer, each for one reason: an algorithm's GPU launch (its `gpu.py`, run by `flashviz gpu
+# run`) runs its kernel through the launcher of flashviz.attention, so that the GPU runner and the public function
+# launch the same kernel the same way.
+UPWARD = {
+    ("flashviz.algos.fa2_triton.gpu", "flashviz.ops.fa2"),
+    ("flashviz.algos.fa3.gpu", "flashviz.ops.fa3"),
+}
+# The package by role (docs/DESIGN.md "Layers"), lowest first: a module may import its own layer and those below.
+# Front doors sit on top; the package itself (`flashviz`, for __version__) is imported by the server and the CLI.
+LAYERS = [
+    {"model"},  # plain values and leaves: config, tiling, units, precision, reference, inputs, kernel files
+    {"engine", "hardware"},  # the memory model, recorder and block driver; the H200 and its recorded runs
+    {"algos"},  # the registry, the contract (base, picture, words, launch) and one folder per algorithm
+    {"tracing"},  # a run into a Trace: build, assemble, codec, flops, hardware view, file schema
+    {"reports", "gpu", "ops"},  # closed forms side by side; kernels on a GPU; flashviz.attention on torch
+    {"yourkernel"},  # a user's Triton kernel traced
+    {"integrations", "share"},  # transformers; the one-file page, widget, export, animation, trace files
+    {"server", "api"},  # the FastAPI app and `flashviz serve`; flashviz.trace / flashviz.show
+    {"cli"},  # the `flashviz` command
+    {"ring_demo", "__main__"},  # `python -m flashviz.ring_demo` (the CLI's options), `python -m flashviz`
+]
 # Modules that may write an algorithm's name as a string: flashviz.attention's backends ("fa2", "fa3") are kernels
 # of the public function, named in one module, not the viewer's algorithms.
-# Config's default algorithm is the seed's example, "fa2" (flashviz.algos.DEFAULT is it), until each algorithm brings
-# its own defaults (issue 18): Config imports no registry to read it from.
-NAMING = {"flashviz.ops.backends", "flashviz.model.config"}
+# The table of launch fields names the default algorithm, the seed's example "fa2" (flashviz.algos.DEFAULT is it;
+# each algorithm brings its own defaults for the other fields), and says in the help of --devices and --layout that
+# they are `--algo ring`'s: it imports no registry to read them from.
+# `flashviz compare --ring P` names its option and its JSON key "ring" (ring_model's document), as the ring algorithm
+# is named: the one module that writes it says so (ring_cli.RING_KEY).
+NAMING = {"flashviz.ops.backends", "flashviz.model.fields", "flashviz.cli.ring"}
 
 
 def module_name(path: Path) -> str:
@@ -84,9 +110,46 @@ REGISTRY_MODULE = "flashviz.algos"
 
 
 def is_algorithm(name: str) -> bool:
-    """A module of one algorithm's folder (flashviz.algos.<folder>...), not the registry or its base."""
+    """A module of one algorithm's folder (flashviz.algos.<folder>...), not the registry or the contract's modules."""
     parts = name.split(".")
-    return len(parts) >= 3 and parts[1] == "algos" and parts[2] != "base"
+    return len(parts) >= 3 and parts[1] == "algos" and (PACKAGE / "algos" / parts[2]).is_dir()
+
+
+def layer_of(name: str) -> int:
+    """The rank of a module's layer in LAYERS (the package itself, `flashviz`, is on top)."""
+    role = name.split(".")[1] if "." in name else None
+    ranks = [k for k, roles in enumerate(LAYERS) if role in roles]
+    assert role is None or ranks, f"{name} is in no layer of LAYERS: add its package there"
+    return ranks[0] if ranks else len(LAYERS)
+
+
+def test_every_module_is_in_a_layer_and_no_arrow_goes_up():
+    """Each module's package is one of LAYERS, and no import (type-only ones included) reaches a higher layer, or a
+    sibling package of its own layer, except the UPWARD ones; the package itself is allowed (its `__version__`)."""
+    wrong = []
+    for name, targets in TYPED.items():
+        for target in targets - {"flashviz"}:
+            mine, theirs = layer_of(name), layer_of(target)
+            sideways = mine == theirs and name.split(".")[:2] != target.split(".")[:2]
+            if (theirs > mine or sideways) and (name, target) not in UPWARD:
+                wrong.append(f"{name} -> {target}")
+    assert wrong == []
+    assert {layer_of(m) for m in MODULES} == set(range(len(LAYERS) + 1)), "every layer holds a module"
+
+
+def test_the_package_itself_is_imported_for_its_version_only():
+    """`__version__` is the one name taken from the package's __init__ (its public functions import lazily)."""
+    found = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            base = ".".join([*anchor, *([node.module] if node.module else [])])
+            if base == "flashviz":
+                found += [a.name for a in node.names if f"flashviz.{a.name}" not in MODULES]
+    assert set(found) <= {"__version__", "trace"}, found  # tests aside, `trace` only as the public function
 
 
 def test_the_graph_is_read():
@@ -172,6 +235,26 @@ def test_an_executor_and_its_traffic_model_do_not_import_each_other():
     assert wrong == []
 
 
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_engine_launches_through_the_one_block_driver(folder):
+    """One shared block driver (issue 18): an engine's `execute` hands its Recorder to `run_launch`
+    (flashviz.engine.recorder), which puts the inputs in HBM, poisons the outputs with NaN and runs the blocks under
+    IEEE float32; no engine puts a tensor in HBM itself."""
+    tree = ast.parse((PACKAGE / "algos" / folder / "engine.py").read_text())
+    execute = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "execute")
+    calls = {n.func.id for n in ast.walk(execute) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert "run_launch" in calls, f"algos/{folder}/engine.py: execute() does not call run_launch"
+    puts = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and n.attr == "put"
+        and isinstance(n.value, ast.Attribute)
+        and n.value.attr == "hbm"
+    ]
+    assert puts == [], f"algos/{folder}/engine.py puts tensors in HBM itself (lines {puts}): run_launch does"
+
+
 def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
     assert GRAPH["flashviz.model.tiling"] == set()
     for name in ("flashviz.reports.compare", "flashviz.reports.compare_api"):
@@ -233,12 +316,15 @@ def test_nothing_below_the_trace_layer_imports_the_registry():
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_registered_folder_has_its_parts(folder):
-    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the narrative, the closed
+    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the words, the closed
     forms, the float64 expectation, the GPU launch spec, the picture."""
     record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
     here = PACKAGE / "algos" / folder
-    assert (here / record.kernel_file).is_file()
-    for part in ("__init__", "engine", "narrative", "traffic", "expect", "gpu", "picture"):
+    assert (
+        here / record.kernel_file
+    ).is_file() or record.kernel.lies_in is not None  # the ring's: flashviz/ops/ring.py
+    assert Path(str(kernels.path(record.kernel))).is_file()
+    for part in ("__init__", "engine", "words", "traffic", "expect", "gpu", "picture"):
         assert f"flashviz.algos.{folder}.{part}".removesuffix(".__init__") in MODULES, part
     engine, traffic, expect = record.engine, record.traffic, record.expect
     assert callable(engine.execute) and callable(engine.trace_blocks)

@@ -1,6 +1,7 @@
 """The README's "Why FA3 is faster" says what the recorded run and the model say: its TFLOP/s are the rows of
 bench/results/attention's JSON it cites, its model times and busy shares are algos/fa3/schedule.py's at the launch it
-names (D=128, N=16384, one block of 128 tiles), its durations are schedule.durations'."""
+names (D=128, N=16384, one block of 128 tiles), its durations are schedule.durations', and what it says of the
+measured lanes and the tensor pipe is the shipped run's (the fa3 trace's schedule.measured and tensor_pipe)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flashviz.algos.fa3 import schedule
+from flashviz.algos.fa3 import measured, schedule
 from flashviz.model.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,3 +75,36 @@ def test_its_model_numbers_are_the_models():
     p = schedule.PARAMS
     assert f"bf16 matmul {p['bf16_matmul_tflops']['value']:.1f} TFLOP/s" in text
     assert f"accurate expf {p['exp_tflops']['value']:.2f} T/s, HBM copy {p['copy_tb_s']['value']:.2f} TB/s" in text
+
+
+def test_what_it_says_of_the_measured_lanes_and_the_tensor_pipe_is_the_shipped_runs():
+    text = section()
+    parts = measured.beside(Config(algo="fa3", n=4096, d=128, br=128, bc=128), (0,))
+    m, tp = parts["measured"], parts["tensor_pipe"]
+    assert m["shape_matches"] and not m["shape"]["causal"]
+    rows = {r["piece"]: r for r in m["disagreement"]}
+    block, soft, s, pv = rows["block"], rows["softmax"], rows["S"], rows["PV"]
+
+    def us(ns: float) -> str:
+        return f"{ns / 1e3:.2f} µs"
+
+    assert (f"a block takes {us(block['measured_ns'])} measured against {us(block['modelled_ns'])} modelled "
+            f"({block['ratio']:.2f}×; the mean of the {block['count']} recorded blocks)") in text  # fmt: skip
+    assert f"the producer waits {us(rows['KV']['measured_ns'])} a tile for a free slot" in text
+    assert f"a consumer only {rows['wait']['measured_ns']:.0f} ns for Kj" in text
+    assert (f"a tile's softmax takes {soft['measured_ns']:.0f} ns against the model's {soft['modelled_ns']:.0f} ns "
+            f"({soft['ratio']:.2f}×") in text  # fmt: skip
+    assert soft["measured_ns"] - soft["modelled_ns"] >= soft["modelled_ns"]  # "costs at least as much again"
+    said = f"Sij {s['measured_ns']:.0f} ns from Kj's arrival against {s['modelled_ns']:.0f} ns ({s['ratio']:.2f}×"
+    assert said in text
+    assert f"shows for {pv['measured_ns']:.0f} ns after it (the model: not at all)" in text and pv["modelled_ns"] == 0
+    by = {(r["algo"], r["causal"]): r for r in tp["rows"]}
+    fa3, fa2, fa3c = by["fa3", False], by["fa2-triton", False], by["fa3", True]
+    t = lambda r: r["metrics"]["tensor_active_pct"]  # noqa: E731
+    i = lambda r: r["metrics"]["issue_active_pct"]  # noqa: E731
+    assert (f"tensor pipe active {t(fa3):.1f}% of the SMs' active cycles against {t(fa2):.1f}% for fa2-triton's "
+            f"`{fa2['kernel']}` ({t(fa3) / t(fa2):.2f}×; causal fa3 {t(fa3c):.1f}%)") in text  # fmt: skip
+    assert f"({i(fa3):.1f}% of the issue slots against {i(fa2):.1f}%)" in text and i(fa3) < i(fa2)
+    assert f"took {us(fa3['time_ns'])} and {us(fa2['time_ns'])} under ncu" in text
+    assert tp["metrics"]["tensor_active_pct"] in text
+    assert f"N={fa3['n']}, D={fa3['d']}, {fa3['heads']} heads" in text

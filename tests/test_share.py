@@ -260,18 +260,21 @@ def test_the_widget_answers_a_launch_from_python():
     assert not buffers
 
 
-def test_flashviz_trace_is_callable_before_and_after_its_module_is_imported():
-    """`flashviz.trace` names both the API's function and the module of the Trace types (imported by any engine run):
-    in a fresh interpreter, the call works first, then with the module loaded, and the module's names stay."""
+def test_flashviz_trace_is_the_function_before_and_after_the_trace_types_are_imported():
+    """`flashviz.trace` is the API's function only: the Trace types live in `flashviz.tracing.trace`, so no module of
+    that name shadows it (the package no longer rewrites its own class). In a fresh interpreter the call works first,
+    then with the types' module loaded."""
     code = (
+        "import types\n"
         "import flashviz\n"
         "a = flashviz.trace(n=8)\n"
-        "import flashviz.trace as m\n"
+        "import flashviz.tracing.trace as m\n"
         "from flashviz.tracing.trace import Trace\n"
         "b = flashviz.trace(n=12, d=8)\n"
         "from flashviz import trace\n"
         "c = trace(n=9)\n"
         "assert isinstance(a, Trace) and isinstance(b, Trace) and isinstance(c, Trace)\n"
+        "assert isinstance(flashviz.trace, types.FunctionType) and type(flashviz) is types.ModuleType\n"
         "print(m.SCHEMA, a.config['n'], b.config['d'], c.config['n'])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -204,8 +204,8 @@ def test_auto_leaves_a_large_traces_step_arrays_out_and_serves_them(server):
 def test_skeleton_of_a_trace_is_the_skeleton_of_its_document():
     """on_demand.skeleton (made from the Trace, as the server does) is trace_codec.skeleton of the full compact
     document, but for the dtype a stub says: the one the array is stored as (bfloat16 where that is lossless)."""
-    from flashviz import on_demand
     from flashviz import trace as fv_trace
+    from flashviz.tracing import on_demand
     from flashviz.tracing.codec import encode_array, skeleton
 
     seed = int(np.random.default_rng().integers(0, 2**31))

@@ -1,4 +1,5 @@
-"""Issue 17, item 20: compact arrays in traces (flashviz.tracing.codec, docs/trace-schema.md "Compact arrays"). A compact
+"""Issue 17, item 20: compact arrays in traces (flashviz.tracing.codec, docs/trace-schema.md "Compact arrays"). A
+compact
 trace decodes value for value to the `--plain` one (fresh random inputs, through the CLI); bfloat16 only where it is
 lossless; tiles read whole from an input are references to its rows; a broken compact array in a trace file is one
 line naming it; a trace of the previous schema is refused in one line; /api/trace is gzipped when asked."""

@@ -1,4 +1,5 @@
-"""What the views read in a trace (src/flashviz/data/trace_shape.json), checked by `flashviz.share.trace_files.check_trace`
+"""What the views read in a trace (src/flashviz/data/trace_shape.json), checked by
+`flashviz.share.trace_files.check_trace`
 before any view draws it (issue 17, the page fuzzer's finding): every algorithm's real trace passes, plain or compact,
 causal or not; each part a view cannot read is refused in one line naming it, with the words the page's own check
 says (the cases are shared with web/test/traceCheck.test.ts)."""
@@ -39,7 +40,8 @@ def refusal(doc) -> str | None:
 def test_every_algorithms_trace_passes(algo, causal, compact):
     seed = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run
     causal = causal and REGISTRY[algo].causal  # fa2-splitkv refuses --causal
-    launch = {"fa2-triton": (100, 32, 64, 32), "fa3": (200, 64, 128, 128)}.get(algo, (11, 4, 4, 4))
+    own = {"fa2-triton": (100, 32, 64, 32), "fa3": (200, 64, 128, 128), "ring": (16, 4, 4, 4)}  # their kernels' tiles
+    launch = own.get(algo, (11, 4, 4, 4))
     doc = orjson.loads(trace(algo, *launch, causal=causal, seed=seed).to_json(compact=compact))
     assert refusal(doc) is None
 
@@ -93,7 +95,8 @@ def test_the_spec_uses_only_known_atoms_and_definitions():
 @pytest.mark.parametrize("n", [1, 37, 4096])
 def test_every_comparison_the_page_is_given_passes_its_shape(n, causal):
     """The page checks a comparison it holds against the spec's `compare` (web/src/source.ts): what
-    flashviz.reports.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or not."""
+    flashviz.reports.compare_api writes (GET /api/compare, `flashviz export`, the widget) must pass it, curves or
+    not."""
     from flashviz.reports.compare_api import compare_document
     from flashviz.tracing.shape import compare_problem
 

@@ -1,4 +1,4 @@
-"""Issue 17, item 20: trace files (flashviz.trace_store, docs/trace-schema.md "Trace files"). `flashviz trace` leaves
+"""Issue 17, item 20: trace files (flashviz.tracing.store, docs/trace-schema.md "Trace files"). `flashviz trace` leaves
 out the inputs drawn from the seed (a digest of each kept) and stores its arrays in base85, shuffled and deflated; every
 reader (`view`, `export --trace`, `flashviz.show(path)`) draws the inputs again, checks them bit for bit, and hands the
 page the very document the server sends for that launch. A digest that differs, or an array that does not decode, is
@@ -171,7 +171,7 @@ def test_a_document_without_file_parts_is_read_as_it_is(written):
 def test_base85_is_the_standard_librarys():
     """trace_store's NumPy base85 writes and reads what Python's base64.b85encode/b85decode do (the documented
     decoder uses those), at every length and for bytes that fill a group to its top."""
-    from flashviz.trace_store import b85decode, b85encode  # (trace_codec's, re-exported)
+    from flashviz.tracing.store import b85decode, b85encode  # (trace_codec's, re-exported)
 
     rng = np.random.default_rng()
     for n in [*range(0, 24), 1000, 4097, 65539]:

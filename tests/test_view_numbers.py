@@ -48,7 +48,8 @@ def test_export_size_line_measures_each_part(tmp_path):
 
 
 def test_sizes_add_up_to_the_file():
-    """flashviz.share.page.sizes: the viewer, the index, each trace and comparison, the ladder; their sum is the file."""
+    """flashviz.share.page.sizes: the viewer, the index, each trace and comparison, the ladder; their sum is the
+    file."""
     from flashviz.api import trace
     from flashviz.cli.share import documents
     from flashviz.share.page import NoBundle, sizes, standalone

@@ -1,8 +1,5 @@
 """flashviz: watch the FlashAttention-2 kernel run tile by tile, with real numbers."""
 
-import sys
-import types
-
 __version__ = "0.1.0"
 
 
@@ -74,24 +71,3 @@ def show(*args, **kwargs):
     from .api import show as _show
 
     return _show(*args, **kwargs)
-
-
-class _TraceModule(types.ModuleType):
-    """`flashviz.trace(...)` is the Python API's function while `flashviz.trace` is also the module of the Trace types:
-    Python makes a package's attribute the submodule once it is imported, so that module answers the call too."""
-
-    def __call__(self, *args, **kwargs):
-        from .api import trace as _trace
-
-        return _trace(*args, **kwargs)
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name, value):
-        # the import system sets flashviz.trace to the submodule when it loads it: keep it callable
-        if name == "trace" and type(value) is types.ModuleType:
-            value.__class__ = _TraceModule
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

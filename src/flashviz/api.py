@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from flashviz.model.config import ConfigError, shown
+from flashviz.model.config import Config, ConfigError, shown
 from flashviz.share.launch_args import _integer, height_of, launch
 
 from .algos import DEFAULT, resolve
@@ -23,13 +23,15 @@ def trace(
     algo: str = ...,
     n: int | None = ...,
     d: int | None = ...,
-    br: int = ...,
-    bc: int = ...,
+    br: int | None = ...,
+    bc: int | None = ...,
     causal: bool = ...,
     seed: int = ...,
     scale: float | None = ...,
     inputs: dict[str, Any] | None = ...,
     block: int | None = ...,
+    devices: int = ...,
+    layout: str = ...,
     *,
     kernel: None = ...,
 ) -> Trace: ...
@@ -39,13 +41,15 @@ def trace(
     algo: str = DEFAULT,
     n: int | None = None,
     d: int | None = None,
-    br: int = 4,
-    bc: int = 4,
+    br: int | None = None,
+    bc: int | None = None,
     causal: bool = False,
     seed: int = 0,
     scale: float | None = None,
     inputs: dict[str, Any] | None = None,
     block: int | None = None,
+    devices: int = Config.devices,
+    layout: str = Config.layout,
     *,
     kernel: Any = None,
     **options: Any,
@@ -53,11 +57,14 @@ def trace(
     """Run the engine on one launch and return its Trace (`trace.to_json()` is what `flashviz trace` writes).
 
     algo: one of flashviz's algorithms (`flashviz compare` lists them). n, d: sequence length N and head dimension D
-    (default: the seed's example, N=8, D=4; taken from `inputs` when given). br, bc: rows of Q per block, columns of
-    K/V per tile. causal: mask keys after the query row. seed: random inputs are drawn from it (those `inputs` lacks).
-    scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and "dO" for the backward) as (N, D) NumPy
-    arrays or torch tensors of floating point; float32 is what the engine computes in. block: record only this
-    block's values (default: all when there are at most 8).
+    (taken from `inputs` when given). br, bc: rows of Q per block, columns of K/V per tile. n, d, br, bc left out (or
+    None): the algorithm's own defaults where it has them (fa2-triton: N=128, D=32, Br=64, Bc=32), else the seed's
+    example, N=8, D=4, Br=Bc=4 (flashviz.model.fields). causal: mask keys after the query row. seed: random inputs
+    are drawn from it (those `inputs` lacks). scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and
+    "dO" for the backward) as (N, D) NumPy arrays or torch tensors of floating point; float32 is what the engine
+    computes in. block: record only this block's values (default: all when there are at most 8). devices, layout:
+    ring attention's P devices (2..8) and how the sequence is laid out on them, "zigzag" or "contiguous" (algo="ring";
+    the others ignore them).
 
     kernel: your own @triton.jit attention forward (or 'FILE.py:FUNCTION') instead of an algorithm: it runs under
     Triton's interpreter and a KernelTrace comes back (flashviz.yourkernel.trace_kernel: n, d, causal, seed, scale,
@@ -65,7 +72,8 @@ def trace(
     if kernel is not None:
         from .yourkernel import trace_kernel
 
-        for name, value, default in (("algo", algo, DEFAULT), ("br", br, 4), ("bc", bc, 4), ("block", block, None)):
+        tiles_and_block = (("br", br), ("bc", bc), ("block", block))
+        for name, value, default in (("algo", algo, DEFAULT), *((k, v, None) for k, v in tiles_and_block)):
             if value != default:
                 raise ConfigError(name, "is not used with kernel= (its tiles are meta={'BLOCK_M': ..., ...})")
         return trace_kernel(kernel, n=n, d=d, causal=causal, seed=seed, scale=scale, inputs=inputs, **options)
@@ -83,7 +91,8 @@ def trace(
             if given is not None and _integer(given) != found:
                 raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
         n, d = rows, cols
-    algorithm, cfg = launch(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal, block=block)
+    launched = {"algo": algo, "n": n, "d": d, "br": br, "bc": bc, "seed": seed, "scale": scale, "causal": causal}
+    algorithm, cfg = launch({**launched, "block": block, "devices": devices, "layout": layout})
     return trace_of(algorithm, cfg, arrays)
 
 

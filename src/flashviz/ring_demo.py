@@ -164,8 +164,8 @@ def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_a
     ranks = Table(
         title=f"flashviz.ring_attention on {P} process{'es' if P > 1 else ''} ({backend}, {device.type}): "
         f"B={c['batch']} H={c['heads']} N={c['n']:,} D={c['d']}, {c['layout']}{', causal' if causal else ''}",
-        caption="Bytes sent: counted by wrapping torch.distributed.batch_isend_irecv; model: flashviz.hardware.ring_model "
-        "(K, V in the input dtype, dK, dV in fp32)."
+        caption="Bytes sent: counted by wrapping torch.distributed.batch_isend_irecv; model: "
+        "flashviz.hardware.ring_model (K, V in the input dtype, dK, dV in fp32)."
         + (" Times on the CPU are Triton's interpreter, not a kernel's speed." if device.type == "cpu" else ""),
     )
     for col in ("rank", "Q chunks", "forward", "backward", "sent forward", "model", "sent backward", "model",

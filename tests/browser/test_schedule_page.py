@@ -1,7 +1,10 @@
 """End-to-end, issue 20 (the schedule view): for fa3 the page draws its trace's `schedule` as lanes (every bar where
 its times put it), outlines the current step's bars in every lane as the step moves, redraws the lanes from the
-ablation's rung picked in the radio group, draws the one-lane baseline on the same axis; for fa2 the section is
-absent. In real headless Chromium against the real server; a screenshot under test-artifacts/."""
+ablation's rung picked in the radio group, draws the one-lane baseline on the same axis; beneath, the recorded H200
+run's measured lanes (filled) each beside the model's (hatched) on one axis, the outline following the step there
+too, the per-piece disagreement and the tensor pipe of fa2-triton and fa3 as the trace carries them; for fa2 the
+section is absent. The same from the exported file (file://, no server) and in the notebook widget's frame. In real
+headless Chromium against the real server; a screenshot under test-artifacts/ (docs/schedule.png is a copy)."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def bars_on_page(page, testid: str) -> list[dict]:
 
 
 def key(bar) -> tuple:
-    return (bar["lane"], bar["piece"], "" if bar["j"] is None else str(bar["j"]))
+    return (bar["lane"], bar["piece"], "" if bar["j"] is None else str(bar["j"]), bar.get("source") or "modelled")
 
 
 def check_placed(drawn: list[dict], bars: list[dict], span: float) -> None:
@@ -52,6 +55,7 @@ def test_the_schedule_follows_the_step_and_the_toggle_redraws(page, server_url, 
     doc = trace["schedule"]
     section = page.locator("[data-testid=schedule]")
     expect(section).to_be_visible()
+    outlined: set[str] = set()
     for k, s in enumerate(trace["steps"]):
         page.evaluate(f"window.flashviz.goto({k})")
         expect_step(page, k)
@@ -69,11 +73,20 @@ def test_the_schedule_follows_the_step_and_the_toggle_redraws(page, server_url, 
         assert sorted(key(b) for b in drawn if b["current"]) == want
         base_on = sorted(key(b) for b in bars_on_page(page, "sched-base-bar") if b["current"])
         assert base_on == sorted(key(b) for b in base["bars"] if b["step"] == s["op"] and b["step_j"] == s["j"])
-        assert {b["source"] for b in drawn} == {"modelled"}  # no measured bars in this trace: all hatched
+        assert {b["source"] for b in drawn} == {"modelled"}  # the model's lanes: all hatched
+        # the measured panel: the recorded block, its measured and modelled bars each where its times put it,
+        # outlined with the step as the model's are
+        mb = doc["measured"]["blocks"][0]
+        meas = bars_on_page(page, "sched-meas-bar")
+        check_placed(meas, mb["bars"], mb["end_ns"])
+        want = sorted(key(b) for b in mb["bars"] if b["step"] == s["op"] and b["step_j"] == s["j"])
+        assert sorted(key(b) for b in meas if b["current"]) == want
+        outlined |= {b["source"] for b in meas if b["current"]}
+    assert outlined == {"measured", "modelled"}  # the outline followed the step in the measured lanes too
     # the ring's slots and the waits are drawn; the sentences say what the data says
     assert page.locator("[data-testid=sched-slot]").count() > 0
     note = page.locator("[data-testid=sched-note]")
-    expect(note).to_contain_text("Every bar here is modelled")
+    expect(note).to_contain_text("The lanes above are the model's (hatched)")
     expect(note).to_contain_text(doc["benchmark"]["source"])
     # the toggle: each rung's lanes from its own blocks, its measured TFLOP/s in its label
     page.evaluate("window.flashviz.goto(0)")
@@ -103,9 +116,82 @@ def test_the_schedule_follows_the_step_and_the_toggle_redraws(page, server_url, 
     assert_clean(log)
 
 
+def measured_panel_matches(frame, doc: dict) -> None:
+    """The measured panel in `frame` (a page or a frame locator) is the document's: its measured bars filled, the
+    legend saying which is which, the note and the disagreement and tensor-pipe numbers as the document has them."""
+    m, tp = doc["measured"], doc["tensor_pipe"]
+    mb = m["blocks"][0]
+    n_meas = sum(b["source"] == "measured" for b in mb["bars"])
+    expect(frame.locator("[data-testid=sched-meas-bar][data-source=measured]")).to_have_count(n_meas)
+    expect(frame.locator("[data-testid=sched-meas-bar].sched-measured")).to_have_count(n_meas)
+    expect(frame.locator("[data-testid=sched-meas-bar][data-source=modelled]")).to_have_count(len(mb["bars"]) - n_meas)
+    expect(frame.locator("[data-testid=sched-meas-bar][data-source=modelled].sched-measured")).to_have_count(0)
+    title = frame.locator("[data-testid=sched-meas-title]")
+    expect(title).to_contain_text(f"Measured on the {m['gpu']} (filled) beside the model (hatched)")
+    expect(title).to_contain_text(f"block i = {mb['i']}, run by program {mb['program']}")
+    legend = frame.locator("[data-testid=sched-meas-legend]")
+    expect(legend).to_contain_text("hatched: modelled")
+    expect(legend).to_contain_text("filled: measured")
+    for row in m["lane_rows"]:
+        expect(
+            frame.locator("[data-testid=sched-meas-svg] text.sched-lane-label", has_text=row["label"])
+        ).to_have_count(1)
+    if m["note"]:
+        expect(frame.locator("[data-testid=sched-meas-note]")).to_contain_text(m["note"])
+    run = frame.locator("[data-testid=sched-meas-run]")
+    expect(run).to_contain_text(m["record_command"])
+    expect(run).to_contain_text(m["file"])
+    lines = frame.locator("[data-testid=sched-disagree] li")
+    expect(lines).to_have_count(len(m["disagreement"]))
+    for n, r in enumerate(m["disagreement"]):
+        line = lines.nth(n)
+        expect(line).to_contain_text(f"{r['piece']} ({r['what']}): measured ")
+        expect(line).to_contain_text(f"(mean of {r['count']})")
+        if r["ratio"] is not None:
+            expect(line).to_contain_text(f"{r['ratio']:.2f}× the model")
+        elif r["modelled_ns"] is None:
+            expect(line).to_contain_text("the model has no such piece")
+    table = frame.locator("[data-testid=sched-pipe]")
+    expect(frame.locator("[data-testid=sched-pipe-row]")).to_have_count(len(tp["rows"]))
+    for n, r in enumerate(tp["rows"]):
+        row = frame.locator("[data-testid=sched-pipe-row]").nth(n)
+        expect(row).to_have_attribute("data-algo", r["algo"])
+        for name in tp["shown"]:
+            expect(row.locator(f"[data-metric={name}]")).to_have_text(f"{r['metrics'][name]:.1f}%")
+    for name in tp["shown"]:
+        expect(table.locator("th", has_text=name)).to_have_attribute("title", tp["metrics"][name])
+    expect(frame.locator("[data-testid=sched-pipe-metrics]")).to_contain_text(tp["metrics"]["tensor_active_pct"])
+
+
+def side_by_side(tp: dict) -> tuple[dict, dict]:
+    """The two rows the page's sentence sets side by side: the first two of different algorithms at one launch."""
+    at = lambda r: (r["n"], r["d"], r["heads"], r["batch"], r["causal"])  # noqa: E731
+    a = next(r for r in tp["rows"] if any(x["algo"] != r["algo"] and at(x) == at(r) for x in tp["rows"]))
+    b = next(x for x in tp["rows"] if x["algo"] != a["algo"] and at(x) == at(a))
+    return a, b
+
+
+def test_the_measured_lanes_and_the_tensor_pipe_are_the_recorded_runs(page, server_url, log):
+    """fa3 at a launch other than the recorded one: the panel shows the recorded block, says where it was measured,
+    and every number it shows is the trace's; the tensor pipe of fa2-triton and fa3 side by side in one sentence."""
+    query = "algo=fa3&n=256&d=64&br=128&bc=128&causal=1"
+    open_viewer(page, server_url, query)
+    doc = api(page, server_url, f"/api/trace?{query}")["schedule"]
+    m = doc["measured"]
+    assert m["shape"]["causal"] and not m["shape_matches"]
+    expect(page.locator("[data-testid=schedule]")).to_be_visible()
+    measured_panel_matches(page, doc)
+    a, b = side_by_side(doc["tensor_pipe"])
+    ta, tb = a["metrics"]["tensor_active_pct"], b["metrics"]["tensor_active_pct"]
+    sentence = page.locator("[data-testid=sched-pipe-sentence]")
+    expect(sentence).to_contain_text(f"active {tb:.1f}% of the SMs' active cycles in {b['algo']} ({b['kernel']})")
+    expect(sentence).to_contain_text(f"against {ta:.1f}% in {a['algo']} ({a['kernel']}): {tb / ta:.2f}×")
+    assert_clean(log)
+
+
 def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
-    """`flashviz export --algo fa3`: the one HTML file opened from disk draws the same section from its trace, and
-    its toggle redraws."""
+    """`flashviz export --algo fa3`: the one HTML file opened from disk (file://, no server, no other request) draws
+    the same section from its trace, the recorded run's measured lanes included, and its toggle redraws."""
     out = tmp_path / "fa3.html"
     done = subprocess.run(
         [sys.executable, "-m", "flashviz", "export", str(out), "--algo", "fa3", "--n", "200", "--d", "128",
@@ -113,8 +199,17 @@ def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    trace = subprocess.run(
+        [sys.executable, "-m", "flashviz", "trace", "--algo", "fa3", "--n", "200", "--d", "128", "--br", "128",
+         "--bc", "128", "-o", str(tmp_path / "t.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert trace.returncode == 0, trace.stderr
+    doc = json.loads((tmp_path / "t.json").read_text())["schedule"]
     context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
     errors: list[str] = []
+    schemes: set[str] = set()
+    context.on("request", lambda r: schemes.add(r.url.split(":", 1)[0]))
     page = context.new_page()
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(out.as_uri())
@@ -123,6 +218,9 @@ def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
     expect(section).to_be_visible()
     bars = page.locator("[data-testid=sched-bar]")
     expect(bars.first).to_be_visible()
+    measured_panel_matches(page, doc)
+    mb = doc["measured"]["blocks"][0]
+    check_placed(bars_on_page(page, "sched-meas-bar"), mb["bars"], mb["end_ns"])
     radios = page.locator("[data-testid=sched-variant]")
     expect(radios).to_have_count(3)
     before = bars_on_page(page, "sched-bar")
@@ -131,13 +229,46 @@ def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
     after = bars_on_page(page, "sched-bar")
     assert len(after) == len(before) and after != before  # the rung's own lanes (its softmaxes wait for both S)
     assert errors == []
+    assert schemes <= {"file", "data", "blob"}, schemes
     context.close()
 
 
-def test_a_measured_lane_and_a_tensor_pipe_record_are_drawn_as_the_document_says(browser, tmp_path):
-    """A hand-made measured document (as the measured run will write it: a lane with `lane_sources` "measured", its
-    P·V bars 1.4× the model's, a `measured` record, a `tensor_pipe` record), viewed with `flashviz view t.json`: the
-    measured bars are filled, the sentence says 1.40× for P·V, the tensor-pipe table holds the record's numbers."""
+def test_the_notebook_widget_carries_the_measured_lanes(browser):
+    """The widget's own host module (flashviz/share/widget_host.js, as anywidget runs it, with a stand-in model that
+    holds the widget's synced state) puts the page in its sandboxed frame: the frame draws the schedule with the
+    measured lanes and the tensor pipe from the trace Python made, with no server."""
+    pytest.importorskip("anywidget", reason="pip install -e '.[test]' (the notebook extra)")
+    from flashviz import trace
+    from flashviz.share.widget import Viewer, esm
+
+    t = trace(algo="fa3", n=256, d=64, br=128, bc=128)
+    w = Viewer.of_trace(t)
+    doc = json.loads(t.to_json())["schedule"]
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_content("<div id=root></div>")
+    page.evaluate(
+        """async ([code, state]) => {
+            const url = URL.createObjectURL(new Blob([code], {type: "text/javascript"}));
+            const mod = await import(url);
+            const model = {get: (k) => state[k], set() {}, save_changes() {}, send() {}, on() {}, off() {}};
+            mod.default.render({model, el: document.getElementById("root")});
+        }""",
+        [esm(), {"_documents": w._documents, "config": w.config, "step": 0, "height": 860}],
+    )
+    frame = page.frame_locator("iframe[data-flashviz=viewer]")
+    expect(frame.locator("html")).to_have_attribute("data-ready", "true")
+    expect(frame.locator("[data-testid=schedule]")).to_be_visible()
+    measured_panel_matches(frame, doc)
+    assert errors == []
+    context.close()
+
+
+def test_the_page_shows_the_documents_numbers_not_its_own(browser, tmp_path):
+    """A trace file whose measured disagreement and tensor pipe were changed by hand (random numbers), viewed with
+    `flashviz view t.json`: the page shows those numbers, as the document says them (it recomputes nothing)."""
     from pageutil import viewing
 
     done = subprocess.run(
@@ -149,22 +280,12 @@ def test_a_measured_lane_and_a_tensor_pipe_record_are_drawn_as_the_document_says
     doc = json.loads((tmp_path / "t.json").read_text())
     sch = doc["schedule"]
     rng = random.Random()
-    pipe = {"fa2-triton": round(rng.uniform(20, 60), 1), "fa3": round(rng.uniform(40, 90), 1)}
-    lane = "wg0 measured"
-    for rung in [{"blocks": sch["blocks"]}, *sch["variants"]]:
-        for b in rung["blocks"]:
-            copies = []
-            for x in b["bars"]:
-                if x["lane"] != "wg0":
-                    continue
-                ns = (x["end_ns"] - x["start_ns"]) * (1.4 if x["piece"] == "PV" else 1.0)
-                copies.append({**x, "lane": lane, "end_ns": x["start_ns"] + ns})
-            b["bars"] += copies
-    sch["lanes"].append(lane)
-    sch["lane_labels"][lane] = "warpgroup 0, measured"
-    sch["lane_sources"] = {lane: "measured"}
-    sch["measured"] = {"date": "2026-12-02", "gpu": "hand-made", "command": "this test"}
-    sch["tensor_pipe"] = {k: {"value": v, "unit": "% of cycles", "source": "hand-made"} for k, v in pipe.items()}
+    for r in sch["measured"]["disagreement"]:
+        if r["ratio"] is not None:
+            r["ratio"] = round(rng.uniform(0.1, 9.9), 3)
+    for r in sch["tensor_pipe"]["rows"]:
+        r["metrics"]["tensor_active_pct"] = round(rng.uniform(5, 95), 2)
+    sch["measured"]["gpu"] = "hand-made GPU"
     (tmp_path / "t.json").write_text(json.dumps(doc))
     with viewing(tmp_path / "t.json") as url:
         context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
@@ -174,15 +295,7 @@ def test_a_measured_lane_and_a_tensor_pipe_record_are_drawn_as_the_document_says
         page.goto(url)
         expect(page.locator("html")).to_have_attribute("data-ready", "true")
         expect(page.locator("[data-testid=schedule]")).to_be_visible()
-        drawn = bars_on_page(page, "sched-bar")
-        measured = [b for b in drawn if b["source"] == "measured"]
-        assert measured and {b["lane"] for b in measured} == {lane}
-        assert page.locator("[data-testid=sched-bar].sched-measured").count() == len(measured)
-        note = page.locator("[data-testid=sched-note]")
-        expect(note).to_contain_text("measured Oi += P·Vj (wgmma): 1.40× the model")
-        expect(note).to_contain_text("(hand-made, 2026-12-02: this test)")
-        table = page.locator("[data-testid=sched-pipe]")
-        for name, value in pipe.items():
-            expect(table.locator("tr", has_text=name)).to_contain_text(str(value))
+        measured_panel_matches(page, sch)
+        expect(page.locator("[data-testid=sched-meas-title]")).to_contain_text("Measured on the hand-made GPU")
         assert errors == []
         context.close()

@@ -6,6 +6,8 @@
 // page never shows are never decoded; `absMaxOf` reads a colour scale from the bytes without building the lists. A
 // step's array the server left out (arrays on demand: a stub with its dtype, shape, min and max) is checked here too,
 // and put in place by `putArray` once onDemand.ts has fetched it; until then its min and max give its colour scale.
+
+import { cut } from "./echo";
 import type { Mat, Num, Trace, Vec } from "./types";
 
 export type CompactDtype = "float32" | "float64" | "bfloat16";
@@ -56,8 +58,7 @@ function base64Bytes(text: string): number | null {
 }
 
 function said(x: unknown): string {
-  const s = JSON.stringify(x) ?? String(x);
-  return s.length <= 40 ? s : `${s.slice(0, 39)}…`;
+  return cut(JSON.stringify(x) ?? String(x));
 }
 
 /** What is wrong with one compact array, given the shapes of the arrays before it, or null. */

@@ -125,8 +125,8 @@ function held(doc: Document, id: string): string {
 }
 
 /** The one config field in which `c` differs from every launch held (for the message), or null. */
-function differing(c: ConfigParams, held: ConfigParams[]): keyof ConfigParams {
-  const fields: (keyof ConfigParams)[] = ["algo", "n", "d", "br", "bc", "causal", "seed", "scale"];
+function differing(c: ConfigParams, held: ConfigParams[]): string {
+  const fields = ["algo", "n", "d", "br", "bc", "causal", "seed", "scale"];
   for (const f of fields) if (!held.some((h) => h[f] === c[f])) return f;
   return "algo";
 }

@@ -1,16 +1,22 @@
 // The schedule view's pure layout (render/scheduleLayout.ts) on hand-made documents: bars' x and width from their
 // times, lanes by the document's order, waits as the gaps of a lane, the ring's slots, the current step's bars, and
-// the sentence that compares measured bars with modelled ones.
+// measured lanes drawn beside modelled ones, and the words of the document's disagreement rows and tensor pipe.
 import { describe, expect, it } from "vitest";
 import {
   current,
-  disagreement,
+  disagreementLines,
+  type LaneRow,
   legend,
+  type MeasuredDoc,
+  pipeSentence,
   place,
+  rowOf,
+  rowsOf,
   type ScheduleBar,
   type ScheduleDoc,
   slots,
   sourceOf,
+  type TensorPipeDoc,
   ticks,
   waits,
 } from "../src/render/scheduleLayout";
@@ -35,15 +41,17 @@ const BARS: ScheduleBar[] = [
 ];
 
 const DOC: ScheduleDoc = {
-  kind: "modelled",
+  source: "modelled",
   lanes: ["producer", "wg0", "wg1"],
   pieces: { Q: "load Q", K: "load K", V: "load V", S: "S", softmax: "softmax", PV: "P·V", O: "store O" },
   blocks: [{ i: 0, tiles: 1, end_ns: 15, tensor_busy: 8 / 15, bars: BARS }],
 };
 
+const ROWS = rowsOf(DOC.lanes);
+
 describe("the schedule's layout", () => {
   it("places each bar at its start and width by its duration, on its lane, coloured by its piece", () => {
-    const placed = place(DOC, DOC.lanes, BARS, 15, 300); // 20 px per ns
+    const placed = place(DOC, ROWS, BARS, 15, 300); // 20 px per ns
     expect(placed).toHaveLength(BARS.length);
     const at = (lane: string, what: string) => placed.find((p) => p.bar.lane === lane && p.bar.what === what)!;
     expect([at("wg1", "S").x, at("wg1", "S").width, at("wg1", "S").lane]).toEqual([120, 40, 2]);
@@ -53,17 +61,17 @@ describe("the schedule's layout", () => {
     expect(at("wg0", "PV").kind).toBe(legend(DOC, BARS).indexOf("PV"));
     expect(new Set(placed.map((p) => p.source))).toEqual(new Set(["modelled"]));
     // a lane the document does not draw places nothing; a tiny bar keeps 1 px
-    expect(place(DOC, ["wg0"], BARS, 15, 300).every((p) => p.bar.lane === "wg0")).toBe(true);
-    expect(place(DOC, DOC.lanes, [bar("wg0", "S", 0, 0, 0.001, "x")], 15, 300)[0]!.width).toBe(1);
+    expect(place(DOC, rowsOf(["wg0"]), BARS, 15, 300).every((p) => p.bar.lane === "wg0")).toBe(true);
+    expect(place(DOC, ROWS, [bar("wg0", "S", 0, 0, 0.001, "x")], 15, 300)[0]!.width).toBe(1);
   });
 
   it("finds each lane's waits between its bars, naming the bar it waits for", () => {
-    const w = waits(DOC.lanes, BARS, 15, 300);
+    const w = waits(DOC, ROWS, BARS, 15, 300);
     // the producer and wg0 never idle once started; wg1 waits from its S's end (8) to its softmax (9): the exp
     // units are wg0's until 9
     const by = w.map((x) => [DOC.lanes[x.lane], x.ns, x.before.what, x.x]);
     expect(by).toEqual([["wg1", 1, "softmax", 160]]);
-    expect(waits(DOC.lanes, BARS, 15, 300, 2)).toEqual([]); // gaps under 2 ns dropped
+    expect(waits(DOC, ROWS, BARS, 15, 300, 2)).toEqual([]); // gaps under 2 ns dropped
   });
 
   it("holds a tile in its ring slot from its load to its last use", () => {
@@ -85,27 +93,70 @@ describe("the schedule's layout", () => {
     expect(current(bar("wg0", "PV", 0, 0, 1, "x", { step_j: 1 }), "x", 0)).toBe(false);
   });
 
-  it("says by how much measured bars differ from the modelled ones, and nothing when none is measured", () => {
-    expect(disagreement(DOC, BARS)).toEqual([]);
-    const measured: ScheduleBar[] = [
-      ...BARS,
-      bar("wg0", "PV", 0, 9, 11.8, "last", { source: "measured" }),
-      bar("wg1", "PV", 0, 12, 14.8, "last", { source: "measured" }),
+  it("draws a measured lane in its own row beside the modelled lane of the same name", () => {
+    const measured = [
+      bar("wg0", "S", 0, 4, 7, "first", { source: "measured" }),
+      bar("wg0", "softmax", 0, 7, 12, "first", { source: "measured" }),
     ];
-    const doc = { ...DOC, measured: { date: "d", gpu: "g", command: "c" } };
-    expect(sourceOf(doc, measured[measured.length - 1]!)).toBe("measured");
-    expect(disagreement(doc, measured)).toEqual(["measured P·V: 1.40× the model (mean of 2 measured, 2 modelled)"]);
-    // a document measured throughout: its bars without a marker are measured
-    expect(sourceOf({ ...DOC, kind: "measured" }, BARS[0]!)).toBe("measured");
-    // a measured lane: its bars' source from the lane's, a bar's own marker first
-    const lanes = { ...DOC, lanes: [...DOC.lanes, "wg0 measured"], lane_sources: { "wg0 measured": "measured" as const } };
-    expect(sourceOf(lanes, bar("wg0 measured", "S", 0, 4, 7, "first"))).toBe("measured");
-    expect(sourceOf(lanes, bar("wg0 measured", "S", 0, 4, 7, "first", { source: "modelled" }))).toBe("modelled");
-    expect(sourceOf(lanes, BARS[4]!)).toBe("modelled");
-    expect(disagreement(lanes, [...BARS, bar("wg0 measured", "S", 0, 4, 7, "first")])).toEqual([
-      "measured S: 1.50× the model (mean of 1 measured, 2 modelled)",
+    const rows: LaneRow[] = [
+      { lane: "wg0", source: "modelled", label: "wg0, modelled" },
+      { lane: "wg0", source: "measured", label: "wg0, measured" },
+    ];
+    const all = [...BARS, ...measured];
+    expect(sourceOf(DOC, measured[0]!)).toBe("measured");
+    expect(sourceOf(DOC, BARS[4]!)).toBe("modelled"); // no marker: the document's source
+    expect(sourceOf({ source: "measured" }, BARS[4]!)).toBe("measured");
+    expect(rowOf(DOC, rows, measured[0]!)).toBe(1);
+    expect(rowOf(DOC, rows, BARS[4]!)).toBe(0);
+    expect(rowOf(DOC, rows, BARS[0]!)).toBe(-1); // the producer has no row here
+    const placed = place(DOC, rows, all, 15, 300);
+    // the same axis: a measured S from 4 to 7 ns sits where a modelled bar of 4..7 ns would
+    const s = placed.find((p) => p.source === "measured" && p.bar.what === "S")!;
+    expect([s.lane, s.x, s.width]).toEqual([1, 80, 60]);
+    expect(placed.filter((p) => p.lane === 0).map((p) => p.bar.what)).toEqual(["S", "softmax", "PV", "O"]);
+    expect(placed.filter((p) => p.source === "measured")).toHaveLength(2);
+    // waits per row: the measured row is busy from 4 to 12 without a gap; the modelled row as before
+    expect(waits(DOC, rows, all, 15, 300).map((w) => w.lane)).toEqual([]);
+  });
+
+  it("words the document's disagreement rows without recomputing them", () => {
+    const m = {
+      disagreement: [
+        { piece: "S", what: "Sij", count: 256, measured_ns: 624.8, modelled_ns: 353.3, ratio: 1.768 },
+        { piece: "PV", what: "P·V past the softmax", count: 248, measured_ns: 61.3, modelled_ns: 0, ratio: null },
+        { piece: "wait", what: "a wait for Kj", count: 256, measured_ns: 79.6, modelled_ns: null, ratio: null },
+        { piece: "block", what: "one block", count: 4, measured_ns: 56368, modelled_ns: 68075.6, ratio: 0.828 },
+      ],
+    } as MeasuredDoc;
+    expect(disagreementLines(m)).toEqual([
+      "S (Sij): measured 625 ns (mean of 256), modelled 353 ns: 1.77× the model",
+      "PV (P·V past the softmax): measured 61 ns (mean of 248), modelled 0 ns",
+      "wait (a wait for Kj): measured 80 ns (mean of 256); the model has no such piece",
+      "block (one block): measured 56.37 µs (mean of 4), modelled 68.08 µs: 0.83× the model",
     ]);
-    expect(place(doc, doc.lanes, measured, 15, 300).filter((p) => p.source === "measured")).toHaveLength(2);
+  });
+
+  it("sets two kernels' tensor pipe side by side at the launch they share", () => {
+    const row = (algo: string, kernel: string, t: number, i: number, causal: boolean, ns: number) => ({
+      algo,
+      kernel,
+      n: 4096,
+      d: 128,
+      heads: 16,
+      batch: 1,
+      causal,
+      time_ns: ns,
+      profile: "p.json",
+      metrics: { tensor_active_pct: t, issue_active_pct: i },
+      top_stalls: [],
+    }); // prettier-ignore
+    const tp = {
+      rows: [row("a", "ka", 50, 40, false, 2000), row("b", "kb", 75, 30, true, 1000), row("b", "kb", 80, 35, false, 1500)],
+    } as unknown as TensorPipeDoc;
+    expect(pipeSentence(tp)).toBe(
+      "At N=4096, D=128, 16 heads the tensor pipe was active 80.0% of the SMs' active cycles in b (kb) against 50.0% in a (ka): 1.60×; instructions issued 35.0% against 40.0% of the most the schedulers could issue; the kernel took 1.50 µs against 2.00 µs.",
+    );
+    expect(pipeSentence({ ...tp, rows: tp.rows.slice(0, 2) })).toBeNull(); // no launch in common
   });
 
   it("ticks the axis at round times, in ns or µs", () => {

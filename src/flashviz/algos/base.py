@@ -6,13 +6,17 @@ the parts, each a module of the folder imported directly and checked by mypy aga
 - `traffic`  `Traffic`: closed forms `count`, `sram_bytes`, `steps`, `rules`
 - `flops`    `FlopCount`: closed form `count` and its words `FORMULAS`
 - `expect`   `Expect`: its float64 expectation `expected(cfg, inputs)`, `TOLERANCE`, `LOG_DOMAIN`, `ENGINE_TOLERANCE`
-- `picture`  `Picture`: `KERNELS`, `PICKER`, `BUFFERS`, `SRAM_ROWS`, `OPS` and `picture(cfg) -> Texts` (its words)
+- `picture`  `Picture`: `KERNELS`, `PICKER`, `BUFFERS`, `SRAM_ROWS`, `OPS` and `picture(cfg) -> Texts` (the picture's
+             words at a launch)
+- `words`    `Words`: every sentence of its steps as plain text with named slots, said once after the run: `LABELS`,
+             `PARTS` and `say(cfg, step, state) -> Said` (flashviz.algos.words)
 - `gpu`      its launches on a GPU (`flashviz.algos.launch.KernelSpec` for NVRTC, `TritonSpec` for Triton), or None
 - `warps`    `Warps`: how its threads share a step's work (`WORK`), or None
 - `launch_check`: more rules on a launch (the tiles a kernel can run), or None
 
 A folder whose part lacks a name or has one of another type fails `mypy src` where its `ALGORITHM` is built. The
-kernel file's steps (`// step: NAME` ... `// end step`) are cut by `flashviz.model.kernels` from `kernel` (a KernelFile).
+kernel file's steps (`// step: NAME` ... `// end step`) are cut by `flashviz.model.kernels` from `kernel` (a
+KernelFile).
 The launch rules that depend on the algorithm (its blocks, its N limit, its kernel's tiles, the API's bounds) are
 methods here: `Config` is plain data that names the algorithm and imports none.
 """
@@ -44,8 +48,10 @@ if TYPE_CHECKING:
 
     from flashviz.algos.launch import KernelSpec, TritonSpec
     from flashviz.algos.picture import Buffer, Kernel, Op, Picker, Rule, Texts
+    from flashviz.algos.words import Said
 
     from ..engine.recorder import Recorder
+    from ..engine.steps import Record
     from ..hardware.warps import Work
 
 
@@ -86,7 +92,8 @@ class Expect(Protocol):
 
 
 class Picture(Protocol):
-    """An algorithm's `picture.py` (flashviz.algos.picture): what the page draws, as data, and its words for a launch."""
+    """An algorithm's `picture.py` (flashviz.algos.picture): what the page draws, as data, and its words for a
+    launch."""
 
     @property
     def KERNELS(self) -> Sequence[Kernel]: ...
@@ -99,6 +106,18 @@ class Picture(Protocol):
     @property
     def OPS(self) -> Mapping[str, Op]: ...
     def picture(self, cfg: Config) -> Texts: ...
+
+
+class Words(Protocol):
+    """An algorithm's `words.py` (flashviz.algos.words): every sentence of its steps as plain text with named slots,
+    said once after the run from each step's record."""
+
+    @property
+    def LABELS(self) -> Mapping[str, tuple[str, str]]: ...  # op -> its seed-style label and the same in TeX
+    @property
+    def PARTS(self) -> Mapping[str, Sequence[tuple[str, str, str]]]: ...  # op -> its visible parts (name, label, TeX)
+    # a step's narrative sentence, Action column and carries note, from its record and the SRAM its unit holds there
+    def say(self, cfg: Config, step: Record, state: Mapping[str, np.ndarray]) -> Said: ...
 
 
 class Warps(Protocol):
@@ -148,6 +167,7 @@ class Algorithm:
     traffic: Traffic
     expect: Expect
     picture: Picture
+    words: Words
     flops: FlopCount | None  # None: no closed form yet (its trace's flops.model is then null)
     gpu: KernelSpec | TritonSpec | None  # None: no GPU launch yet
     warps: Warps | None = None  # None: no warp split drawn
@@ -173,6 +193,12 @@ class Algorithm:
     # a table of its own for `flashviz compare` at (d, br, bc), from its closed forms: {"title", "columns", "rows",
     # "caption", ...}, rows of cells as the columns name them (fa2-splitkv: decoding, few queries against many keys)
     compare_table: Callable[[int, int, int], dict[str, Any]] | None = None
+    # False: not a rival of the single-GPU kernels in `flashviz compare` (its sweep, its chart), though traced and
+    # shown like them (ring attention: one forward spread over P devices, its own model in `compare --ring`)
+    rival: bool = True
+    # the launch fields beyond (n, d, br, bc, causal) its closed forms take, as keyword arguments (ring: its layout,
+    # which decides the calls each step makes); None: none. The FLOP view passes them to `flops.count`.
+    closed_form_fields: Callable[[Config], Mapping[str, Any]] | None = None
 
     @property
     def package(self) -> str:
@@ -201,6 +227,10 @@ class Algorithm:
     def element_bytes(self) -> int:
         """Bytes per element of its inputs (the trace's `config.element_bytes`)."""
         return self.bytes_of(self.inputs[0])
+
+    def closed_form_args(self, cfg: Config) -> dict[str, Any]:
+        """What its closed forms take from `cfg` beyond (n, d, br, bc, causal) (`closed_form_fields`), or {}."""
+        return {} if self.closed_form_fields is None else dict(self.closed_form_fields(cfg))
 
     def blocks(self, cfg: Config) -> int:
         """What --block and the API's `block` choose among, and a trace's `blocks` lists (its picks): the blocks of the
@@ -249,7 +279,7 @@ class Algorithm:
 
     def api_validated(self, cfg: Config) -> Config:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
-        self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
+        cfg = self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
         cost = self.api_cost  # e.g. 3 for a backward that runs the forward first
         if cfg.n * cfg.n * cfg.d > API_MAX_WORK // cost:
             raise ConfigError(

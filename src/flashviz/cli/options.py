@@ -1,17 +1,24 @@
 """The flags `flashviz` and `flashviz gpu` share: bounded integers, numbers, choices and file names whose errors
-name the accepted range and echo at most ~40 characters of a bad value, and the --algo, size and --causal options."""
+name the accepted range and echo at most ~40 characters of a bad value, and the launch fields as options, made from
+their table (flashviz.model.fields: --algo, --n, --d, --br, --bc, --seed, --scale, --causal, --block, --heads,
+--batch, each where its scope offers it)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flashviz.algos import ALGOS, DEFAULT
-from flashviz.model.config import Config, shown
+from flashviz.algos import ALGOS
+from flashviz.model import fields
+from flashviz.model.config import shown
+from flashviz.model.fields import Scope
+
+if TYPE_CHECKING:
+    from flashviz.algos.base import Algorithm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,46 +81,48 @@ class FilePath(click.ParamType):
         return Path(value)
 
 
-def size_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
-    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example (an algorithm with defaults of its own,
-    `Algorithm.example`, takes those where a command calls `algorithm_sizes`)."""
-    defaults = Config()
+def field_option(f: fields.Field, scope: Scope, help: str | None = None) -> Callable[[F], F]:
+    """One launch field as a click option (`--name`) with its bounds at `scope`, its default and its help
+    (flashviz.model.fields); `help` in place of the table's, where a command says more."""
+    about, flag = (f.help if help is None else help), f"--{f.name}"
+    if f.kind == "choice":
+        return click.option(flag, type=OneOf(f.choices or ALGOS), default=f.default, show_default=True, help=about)
+    if f.kind == "flag":
+        return click.option(flag, is_flag=True, default=f.default, help=about)
+    if f.kind == "number":
+        return click.option(flag, type=Number(), default=f.default, help=f"{about}  [default: {f.empty}]")
+    lo, hi = f.bounds_at(scope)
+    if f.kind == "pick":
+        return click.option(flag, type=Bounded(lo, hi), default=f.default, help=f"{about} (default: {f.empty})")
+    if f.own:
+        about = f"{about} ({lo}..{hi}; an algorithm with defaults of its own runs those unless given)"
+    return click.option(flag, type=Bounded(lo, hi), default=f.default, show_default=True, help=about)
+
+
+def launch_options(scope: Scope, skip: tuple[str, ...] = (), help: Mapping[str, str] | None = None) -> Callable[[F], F]:
+    """The launch fields offered at `scope` (flashviz.model.fields), in the table's order, as click options; `skip`
+    leaves some out (a command that declares its own), `help` says more of some."""
 
     def decorate(f: F) -> F:
-        for flag, key, help_ in reversed(
-            (
-                ("--n", "n", "sequence length N"),
-                ("--d", "d", "head dimension D"),
-                ("--br", "br", "rows of Q per block, Br"),
-                ("--bc", "bc", "columns of K/V per tile, Bc"),
-            )
-        ):
-            lo, hi = limits[key]
-            f = click.option(
-                flag,
-                key,
-                type=Bounded(lo, hi),
-                default=getattr(defaults, key),
-                show_default=True,
-                help=f"{help_} ({lo}..{hi}; an algorithm with defaults of its own runs those unless given)",
-            )(f)
+        for field in reversed(fields.at(scope)):
+            if field.name not in skip:
+                f = field_option(field, scope, (help or {}).get(field.name))(f)
         return f
 
     return decorate
 
 
-def algorithm_sizes(ctx: click.Context, algo: str, sizes: dict[str, int | None]) -> dict[str, int | None]:
-    """`sizes` (n, d, br, bc) with each one not given on the command line taken from the algorithm's own defaults,
-    where it has them (`Algorithm.example`), so that an algorithm whose kernel runs no D = 4 runs with no size flags;
-    a flag given is kept."""
-    from flashviz.algos import get
+def take_launch(options: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    """The launch fields at `scope` among a command's options, taken out of `options` (what is left is the command's
+    own: `trace --kernel`'s --heads, say)."""
+    names = {f.name for f in fields.at(scope)}
+    return {k: options.pop(k) for k in list(options) if k in names}
 
-    own = get(algo).example or {}
+
+def own_defaults(ctx: click.Context, algorithm: Algorithm, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with each field not given on the command line the algorithm's own default, where it brings one
+    (flashviz.model.fields.defaults of its `example`), so that an algorithm whose kernel runs no D = 4 runs with no
+    size flags; a flag given is kept."""
+    own = fields.defaults(algorithm.example)
     given = click.core.ParameterSource.COMMANDLINE
-    return {k: (own[k] if k in own and ctx.get_parameter_source(k) != given else v) for k, v in sizes.items()}
-
-
-algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_default=True, help="algorithm")
-causal_option = click.option(
-    "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
-)
+    return {k: (v if ctx.get_parameter_source(k) == given else own[k]) for k, v in values.items()}

@@ -14,11 +14,12 @@ from flashviz.model.config import ConfigError
 if TYPE_CHECKING:
     from rich.table import Table
 
+RING_KEY = "ring"  # the option's name and its document's key in `compare --json` (ring_model's; not the algorithm)
 RING_LIMITS = (1, 1024)  # the model lists every step of the ring: a few thousand entries at most
 
 ring_option = click.option(
     "--ring",
-    "ring",
+    RING_KEY,
     type=Bounded(*RING_LIMITS),
     default=None,
     metavar="P",
@@ -27,7 +28,8 @@ ring_option = click.option(
 
 
 def ring_doc(n: int, d: int, world: int, causal: bool) -> dict[str, Any]:
-    """The model of the ring (flashviz.hardware.ring_model.model) with the compare's N and D; a bad P is --ring's error."""
+    """The model of the ring (flashviz.hardware.ring_model.model) with the compare's N and D; a bad P is --ring's
+    error."""
     from flashviz.hardware.ring_model import model
 
     if n % (2 * world):

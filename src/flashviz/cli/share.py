@@ -1,5 +1,6 @@
 """`flashviz export` (one self-contained HTML file, or an animated GIF of the walkthrough) and `flashviz view` (a
-trace file in the viewer). `flashviz.cli.main` registers both; the page is `flashviz.share.page`'s, the GIF `flashviz.share.animate`'s,
+trace file in the viewer). `flashviz.cli.main` registers both; the page is `flashviz.share.page`'s, the GIF
+`flashviz.share.animate`'s,
 trace files are checked by `flashviz.share.trace_files`."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from typing import Any
 import click
 
 from flashviz.algos import ALGOS, DEFAULT
-from flashviz.cli.options import Bounded, FilePath, Number, causal_option, size_options
-from flashviz.model.config import LIMITS, ConfigError, shown
+from flashviz.cli.options import Bounded, FilePath, launch_options
+from flashviz.model import fields
+from flashviz.model.config import ConfigError, shown
 from flashviz.model.units import human_bytes
 
 EXPORTED_BY = "flashviz export"
@@ -34,18 +36,15 @@ class AlgoList(click.ParamType):
         return names
 
 
-TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs_path", "block")
+# the flags of one launch, which --trace files replace: --algo (as `algos`), the launch fields and --inputs
+TRACE_FLAGS = ("algos", *(f.name for f in fields.at("engine") if f.name != "algo"), "inputs_path")
 
 
 @click.command("export")
 @click.argument("out", type=FilePath(), metavar="OUT")
 @click.option("--algo", "algos", type=AlgoList(), default=DEFAULT, show_default=True, help="algorithm(s): fa1,fa2,...")
-@size_options(LIMITS)
-@causal_option
-@click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True, help="random inputs' seed")
-@click.option("--scale", type=Number(), default=None, help="softmax scale  [default: 1/sqrt(D)]")
+@launch_options("engine", skip=("algo",))
 @click.option("--inputs", "inputs_path", type=FilePath(), default=None, help=".npz with Q, K, V (as `flashviz trace`)")
-@click.option("--block", type=Bounded(0, LIMITS["n"][1] - 1), default=None, help="record this block only")
 @click.option(
     "--trace",
     "trace_files",
@@ -101,7 +100,8 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
 
 
 def size_line(docs: Any) -> str:
-    """What each part of the exported file weighs, each measured (`flashviz.share.page.sizes`): the viewer with its fonts,
+    """What each part of the exported file weighs, each measured (`flashviz.share.page.sizes`): the viewer with its
+    fonts,
     each trace (by algorithm and N), the comparison, the recorded ladder run, the index."""
     from flashviz.share.page import sizes
 
@@ -121,27 +121,23 @@ def size_line(docs: Any) -> str:
     return ", ".join(parts)
 
 
-def _run(
-    algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block, ctx: click.Context | None = None
-) -> list[tuple[dict, bytes]]:
-    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the sizes not
+def _run(algos: tuple[str, ...], inputs_path: Path | None, ctx: click.Context, **launch) -> list[tuple[dict, bytes]]:
+    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the fields not
     given on the command line, the algorithm's own defaults)."""
     from flashviz.algos import resolve
     from flashviz.api import trace
-    from flashviz.cli.options import algorithm_sizes
+    from flashviz.cli.options import own_defaults
     from flashviz.model.inputs import NAMES, load_npz
 
     held = []
-    given = {"n": n, "d": d, "br": br, "bc": bc}
     for algo in algos:
-        if ctx is not None:
-            own = algorithm_sizes(ctx, algo, given)
-            n, d, br, bc = own["n"], own["d"], own["br"], own["bc"]
+        record = resolve(algo)
+        own = own_defaults(ctx, record, launch)
         inputs = None
         if inputs_path is not None:
-            inputs = load_npz(inputs_path, NAMES, tuple(k for k in resolve(algo).inputs if k not in NAMES))
-            n = d = None
-        made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block)
+            inputs = load_npz(inputs_path, NAMES, tuple(k for k in record.inputs if k not in NAMES))
+            own["n"] = own["d"] = None
+        made = trace(algo, inputs=inputs, **own)
         held.append((made.config, made.to_json(compact=True)))
     return held
 

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from flashviz.engine.steps import Transfer
 from flashviz.model.units import FLOAT_BYTES, SMEM_OPTIN_BYTES, SMEM_STATIC_BYTES
-from flashviz.tracing.trace import Transfer
 
 
 class HBM:
@@ -76,7 +76,7 @@ class HBM:
         n_rows, n_cols = self.tensors[name].shape
         r = rows.indices(n_rows)
         c = cols.indices(n_cols)
-        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]))
+        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]), width=n_cols)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Elements read and written per tensor, summed over every element's counters."""

@@ -10,19 +10,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashviz.engine import cancel
+from flashviz.engine.steps import Record, Transfer
 from flashviz.model import kernels
 from flashviz.model.tiling import span
-from flashviz.tracing.trace import Step, Transfer
 
 from .blas import one_thread
 from .flops import KINDS, Flops
 from .memory import HBM
 
 if TYPE_CHECKING:
-    from flashviz.algos.picture import Where
     from flashviz.model.config import Config
     from flashviz.model.kernels import KernelFile
 
+# (op, indices) -> (kernel, blockIdx.x, the block picker's pick or None): which kernel and block run an op
+# (an algorithm's picture makes one: flashviz.algos.picture.locator)
+Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
 
 # False: every block runs step by step through its Grid's `run`, even where a vectorised `fast` is given (tests hold
 # the two equal, value for value and counter for counter)
@@ -34,12 +36,11 @@ class Recorder:
     of every block are summed per phase (a phase is a position in a block's program: all blocks of a
     launch run at once, so phase p is when every block has done its p-th step)."""
 
-    def __init__(self, kernel: KernelFile, where: Where, labels: dict[str, tuple[str, str]], recorded: set[int]):
+    def __init__(self, kernel: KernelFile, where: Where, recorded: set[int]):
         self.kernel = kernel  # the kernel file whose step regions the steps show
-        self.labels = labels
         self.recorded = recorded
         self.hbm = HBM()
-        self.steps: list[Step] = []
+        self.steps: list[Record] = []  # the kept steps, as they ran (flashviz.tracing.assemble makes the trace's)
         self.phase_counts: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
         self.phase_ops: dict[int, tuple[str, int | None]] = {}
         self.block_phases: dict[int, int] = {}  # pick -> phases in its program (causal makes them differ)
@@ -51,6 +52,7 @@ class Recorder:
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
         self.vectorised = 0  # blocks (fa1: visits) run vectorised (tests check that the vectorised path ran)
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
+        self.devices: dict[str, Any] | None = None  # a run over several devices: what each held, sent, carried
 
     def emit(
         self,
@@ -60,23 +62,25 @@ class Recorder:
         phase: int,
         transfers: list[Transfer],
         sram: dict[str, np.ndarray] | None = None,
-        text: str = "",
         carries: dict[str, np.ndarray] | None = None,
-        substeps: list[dict[str, Any]] | None = None,
+        parts: Sequence[Mapping[str, np.ndarray]] | None = None,
         indices: Mapping[str, int | None] | None = None,
         code: tuple[dict[str, int], str] | None = None,
         mma: dict[str, Any] | None = None,
         schedule: dict[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
     ) -> None:
-        """Count a step's transfers and note its writes; keep the step itself when its block is recorded.
+        """Count a step's transfers and note its writes; keep a Record of the step when its block is recorded.
 
         `i` is the recorded unit the step belongs to (a pick: the block of Q, or the backward's block j); `indices`
         orders the loop indices in the code header (default i then j); `code` adds the kernel's own loop variables
         to substitute and a note for the header (the Triton loop's `start`, its stage). A step of no block of Q
-        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded. `mma`: what the step's
-        matrix multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md);
+        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded. `parts`: the values of
+        each visible part of a compound step, in the order its words name them; `mma`: what the step's matrix
+        multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md);
         `schedule`: which partition and warpgroups run it and which ring slot holds its tiles (a warp-specialized
-        kernel's, docs/trace-schema.md)."""
+        kernel's, docs/trace-schema.md); `facts`: values its words need that its SRAM and carries do not hold.
+        Its words are said after the run (the algorithm's words.py), never here."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
         self.phase_flops[phase].update(self.flops.take())  # the arithmetic done since the last step is this step's
         keep = i in self.recorded if i is not None else bool(self.recorded)
@@ -86,27 +90,24 @@ class Recorder:
             return
         region = kernels.regions(self.kernel)[op]
         subst, note = code or ({}, "")
-        math, tex = self.labels[op]
         self.steps.append(
-            Step(
+            Record(
                 index=len(self.steps),
-                block=block,
                 kernel=kernel,
+                block=block,
                 j=j,
                 phase=phase,
-                op=op,
-                math=math,
-                tex=tex,
                 indices=at,
+                op=op,
                 code=kernels.step_code(self.kernel, op, subst, note, **given),
                 lines=(region.first, region.last),
                 transfers=transfers,
                 sram={k: v.copy() for k, v in (sram or {}).items()},
                 carries=carries,
-                substeps=substeps,
-                text=text,
+                parts=parts,
                 mma=mma,
                 schedule=schedule,
+                facts=facts or {},
             )
         )
 
@@ -230,13 +231,6 @@ def run_launch(
                 else:
                     grid.run(rec, cfg, b)
     return rec
-
-
-def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
-    """The visible parts of one step: each (name, seed-style label, TeX) of `spec` with its values."""
-    return [
-        {"name": name, "math": math, "tex": tex, "values": v} for (name, math, tex), v in zip(spec, values, strict=True)
-    ]
 
 
 def blocks_of_q(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The ring of flashviz.ops.ring over P simulated devices, in NumPy, one head: what each device holds, computes, skips
 and sends at each step, and its carries (O, L) after each merge -- the engine a trace of the ring is built from.
 
-It follows flashviz.ops.ring's forward step for step, with the same layout plan (flashviz.model.ring_layout) and the same
+It follows flashviz.ops.ring's forward step for step, with the same layout plan (flashviz.model.ring_layout) and the
+same
 merge rule (flashviz.model.merge): device r keeps its Q chunks; at step s it holds the K/V shard of device (r - s) mod P
 while that shard is in flight to device r+1 (for the next step); each computed block's partial attention (O, L),
 by a plain fp32 softmax over the block, is merged into the device's carries. The result is not checked here
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flashviz.model.echo import cut
 from flashviz.model.merge import merge
 from flashviz.model.ring_layout import CAUSAL, SKIP, blocks, check_layout, chunk_count, chunks, owner
 
@@ -73,8 +75,9 @@ class RingRun:
         return sum(t.bytes for s in self.steps for t in s.transfers if t.src == device)
 
 
-def _block(Qa: np.ndarray, Kb: np.ndarray, Vb: np.ndarray, scale: float, causal: bool):
-    """(O, L) of one block by a plain fp32 softmax."""
+def partial_attention(Qa: np.ndarray, Kb: np.ndarray, Vb: np.ndarray, scale: float, causal: bool):
+    """(O, L) of one block by a plain fp32 softmax: what one attention call of the ring returns (algos/ring's
+    engine calls it too)."""
     S = (Qa @ Kb.T) * np.float32(scale)  # (c, c)
     if causal:
         S[np.triu_indices_from(S, k=1)] = -np.inf
@@ -93,7 +96,7 @@ def simulate(
     if Q.ndim != 2 or not (Q.shape == K.shape == V.shape):
         raise ValueError(f"Q, K and V must share one shape (N, D); got {Q.shape}, {K.shape}, {V.shape}")
     if isinstance(world, bool) or not isinstance(world, int) or world < 1:
-        raise ValueError(f"world must be an integer >= 1; got {str(world)[:40]!r}")
+        raise ValueError(f"world must be an integer >= 1; got {cut(str(world))!r}")
     layout = check_layout(layout)
     N, D = Q.shape
     parts = chunk_count(world, layout)
@@ -126,7 +129,9 @@ def simulate(
                 work.append(Work(b.q_chunk, b.k_chunk, b.kind, pairs))
                 if b.kind == SKIP:
                     continue
-                O_b, L_b = _block(Q[rows(b.q_chunk)], K[rows(b.k_chunk)], V[rows(b.k_chunk)], scale, b.kind == CAUSAL)
+                O_b, L_b = partial_attention(
+                    Q[rows(b.q_chunk)], K[rows(b.k_chunk)], V[rows(b.k_chunk)], scale, b.kind == CAUSAL
+                )
                 mine = slice(b.q * c, (b.q + 1) * c)  # the chunk's rows in the device's carries
                 O[mine], L[mine] = merge(O[mine], L[mine], O_b, L_b)
             devices.append(DeviceStep(r, src, k_chunks, tuple(work), O.copy(), L.copy()))

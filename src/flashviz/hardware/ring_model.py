@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from flashviz.model.echo import cut
 from flashviz.model.ring_layout import block_flops, check_layout, chunk_count, chunks
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def recorded_tflops() -> tuple[float, str]:
 
 def step_flops(world: int, layout: str, causal: bool, chunk_rows: int, d: int) -> list[int]:
     """Per step: the forward matmul FLOPs (per head) of the busiest rank, in closed form (no loop over ranks; the
-    layout plan, flashviz.model.ring_layout, gives the same counts block by block -- tests/test_ring.py holds them equal).
+    layout plan, flashviz.model.ring_layout, gives the same counts block by block -- tests/test_ring.py holds them
+    equal).
     Without the mask every rank computes its whole shard against the one held. Zigzag, causal: at step 0 two
     diagonal chunks and one full block; later, two full blocks (an earlier shard: both Q chunks see its first chunk;
     a later shard: the late Q chunk sees both of its chunks). Contiguous, causal: the diagonal at step 0; later the
@@ -119,7 +121,7 @@ def model(
     layout = check_layout(layout)
     for name, x, lo in (("world", world, 1), ("n", n, 1), ("d", d, 1), ("batch", batch, 1), ("heads", heads, 1)):
         if isinstance(x, bool) or not isinstance(x, int) or x < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}; got {str(x)[:40]!r}")
+            raise ValueError(f"{name} must be an integer >= {lo}; got {cut(str(x))!r}")
     parts = chunk_count(world, layout)
     if n % parts:
         raise ValueError(f"N must be a multiple of {parts} ({layout} on {world} ranks: {parts} equal chunks); got {n}")
@@ -197,10 +199,11 @@ def render(doc: dict[str, Any]) -> Table:
         f"N={c['n']:,} "
         f"D={c['d']}, {c['shard']:,} tokens per rank, per head, {c['element_bytes']}-byte K/V",
         caption=(
-            f"Closed form (flashviz.hardware.ring_model). Rates: {r['tflops']:.4g} TFLOP/s ({r['tflops_source']}: an upper "
-            f"bound on the kernels, so compute times are lower bounds), {r['link_gb_s']:.4g} GB/s ({r['link_source']}"
-            "). A step lasts max(compute, transfer); a transfer is hidden when link bandwidth x the step's compute "
-            ">= its bytes. Backward: dK, dV travel in fp32; their last hop, to the owner, is not hidden."
+            f"Closed form (flashviz.hardware.ring_model). Rates: {r['tflops']:.4g} TFLOP/s ({r['tflops_source']}: an "
+            f"upper bound on the kernels, so compute times are lower bounds), {r['link_gb_s']:.4g} GB/s "
+            f"({r['link_source']}). A step lasts max(compute, transfer); a transfer is hidden when link bandwidth x "
+            "the step's compute >= its bytes. Backward: dK, dV travel in fp32; their last hop, to the owner, is not "
+            "hidden."
         ),
     )
     table.add_column("")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from flashviz.model.echo import cut
+
 DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -32,7 +34,7 @@ def stored(x: np.ndarray, dtype: str) -> np.ndarray:
             return np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32)
     if dtype == "float32":
         return np.asarray(x, dtype=np.float32)
-    raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}"[:120])
+    raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {cut(repr(dtype))}")
 
 
 def fma(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray) -> np.ndarray:

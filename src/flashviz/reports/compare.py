@@ -83,8 +83,10 @@ def flops_of(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) ->
 
 
 def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Any]:
-    """The comparison document (`flashviz compare --json`): every registered algorithm, in registry order."""
-    algos = {name: model(a, n, d, br, bc, causal) for name, a in REGISTRY.items()}
+    """The comparison document (`flashviz compare --json`): every registered algorithm that is a rival of the
+    single-GPU kernels (`Algorithm.rival`: not the ring, one forward spread over devices, which `--ring P` models
+    beside them), in registry order."""
+    algos = {name: model(a, n, d, br, bc, causal) for name, a in REGISTRY.items() if a.rival}
     base = algos.get(BASELINE, {}).get("total", {}).get("bytes")
     for entry in algos.values():
         mine = entry.get("total", {}).get("bytes")
@@ -98,7 +100,9 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
         "regimes": regimes.sweep(n, d, br, bc, causal),
         "flops_anchor": flops_anchor(),
         # the algorithms' own tables (Algorithm.compare_table), by name: decoding's Nq against Nk for split-KV
-        "tables": {a.name: a.compare_table(d, br, bc) for a in REGISTRY.values() if a.compare_table is not None},
+        "tables": {
+            a.name: a.compare_table(d, br, bc) for a in REGISTRY.values() if a.rival and a.compare_table is not None
+        },
     }
 
 

@@ -1,5 +1,6 @@
 """What the viewer's comparison view asks for: every algorithm at one config from the closed-form models
-(`flashviz.reports.compare`, the same numbers `flashviz compare` prints), the bytes causal masking saves and a sweep of N
+(`flashviz.reports.compare`, the same numbers `flashviz compare` prints), the bytes causal masking saves and a sweep
+of N
 for the traffic chart (`GET /api/compare`: no engine), and launch-wide counters per phase so the page can advance
 every algorithm's counters together (`GET /api/curves`).
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from flashviz.algos import ALGOS, BASELINE, REGISTRY
+from flashviz.model import fields
 from flashviz.model.config import (
     API_LIMITS,
     API_MAX_TILES,
@@ -43,7 +45,7 @@ def sweep(n: int, d: int, br: int, bc: int, causal: bool, names: list[str] | Non
     out: dict[str, list[int]] = {}
     for name in names if names is not None else list(REGISTRY):
         algo = REGISTRY[name]
-        if algo.direction != "forward":  # the passes the chart draws
+        if algo.direction != "forward" or not algo.rival:  # the passes the chart draws
             continue
         out[name] = [
             sum(
@@ -85,6 +87,8 @@ def curves(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
     """Per algorithm its phase curve, or {"skipped": reason} when the engine may not run this config here."""
     out: dict[str, Any] = {}
     for name in ALGOS:
+        if not REGISTRY[name].rival:  # not in the comparison (compare.compare): no race of its own
+            continue
         cfg = Config(algo=name, n=n, d=d, br=br, bc=bc, causal=causal, record=())
         try:
             REGISTRY[name].api_validated(cfg)
@@ -136,14 +140,17 @@ def api_algos() -> list[dict[str, Any]]:
 def limits_document(
     profile: bool = False, algos: list[str] | None = None, default: str | None = None
 ) -> dict[str, Any]:
-    """`GET /api/limits`: the API's bounds and the algorithms (`algos`: only these, for a page that holds some). The
-    server answers it; `flashviz export` and the notebook widget inline it."""
+    """`GET /api/limits`: the API's bounds, its launch fields (`fields`: their table's rows at "api") and the algorithms
+    (`algos`: only these, for a page that holds some; each with its own defaults, `example`). The server answers it;
+    `flashviz export` and the notebook widget inline it."""
     from flashviz.algos import DEFAULT
 
     offered = [a for a in api_algos() if algos is None or a["name"] in algos]
     return {
-        **{name: list(API_LIMITS[name]) for name in ("n", "d", "br", "bc", "seed")},
+        **{name: list(bounds) for name, bounds in API_LIMITS.items()},
         "scale": list(SCALE_RANGE),
+        # the launch fields the API takes (flashviz.model.fields): what the page's form and URL parser accept
+        "fields": fields.document("api"),
         "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
         "algos": offered,
         "default": default or DEFAULT,  # the algorithm a launch runs when none is named

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
 from flashviz.model.config import Config, ConfigError
+from flashviz.model.echo import cut
 
 from .. import __version__
 from .gate import Cache, Gate
@@ -227,7 +228,7 @@ def create_app(
         try:
             return JSONResponse(load())
         except LadderError as exc:
-            return JSONResponse({"detail": str(exc)[:300]}, status_code=404)
+            return JSONResponse({"detail": cut(str(exc), 300)}, status_code=404)
 
     @app.api_route(
         "/api/{rest:path}",
@@ -302,7 +303,7 @@ def arrays_of_trace(trace: Trace, asked: list[int], one: bool) -> bytes:
     """The answer of /api/trace/arrays from a Trace the server made."""
     import orjson
 
-    from ..on_demand import step_arrays
+    from flashviz.tracing.on_demand import step_arrays
 
     parts = [step_arrays(trace, k) for k in asked]
     return orjson.dumps(parts[0] if one else {"steps": parts}, option=orjson.OPT_SERIALIZE_NUMPY, default=_default)
@@ -315,7 +316,7 @@ def _default(obj: Any) -> Any:
 
 
 def clip_path(rest: str) -> str:
-    return rest if len(rest) <= 40 else rest[:39] + "…"
+    return cut(rest)
 
 
 def internal_error(request: Request, exc: Exception) -> JSONResponse:
@@ -407,7 +408,7 @@ class Traces:
 
 def trace_bytes(t: Trace) -> int:
     """The bytes of values a Trace holds (its arrays)."""
-    from ..on_demand import step_bytes
+    from flashviz.tracing.on_demand import step_bytes
 
     return step_bytes(t) + sum(a.nbytes for g in (t.inputs, t.outputs) for a in g.values())
 
@@ -428,7 +429,7 @@ def part_json(key: tuple[str, Config]) -> bytes:
     arrays hold more than on_demand.AUTO_BYTES, else the whole trace)."""
     import orjson
 
-    from .. import on_demand
+    from flashviz.tracing import on_demand
 
     arrays, cfg = key
     t = traces.made(cfg)

@@ -6,36 +6,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
-from flashviz.model.config import API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
+from flashviz.model import fields
+from flashviz.model.config import API_LIMITS, Config, ConfigError
+from flashviz.model.echo import cut
+from flashviz.model.fields import Scope
 
 from ..algos import ALGOS, DEFAULT, resolve
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,30}")  # [0-9] is ASCII: str.isdigit() and int() also take other digits
 NUMBER = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,4})?")
 BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
-ECHO = 40  # at most this many characters of a bad value are echoed back
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
-def clip(text: str, limit: int = ECHO) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def shown(value: Any) -> str:
-    """A bad value as an error line echoes it: quoted and escaped (one line), cut to ECHO characters."""
-    return repr(clip(value)) if isinstance(value, str) else clip(str(value))
+    """A bad value as an error line echoes it: quoted and escaped (one line), cut to ECHO_MAX characters."""
+    return repr(cut(value)) if isinstance(value, str) else cut(str(value))
 
 
 def field_name(name: str) -> str:
     """How an error line names a parameter: as it is when it is a plain name, else quoted and escaped."""
-    return name if NAME.fullmatch(name) else repr(clip(name))
+    return name if NAME.fullmatch(name) else repr(cut(name))
 
 
 def ascii_int(value: Any) -> Any:
@@ -84,12 +82,55 @@ def integer(lo: int, hi: int, about: str, parse=ascii_int) -> Any:
     return Annotated[int, Field(ge=lo, le=hi, description=f"{about}: an integer in {lo}..{hi}"), BeforeValidator(parse)]
 
 
-Causal = Annotated[
-    bool,
-    Field(description="causal attention: true or false (also 1 or 0; empty: false)"),
-    BeforeValidator(boolean),
-]
-LO, HI = SCALE_RANGE
+def parameter(f: fields.Field, scope: Scope, blank: bool) -> tuple[Any, Any]:
+    """One launch field as a typed, bounded query parameter at `scope`: (annotation, default). `blank`: an empty
+    value means the default (the comparison's form), else an empty integer is refused. A field an algorithm brings
+    its own default for (`own`) defaults to None here, the algorithm's (TraceQuery.config fills it)."""
+    if f.kind == "choice":
+        return Literal[ALGOS], Field(f.default, description=f.help)
+    if f.kind == "flag":
+        about = f"{f.help}: true or false (also 1 or 0; empty: false)"
+        return Annotated[bool, Field(description=about), BeforeValidator(boolean)], f.default
+    if f.kind == "number":
+        assert f.magnitude is not None
+        least, most = f.magnitude
+        return Annotated[
+            float | None,
+            Field(
+                ge=-most,
+                le=most,
+                allow_inf_nan=False,
+                description=f"{f.help}, {least:g} <= |{f.name}| <= {most:g} (empty: {f.empty})",
+            ),
+            BeforeValidator(ascii_number),
+            WithJsonSchema({"type": "number", "minimum": -most, "maximum": most}),  # a query has no null: empty is None
+        ], f.default
+    lo, hi = f.bounds_at(scope)
+    if f.kind == "pick":
+        about = f"{f.help}, 0..Tr-1 (empty: {f.empty})"
+        return Annotated[
+            int | None,
+            Field(ge=lo, le=hi, description=about),
+            BeforeValidator(blank_none_int),
+            WithJsonSchema({"type": "integer", "minimum": lo, "maximum": hi}),
+        ], f.default
+    if blank:
+        return integer(lo, hi, f.help, blank_or(f.default)), f.default
+    if f.own:  # absent: the algorithm's own default
+        about = f"{f.help}: an integer in {lo}..{hi} (absent: the algorithm's own, else {f.default})"
+        return Annotated[
+            int | None,
+            Field(ge=lo, le=hi, description=about),
+            BeforeValidator(ascii_int),
+            WithJsonSchema({"type": "integer", "minimum": lo, "maximum": hi}),
+        ], None
+    return integer(lo, hi, f.help), f.default
+
+
+def launch_query(name: str, base: type[Q], scope: Scope, blank: bool = False, skip: tuple[str, ...] = ()) -> type[Q]:
+    """A query model whose parameters are the table's fields at `scope` (flashviz.model.fields), in its order."""
+    params = {f.name: parameter(f, scope, blank) for f in fields.at(scope) if f.name not in skip}
+    return create_model(name, __base__=base, **params)  # type: ignore[call-overload]
 
 
 class Query(BaseModel):
@@ -103,66 +144,40 @@ class Query(BaseModel):
         return cls.ACCEPTED[field]
 
 
-class TraceQuery(Query):
-    """GET /api/trace: one launch of one algorithm, its values recorded for some blocks."""
+Q = TypeVar("Q", bound=Query)
 
-    algo: Literal[ALGOS] = Field(DEFAULT, description="the algorithm")
-    n: integer(*API_LIMITS["n"], "sequence length N") = 8
-    d: integer(*API_LIMITS["d"], "head dimension D") = 4
-    br: integer(*API_LIMITS["br"], "rows of Q per block, Br") = 4
-    bc: integer(*API_LIMITS["bc"], "columns of K/V per tile, Bc") = 4
-    seed: integer(*API_LIMITS["seed"], "random inputs are drawn from this seed") = 0
-    scale: Annotated[
-        float | None,
-        Field(
-            ge=-HI,
-            le=HI,
-            allow_inf_nan=False,
-            description=f"softmax scale, {LO:g} <= |scale| <= {HI:g} (empty: 1/sqrt(D))",
-        ),
-        BeforeValidator(ascii_number),
-        WithJsonSchema({"type": "number", "minimum": -HI, "maximum": HI}),  # a query has no null: empty is None
-    ] = None
-    causal: Causal = False
-    block: Annotated[
-        int | None,
-        Field(
-            ge=0,
-            le=API_LIMITS["n"][1] - 1,
-            description="record this block only: blockIdx.x of the main kernel, 0..Tr-1 (fa2-backward: 0..Tc-1; "
-            "fa1, one block per head: the block of Q it visits) (empty: the default)",
-        ),
-        BeforeValidator(blank_none_int),
-        WithJsonSchema({"type": "integer", "minimum": 0, "maximum": API_LIMITS["n"][1] - 1}),
-    ] = None
+
+class Launch(Query):
+    """A launch of one algorithm, its values recorded for some blocks: the table's fields at "api"."""
 
     ACCEPTED: ClassVar[dict[str, str]] = {
-        "algo": f"one of {', '.join(ALGOS)}",
-        **{name: f"an integer in {lo}..{hi}" for name, (lo, hi) in API_LIMITS.items()},
-        "scale": f"a finite number with {LO:g} <= |scale| <= {HI:g}, or empty for 1/sqrt(D)",
-        "causal": "true or false",
+        f.name: f.accepted("api", ALGOS) for f in fields.at("api") if f.kind != "pick"
     }
 
     @classmethod
     def accepted(cls, field: str, params) -> str:
-        if field == "block":
+        if fields.BY_NAME.get(field) is fields.BY_NAME["block"]:
             return f"an integer in {block_range(params)}"
         return cls.ACCEPTED[field]
 
     def config(self) -> Config:
-        """The launch, checked against the API's bounds on work (a ConfigError names the field)."""
-        cfg = Config(
-            algo=self.algo,
-            n=self.n,
-            d=self.d,
-            br=self.br,
-            bc=self.bc,
-            seed=self.seed,
-            scale=self.scale,
-            causal=self.causal,
-            record=None if self.block is None else (self.block,),
-        )
-        return resolve(cfg.algo).api_validated(cfg)
+        """The launch, with the fields left out the algorithm's own defaults (flashviz.model.fields.filled), checked
+        against the API's bounds on work (a ConfigError names the field)."""
+        given = {k: v for k, v in self.model_dump().items() if k in fields.BY_NAME and v is not None}
+        algorithm = resolve(given["algo"])
+        return algorithm.api_validated(Config.of(fields.filled(given, algorithm.example)))
+
+
+if TYPE_CHECKING:  # mypy reads the base; its parameters are the table's, made when this module is imported
+    LaunchFields = Launch
+    CountFields = Query
+else:
+    LaunchFields = launch_query("LaunchFields", Launch, "api")
+    CountFields = launch_query("CountFields", Query, "count", blank=True, skip=("algo",))
+
+
+class TraceQuery(LaunchFields):
+    """GET /api/trace: one launch of one algorithm, its values recorded for some blocks."""
 
 
 class TraceRoute(TraceQuery):
@@ -235,20 +250,11 @@ class ArraysQuery(TraceQuery):
         return "step" if self.step is not None else "steps"
 
 
-class CompareQuery(Query):
+class CompareQuery(CountFields):
     """GET /api/compare: every algorithm at one config (closed forms; N, D, Br, Bc up to `flashviz compare`'s
     limits). An empty value means the default."""
 
-    n: integer(*COUNT_LIMITS["n"], "sequence length N", blank_or(8)) = 8
-    d: integer(*COUNT_LIMITS["d"], "head dimension D", blank_or(4)) = 4
-    br: integer(*COUNT_LIMITS["br"], "rows of Q per block, Br", blank_or(4)) = 4
-    bc: integer(*COUNT_LIMITS["bc"], "columns of K/V per tile, Bc", blank_or(4)) = 4
-    causal: Causal = False
-
-    ACCEPTED: ClassVar[dict[str, str]] = {
-        **{name: f"an integer in {lo}..{hi}" for name, (lo, hi) in COUNT_LIMITS.items()},
-        "causal": "true or false",
-    }
+    ACCEPTED: ClassVar[dict[str, str]] = {f.name: f.accepted("count") for f in fields.at("count") if f.name != "algo"}
 
 
 QUERIES: dict[str, type[Query]] = {
@@ -260,12 +266,13 @@ QUERIES: dict[str, type[Query]] = {
 
 
 def block_range(params: Mapping[str, str]) -> str:
-    """The picks for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4` (a
-    backward: `0..1 for N=8, Bc=4`)."""
+    """The picks for the config the other parameters give (as far as they parse; those left out the algorithm's
+    own), e.g. `0..1 for N=8, Br=4` (a backward: `0..1 for N=8, Bc=4`)."""
     try:
-        fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
+        given = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
         algo = resolve(params.get("algo", DEFAULT))
-        cfg = algo.validated(Config(algo=algo.name, **fields), API_LIMITS, max_tiles=None)
+        sizes = {k: v for k, v in fields.filled(given, algo.example).items() if k in ("n", "d", "br", "bc")}
+        cfg = algo.validated(Config(algo=algo.name, **sizes), API_LIMITS, max_tiles=None)
     except ValueError:  # a ConfigError too: the others are wrong as well, and their errors say so
         return "0..Tr-1"
     return f"0..{algo.blocks(cfg) - 1} for N={cfg.n}, {algo.block_size(cfg)}"
@@ -286,7 +293,7 @@ def validation_error(request: Request, exc: RequestValidationError) -> JSONRespo
     field = str(loc[-1])
     query = QUERIES.get(request.url.path)
     if query is None:  # not one of the query models' routes: name the field, keep pydantic's words
-        return api_error(field, clip(" ".join(str(error.get("msg", "invalid")).split()), 200))
+        return api_error(field, cut(" ".join(str(error.get("msg", "invalid")).split()), 200))
     if error.get("type") == "extra_forbidden" or field not in query.model_fields:
         return api_error(field, f"unknown parameter; accepted: {', '.join(query.model_fields)}")
     return api_error(field, f"must be {query.accepted(field, request.query_params)} (got {shown(error.get('input'))})")

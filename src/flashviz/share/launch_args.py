@@ -5,9 +5,11 @@ that the API and the widget both use it without importing each other."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from flashviz.algos import DEFAULT, resolve
+from flashviz.model import fields
 from flashviz.model.config import Config, ConfigError, shown
 
 if TYPE_CHECKING:
@@ -16,36 +18,30 @@ if TYPE_CHECKING:
 HEIGHT_RANGE = (120, 10_000)  # the widget's height in CSS pixels
 
 
-def launch(
-    algo: Any = DEFAULT,
-    n: Any = None,
-    d: Any = None,
-    br: Any = 4,
-    bc: Any = 4,
-    seed: Any = 0,
-    scale: Any = None,
-    causal: Any = False,
-    block: Any = None,
-    api: bool = False,
-) -> tuple[Algorithm, Config]:
-    """The Python API's launch arguments as their Algorithm (the front door's one lookup, `resolve`) and a Config
-    checked by it (`api`: under the API's bounds, Algorithm.api_validated): the one path for `flashviz.trace`,
-    `flashviz.show` and the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold
-    (np.int64(8), np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number
-    either (scale=b'8'): each is a ConfigError naming the argument and its range (Algorithm.validated says it)."""
-    algorithm = resolve(algo)
-    cfg = Config(
-        algo=algo,
-        n=8 if n is None else _integer(n),
-        d=4 if d is None else _integer(d),
-        br=_integer(br),
-        bc=_integer(bc),
-        seed=_integer(seed),
-        scale=None if scale is None else _number(scale),
-        causal=_boolean(causal),
-        record=None if block is None else (_integer(block),),
-    )
+def launch(given: Mapping[str, Any], api: bool = False) -> tuple[Algorithm, Config]:
+    """The Python API's launch arguments (`given`: launch fields, flashviz.model.fields) as their Algorithm (the front
+    door's one lookup, `resolve`) and a Config checked by it (`api`: under the API's bounds, Algorithm.api_validated):
+    the one path for `flashviz.trace`, `flashviz.show` and the widget's `config` and messages. A field left out, or
+    None where an algorithm may bring its own default (n, d, br, bc), takes the algorithm's own default, else the
+    table's. NumPy's scalars are taken as the Python values they hold (np.int64(8), np.True_, np.float32(0.5)); a bool
+    is no number (block=True, scale=True), and bytes are no number either (scale=b'8'): each is a ConfigError naming
+    the argument and its range (Algorithm.validated says it)."""
+    algorithm = resolve(given.get("algo", DEFAULT))
+    kept = {k: v for k, v in given.items() if not (v is None and fields.BY_NAME[k].own)}
+    values = fields.filled(kept, algorithm.example)
+    cfg = Config.of({k: _plain(fields.BY_NAME[k], v) for k, v in values.items()})
     return algorithm, algorithm.api_validated(cfg) if api else algorithm.validated(cfg)
+
+
+def _plain(f: fields.Field, value: Any) -> Any:
+    """A field's value as the Python value it holds, by its kind (anything else goes on to Config's message)."""
+    if value is None or f.kind == "choice":
+        return value
+    if f.kind == "flag":
+        return _boolean(value)
+    if f.kind == "number":
+        return _number(value)
+    return _integer(value)
 
 
 def height_of(value: Any) -> int:

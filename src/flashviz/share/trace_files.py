@@ -23,7 +23,7 @@ EXPECTED = f"a trace file is one JSON document of schema {SCHEMA} (`flashviz tra
 
 def read_trace_file(path: str | Path, flag: str = "--trace") -> tuple[dict[str, Any], bytes]:
     """(the checked trace, made whole; its JSON bytes as the page reads them) from `path`; a ConfigError naming
-    `flag` otherwise. A file's drawn inputs are drawn again and its deflated arrays inflated (flashviz.trace_store)
+    `flag` otherwise. A file's drawn inputs are drawn again and its deflated arrays inflated (flashviz.tracing.store)
     before the page gets it; a kernel trace is made into the viewer's Trace."""
     data = _read(Path(path), flag)
     doc, made = _checked(data, shown(str(path)), flag)
@@ -31,7 +31,7 @@ def read_trace_file(path: str | Path, flag: str = "--trace") -> tuple[dict[str, 
 
 
 def check_trace_bytes(data: bytes, where: str, flag: str) -> dict[str, Any]:
-    """The checked trace of `data`, made whole (flashviz.trace_store); a kernel trace (`flashviz trace --kernel -o`)
+    """The checked trace of `data`, made whole (flashviz.tracing.store); a kernel trace (`flashviz trace --kernel -o`)
     is made into the viewer's Trace first (flashviz.yourkernel.viewer)."""
     return _checked(data, where, flag)[0]
 

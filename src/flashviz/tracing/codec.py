@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from flashviz.model.config import ConfigError
+from flashviz.model.echo import cut
 
 # dtype name -> (NumPy dtype of the stored bytes, bytes per element)
 DTYPES: dict[str, tuple[str, int]] = {
@@ -43,7 +44,7 @@ def is_compact(x: Any) -> bool:
 
 def stored_bytes(x: dict[str, Any]) -> bytes:
     """The bytes of one stored array's values (little-endian, C order): its base64, or in a trace file its base85,
-    undone, and its compression (flashviz.trace_store) undone. The array must have passed `check_arrays`."""
+    undone, and its compression (flashviz.tracing.store) undone. The array must have passed `check_arrays`."""
     if "base85" in x:
         return unpacked(x)
     return base64.b64decode(x["base64"])
@@ -65,7 +66,7 @@ def encode_array(a: np.ndarray) -> dict[str, Any]:
 
 def decode_array(x: dict[str, Any]) -> np.ndarray:
     """The values of one stored (not referenced) compact array, deflated or not (a trace file's:
-    flashviz.trace_store); bfloat16 comes back as float32."""
+    flashviz.tracing.store); bfloat16 comes back as float32."""
     kind, _ = DTYPES[x["dtype"]]
     raw = np.frombuffer(stored_bytes(x), dtype=kind)
     if x["dtype"] == "bfloat16":
@@ -153,7 +154,7 @@ def _tiles(inputs: dict[str, Any], path: str, steps: list[Any] | None) -> dict[s
 
 def decode_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """Replace, in place, every compact array by its values (NumPy; bfloat16 as float32). The document must have
-    passed `check_arrays`. A trace file's drawn inputs are drawn again first (flashviz.trace_store.restore: a
+    passed `check_arrays`. A trace file's drawn inputs are drawn again first (flashviz.tracing.store.restore: a
     ConfigError when one is not the file's)."""
     if is_packed(doc):
         restore(doc, "the trace", "trace")
@@ -232,7 +233,7 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
         if target != shape:
             return f"has shape {shape} but its reference {ref} holds {target}"
         return None
-    if "drawn" in v or "base85" in v or "compression" in v:  # a trace file's (flashviz.trace_store)
+    if "drawn" in v or "base85" in v or "compression" in v:  # a trace file's (flashviz.tracing.store)
         return file_problem(v, math.prod(shape) * DTYPES[dtype][1])
     text = v.get("base64")
     if not isinstance(text, str):
@@ -248,8 +249,7 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
 
 
 def _said(x: Any) -> str:
-    s = repr(x)
-    return s if len(s) <= 40 else s[:39] + "…"
+    return cut(repr(x))
 
 
 def honest(a: Any) -> Any:
@@ -356,7 +356,7 @@ def skeleton(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# ---- trace files (flashviz.trace_store writes them): reading their arrays, and restoring a file ----
+# ---- trace files (flashviz.tracing.store writes them): reading their arrays, and restoring a file ----
 
 SHUFFLE_DEFLATE = "shuffle-deflate"
 DIGEST = re.compile(r"[0-9a-f]{32}")
@@ -442,7 +442,7 @@ def file_problem(v: dict[str, Any], need: int) -> str | None:
         return _drawn_problem(v)
     compression = v.get("compression")
     if compression not in (None, SHUFFLE_DEFLATE):
-        return f"has compression {str(compression)[:40]!r}; expected {SHUFFLE_DEFLATE} (or none)"
+        return f"has compression {cut(str(compression))!r}; expected {SHUFFLE_DEFLATE} (or none)"
     if "base85" in v:
         if "base64" in v:
             return "holds both base64 and base85"
@@ -476,11 +476,11 @@ def _drawn_problem(v: dict[str, Any]) -> str | None:
     if not isinstance(drawn, dict) or set(drawn) != {"seed", "blake2b"}:
         return 'has drawn that is not {"seed", "blake2b"}'
     if type(drawn["seed"]) is not int or drawn["seed"] < 0:
-        return f"has drawn.seed {str(drawn['seed'])[:40]!r}; expected an integer >= 0"
+        return f"has drawn.seed {cut(str(drawn['seed']))!r}; expected an integer >= 0"
     if not isinstance(drawn["blake2b"], str) or not DIGEST.fullmatch(drawn["blake2b"]):
         return "has drawn.blake2b that is not 32 hex digits"
     if v.get("dtype") not in ("float32", "bfloat16"):
-        return f"has dtype {str(v.get('dtype'))[:40]!r}; a drawn input is float32 or bfloat16"
+        return f"has dtype {cut(str(v.get('dtype')))!r}; a drawn input is float32 or bfloat16"
     return None
 
 

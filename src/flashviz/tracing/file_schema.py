@@ -56,7 +56,7 @@ class EncodedArray(Model):
 
 
 class FileArray(Model):
-    """An array as a trace file stores it (flashviz.trace_store: base85, perhaps shuffled and deflated)."""
+    """An array as a trace file stores it (flashviz.tracing.store: base85, perhaps shuffled and deflated)."""
 
     dtype: StrictStr
     shape: list[Annotated[StrictInt, Field(ge=0)]]
@@ -64,7 +64,7 @@ class FileArray(Model):
 
 
 class DrawnArray(Model):
-    """A trace file's input drawn from its seed (flashviz.trace_store): drawn again and checked where it is read."""
+    """A trace file's input drawn from its seed (flashviz.tracing.store): drawn again and checked where it is read."""
 
     dtype: StrictStr
     shape: list[Annotated[StrictInt, Field(ge=0)]]
@@ -176,7 +176,9 @@ def problem(doc: dict[str, Any]) -> str | None:
     c = t.config
     if not math.isfinite(c.scale) or not SCALE_RANGE[0] <= abs(c.scale) <= SCALE_RANGE[1]:
         return f"config.scale must be {ACCEPTS['config.scale']} (got {shown(c.scale)})"
-    launch = Config(algo=c.algo, n=c.n, d=c.d, br=c.br, bc=c.bc, scale=c.scale, causal=c.causal)
+    more = doc["config"].get("launch")  # the launch beyond N, D, Br, Bc: the ring's devices and layout
+    ring = {k: more[k] for k in ("devices", "layout") if k in more} if isinstance(more, dict) else {}
+    launch = Config(algo=c.algo, n=c.n, d=c.d, br=c.br, bc=c.bc, scale=c.scale, causal=c.causal, **ring)
     algo = get(c.algo)  # one of the registry's names (TraceConfig.algo)
     try:  # the launch's own rules, as `flashviz trace` applied them when it wrote the file
         algo.validated(launch)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from flashviz.engine.steps import Step, Transfer
+from flashviz.model.echo import cut
 from flashviz.tracing.codec import honest as _honest
 
 SCHEMA = "flashviz.trace/4"
@@ -20,58 +22,11 @@ def check_schema(doc: dict[str, Any]) -> None:
     """Refuse a trace of another version, naming both: there is no compatibility path for older traces."""
     found = doc.get("schema") if isinstance(doc, dict) else None
     if found != SCHEMA:
-        shown = repr(found)[:40] if found is not None else "no schema key"
+        shown = cut(repr(found)) if found is not None else "no schema key"
         raise SchemaError(
             f"schema: this flashviz reads {SCHEMA} traces; this trace is {shown} "
             "(make it again with this version's `flashviz trace`)"
         )
-
-
-@dataclass
-class Transfer:
-    """One trip across HBM: a rectangle of a tensor read into SRAM or written back from it."""
-
-    tensor: str
-    kind: Literal["read", "write"]
-    rows: tuple[int, int]  # half-open [first, end)
-    cols: tuple[int, int]  # half-open [first, end)
-    buffers: list[str] = field(default_factory=list)  # the SRAM buffers it fills or empties (the picture's Move)
-    source: dict[str, Any] | None = None  # a write's values in the trace: {"buffer"}, {"carry"} or {"fill"}
-    note: str | None = None  # words after the HBM slice in the buffer's note
-
-    @property
-    def elements(self) -> int:
-        return (self.rows[1] - self.rows[0]) * (self.cols[1] - self.cols[0])
-
-
-@dataclass
-class Step:
-    index: int  # position in `steps`
-    block: int  # blockIdx.x of the step's kernel (fa1: 0, its one block; the block of Q it visits is indices["i"])
-    j: int | None  # tile index, None outside the loop over K/V tiles
-    phase: int  # position within the block's program: all blocks are at the same phase together
-    indices: dict[str, int]  # the loop indices of the code header, outer first (e.g. {"j": 1, "i": 0} for fa1)
-    op: str  # the step's name: its `// step: NAME` region in the kernel file (fa2: load_q, load_kv, scores, ...)
-    math: str  # the seed's label, e.g. "Sij = Qi @ Kj.T"
-    tex: str  # the same in TeX, for typesetting
-    code: str  # the marked region of the kernel with i and j substituted
-    lines: tuple[int, int]  # 1-based inclusive line range of the region in the kernel file
-    transfers: list[Transfer]
-    sram: dict[str, np.ndarray]  # buffers this step changed, their contents after it
-    carries: (
-        dict[str, np.ndarray] | None
-    )  # the running values a step holds (fa2: mi, li; m_old, alpha ... on its update)
-    substeps: list[dict[str, Any]] | None  # the visible parts of a compound step (fa2's online_softmax has three)
-    text: str  # narrative sentence built from the step's real numbers
-    kernel: str = ""  # the kernel it belongs to (flashviz.algos.picture fills it, and the fields below)
-    tile: int | None = None  # the tile of K/V held in SRAM at the step (the last its unit loaded)
-    veil: int | None = None  # index into the trace's veils: what its unit never touches under causal masking
-    action: str = ""  # the seed's "Action" column
-    carries_note: int | None = None  # index into the trace's carries notes
-    mma: dict[str, Any] | None = None  # a tensor-core kernel's scores and P·V steps: one element as its k-steps add up
-    # who runs the step on a warp-specialized kernel: its partition, the consumer warpgroups' rows, the ring slot
-    # of its Kj, Vj (docs/trace-schema.md, a step's `schedule`); None for a kernel whose warps all run every step
-    schedule: dict[str, Any] | None = None
 
 
 @dataclass
@@ -93,7 +48,8 @@ class Trace:
     steps: list[Step] = field(default_factory=list)
     hardware: dict[str, Any] | None = None  # the launch on the H200: grid, occupancy, waves, warps (flashviz.hardware)
     idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
-    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.algos.picture
+    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, put together with the run and its
+    # words.py by flashviz.tracing.assemble
     title: str = ""
     tagline: str = ""
     kernels: dict[str, Any] = field(default_factory=dict)
@@ -108,10 +64,12 @@ class Trace:
     veils: list[Any] = field(default_factory=list)
     tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
     schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule, else None
+    devices: dict[str, Any] | None = None  # a run over several devices (ring attention), else None
 
     def to_json(self, indent: bool = False, compact: bool = False, file: bool = False) -> bytes:
         """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references
-        (flashviz.tracing.codec; what /api/trace sends); with `file` too, as a trace file holds it (flashviz.trace_store:
+        (flashviz.tracing.codec; what /api/trace sends); with `file` too, as a trace file holds it
+        (flashviz.tracing.store:
         the inputs drawn from its seed left out, the arrays deflated; what `flashviz trace` writes unless --plain)."""
         # here, not at the top: every algorithm's engine imports this module (through the registry), and the GPU
         # machine's image, which runs the benches, has no orjson
@@ -120,7 +78,7 @@ class Trace:
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
         doc = _compact(self) if compact else _plain(self)
         if compact and file:
-            from flashviz.trace_store import pack
+            from flashviz.tracing.store import pack
 
             pack(doc, self.config, self.inputs)
         return orjson.dumps(doc, option=option, default=_default)

@@ -2,21 +2,28 @@
 // partition with time across, each piece of the tiles' work as a bar (colour by piece; modelled bars hatched,
 // measured ones filled), the lanes' waits as labelled gaps, the ring's slots filling and draining, the current
 // step's bars outlined in every lane; below, the document's baseline (the same tiles in one lane) on the same axis;
-// the ablation's rungs as a radio group that redraws the lanes; a recorded tensor-pipe utilisation where the
-// document has one. Everything comes from the trace; text lands as text nodes.
+// the ablation's rungs as a radio group that redraws the lanes; where the document carries a recorded run, its
+// measured lanes each beside the model's lane at the run's shape on one axis, with the document's per-piece
+// disagreement, and the recorded tensor pipe of the kernels side by side. Everything comes from the trace; text
+// lands as text nodes.
 import { h, s } from "../dom";
 import type { Step, Trace } from "../types";
 import {
   blockOf,
   current,
-  disagreement,
+  disagreementLines,
+  type LaneRow,
   legend,
+  type MeasuredDoc,
   type PlacedBar,
+  pipeSentence,
   place,
+  rowsOf,
   type ScheduleBar,
   type ScheduleBlock,
   type ScheduleDoc,
   slots,
+  type TensorPipeDoc,
   ticks,
   waits,
 } from "./scheduleLayout";
@@ -26,7 +33,7 @@ const LABEL = 170; // px of lane names at the left
 const LANE_H = 22;
 const SLOT_H = 9;
 const AXIS_H = 22;
-const KINDS = 8; // colours sched-k0 .. sched-k7
+const KINDS = 10; // colours sched-k0 .. sched-k9
 
 function us(ns: number): string {
   return ns >= 1000 ? `${(ns / 1000).toFixed(2)} µs` : `${ns.toFixed(0)} ns`;
@@ -43,12 +50,12 @@ interface Drawn {
   bars: [PlacedBar, SVGRectElement][];
 }
 
-/** One block's lanes as an SVG: lanes, bars, waits, ring slots (when `stages` and a `fromLane` are given), axis. */
+/** One block's rows of lanes as an SVG: rows, bars, waits, ring slots (when `stages` and a `fromLane` are given),
+ *  axis. */
 export function lanesSvg(
   doc: ScheduleDoc,
-  lanes: string[],
-  labels: Record<string, string>,
-  block: ScheduleBlock,
+  lanes: LaneRow[],
+  block: Pick<ScheduleBlock, "bars" | "end_ns">,
   span: number,
   id: string,
   stages: number,
@@ -79,14 +86,14 @@ export function lanesSvg(
   }
   svg.append(defs);
   const placed = place(doc, lanes, block.bars, span, inner);
-  lanes.forEach((lane, k) => {
+  lanes.forEach((row, k) => {
     svg.append(
-      s("text", { x: 0, y: k * LANE_H + LANE_H / 2 + 4, class: "sched-lane-label" }, labels[lane] ?? lane),
+      s("text", { x: 0, y: k * LANE_H + LANE_H / 2 + 4, class: "sched-lane-label" }, row.label ?? row.lane),
       s("line", { x1: LABEL, x2: WIDTH - 8, y1: (k + 1) * LANE_H - 0.5, y2: (k + 1) * LANE_H - 0.5, class: "sched-grid" }),
     );
   });
   const g = s("g", { transform: `translate(${LABEL},0)` });
-  for (const w of waits(lanes, block.bars, span, inner, 0)) {
+  for (const w of waits(doc, lanes, block.bars, span, inner, 0)) {
     const y = w.lane * LANE_H + LANE_H / 2;
     const gap = s(
       "g",
@@ -165,7 +172,7 @@ export class ScheduleView {
   ) {}
 
   setTrace(t: Trace): void {
-    const doc = (t as Trace & { schedule?: ScheduleDoc | null }).schedule ?? null;
+    const doc = t.schedule ?? null;
     this.doc = doc;
     this.section.hidden = doc === null;
     this.block = null;
@@ -234,32 +241,66 @@ export class ScheduleView {
       return;
     }
     const span = Math.max(block.end_ns, base?.end_ns ?? 0);
-    const main = lanesSvg(doc, doc.lanes, doc.lane_labels ?? {}, block, span, "sched", doc.stages ?? 0, doc.lanes[0] ?? null);
+    const lanes = rowsOf(doc.lanes, doc.lane_labels ?? {});
+    const main = lanesSvg(doc, lanes, block, span, "sched", doc.stages ?? 0, doc.lanes[0] ?? null);
     this.drawn = [...main.bars];
-    const kinds = legend(doc, block.bars);
-    const key = h(
-      "ul",
-      { class: "sched-legend small", "data-testid": "sched-legend" },
-      ...kinds.map((k, n) => h("li", {}, h("span", { class: `sched-swatch sched-k${n % KINDS}` }), ` ${doc.pieces?.[k] ?? k}`)),
-      h("li", {}, h("span", { class: "sched-swatch sched-swatch-modelled" }), " hatched: modelled"),
-      h("li", {}, h("span", { class: "sched-swatch sched-swatch-measured" }), " filled: measured"),
-      h("li", {}, h("span", { class: "sched-swatch sched-swatch-current" }), " outlined: the current step's work"),
-    );
     const parts: Node[] = [
       h("h3", { class: "small" }, `Block i = ${block.i}: ${this.variant || "the model"}, ${us(block.end_ns)}`),
       main.svg,
     ];
     if (doc.baseline && base) {
-      const b = lanesSvg(doc, doc.baseline.lanes, doc.baseline.lane_labels ?? {}, base, span, "sched-base", 0, null);
+      const rows = rowsOf(doc.baseline.lanes, doc.baseline.lane_labels ?? {});
+      const b = lanesSvg(doc, rows, base, span, "sched-base", 0, null);
       this.drawn.push(...b.bars);
       parts.push(
         h("h3", { class: "small", "data-testid": "sched-base-title" }, `${doc.baseline.title ?? doc.baseline.algo}, ${us(base.end_ns)}`),
         b.svg,
       );
     }
-    parts.push(key);
+    parts.push(key(doc, block.bars, "sched-legend"));
+    if (doc.measured) parts.push(...this.measuredPanel(doc, doc.measured, i));
     this.body.replaceChildren(...parts);
     this.note.replaceChildren(...this.sentences(doc, block, base));
+  }
+
+  /** The recorded run's block (block i where it has it, else its first): each lane measured beside the model's, on
+   *  one axis; what it checked; and the document's per-piece disagreement. */
+  private measuredPanel(doc: ScheduleDoc, m: MeasuredDoc, i: number): Node[] {
+    const mb = m.blocks.find((b) => b.i === i) ?? m.blocks[0];
+    if (!mb) return [];
+    const panelDoc: ScheduleDoc = { ...doc, pieces: { ...(doc.pieces ?? {}), ...m.pieces } };
+    const drawn = lanesSvg(panelDoc, m.lane_rows, mb, mb.end_ns, "sched-meas", 0, null);
+    this.drawn.push(...drawn.bars);
+    const sh = m.shape;
+    const shape = `N=${sh.n}, D=${sh.d}, Bc=${sh.bc}${sh.causal ? ", causal" : ""}, ${sh.heads * sh.batch} head${sh.heads * sh.batch === 1 ? "" : "s"}`;
+    const out: Node[] = [
+      h(
+        "h3",
+        { class: "small", "data-testid": "sched-meas-title" },
+        `Measured on the ${m.gpu} (filled) beside the model (hatched): block i = ${mb.i}, run by program ${mb.program}, at ${shape}; ${us(mb.measured_ns)} measured, ${us(mb.modelled_ns)} modelled`,
+      ),
+    ];
+    if (m.note)
+      out.push(h("p", { class: "small muted", "data-testid": "sched-meas-note" }, `${m.note}: the lanes below are that launch's.`));
+    out.push(drawn.svg, key(panelDoc, mb.bars, "sched-meas-legend"));
+    const c = m.check;
+    out.push(
+      h(
+        "p",
+        { class: "small", "data-testid": "sched-meas-run" },
+        `Recorded ${m.recorded_at} on the ${m.gpu} (driver ${m.driver}) by ${m.command} (${m.record_command}), ${m.clock}, the first block of ${m.programs} programs (${m.config}); ` +
+          `installed as ${m.file} from ${m.results}. The timestamped build's O: ${c.o_same_bits_as_plain ? "the same bits as the plain build's" : "not the same bits as the plain build's"}, ` +
+          `max |O − float64| ${c.max_abs_err_timestamped_vs_float64.toExponential(2)} (tolerance ${c.tolerance}): ${c.ok ? "checked" : "CHECK FAILED"}. ` +
+          `Per launch ${m.time_us.plain.toFixed(1)} µs plain, ${m.time_us.timestamped.toFixed(1)} µs timestamped.`,
+      ),
+      h(
+        "p",
+        { class: "small" },
+        `Where they disagree, over the ${m.programs} recorded blocks (measured mean against the model's same piece):`,
+      ),
+      h("ul", { class: "small", "data-testid": "sched-disagree" }, ...disagreementLines(m).map((line) => h("li", {}, line))),
+    );
+    return out;
   }
 
   private sentences(doc: ScheduleDoc, block: ScheduleBlock, base: ScheduleBlock | null): Node[] {
@@ -281,12 +322,11 @@ export class ScheduleView {
         `Measured (${bench.gpu}, ${bench.date}, D=${bench.d}, N=${bench.n}${bench.causal ? ", causal" : ""}, TFLOP/s forward, ${bench.source}): ${rungs}. The lanes are the model's; the TFLOP/s are the run's.`,
       );
     }
-    const disagree = disagreement(doc, block.bars);
-    if (disagree.length) {
-      const m = doc.measured;
-      const from = m ? ` (${m.gpu}, ${m.date}: ${m.command})` : "";
-      lines.push(`Measured against modelled${from}: ${disagree.join("; ")}.`);
-    } else
+    if (doc.measured)
+      lines.push(
+        `The lanes above are the model's (hatched). The measured lanes (filled) are those of the run recorded on the ${doc.measured.gpu} on ${doc.measured.date}, each beside the model's lane at that run's shape.`,
+      );
+    else
       lines.push(
         "Every bar here is modelled (no measured timestamps in this trace): the cost model's parameters are in the trace's schedule.params.",
       );
@@ -295,26 +335,64 @@ export class ScheduleView {
   }
 
   private showPipe(doc: ScheduleDoc): void {
-    const tp = doc.tensor_pipe ?? null;
-    if (tp === null || Object.keys(tp).length === 0) return;
-    const rows = Object.entries(tp).map(([name, e]) =>
+    const tp: TensorPipeDoc | null = doc.tensor_pipe ?? null;
+    if (tp === null || tp.rows.length === 0) return;
+    const pct = (x: number | undefined) => (x === undefined ? "—" : `${x.toFixed(1)}%`);
+    const rows = tp.rows.map((r) =>
       h(
         "tr",
-        {},
-        h("td", {}, name),
-        h("td", { class: "num" }, `${e.value}`),
-        h("td", {}, e.unit),
-        h("td", { class: "small muted" }, e.source ?? ""),
+        { "data-testid": "sched-pipe-row", "data-algo": r.algo },
+        h("td", {}, r.algo),
+        h("td", {}, r.kernel),
+        h("td", {}, `N=${r.n}, D=${r.d}, ${r.heads * r.batch} heads${r.causal ? ", causal" : ""}`),
+        ...tp.shown.map((name) => h("td", { class: "num", "data-metric": name }, pct(r.metrics[name]))),
+        h("td", { class: "num" }, us(r.time_ns)),
+        h("td", { class: "small" }, r.top_stalls.map((x) => `${x.reason} ${x.per_issue.toFixed(2)}`).join(", ")),
       ),
     );
+    const sentence = pipeSentence(tp);
     this.pipe.append(
-      h("h3", { class: "small" }, "Tensor-pipe utilisation (a recorded ncu run)"),
+      h("h3", { class: "small" }, `Tensor-pipe utilisation, measured (Nsight Compute ${tp.ncu}, ${tp.gpu}, ${tp.date})`),
       h(
         "table",
         { class: "small", "data-testid": "sched-pipe" },
-        h("thead", {}, h("tr", {}, h("th", {}, "kernel"), h("th", {}, "active"), h("th", {}, "unit"), h("th", {}, "source"))),
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            h("th", {}, "algorithm"),
+            h("th", {}, "kernel"),
+            h("th", {}, "launch"),
+            ...tp.shown.map((name) => h("th", { class: "num", title: tp.metrics[name] ?? name }, name)),
+            h("th", { class: "num" }, "time"),
+            h("th", {}, "top issue stalls (warps per issue)"),
+          ),
+        ),
         h("tbody", {}, ...rows),
       ),
     );
+    if (sentence) this.pipe.append(h("p", { class: "small", "data-testid": "sched-pipe-sentence" }, sentence));
+    this.pipe.append(
+      h(
+        "p",
+        { class: "small muted", "data-testid": "sched-pipe-metrics" },
+        `ncu metrics: ${tp.shown.map((name) => `${name} = ${tp.metrics[name] ?? "?"}`).join("; ")}. From ${tp.command}, installed as ${tp.file} from ${tp.results}.`,
+      ),
+    );
   }
+}
+
+/** The legend of a block's pieces, and what hatched, filled and outlined mean. */
+function key(doc: ScheduleDoc, bars: ScheduleBar[], testid: string): HTMLElement {
+  const kinds = legend(doc, bars);
+  return h(
+    "ul",
+    { class: "sched-legend small", "data-testid": testid },
+    ...kinds.map((k, n) => h("li", {}, h("span", { class: `sched-swatch sched-k${n % KINDS}` }), ` ${doc.pieces?.[k] ?? k}`)),
+    h("li", {}, h("span", { class: "sched-swatch sched-swatch-modelled" }), " hatched: modelled"),
+    h("li", {}, h("span", { class: "sched-swatch sched-swatch-measured" }), " filled: measured"),
+    h("li", {}, h("span", { class: "sched-swatch sched-swatch-current" }), " outlined: the current step's work"),
+  );
 }

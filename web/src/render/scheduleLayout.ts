@@ -1,11 +1,15 @@
 // The schedule view's layout, pure (no DOM): where each bar of a trace's `schedule` goes (lanes down, time across),
 // the axis's ticks, the waits between a lane's bars, the ring's slots filling and draining, which bars are the
-// current step's, and what the measured bars say against the model's. Everything comes from the document
+// current step's, and the words of what the document says of measured bars against modelled ones (its
+// `measured.disagreement`, computed in Python) and of its tensor pipe. Everything comes from the document
 // (docs/trace-schema.md, "fa3": `schedule`); nothing here knows an algorithm.
+
+export type Source = "measured" | "modelled";
 
 export interface ScheduleBar {
   lane: string;
-  unit: string;
+  /** the unit a modelled bar holds; a measured bar has none */
+  unit?: string;
   what: string;
   /** the key of the schedule's `pieces` (the legend's words) */
   piece?: string;
@@ -15,8 +19,8 @@ export interface ScheduleBar {
   /** the op and tile of the trace step whose work it is */
   step: string;
   step_j?: number | null;
-  /** absent: the schedule's `kind` */
-  source?: "measured" | "modelled";
+  /** absent: the schedule's `source` */
+  source?: Source;
 }
 
 export interface ScheduleBlock {
@@ -44,14 +48,101 @@ export interface ScheduleBaseline {
   blocks: ScheduleBlock[];
 }
 
-export interface TensorPipeEntry {
-  value: number;
-  unit: string;
-  source?: string;
+/** A row of lanes drawn: a lane's bars, or only those of one source (a measured lane beside its modelled one). */
+export interface LaneRow {
+  lane: string;
+  source?: Source;
+  label?: string;
+}
+
+export interface MeasuredBlock {
+  i: number;
+  /** the program (CTA) that ran block i in the recorded run */
+  program: number;
+  tiles: number;
+  measured_ns: number;
+  modelled_ns: number;
+  /** the longer of the two: the span the block's lanes are drawn on */
+  end_ns: number;
+  bars: ScheduleBar[];
+}
+
+export interface DisagreementRow {
+  piece: string;
+  what: string;
+  count: number;
+  measured_ns: number;
+  /** null: the model has no such piece */
+  modelled_ns: number | null;
+  /** measured / modelled; null where the model has none or puts 0 ns on it */
+  ratio: number | null;
+}
+
+/** The recorded run's measured lanes (`schedule.measured`): its blocks' measured bars beside the model's bars at the
+ *  run's shape, and per piece how far they disagree. */
+export interface MeasuredDoc {
+  source: "measured";
+  date: string;
+  gpu: string;
+  driver: string;
+  command: string;
+  recorded_at: string;
+  record_command: string;
+  clock: string;
+  file: string;
+  results: string;
+  shape: { n: number; d: number; br: number; bc: number; heads: number; batch: number; causal: boolean };
+  shape_matches: boolean;
+  note: string | null;
+  config: string;
+  check: {
+    o_same_bits_as_plain: boolean;
+    max_abs_err_plain_vs_float64: number;
+    max_abs_err_timestamped_vs_float64: number;
+    tolerance: number;
+    ok: boolean;
+  };
+  time_us: { plain: number; timestamped: number };
+  lane_rows: LaneRow[];
+  pieces: Record<string, string>;
+  programs: number;
+  blocks: MeasuredBlock[];
+  disagreement: DisagreementRow[];
+}
+
+export interface TensorPipeRow {
+  algo: string;
+  kernel: string;
+  n: number;
+  d: number;
+  heads: number;
+  batch: number;
+  causal: boolean;
+  time_ns: number;
+  profile: string;
+  metrics: Record<string, number>;
+  top_stalls: { reason: string; per_issue: number }[];
+}
+
+/** A recorded ncu run's tensor pipe per kernel (`schedule.tensor_pipe`). */
+export interface TensorPipeDoc {
+  date: string;
+  gpu: string;
+  driver: string;
+  ncu: string;
+  command: string;
+  file: string;
+  results: string;
+  /** our name -> the ncu metric */
+  metrics: Record<string, string>;
+  /** the metrics the table shows, in order */
+  shown: string[];
+  rows: TensorPipeRow[];
 }
 
 export interface ScheduleDoc {
-  kind: "modelled" | "measured";
+  /** the source of a bar that names none */
+  source: Source;
   lanes: string[];
   lane_labels?: Record<string, string>;
   units?: Record<string, string>;
@@ -62,12 +153,10 @@ export interface ScheduleDoc {
   variants?: ScheduleVariant[];
   variant?: string;
   benchmark?: { n: number; d: number; causal: boolean; gpu: string; date: string; source: string } | null;
-  /** a lane's own source, for a lane whose bars carry none (a measured lane beside the modelled ones) */
-  lane_sources?: Record<string, "measured" | "modelled">;
-  /** the record of a measured run whose bars the document carries */
-  measured?: { date: string; gpu: string; command: string } | null;
-  /** a recorded ncu run's tensor-pipe utilisation per algorithm */
-  tensor_pipe?: Record<string, TensorPipeEntry> | null;
+  /** the recorded run's measured lanes, null where none ships */
+  measured?: MeasuredDoc | null;
+  /** a recorded ncu run's tensor pipe per kernel, null where none ships */
+  tensor_pipe?: TensorPipeDoc | null;
   rule?: string;
 }
 
@@ -78,7 +167,7 @@ export interface PlacedBar {
   width: number;
   /** index of its piece in the legend (colour) */
   kind: number;
-  source: "measured" | "modelled";
+  source: Source;
 }
 
 export interface Wait {
@@ -109,18 +198,29 @@ export function pieceOf(b: ScheduleBar): string {
   return b.piece ?? b.what;
 }
 
-export function sourceOf(doc: ScheduleDoc, b: ScheduleBar): "measured" | "modelled" {
-  return b.source ?? doc.lane_sources?.[b.lane] ?? doc.kind;
+export function sourceOf(doc: Pick<ScheduleDoc, "source">, b: ScheduleBar): Source {
+  return b.source ?? doc.source;
 }
 
-/** The bars of one block placed on lanes `lanes` across `width` px for a span of `span` ns (the longest block
+/** The rows of plain lanes: each lane's bars, whatever their source. */
+export function rowsOf(lanes: string[], labels: Record<string, string> = {}): LaneRow[] {
+  return lanes.map((lane) => ({ lane, label: labels[lane] ?? lane }));
+}
+
+/** The row a bar is drawn in: its lane's, of its source where the row names one; -1 when no row takes it. */
+export function rowOf(doc: Pick<ScheduleDoc, "source">, rows: LaneRow[], b: ScheduleBar): number {
+  const source = sourceOf(doc, b);
+  return rows.findIndex((r) => r.lane === b.lane && (r.source === undefined || r.source === source));
+}
+
+/** The bars of one block placed on rows `rows` across `width` px for a span of `span` ns (the longest block
  *  drawn, so that two views on the same span compare). A bar is at least 1 px wide. */
-export function place(doc: ScheduleDoc, lanes: string[], bars: ScheduleBar[], span: number, width: number): PlacedBar[] {
+export function place(doc: ScheduleDoc, rows: LaneRow[], bars: ScheduleBar[], span: number, width: number): PlacedBar[] {
   const kinds = legend(doc, bars);
   const scale = span > 0 ? width / span : 0;
   const out: PlacedBar[] = [];
   for (const bar of bars) {
-    const lane = lanes.indexOf(bar.lane);
+    const lane = rowOf(doc, rows, bar);
     if (lane < 0) continue;
     out.push({
       bar,
@@ -134,13 +234,20 @@ export function place(doc: ScheduleDoc, lanes: string[], bars: ScheduleBar[], sp
   return out;
 }
 
-/** The gaps of each lane between its first bar's start and its last bar's end where it does nothing: the lane waits
+/** The gaps of each row between its first bar's start and its last bar's end where it does nothing: the lane waits
  *  (on an mbarrier or on a unit another lane holds) for the bar after the gap. Gaps under `minNs` are dropped. */
-export function waits(lanes: string[], bars: ScheduleBar[], span: number, width: number, minNs = 0): Wait[] {
+export function waits(
+  doc: Pick<ScheduleDoc, "source">,
+  rows: LaneRow[],
+  bars: ScheduleBar[],
+  span: number,
+  width: number,
+  minNs = 0,
+): Wait[] {
   const scale = span > 0 ? width / span : 0;
   const out: Wait[] = [];
-  lanes.forEach((name, lane) => {
-    const mine = bars.filter((b) => b.lane === name).sort((a, b) => a.start_ns - b.start_ns);
+  rows.forEach((_, lane) => {
+    const mine = bars.filter((b) => rowOf(doc, rows, b) === lane).sort((a, b) => a.start_ns - b.start_ns);
     let end = mine.length ? mine[0]!.start_ns : 0;
     for (const b of mine) {
       const gap = b.start_ns - end;
@@ -202,26 +309,37 @@ export function current(bar: ScheduleBar, op: string, j: number | null): boolean
   return bar.step === op && (at ?? null) === j;
 }
 
-/** Sentences comparing the measured bars with the modelled ones of the same piece (mean durations): "measured P·V
- *  1.40× the model". Empty when no bar is measured. */
-export function disagreement(doc: ScheduleDoc, bars: ScheduleBar[]): string[] {
-  const sums = new Map<string, { m: number[]; p: number[] }>();
-  for (const b of bars) {
-    const k = pieceOf(b);
-    const e = sums.get(k) ?? { m: [], p: [] };
-    (sourceOf(doc, b) === "measured" ? e.m : e.p).push(b.end_ns - b.start_ns);
-    sums.set(k, e);
+function ns(x: number): string {
+  return x >= 1000 ? `${(x / 1000).toFixed(2)} µs` : `${x.toFixed(0)} ns`;
+}
+
+/** The document's measured-against-modelled rows in words, one per piece: "S (…): measured 625 ns, modelled 353 ns:
+ *  1.77× the model". The numbers are the document's (Python computed them); nothing is recomputed here. */
+export function disagreementLines(m: MeasuredDoc): string[] {
+  return m.disagreement.map((r) => {
+    const head = `${r.piece} (${r.what}): measured ${ns(r.measured_ns)} (mean of ${r.count})`;
+    if (r.modelled_ns === null) return `${head}; the model has no such piece`;
+    const ratio = r.ratio === null ? "" : `: ${r.ratio.toFixed(2)}× the model`;
+    return `${head}, modelled ${ns(r.modelled_ns)}${ratio}`;
+  });
+}
+
+/** The tensor pipe side by side in one sentence: the first two rows of different algorithms at one launch. */
+export function pipeSentence(tp: TensorPipeDoc): string | null {
+  const launch = (r: TensorPipeRow) => `${r.n},${r.d},${r.heads},${r.batch},${r.causal}`;
+  for (const a of tp.rows) {
+    const b = tp.rows.find((x) => x.algo !== a.algo && launch(x) === launch(a));
+    if (!b) continue;
+    const t = (r: TensorPipeRow) => r.metrics.tensor_active_pct ?? Number.NaN;
+    const i = (r: TensorPipeRow) => r.metrics.issue_active_pct ?? Number.NaN;
+    const at = `N=${a.n}, D=${a.d}, ${a.heads * a.batch} heads${a.causal ? ", causal" : ""}`;
+    return (
+      `At ${at} the tensor pipe was active ${t(b).toFixed(1)}% of the SMs' active cycles in ${b.algo} (${b.kernel}) against ` +
+      `${t(a).toFixed(1)}% in ${a.algo} (${a.kernel}): ${(t(b) / t(a)).toFixed(2)}×; instructions issued ${i(b).toFixed(1)}% ` +
+      `against ${i(a).toFixed(1)}% of the most the schedulers could issue; the kernel took ${ns(b.time_ns)} against ${ns(a.time_ns)}.`
+    );
   }
-  const mean = (xs: number[]) => xs.reduce((a, c) => a + c, 0) / xs.length;
-  const out: string[] = [];
-  for (const [k, { m, p }] of sums) {
-    if (!m.length || !p.length) continue;
-    const r = mean(m) / mean(p);
-    if (!Number.isFinite(r)) continue;
-    const words = doc.pieces?.[k] ?? k;
-    out.push(`measured ${words}: ${r.toFixed(2)}× the model (mean of ${m.length} measured, ${p.length} modelled)`);
-  }
-  return out;
+  return null;
 }
 
 /** The bars of block i (or the first block) of a list of blocks. */

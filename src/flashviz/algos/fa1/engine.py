@@ -17,9 +17,8 @@ from flashviz.model.tiling import span
 
 from ...engine import recorder
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile
-from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 
@@ -29,49 +28,10 @@ if TYPE_CHECKING:
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
-# op -> (label, TeX)
-LABELS = {
-    "init": (
-        "O[i], l[i], m[i] = 0, 0, -inf",
-        r"O[i] \leftarrow 0;\; \ell[i] \leftarrow 0;\; m[i] \leftarrow -\infty",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "load_qi": (
-        "Qi, Oi, li, mi = Q[i], O[i], l[i], m[i]",
-        r"Q_i, O_i, \ell_i, m_i \leftarrow Q[i], O[i], \ell[i], m[i]",
-    ),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "update": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{update}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_back": ("O[i], l[i], m[i] = Oi, li, mi", r"O[i], \ell[i], m[i] \leftarrow O_i, \ell_i, m_i"),
-}
-SUBSTEPS = (
-    (
-        "tile max and sum",
-        "m_ij = Sij.max(-1); Pij = exp(Sij - m_ij); l_ij = Pij.sum(-1)",
-        r"\tilde m_{ij} = \mathrm{rowmax}(S_{ij}),\ \tilde P_{ij} = e^{S_{ij} - \tilde m_{ij}},\ "
-        r"\tilde \ell_{ij} = \mathrm{rowsum}(\tilde P_{ij})",
-    ),
-    (
-        "new max and sum",
-        "mi_new = max(mi, m_ij); li_new = exp(mi - mi_new)*li + exp(m_ij - mi_new)*l_ij",
-        r"m_i^{\text{new}} = \max(m_i, \tilde m_{ij}),\ \ell_i^{\text{new}} = e^{m_i - m_i^{\text{new}}}\ell_i"
-        r" + e^{\tilde m_{ij} - m_i^{\text{new}}}\tilde\ell_{ij}",
-    ),
-    (
-        "normalised output",
-        "Oi = (li*exp(mi - mi_new)*Oi + exp(m_ij - mi_new)*Pij @ Vj) / li_new",
-        r"O_i = \big(\ell_i e^{m_i - m_i^{\text{new}}} O_i + e^{\tilde m_{ij} - m_i^{\text{new}}}"
-        r" \tilde P_{ij} V_j\big) / \ell_i^{\text{new}}",
-    ),
-)
-
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the launch (one block per head) on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d = cfg.n, cfg.d
     return run_launch(rec, cfg, qkv, {"O": (n, d), "l": (n,), "m": (n,)}, [Grid(1, program)])  # one block per head
@@ -109,7 +69,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
             phase,
             [to, tl, tm],
             {},
-            narrative.init(i, r0, r1, d) if keep else "",
             indices={"i": i},
         )
         phase += 1
@@ -130,7 +89,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
             phase,
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
             indices={"j": j},
         )
         phase += 1
@@ -166,7 +124,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 phase,
                 [tq, to, tl, tm],
                 {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-                narrative.load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
@@ -181,7 +138,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 phase,
                 [],
                 {"Sij": Sij},
-                narrative.scores(j, Sij, nr, nc, float(scale), causal=cfg.causal) if keep else "",
                 indices=at,
             )
             phase += 1
@@ -213,20 +169,17 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                     "l_ij": l_ij,
                     "li": li.copy(),
                 }
-                substeps = visible_parts(
-                    SUBSTEPS,
-                    (
-                        {"m_ij": m_ij, "l_ij": l_ij},
-                        {
-                            "m_old": m_old,
-                            "m_new": mi.copy(),
-                            "alpha": alpha,
-                            "beta": beta,
-                            "l_old": l_old,
-                            "l_new": li.copy(),
-                        },
-                        {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
-                    ),
+                parts = (  # the values of words.PARTS's three
+                    {"m_ij": m_ij, "l_ij": l_ij},
+                    {
+                        "m_old": m_old,
+                        "m_new": mi.copy(),
+                        "alpha": alpha,
+                        "beta": beta,
+                        "l_old": l_old,
+                        "l_new": li.copy(),
+                    },
+                    {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
                 )
                 rec.emit(
                     i,
@@ -235,9 +188,8 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                     phase,
                     [],
                     {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-                    narrative.update(j, m_old, mi, alpha, l_old, li, nr),
                     carries=carries,
-                    substeps=substeps,
+                    parts=parts,
                     indices=at,
                 )
             else:
@@ -255,7 +207,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 phase,
                 [to, tl, tm],
                 {},
-                narrative.write_back(i, j, cfg.tiles_of_block(i), r0, r1, d) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )

@@ -2,7 +2,8 @@
 
 The split kernel's blocks (i, s) run FA2's loop over chunk s of the K/V tiles and write a partial (Oi / li and
 L = mi + log li) for the rows of block i; the combine kernel's block i then merges the S partials of its rows with
-the log-sum-exp rule (flashviz.model.merge). The S blocks of one block of Q run in lockstep, step for step, as on the GPU
+the log-sum-exp rule (flashviz.model.merge). The S blocks of one block of Q run in lockstep, step for step, as on the
+GPU
 (a GPU runs them at once); the block picker's pick is the block of Q, i, of both kernels. Steps with values are
 recorded for the chosen blocks; counters are kept for all.
 """
@@ -19,9 +20,8 @@ from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
 from ...engine.online import online_tiles
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile
-from . import narrative
 from . import picture as drawing
 from .record import CHUNK, KERNEL, chunk, splits
 
@@ -29,52 +29,6 @@ if TYPE_CHECKING:
     from flashviz.model.config import Config
 
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
-
-# op -> (the seed-style label, TeX)
-LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "online_softmax": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_partial": (
-        "Opart[s][i], Lpart[s][i] = Oi/li, mi + log(li)",
-        r"O^{(s)}[i] \leftarrow O_i / \ell_i,\; L^{(s)}[i] \leftarrow m_i + \log \ell_i",
-    ),
-    "load_first": ("Oc, Lc = Opart[0][i], Lpart[0][i]", r"O_c, L_c \leftarrow O^{(0)}[i], L^{(0)}[i]"),
-    "load_partial": ("Os, Ls = Opart[s][i], Lpart[s][i]", r"O_s, L_s \leftarrow O^{(s)}[i], L^{(s)}[i]"),
-    "merge": (
-        "Lc, Oc = lse(Lc, Ls), weighted Oc + Os",
-        r"L' = \log(e^{L_c} + e^{L_s}),\; O_c \leftarrow e^{L_c - L'} O_c + e^{L_s - L'} O_s",
-    ),
-    "write_out": ("O[i], L[i] = Oc, Lc", r"O[i] \leftarrow O_c,\; L[i] \leftarrow L_c"),
-}
-SUBSTEPS = (
-    (
-        "new max",
-        "mi = max(mi, Sij.max(-1))",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = rescale(li) + exp(Sij - mi).sum(-1)",
-        r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-    (
-        "rescaled output",
-        "Oi = rescale(Oi) + exp(Sij - mi) @ Vj",
-        r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
-    ),
-)
-MERGE_PARTS = (
-    ("weights", "wc, ws = exp(Lc - m), exp(Ls - m)", r"m = \max(L_c, L_s),\; w_c = e^{L_c - m},\; w_s = e^{L_s - m}"),
-    ("new lse", "Lc = m + log(wc + ws)", r"L_c \leftarrow m + \log(w_c + w_s)"),
-)
 
 
 def split_phases(cfg: Config) -> int:
@@ -107,7 +61,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
     keep = i in rec.recorded
     j0, j1 = chunk(s, n, bc)
     tiles = j1 - j0
-    S = splits(n, bc)
     fl = rec.flops
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d))  # (Br, D)
@@ -133,7 +86,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
         phase_of("load_q", None, tiles, 0),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, s, r0, r1, br, d, S) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
         indices=at,
     )
@@ -154,7 +106,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             phase_of("load_kv", j - j0, tiles, 0),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, j0, j1, s, c0, c1, bc, d, cfg.tr) if keep else "",
             indices={**at, "j": j},
         )
         yield
@@ -168,7 +119,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             phase_of("scores", j - j0, tiles, 0),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, float(scale), causal=False) if keep else "",
             indices={**at, "j": j},
         )
         yield
@@ -198,13 +148,10 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             "rowsum": lsum,
             "li": li.copy(),
         }
-        substeps = visible_parts(
-            SUBSTEPS,
-            (
-                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                {"alpha": alpha, "PV": pv},
-            ),
+        parts = (  # the values of words.PARTS's three
+            {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+            {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+            {"alpha": alpha, "PV": pv},
         )
         rec.emit(
             i,
@@ -213,9 +160,8 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             phase,
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j - j0, m_old, m_new, alpha, l_old, li, nr),
             carries=carries,
-            substeps=substeps,
+            parts=parts,
             indices={**at, "j": j},
         )
         yield
@@ -232,7 +178,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
         phase_of("write_partial", None, tiles, 0),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_partial(i, s, r0, r1, d, L_i[:nr], S) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
         indices=at,
     )
@@ -316,7 +261,6 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_first", None, S, first),
         [to, tl],
         {"Oc": Oc, "Lc": Lc},
-        narrative.load_first(i, r0, r1, d, S) if keep else "",
         indices={"i": i},
     )
 
@@ -332,7 +276,6 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("load_partial", s, S, first),
             [to, tl],
             {"Os": Os, "Ls": Ls},
-            narrative.load_partial(s, S, r0, r1, d) if keep else "",
             indices={"i": i, "s": s},
         )
 
@@ -353,11 +296,8 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("merge", s, S, first),
             [],
             {"Oc": Oc, "Lc": Lc},
-            narrative.merge(s, S, L_old[:nr], Ls[:nr], ac[:nr], as_[:nr], Lc[:nr]) if keep else "",
             carries={"Lc": Lc.copy(), "weight_c": ac, "weight_s": as_} if keep else None,
-            substeps=visible_parts(MERGE_PARTS, ({"m": m, "wc": wc, "ws": ws}, {"Lc_old": L_old, "Lc": Lc.copy()}))
-            if keep
-            else None,
+            parts=({"m": m, "wc": wc, "ws": ws}, {"Lc_old": L_old, "Lc": Lc.copy()}) if keep else None,
             indices={"i": i, "s": s},
         )
 
@@ -371,14 +311,13 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_out", None, S, first),
         [to, tl],
         {"Oc": Oc, "Lc": Lc},
-        narrative.write_out(i, r0, r1, d, Lc[:nr], S) if keep else "",
         indices={"i": i},
     )
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of both kernels on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d, S = cfg.n, cfg.d, splits(cfg.n, cfg.bc)
     outputs = {"Opart": (S * n, d), "Lpart": (S * n,), "O": (n, d), "L": (n,)}

@@ -26,8 +26,7 @@ from flashviz.model.precision import bf16
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from . import narrative
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from . import picture as drawing
 from .record import KERNEL, NAME
 from .tiles import padded
@@ -40,41 +39,6 @@ WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel,
 LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
 LN2 = np.float32(0.6931471805599453)
 
-# op -> (the seed's label, TeX)
-LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = tl.dot(Qi, Kj.T)", r"S_{ij} = Q_i K_j^{\top}\ \text{(tensor cores, fp32)}"),
-    "online_softmax": (
-        "mi, li, Oi = ... (exp2; Oi += bf16(P) @ Vj)",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}_2(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_back": (
-        "O[i], L[i] = bf16(Oi/li), (mi + log2(li))·ln 2",
-        r"O[i] \leftarrow \mathrm{bf16}(O_i / \ell_i),\; L[i] \leftarrow (m_i + \log_2 \ell_i) \ln 2",
-    ),
-}
-SUBSTEPS = (
-    (
-        "new max",
-        "m_new = max(mi, Sij.max(1) * qk_scale)",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \tau \log_2 e \cdot \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = li * alpha + exp2(Sij * qk_scale - m_new).sum(1)",
-        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i"
-        r" + \mathrm{rowsum}\big(2^{\,\tau \log_2 e\, S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-    (
-        "rescaled output",
-        "Oi = tl.dot(bf16(Pij), Vj, Oi * alpha)",
-        r"O_i = 2^{\,m_i - m_i^{\text{new}}}\,O_i + \mathrm{bf16}(P)\,V_j",
-    ),
-)
 NO_MASK, MASK_COLUMNS, MASK_CAUSAL = "NO_MASK", "MASK_COLUMNS", "MASK_CAUSAL"  # kernel.py's loop stages
 
 
@@ -131,7 +95,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, r0, r1, br, d) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
     )
 
@@ -153,7 +116,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("load_kv", j, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, tc, c0, c1, bc, d, cfg.tr, stage, skipped=cfg.tc - tc) if keep else "",
             code=code,
         )
 
@@ -178,7 +140,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("scores", j, tc),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, stage, float(qk_scale)) if keep else "",
             code=code,
             mma=mma,
         )
@@ -217,13 +178,10 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             "rowsum": lsum,
             "li": li.copy(),
         }
-        substeps = visible_parts(
-            SUBSTEPS,
-            (
-                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                {"alpha": alpha, "PV": pv},
-            ),
+        shown = (  # the values of words.PARTS's three
+            {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+            {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+            {"alpha": alpha, "PV": pv},
         )
         rounding = float(np.abs(P - P16)[:nr].max()) if nr else 0.0
         rec.emit(
@@ -233,11 +191,11 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase,
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j, m_old, m_new, alpha, l_old, li, nr, rounding),
             carries=carries,
-            substeps=substeps,
+            parts=shown,
             code=code,
             mma={"dot": "pv", "row": r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
+            facts={"rounding": rounding},  # the largest change bf16 made to P, for its words
         )
 
     # step: write_back -- Oi / li, stored as bf16 (rows past N are not stored); L = (mi + log2(li)) * ln 2 in fp32
@@ -253,7 +211,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_back(i, r0, r1, d, L_i[:nr]) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
     )
 
@@ -332,7 +289,7 @@ def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
     grid = Grid(cfg.tr, block, fast=fast_block)
     return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [grid])

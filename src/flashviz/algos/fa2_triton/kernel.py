@@ -231,7 +231,8 @@ def fa2_fwd_combine(
     GROUP: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Grid (cdiv(Nq*GROUP, BLOCK), B*Hkv): the S chunks' carries of each packed row merged by the log-sum-exp rule
-    (flashviz.model.merge: L = log sum_s exp(L_s), O = sum_s exp(L_s - L) O_s), written to O (B, Hq, Nq, Dv) in its dtype
+    (flashviz.model.merge: L = log sum_s exp(L_s), O = sum_s exp(L_s - L) O_s), written to O (B, Hq, Nq, Dv) in its
+    dtype
     (soh, son its head and row strides; the batch stride is Hq * soh) and L (B, Hq, Nq) fp32, natural log."""
     i = tl.program_id(0)
     bhk = tl.program_id(1)

@@ -32,8 +32,7 @@ from flashviz.model.precision import bf16
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from . import narrative
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from . import picture as drawing
 from .record import KERNEL, NAME
 from .tiles import NUM_WG, WG_ROWS, stages
@@ -47,45 +46,6 @@ LOG2E = 1.4426950408889634  # kernel.py's LOG2E
 LN2 = np.float32(0.6931471805599453)  # kernel.py's LN2
 SMS = 132  # the H200's SMs: the persistent launch runs min(blocks, SMS) programs
 
-LABELS = {
-    "load_q": (
-        "Qi = Q[i] (two halves of 64 rows, by TMA)",
-        r"Q_i \leftarrow Q[i]\ \text{(two halves, TMA)}",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j] (TMA into ring slot s)", r"K_j, V_j \leftarrow K[j], V[j]\ \text{(ring slot } s)"),
-    "first_tile": (
-        "Sij = Qi @ Kj.T; mi, li, Pij = softmax2(Sij) (tile 0, peeled)",
-        r"S_{i0} = Q_i K_0^{\top};\; m_i, \ell_i, P \leftarrow \mathrm{softmax}_2(S_{i0})",
-    ),
-    "scores": ("Sij = wgmma(Qi, Kj.T) (issued, async)", r"S_{ij} = Q_i K_j^{\top}\ \text{(wgmma, async)}"),
-    "online_softmax": (
-        "Oi = alpha·Oi + bf16(P)@V(j-1); mi, li, Pij = softmax2(Sij)",
-        r"O_i \leftarrow \alpha O_i + \mathrm{bf16}(P) V_{j-1};\; m_i, \ell_i, P \leftarrow \mathrm{online}_2(S_{ij})",
-    ),
-    "last_pv": ("Oi = alpha·Oi + bf16(P)@Vj (the last tile)", r"O_i \leftarrow \alpha O_i + \mathrm{bf16}(P) V_j"),
-    "write_back": (
-        "O[i], L[i] = bf16(Oi/li), (mi + log2(li))·ln 2",
-        r"O[i] \leftarrow \mathrm{bf16}(O_i / \ell_i),\; L[i] \leftarrow (m_i + \log_2 \ell_i) \ln 2",
-    ),
-}
-SUBSTEPS = (
-    (
-        "previous tile's P·V",
-        "Oi = wgmma(bf16(Pij), V(j-1), Oi * alpha)",
-        r"O_i = 2^{\,m^{\text{prev}} - m_i}\,O_i + \mathrm{bf16}(P_{j-1})\,V_{j-1}",
-    ),
-    (
-        "new max",
-        "m_new = max(mi, Sij.max(1) * qk_scale)",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \tau \log_2 e \cdot \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = li * alpha + exp2(Sij * qk_scale - m_new).sum(1)",
-        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i"
-        r" + \mathrm{rowsum}\big(2^{\,\tau \log_2 e\, S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-)
 NO_MASK, MASK_COLUMNS, MASK_CAUSAL = "NO_MASK", "MASK_COLUMNS", "MASK_CAUSAL"  # kernel.py's masks
 
 
@@ -204,7 +164,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, r0, r1, br, d, program) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
         schedule={"partition": "producer", "program": program, "warpgroups": wg},
     )
@@ -227,7 +186,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("load_kv", j, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, tc, c0, c1, bc, d, cfg.tr, slot, skipped=cfg.tc - tc) if keep else "",
             code=({"s": slot["slot"], "phase": slot["phase"]}, f"ring slot {slot['slot']} of {slot['stages']}"),
             schedule={"partition": "producer", "program": program, "ring": slot},
         )
@@ -245,13 +203,13 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
                 phase_of("first_tile", 0, tc),
                 [],
                 {"Sij": Sij, "mi": mi, "li": li},
-                narrative.first_tile(raw, mi, li, nr, nc, mask, float(qk_scale)) if keep and raw is not None else "",
                 carries={k_: v_ for k_, v_ in parts.items()} | {"mi": mi.copy(), "li": li.copy()} if keep else None,
                 code=({"s": slot["slot"], "phase": slot["phase"]}, f"{mask}; ring slot {slot['slot']}"),
                 schedule=consumers(ring=slot, mask=mask, pv_of=None),
                 mma={"dot": "scores", "row": r0, "col": c0, "parts": chunks(Qi[0], Kj[0]), "value": float(raw[0, 0])}
                 if keep and raw is not None and np.isfinite(raw[0, 0])
                 else None,
+                facts={"raw": raw},  # the scores before the mask and the softmax, for its words
             )
             continue
 
@@ -265,7 +223,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("scores", j, tc),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, float(qk_scale)) if keep else "",
             code=({"s": slot["slot"]}, f"ring slot {slot['slot']}"),
             schedule=consumers(ring=slot, pv_of=None),
             mma={"dot": "scores", "row": r0, "col": c0, "parts": chunks(Qi[0], Kj[0]), "value": float(Sij[0, 0])}
@@ -283,13 +240,10 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         if not keep or p_prev is None:
             rec.emit(i, j, "online_softmax", phase_of("online_softmax", j, tc), [], code=code, schedule=sched)
             continue
-        substeps = visible_parts(
-            SUBSTEPS,
-            (
-                {"alpha": alpha_prev, "PV": out},
-                {"m_old": parts["m_old"], "m_ij": parts["m_ij"], "m_new": parts["m_new"]},
-                {"alpha": parts["alpha"], "l_old": parts["l_old"], "rowsum": parts["rowsum"], "l_new": li.copy()},
-            ),
+        shown = (  # the values of words.PARTS's three
+            {"alpha": alpha_prev, "PV": out},
+            {"m_old": parts["m_old"], "m_ij": parts["m_ij"], "m_new": parts["m_new"]},
+            {"alpha": parts["alpha"], "l_old": parts["l_old"], "rowsum": parts["rowsum"], "l_new": li.copy()},
         )
         rec.emit(
             i,
@@ -298,9 +252,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("online_softmax", j, tc),
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j, parts["m_old"], parts["m_new"], parts["alpha"], parts["l_old"], li, nr, mask),
             carries={**parts, "mi": mi.copy(), "li": li.copy()},
-            substeps=substeps,
+            parts=shown,
             code=code,
             schedule=sched,
             mma={
@@ -323,12 +276,12 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("last_pv", tc - 1, tc),
         [],
         {"Oi": Oi},
-        narrative.last_pv(tc - 1, out, nr) if keep else "",
         code=({"sp": last["slot"], "phase_p": last["phase"]}, f"ring slot {last['slot']}"),
         schedule=consumers(ring=last, pv_of=tc - 1, pv_ring=last),
         mma={"dot": "pv", "row": r0, "col": 0, "parts": chunks(p_last, V_ring[tc - 1][:, 0]), "value": float(out[0, 0])}
         if keep and p_last is not None
         else None,
+        facts={"pv": out} if keep else None,  # the last tile's P·V, for its words
     )
 
     # step: write_back -- Oi / li, stored as bf16 by TMA (rows past N dropped); L = (mi + log2(li)) * ln 2, fp32
@@ -343,7 +296,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_back(i, r0, r1, d, L_i[:nr]) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
         schedule=consumers(),
     )
@@ -421,7 +373,7 @@ def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
     grid = Grid(cfg.tr, block, fast=fast_block)
     return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [grid])

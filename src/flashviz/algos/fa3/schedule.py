@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 from importlib.resources import files
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .tiles import NUM_WG, WG_ROWS, stages
+
+LANES = ("wg0", "wg1", "producer")  # a recorded run's lanes: the consumer warpgroups, then the producer warp
 
 if TYPE_CHECKING:
     from flashviz.model.config import Config
@@ -249,7 +250,6 @@ def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
         for b in blocks
     ]
     return {
-        "kind": "modelled",
         "source": "modelled",
         "lanes": ["producer", "wg0", "wg1"],
         "lane_labels": {
@@ -287,122 +287,4 @@ def model(cfg: Config, recorded: tuple[int, ...]) -> dict[str, Any]:
         "variant": RUNGS[-1][0],
         "benchmark": {k: v for k, v in bench_run.items() if k != "tflops"},
         "rule": __doc__.split("\n\n", 1)[1].split("\nClosed-form")[0].replace("\n", " ").strip() if __doc__ else "",
-        "measured": measured(cfg),
-        "tensor_pipe": tensor_pipe(),
     }
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Measured (issue 20): the timestamped build's record, bench/fa3_schedule_record.py on the H200
-DATA = Path(__file__).resolve().parents[2] / "data"
-RECORD = DATA / "fa3_schedule_measured.json"
-TENSOR_PIPE = DATA / "tensor_pipe.json"
-# measured bar -> (first event, last event, the modelled duration it is compared with)
-_CONSUMER_BARS = (
-    ("wait K", "k_wait", "k_arrived", None),
-    ("S", "k_arrived", "s_done", "scores"),
-    ("softmax", "s_done", "softmax_done", "softmax"),
-)
-_PRODUCER_BARS = (("KV", "kv_wait", "kv_issued", None),)
-
-
-def _load(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _pick(record: dict[str, Any], cfg: Config) -> tuple[dict[str, Any], bool] | None:
-    """The record's run for cfg's shape, or the one nearest it (same causal flag first); whether the shape matches."""
-    runs = [r for r in record.get("runs", []) if r.get("programs")]
-    if not runs:
-        return None
-    want = {"n": cfg.n, "d": cfg.d, "bc": cfg.bc, "causal": cfg.causal}
-    for r in runs:
-        if all(r["shape"].get(k) == v for k, v in want.items()):
-            return r, True
-    same = [r for r in runs if r["shape"].get("causal") == cfg.causal] or runs
-    return same[0], False
-
-
-def measured_bars(program: dict[str, Any]) -> list[dict[str, Any]]:
-    """One measured program's events -> bars {lane, what, j, start_ns, end_ns, source: "measured"}. The consumers'
-    P·V of tile j−1 runs from tile j's K arrival (it is issued right after Sij) to tile j's `pv_done`."""
-    bars: list[dict[str, Any]] = []
-    for part, events in program["partitions"].items():
-        lane = {"consumer0": "wg0", "consumer1": "wg1"}.get(part, part)
-        by: dict[Any, dict[str, int]] = {}
-        for e in events:
-            by.setdefault(e["tile"], {})[e["event"]] = e["t_ns"]
-        specs = _PRODUCER_BARS if part == "producer" else _CONSUMER_BARS
-        for j in sorted(k for k in by if k is not None):
-            t = by[j]
-            for what, first_event, last_event, _ in specs:
-                if first_event in t and last_event in t:
-                    bars.append(
-                        {"lane": lane, "what": what, "j": j, "start_ns": t[first_event], "end_ns": t[last_event]}
-                    )
-            if part != "producer" and j > 0 and "k_arrived" in t and "pv_done" in t:
-                bars.append(
-                    {"lane": lane, "what": "PV", "j": j - 1, "start_ns": t["k_arrived"], "end_ns": t["pv_done"]}
-                )
-        head = by.get(None, {})
-        first, second = ("q_issued", "Q") if part == "producer" else ("q_arrived", "wait Q")
-        if "block_start" in head and first in head:
-            bars.append(
-                {"lane": lane, "what": second, "j": None, "start_ns": head["block_start"], "end_ns": head[first]}
-            )
-    for bar in bars:
-        bar["source"] = "measured"
-    return sorted(bars, key=lambda bar: (bar["lane"], bar["start_ns"]))
-
-
-def disagreement(bars: list[dict[str, Any]], modelled_ns: dict[str, float]) -> list[dict[str, Any]]:
-    """Per piece kind: the measured bars' mean duration against the model's, and measured / modelled."""
-    out = []
-    for what, key in (("S", "scores"), ("softmax", "softmax"), ("PV", "pv")):
-        xs = [b["end_ns"] - b["start_ns"] for b in bars if b["what"] == what]
-        if not xs:
-            continue
-        mean = sum(xs) / len(xs)
-        model_ns = float(modelled_ns[key])
-        out.append({"what": what, "count": len(xs), "measured_ns": round(mean, 1), "modelled_ns": round(model_ns, 1),
-                    "ratio": round(mean / model_ns, 3) if model_ns else None})  # fmt: skip
-    return out
-
-
-def measured(cfg: Config, record_path: Path = RECORD) -> dict[str, Any] | None:
-    """The trace's `schedule.measured` from the record, or None when there is no record (or none usable)."""
-    record = _load(record_path)
-    if record is None:
-        return None
-    picked = _pick(record, cfg)
-    if picked is None:
-        return None
-    run, matches = picked
-    shape = run["shape"]
-    programs = [{"program": p["program"], "bars": measured_bars(p)} for p in run["programs"]]
-    every = [b for p in programs for b in p["bars"]]
-    note = None
-    if not matches:
-        note = (f"measured at N={shape['n']} D={shape['d']} Bc={shape['bc']}{' causal' if shape['causal'] else ''},"
-                f" not at this trace's N={cfg.n} D={cfg.d} Bc={cfg.bc}{' causal' if cfg.causal else ''}")  # fmt: skip
-    return {
-        "source": "measured",
-        "lanes": ["producer", "wg0", "wg1"],
-        "shape": shape,
-        "shape_matches": matches,
-        "note": note,
-        "provenance": {k: record.get(k) for k in ("date", "gpu", "command", "clock")},
-        "check": run.get("check"),
-        "time_us": run.get("time_us"),
-        "programs": programs,
-        "disagreement": disagreement(every, durations(cfg.d, cfg.bc)),
-    }
-
-
-def tensor_pipe(path: Path = TENSOR_PIPE) -> dict[str, Any] | None:
-    """The recorded tensor-pipe and stall metrics (bench/fa3_schedule_gpu.sh), or None when not recorded."""
-    return _load(path)

@@ -19,7 +19,6 @@ from flashviz.model.tiling import span
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile, score_tiles
-from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 
@@ -29,16 +28,6 @@ if TYPE_CHECKING:
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
-# op -> (label, TeX)
-LABELS = {
-    "load_q": ("Qi = Q[i]", r"Q_i \leftarrow Q[i]"),
-    "load_k": ("Kj = K[j]", r"K_j \leftarrow K[j]"),
-    "scores": ("S[i][j] = Sij = Qi @ Kj.T", r"S[i][j] \leftarrow S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "softmax_row": ("P[r] = softmax(S[r])", r"P[r] \leftarrow \mathrm{softmax}(S[r])"),
-    "load_pv": ("Pij, Vj = P[i][j], V[j]", r"P_{ij}, V_j \leftarrow P[i][j], V[j]"),
-    "accumulate": ("Oi += Pij @ Vj", r"O_i \leftarrow O_i + P_{ij} V_j"),
-    "write_o": ("O[i] = Oi", r"O[i] \leftarrow O_i"),
-}
 KERNELS = ("standard_scores", "standard_softmax", "standard_pv")
 
 
@@ -92,7 +81,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "load_q"),
         [t],
         {"Qi": Qi},
-        narrative.load_q(i, r0, r1, br, d) if keep else "",
     )
 
     for j in range(tc):
@@ -108,7 +96,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_k", j),
             [tk],
             {"Kj": Kj},
-            narrative.load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
@@ -121,7 +108,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "scores", j),
             [ts],
             {"Sij": Sij},
-            narrative.scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
         )
 
     # kernel 2: standard_softmax -- one row of S at a time, whole in SRAM; P = softmax(S) stored to HBM
@@ -144,7 +130,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "softmax_row", k=k),
             [ts, tp],
             {"Sr": Sr, "mr": mr, "lr": lr},
-            narrative.softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
             carries={"mr": mr.copy(), "lr": lr.copy()} if keep else None,
             indices={"i": i, "r": r},
         )
@@ -172,7 +157,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_pv", j),
             [tp, tv],
             {"Pij": Pij, "Vj": Vj},
-            narrative.load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
         )
 
         # step: accumulate -- Oi += Pij @ Vj (P is already normalised: nothing to rescale)
@@ -184,7 +168,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "accumulate", j),
             [],
             {"Oi": Oi},
-            narrative.accumulate(j, tc, Oi[:nr]) if keep else "",
         )
 
     # step: write_o -- O[i] = Oi; rows past N are not stored
@@ -196,7 +179,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "write_o", tc=tc),
         [to],
         {},
-        narrative.write_o(i, r0, r1, d, w) if keep else "",
     )
 
 
@@ -264,7 +246,7 @@ def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the three kernels on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d = cfg.n, cfg.d
     return run_launch(rec, cfg, qkv, {"S": (n, n), "P": (n, n), "O": (n, d)}, [Grid(cfg.tr, block, fast=fast_block)])
