@@ -24,7 +24,9 @@ const WIDTH: Record<CompactDtype, number> = { float32: 4, float64: 8, bfloat16: 
 const MAX_ELEMENTS = 2 ** 28;
 
 export function isCompact(x: unknown): x is CompactArray {
-  return !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x || "base85" in x || "drawn" in x);
+  return (
+    !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x || "base85" in x || "drawn" in x)
+  );
 }
 
 /** The holders of arrays in a trace, with their paths, in document order (as flashviz.tracing.codec walks them). */
