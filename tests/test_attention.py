@@ -180,7 +180,7 @@ BAD = [
     (_bad(q=[[1.0]]), r"q must be a torch.Tensor of shape \(B, H, N, D\); got list"),
     (_bad(causal="yes"), r"causal must be True or False; got 'yes'"),
     (_bad(scale=float("nan")), r"scale must be None \(1/sqrt\(D\)\) or a finite number; got nan"),
-    (_bad(scale="0.1" * 30), r"scale must be .*; got '0\.10\.10\.1.*\.\.\.$"),  # long values are cut
+    (_bad(scale="0.1" * 30), r"scale must be .*; got '0\.10\.10\.1.*…$"),  # long values are cut (model/echo.py)
     (_bad(return_lse=1), r"return_lse must be True or False; got 1"),
 ]
 

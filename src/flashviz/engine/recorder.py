@@ -224,7 +224,10 @@ def run_launch(
             if grid.recorded is not None:
                 rec.recorded = grid.recorded
             for b in range(grid.blocks):
-                if grid.fast is not None and VECTORISED and b not in rec.recorded:
+                # a block runs vectorised when it is not recorded, but for the launch's first when none is: an engine
+                # declares its SRAM (rec.sram_footprint) as its step-by-step block allocates it
+                declared = rec.sram_footprint is not None or b > 0
+                if grid.fast is not None and VECTORISED and b not in rec.recorded and declared:
                     cancel.check()  # between two blocks (a vectorised block has no steps to stop between)
                     grid.fast(rec, cfg, b)
                     rec.vectorised += 1
