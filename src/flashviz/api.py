@@ -32,6 +32,12 @@ def trace(
     block: int | None = ...,
     *,
     kernel: None = ...,
+    group: int = ...,
+    nk: int | None = ...,
+    window: tuple[int, int] = ...,
+    softcap: float = ...,
+    seqlens: tuple[int, ...] | None = ...,
+    seqlens_k: tuple[int, ...] | None = ...,
 ) -> Trace: ...
 @overload
 def trace(*, kernel: Any, **options: Any) -> KernelTrace: ...
@@ -61,7 +67,11 @@ def trace(
 
     kernel: your own @triton.jit attention forward (or 'FILE.py:FUNCTION') instead of an algorithm: it runs under
     Triton's interpreter and a KernelTrace comes back (flashviz.yourkernel.trace_kernel: n, d, causal, seed, scale,
-    inputs, and its own options grid, meta, bind, carry, heads, batch, dtype, budget)."""
+    inputs, and its own options grid, meta, bind, carry, heads, batch, dtype, budget).
+
+    The options of real models (algorithms that run them: fa2-triton): group (q heads per K/V head: the trace runs
+    one K/V head and its group), nk (keys, when not N), window=(left, right) (-1 unbounded), softcap (> 0: scores
+    become softcap·tanh(s/softcap)), seqlens and seqlens_k (packed sequences' lengths; N is their sum)."""
     if kernel is not None:
         from .yourkernel import trace_kernel
 
@@ -69,6 +79,9 @@ def trace(
             if value != default:
                 raise ConfigError(name, "is not used with kernel= (its tiles are meta={'BLOCK_M': ..., ...})")
         return trace_kernel(kernel, n=n, d=d, causal=causal, seed=seed, scale=scale, inputs=inputs, **options)
+    from flashviz.model.config import OPTIONS
+
+    model_opts = {k: options.pop(k) for k in list(options) if k in OPTIONS}
     if options:
         raise TypeError(f"flashviz.trace got {', '.join(options)}: options of kernel= only")
     from flashviz.model.inputs import NAMES, from_arrays
@@ -83,7 +96,9 @@ def trace(
             if given is not None and _integer(given) != found:
                 raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
         n, d = rows, cols
-    algorithm, cfg = launch(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal, block=block)
+    algorithm, cfg = launch(
+        algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal, block=block, **model_opts
+    )
     return trace_of(algorithm, cfg, arrays)
 
 

@@ -16,7 +16,18 @@ import click
 
 from flashviz.algos import REGISTRY, resolve
 from flashviz.cli.gpu import group as gpu_group
-from flashviz.cli.options import Bounded, FilePath, Number, algo_option, algorithm_sizes, causal_option, size_options
+from flashviz.cli.options import (
+    Bounded,
+    FilePath,
+    Number,
+    algo_option,
+    algorithm_sizes,
+    causal_option,
+    model_options,
+    real_model_options,
+    size_options,
+    size_with_seqlens,
+)
 from flashviz.cli.output import (
     OutputError,
     flush_stdout,
@@ -30,7 +41,15 @@ from flashviz.cli.output import (
 from flashviz.cli.ring import ring_option
 from flashviz.cli.share import export, view
 from flashviz.cli.yourkernel import kernel_options, reject_kernel_options, run_kernel_trace
-from flashviz.model.config import COUNT_LIMITS, LIMITS, Config, ConfigError, shown
+from flashviz.model.config import (
+    COUNT_LIMITS,
+    COUNT_OPTION_LIMITS,
+    LIMITS,
+    OPTION_LIMITS,
+    Config,
+    ConfigError,
+    shown,
+)
 from flashviz.model.schema_errors import RecordError
 from flashviz.model.units import human_bytes
 
@@ -93,20 +112,26 @@ def cli(ctx: click.Context) -> None:
     is_flag=True,
     help="write arrays as nested lists of numbers (default: compact base64 typed arrays, docs/trace-schema.md)",
 )
+@real_model_options(OPTION_LIMITS)
 @kernel_options
 def trace(
     algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent, plain, kernel, **kernel_opts
 ) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md); with --kernel, trace your own
     Triton kernel against float64 (docs/yourkernel.md)."""
+    options = model_options(kernel_opts)
     if kernel is not None:
+        set_ = [k for k, v in options.items() if v != Config().__getattribute__(k)]
+        if set_:
+            raise ConfigError(set_[0], "is an option of the algorithms' launches, not of --kernel")
         return run_kernel_trace(kernel=kernel, n=n, d=d, causal=causal, seed=seed, scale=scale,
                                 inputs_path=inputs_path, output=output, indent=indent, **kernel_opts)  # fmt: skip
     reject_kernel_options()
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
+    n = size_with_seqlens(click.get_current_context(), n, options)
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
-    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal)
+    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal, options)
     data = trace_.to_json(indent=indent, compact=not plain)
     if output is None:
         try:
@@ -140,6 +165,7 @@ def build_trace(
     inputs_path: Path | None,
     block: int | None,
     causal: bool = False,
+    options: dict | None = None,
 ) -> Trace:
     from flashviz.model.inputs import NAMES, load_npz
     from flashviz.tracing.build import trace_of
@@ -151,6 +177,9 @@ def build_trace(
         optional = tuple(k for k in record.inputs if k not in NAMES)
         inputs = load_npz(inputs_path, NAMES, optional)
         n, d = inputs["Q"].shape
+        shaped = [k for k in ("group", "nk", "seqlens") if (options or {}).get(k) not in (None, 1)]
+        if shaped:
+            raise ConfigError("--inputs", f"takes arrays of one shape (N, D): not with --{shaped[0]}; drop one")
     cfg = Config(
         algo=algo,
         n=n,
@@ -161,6 +190,7 @@ def build_trace(
         scale=scale,
         causal=causal,
         record=None if block is None else (block,),
+        **(options or {}),
     )
     return trace_of(record, cfg, inputs)
 
@@ -170,12 +200,18 @@ def build_trace(
 @size_options(COUNT_LIMITS)
 @causal_option
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-def count(algo, n, d, br, bc, causal, as_json) -> None:
-    """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
+@real_model_options(COUNT_OPTION_LIMITS)
+def count(algo, n, d, br, bc, causal, as_json, **flags) -> None:
+    """HBM reads and writes per tensor from the closed-form traffic model (no engine run); with the options of real
+    models, per K/V head."""
+    options = model_options(flags)
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
+    n = size_with_seqlens(click.get_current_context(), n, options)
     record = resolve(algo)
-    record.check_launch(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal))  # tiles its kernel runs
-    model = record.traffic.count(n, d, br, bc, causal)
+    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal, **options)
+    cfg.check_options(record.options, algo, COUNT_OPTION_LIMITS)
+    record.check_launch(cfg)  # tiles its kernel runs
+    model = record.traffic_of(cfg)
     size = {name: record.bytes_of(name) for name in model}  # bytes per element: 4 (fp32), 2 (bf16)
     totals = {
         "read": sum(t["read"] for t in model.values()),
@@ -196,8 +232,9 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
                 "br": br,
                 "bc": bc,
                 "causal": causal,
-                "tr": -(-n // br),
-                "tc": -(-n // bc),
+                "tr": cfg.tr,
+                "tc": cfg.tc,
+                **{k: list(v) if isinstance(v, tuple) else v for k, v in options.items()},
             },
             "bytes_per_element": record.element_bytes,
             "dtype": record.dtype,
@@ -220,7 +257,10 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{algo}: HBM traffic, N={n} D={d} Br={br} Bc={bc} (Tr={-(-n // br)}, Tc={-(-n // bc)})")
+    extra = "".join(f", {k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in options.items()
+                    if v != getattr(Config(), k))  # fmt: skip
+    per = " per K/V head" if cfg.group > 1 else ""
+    table = Table(title=f"{algo}: HBM traffic{per}, N={n} D={d} Br={br} Bc={bc} (Tr={cfg.tr}, Tc={cfg.tc}){extra}")
     for col in ("tensor", "read (elements)", "written (elements)", "read", "written"):
         table.add_column(col, justify="left" if col == "tensor" else "right")
     in_bytes = {name: {k: t[k] * size[name] for k in ("read", "written")} for name, t in model.items()}
@@ -249,15 +289,18 @@ def count(algo, n, d, br, bc, causal, as_json) -> None:
     default=None,
     help="the block to show, as --block of `flashviz trace` (default: all when there are at most 8)",
 )
-def steps(algo, n, d, br, bc, causal, seed, block) -> None:
+@real_model_options(OPTION_LIMITS)
+def steps(algo, n, d, br, bc, causal, seed, block, **flags) -> None:
     """Print a trace as a step table in the terminal."""
     from rich.console import Console
 
     from flashviz.cli.trace_table import render
 
+    options = model_options(flags)
     require_stdout()  # a closed stdout fails before the engine runs, not after
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
-    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal))
+    n = size_with_seqlens(click.get_current_context(), n, options)
+    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal, options))
     with to_stdout() as out:
         Console(file=out).print(*tables)
 
@@ -292,14 +335,25 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 @click.option("--causal", is_flag=True, help="causal attention (an algorithm without a causal variant is left out)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 @ring_option
-def compare(n, d, br, bc, causal, as_json, ring) -> None:
+@real_model_options(COUNT_OPTION_LIMITS)
+def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
-    and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
+    and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run). With the
+    options of real models (--group, --nk, --window, --softcap, --seqlens) the algorithms that run them are counted
+    per K/V head, and a table says what each option saves."""
     from flashviz.cli.ring import render_ring, ring_doc
     from flashviz.reports.compare import compare as compare_models
-    from flashviz.reports.compare import render, render_regimes, render_tables
+    from flashviz.reports.compare import render, render_regimes, render_savings, render_tables
 
-    doc = compare_models(n, d, br, bc, causal)
+    options = {k: v for k, v in model_options(flags).items() if v != getattr(Config(), k)}
+    n = size_with_seqlens(click.get_current_context(), n, options)
+    if options and ring is not None:
+        raise ConfigError("--ring", "counts one head of plain attention: not with the options of real models")
+    if options:
+        Config(n=n, d=d, br=br, bc=bc, causal=causal, **options).check_options(
+            frozenset(options) | {"seqlens"}, "compare", COUNT_OPTION_LIMITS
+        )
+    doc = compare_models(n, d, br, bc, causal, **options)
     if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
         doc["ring"] = ring_doc(n, d, ring, causal)
     if as_json:
@@ -313,7 +367,8 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
         # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe with no
         # COLUMNS; narrower than the table, it is cut into tables of fewer algorithms each (issue 17 item 17)
         con = console(out, wide=132)
-        print_fitted(con, render(doc), render_regimes(doc), *render_tables(doc))  # issue 11: when each moves fewer
+        regimes = [] if options else [render_regimes(doc)]  # the sweep of Bc/Br is plain attention's
+        print_fitted(con, render(doc), *render_savings(doc), *regimes, *render_tables(doc))
         if ring is not None:
             print_fitted(con, render_ring(doc["ring"]))
 
@@ -385,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except ConfigError as exc:
         flag = exc.field if exc.field.startswith("-") or not exc.field.islower() else f"--{exc.field}"  # Q, dO: arrays
+        flag = flag.replace("_", "-") if flag.startswith("--") else flag  # seqlens_k: --seqlens-k
         click.echo(one_line(f"flashviz: error: {flag}: {exc.message}"), err=True)
         return 2
     except OutputError as exc:

@@ -117,3 +117,51 @@ algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_de
 causal_option = click.option(
     "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
 )
+
+
+# The options of real models (issue 22; flashviz.model.config.OPTION_LIMITS): one decorator for every command that
+# takes a launch, and one function that turns the flags into Config's fields.
+def real_model_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
+    """--group --nk --window --softcap --seqlens --seqlens-k, bounded by `limits` (OPTION_LIMITS for the engine,
+    COUNT_OPTION_LIMITS for the closed forms alone)."""
+    return lambda f: _model_flags(f, limits)
+
+
+def _model_flags(f: F, limits: dict[str, tuple[int, int]]) -> F:
+    from flashviz.model.config import MAX_SEQS
+
+    w, s = limits["window"], limits["seqlens"]
+    for flag, key, kind, help_ in reversed(
+        (
+            ("--group", "group", Bounded(*limits["group"]), "q heads per K/V head (GQA): the trace runs one "
+             "K/V head and its group"),
+            ("--nk", "nk", Bounded(*limits["nk"]), "keys Nk when not N (a KV cache); causal aligned to the "
+             "bottom-right"),
+            ("--window", "window", click.STRING, f"LEFT,RIGHT: row r sees keys r-LEFT .. r+RIGHT (each -1 unbounded "
+             f"or 0..{w[1]})"),
+            ("--softcap", "softcap", Number(), "soft-capping: scores become C*tanh(s/C) (0: none)"),
+            ("--seqlens", "seqlens", click.STRING, f"packed sequences: their lengths, e.g. 50,30,48 (1..{MAX_SEQS} of "
+             f"{s[0]}..{s[1]}); N is their sum"),
+            ("--seqlens-k", "seqlens_k", click.STRING, "packed sequences' key lengths (default: --seqlens)"),
+        )
+    ):  # fmt: skip
+        f = click.option(flag, key, type=kind, default=None, help=help_)(f)
+    return f
+
+
+def model_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """Config's option fields from the flags of `real_model_options` (popped from `opts`): those not given keep
+    Config's defaults."""
+    from flashviz.model.config import option_values
+
+    given = {k: opts.pop(k) for k in ("group", "nk", "window", "softcap", "seqlens", "seqlens_k")}
+    return option_values(**{k: v for k, v in given.items() if v is not None})
+
+
+def size_with_seqlens(ctx: click.Context, n: int, options: dict[str, Any]) -> int:
+    """N: the sum of --seqlens when they are given and --n is not (a given --n must then be their sum)."""
+    lens = options.get("seqlens")
+    given = ctx.get_parameter_source("n") == click.core.ParameterSource.COMMANDLINE
+    if isinstance(lens, tuple) and not given and all(isinstance(x, int) for x in lens):
+        return sum(lens)
+    return n

@@ -11,8 +11,17 @@ from typing import Any
 import click
 
 from flashviz.algos import ALGOS, DEFAULT
-from flashviz.cli.options import Bounded, FilePath, Number, causal_option, size_options
-from flashviz.model.config import LIMITS, ConfigError, shown
+from flashviz.cli.options import (
+    Bounded,
+    FilePath,
+    Number,
+    causal_option,
+    model_options,
+    real_model_options,
+    size_options,
+    size_with_seqlens,
+)
+from flashviz.model.config import LIMITS, OPTION_LIMITS, Config, ConfigError, shown
 from flashviz.model.units import human_bytes
 
 EXPORTED_BY = "flashviz export"
@@ -35,7 +44,8 @@ class AlgoList(click.ParamType):
         return names
 
 
-TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs_path", "block")
+TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs_path", "block",
+               "group", "nk", "window", "softcap", "seqlens", "seqlens_k")  # fmt: skip
 
 
 @click.command("export")
@@ -60,6 +70,7 @@ TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs
 @click.option("--width", type=Bounded(320, 3840), default=900, show_default=True, help="GIF: page width, CSS px")
 @click.option("--delay", type=Bounded(20, 60000), default=700, show_default=True, help="GIF: ms per frame")
 @click.option("--browser", type=FilePath(), default=None, help="GIF: Chromium to run  [default: /usr/bin/chromium]")
+@real_model_options(OPTION_LIMITS)
 @click.pass_context
 def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_compare: bool, gif: bool, **flags) -> None:
     """Write the viewer and its traces into one HTML file that works opened from disk (no network, no server).
@@ -74,14 +85,15 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
         if given:
             raise ConfigError(f"--{given[0]}", "shapes the GIF only: add --gif (or name OUT.gif)")
     frames, width, delay, browser = (flags.pop(f) for f in gif_flags)
+    options = {k: v for k, v in model_options(flags).items() if v != getattr(Config(), k)}
     if trace_files:
         given = [f for f in TRACE_FLAGS if ctx.get_parameter_source(f) == click.core.ParameterSource.COMMANDLINE]
         if given:
-            flag = "--" + given[0].replace("_path", "").replace("algos", "algo")
+            flag = "--" + given[0].replace("_path", "").replace("algos", "algo").replace("_", "-")
             raise ConfigError("--trace", f"holds its own launch: give either --trace files or {flag} and the others")
         held = [_trace_file(path) for path in trace_files]
     else:
-        held = _run(ctx=ctx, **flags)
+        held = _run(ctx=ctx, options=options, **flags)
     if gif and len(held) > 1:
         raise ConfigError("--gif", f"animates one launch (got {len(held)}): give one --algo or one --trace")
     docs = documents(held, compare=not no_compare and not gif)
@@ -124,7 +136,18 @@ def size_line(docs: Any) -> str:
 
 
 def _run(
-    algos: tuple[str, ...], n, d, br, bc, causal, seed, scale, inputs_path, block, ctx: click.Context | None = None
+    algos: tuple[str, ...],
+    n,
+    d,
+    br,
+    bc,
+    causal,
+    seed,
+    scale,
+    inputs_path,
+    block,
+    ctx: click.Context | None = None,
+    options: dict | None = None,
 ) -> list[tuple[dict, bytes]]:
     """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the sizes not
     given on the command line, the algorithm's own defaults)."""
@@ -139,11 +162,14 @@ def _run(
         if ctx is not None:
             own = algorithm_sizes(ctx, algo, given)
             n, d, br, bc = own["n"], own["d"], own["br"], own["bc"]
+            if options:
+                n = size_with_seqlens(ctx, n, options)
         inputs = None
         if inputs_path is not None:
             inputs = load_npz(inputs_path, NAMES, tuple(k for k in resolve(algo).inputs if k not in NAMES))
             n = d = None
-        made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block)
+        made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block,
+                     **(options or {}))  # fmt: skip
         held.append((made.config, made.to_json(compact=True)))
     return held
 

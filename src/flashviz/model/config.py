@@ -6,9 +6,11 @@ the name once (`flashviz.algos.resolve`) and validates the Config with that obje
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from flashviz.model import tiling
+from flashviz.model import band, tiling
 
 DEFAULT = "fa2"  # the algorithm a launch runs when none is named: the seed's example (flashviz.algos.DEFAULT)
 
@@ -34,6 +36,21 @@ API_MAX_VALUES = 5_000_000  # numbers in the JSON: inputs, outputs and the recor
 RECORD_ALL_MAX_BLOCKS = 8
 SCALE_RANGE = (1e-6, 1e6)
 
+# The options of real models (issue 22): grouped-query heads, keys != queries, a sliding window, soft-capping, packed
+# sequences. An algorithm runs those its record lists (`Algorithm.options`). Each field's bounds, for every front door
+# (`Config.check_options`); what each means is at its field below.
+OPTION_LIMITS = {
+    "group": (1, 8),  # q heads per K/V head: a trace runs one K/V head and its group
+    "nk": (1, 16384),  # keys Nk
+    "window": (-1, 16384),  # each side (left, right); -1 unbounded
+    "seqlens": (1, 16384),  # one packed sequence's rows (seqlens: of Q; seqlens_k: of K and V)
+}
+# the closed forms alone (`flashviz count`, `compare`) run far larger launches: a KV cache of 128k keys, say
+COUNT_OPTION_LIMITS = {**OPTION_LIMITS, "nk": (1, 2**31 - 1), "window": (-1, 1 << 28), "seqlens": (1, 2**31 - 1)}
+SOFTCAP_RANGE = (0.0, 1e4)  # 0: no soft-capping
+MAX_SEQS = 16  # packed sequences in one launch
+OPTIONS = ("group", "nk", "window", "softcap", "seqlens", "seqlens_k")
+
 
 ECHO_MAX = 40  # characters of a bad value an error message echoes
 
@@ -58,6 +75,42 @@ def finite_number(value: object) -> bool:
         return False
 
 
+def option_values(
+    group: object = 1,
+    nk: object = None,
+    window: object = (-1, -1),
+    softcap: object = 0.0,
+    seqlens: object = None,
+    seqlens_k: object = None,
+) -> dict[str, Any]:
+    """The option fields as Config holds them, from any front door: a list becomes a tuple, and text ("16,0" of
+    --window or ?window=, "50,30,48" of --seqlens) its integers; what is not read goes on to `check_options`, whose
+    message names the field and its range."""
+
+    def ints(name: str, value: object) -> object:
+        if isinstance(value, str):
+            parts = value.split(",")
+            if not value or not all(_INTEGER.fullmatch(p.strip()) for p in parts):
+                raise ConfigError(
+                    name, f"must be comma-separated integers such as {_EXAMPLE[name]} (got {shown(value)})"
+                )
+            return tuple(int(p) for p in parts)
+        return tuple(value) if isinstance(value, list) else value
+
+    return {
+        "group": group,
+        "nk": nk,
+        "window": ints("window", window),
+        "softcap": softcap,
+        "seqlens": None if seqlens is None else ints("seqlens", seqlens),
+        "seqlens_k": None if seqlens_k is None else ints("seqlens_k", seqlens_k),
+    }
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,9}")
+_EXAMPLE = {"window": "16,0 (left,right; -1 unbounded)", "seqlens": "50,30,48", "seqlens_k": "70,10,100"}
+
+
 class ConfigError(ValueError):
     """A bad setting: `field` names the flag or parameter, the message says what is accepted."""
 
@@ -80,6 +133,13 @@ class Config:
     scale: float | None = None  # softmax scale; None means 1/sqrt(D)
     causal: bool = False  # mask key columns after the query row; skip K/V tiles wholly above the diagonal
     record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded
+    # the options of real models (OPTION_LIMITS); the defaults are plain attention
+    group: int = 1  # q heads per K/V head (grouped-query attention; 1: one q head per K/V head)
+    nk: int | None = None  # keys Nk (None: N); causal is aligned to the bottom-right: row r sees keys <= r + Nk - N
+    window: tuple[int, int] = (-1, -1)  # (left, right): row r sees keys c, -left <= c - (r + Nk - N) <= right
+    softcap: float = 0.0  # > 0: every scaled score s becomes softcap * tanh(s / softcap)
+    seqlens: tuple[int, ...] | None = None  # packed sequences: each one's rows of Q (N is their sum)
+    seqlens_k: tuple[int, ...] | None = None  # ... and of K and V (None: seqlens; Nk is their sum)
 
     @property
     def tr(self) -> int:
@@ -87,7 +147,7 @@ class Config:
 
     @property
     def tc(self) -> int:
-        return tiling.count(self.n, self.bc)
+        return tiling.count(self.kv_n, self.bc)
 
     def tiles_of_block(self, i: int) -> int:
         """K/V tiles block i of Q streams: all Tc, or under causal those whose first column <= its last row."""
@@ -120,12 +180,12 @@ class Config:
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
 
     def check_tiles(self, max_tiles: int | None = MAX_TILES) -> None:
-        """At most `max_tiles` (block, tile) pairs (None: no bound)."""
-        if max_tiles is not None and self.tr * self.tc > max_tiles:
+        """At most `max_tiles` (block, tile) pairs (None: no bound); blocks of every q head and sequence."""
+        if max_tiles is not None and self.q_blocks * self.tc > max_tiles:
             raise ConfigError(
                 "br" if self.br <= self.bc else "bc",
-                f"Tr*Tc (block, tile) pairs must be at most {max_tiles:,} (got {self.tr}*{self.tc} for N={self.n}); "
-                "raise br or bc",
+                f"Tr*Tc (block, tile) pairs must be at most {max_tiles:,} (got {self.q_blocks}*{self.tc} for "
+                f"N={self.n}); raise br or bc",
             )
 
     def check_scale(self) -> None:
@@ -135,6 +195,140 @@ class Config:
                 raise ConfigError(
                     "scale", f"must be a finite number with {least:g} <= |scale| <= {most:g} (got {shown(self.scale)})"
                 )
+
+    # ---- the options of real models ----
+
+    @property
+    def kv_n(self) -> int:
+        """The rows of K and V: Nk, or N."""
+        if self.seqlens is not None:
+            return sum(self.seqlens_k or self.seqlens)
+        return self.n if self.nk is None else self.nk
+
+    @property
+    def has_options(self) -> bool:
+        """Whether the launch asks for any option of real models beyond plain attention."""
+        return (
+            self.group != 1
+            or self.kv_n != self.n
+            or tuple(self.window) != (-1, -1)
+            or self.softcap != 0
+            or self.seqlens is not None
+        )
+
+    @property
+    def options_set(self) -> tuple[str, ...]:
+        """The options the launch asks for, by field name."""
+        out = [
+            name
+            for name, on in (
+                ("group", self.group != 1),
+                ("nk", self.nk is not None and self.seqlens is None),
+                ("window", tuple(self.window) != (-1, -1)),
+                ("softcap", self.softcap != 0),
+                ("seqlens", self.seqlens is not None),
+                ("seqlens_k", self.seqlens_k is not None),
+            )
+            if on
+        ]
+        return tuple(out)
+
+    @property
+    def sides(self) -> tuple[int, int]:
+        """(left, right) as the kernel takes them: unbounded sides as band.UNBOUNDED, causal's right at most 0."""
+        return band.sides(self.window, self.causal)
+
+    @property
+    def masks_tiles(self) -> bool:
+        """Whether some (block, tile) pairs are skipped or masked by the band (causal or a window)."""
+        return self.causal or tuple(self.window) != (-1, -1)
+
+    @property
+    def seqs(self) -> list[tuple[int, int]]:
+        """Each sequence's (Nq, Nk): the packed ones, or the one of N and Nk."""
+        if self.seqlens is not None:
+            return list(zip(self.seqlens, self.seqlens_k or self.seqlens, strict=True))
+        return [(self.n, self.kv_n)]
+
+    def segments(self) -> list[band.Segment]:
+        """The (q head, sequence) segments of the K/V head a trace runs (flashviz.model.band)."""
+        return band.segments(self.group, self.seqs)
+
+    @property
+    def q_rows(self) -> int:
+        """The rows of Q (and O, L) a trace holds: its group of q heads, one above the other."""
+        return self.group * self.n
+
+    def input_rows(self) -> dict[str, int]:
+        """The rows of each input the host puts in HBM: Q of the group's q heads, K and V of the keys."""
+        return {"Q": self.q_rows, "K": self.kv_n, "V": self.kv_n, "dO": self.q_rows}
+
+    @property
+    def q_blocks(self) -> int:
+        """The blocks of Q over every segment: Tr when there are no options."""
+        return self.group * sum(tiling.count(nq, self.br) for nq, _ in self.seqs)
+
+    def check_options(
+        self, runs: frozenset[str], algo: str, limits: dict[str, tuple[int, int]] = OPTION_LIMITS
+    ) -> None:
+        """The option fields of types and within `limits` (OPTION_LIMITS; COUNT_OPTION_LIMITS for the closed forms
+        alone), those set among `runs` (what `algo` runs), N and Nk the sums of packed sequences: ConfigError naming
+        the first field that is not."""
+
+        def bad_int(name: str, value: object) -> bool:
+            lo, hi = limits[name]
+            return isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi
+
+        def span(name: str) -> str:
+            return f"{limits[name][0]}..{limits[name][1]}"
+
+        if bad_int("group", self.group):
+            raise ConfigError("group", f"must be an integer in {span('group')} (got {shown(self.group)})")
+        if self.nk is not None and bad_int("nk", self.nk):
+            raise ConfigError("nk", f"must be an integer in {span('nk')} (got {shown(self.nk)})")
+        w = self.window
+        lo, hi = limits["window"]
+        if (
+            not isinstance(w, tuple)
+            or len(w) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi for x in w)
+        ):
+            raise ConfigError(
+                "window", f"must be two integers left,right, each -1 (unbounded) or 0..{hi} (got {shown(w)})"
+            )
+        least, most = SOFTCAP_RANGE
+        if not (finite_number(self.softcap) and least <= self.softcap <= most):
+            raise ConfigError(
+                "softcap", f"must be a number in {least:g}..{most:g}, 0 for none (got {shown(self.softcap)})"
+            )
+        for name in ("seqlens", "seqlens_k"):
+            lens = getattr(self, name)
+            if lens is None:
+                continue
+            a, b = limits["seqlens"]
+            if (
+                not isinstance(lens, tuple)
+                or not 1 <= len(lens) <= MAX_SEQS
+                or not all(isinstance(x, int) and not isinstance(x, bool) and a <= x <= b for x in lens)
+            ):
+                raise ConfigError(
+                    name, f"must be 1..{MAX_SEQS} comma-separated lengths, each {a}..{b} (got {shown(lens)})"
+                )
+        if self.seqlens_k is not None and (self.seqlens is None or len(self.seqlens_k) != len(self.seqlens)):
+            count = "no seqlens" if self.seqlens is None else f"{len(self.seqlens)} in seqlens"
+            raise ConfigError(
+                "seqlens_k", f"must list as many sequences as seqlens ({count}, got {len(self.seqlens_k)})"
+            )
+        if self.seqlens is not None:
+            if self.n != sum(self.seqlens):
+                raise ConfigError("n", f"must be the sum of seqlens, {sum(self.seqlens)} (got {self.n})")
+            if self.nk is not None and self.nk != self.kv_n:
+                raise ConfigError("nk", f"must be the sum of seqlens_k, {self.kv_n} (got {self.nk})")
+        for name in self.options_set:
+            key = "seqlens" if name == "seqlens_k" else name
+            if key not in runs:
+                others = f"; it runs {', '.join(sorted(runs))}" if runs else ""
+                raise ConfigError(name, f"{algo} does not run this option (fa2-triton runs them all){others}")
 
     def replace(self, **changes) -> Config:
         return replace(self, **changes)

@@ -13,7 +13,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from flashviz.model.config import API_LIMITS, COUNT_LIMITS, SCALE_RANGE, Config, ConfigError
+from flashviz.model.config import (
+    API_LIMITS,
+    COUNT_LIMITS,
+    OPTION_LIMITS,
+    SCALE_RANGE,
+    Config,
+    ConfigError,
+    option_values,
+)
 
 from ..algos import ALGOS, DEFAULT, resolve
 
@@ -90,6 +98,7 @@ Causal = Annotated[
     BeforeValidator(boolean),
 ]
 LO, HI = SCALE_RANGE
+_G = OPTION_LIMITS["group"]
 
 
 class Query(BaseModel):
@@ -136,11 +145,24 @@ class TraceQuery(Query):
         WithJsonSchema({"type": "integer", "minimum": 0, "maximum": API_LIMITS["n"][1] - 1}),
     ] = None
 
+    # the options of real models (flashviz.model.config.OPTION_LIMITS), as text: Config.check_options bounds them
+    group: Annotated[
+        int, Field(description=f"q heads per K/V head, {_G[0]}..{_G[1]}"), BeforeValidator(blank_or(1))
+    ] = 1
+    nk: Annotated[int | None, Field(description="keys Nk when not N"), BeforeValidator(blank_none_int)] = None
+    window: Annotated[str, Field(description="left,right: each -1 (unbounded) or a number of keys")] = ""
+    softcap: Annotated[float | None, Field(description="soft-capping (0: none)"), BeforeValidator(ascii_number)] = None
+    seqlens: Annotated[str, Field(description="packed sequences' lengths, e.g. 50,30,48 (N is their sum)")] = ""
+    seqlens_k: Annotated[str, Field(description="their keys' lengths (empty: seqlens)")] = ""
+
     ACCEPTED: ClassVar[dict[str, str]] = {
         "algo": f"one of {', '.join(ALGOS)}",
         **{name: f"an integer in {lo}..{hi}" for name, (lo, hi) in API_LIMITS.items()},
         "scale": f"a finite number with {LO:g} <= |scale| <= {HI:g}, or empty for 1/sqrt(D)",
         "causal": "true or false",
+        "group": f"an integer in {_G[0]}..{_G[1]}",
+        "nk": f"an integer in {OPTION_LIMITS['nk'][0]}..{OPTION_LIMITS['nk'][1]}, or empty for N",
+        "softcap": "a number, 0 for none",
     }
 
     @classmethod
@@ -149,11 +171,25 @@ class TraceQuery(Query):
             return f"an integer in {block_range(params)}"
         return cls.ACCEPTED[field]
 
+    def options(self) -> dict[str, Any]:
+        """The options of real models the query asks for, as Config's fields (text read by option_values)."""
+        return option_values(
+            group=self.group,
+            nk=self.nk,
+            window=self.window or (-1, -1),
+            softcap=0.0 if self.softcap is None else self.softcap,
+            seqlens=self.seqlens or None,
+            seqlens_k=self.seqlens_k or None,
+        )
+
     def config(self) -> Config:
         """The launch, checked against the API's bounds on work (a ConfigError names the field)."""
+        options = self.options()
+        lens = options["seqlens"]
         cfg = Config(
+            **options,
             algo=self.algo,
-            n=self.n,
+            n=sum(lens) if isinstance(lens, tuple) and "n" not in self.model_fields_set else self.n,
             d=self.d,
             br=self.br,
             bc=self.bc,

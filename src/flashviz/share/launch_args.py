@@ -8,7 +8,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from flashviz.algos import DEFAULT, resolve
-from flashviz.model.config import Config, ConfigError, shown
+from flashviz.model.config import OPTIONS, Config, ConfigError, option_values, shown
 
 if TYPE_CHECKING:
     from flashviz.algos.base import Algorithm
@@ -27,14 +27,26 @@ def launch(
     causal: Any = False,
     block: Any = None,
     api: bool = False,
+    **options: Any,
 ) -> tuple[Algorithm, Config]:
     """The Python API's launch arguments as their Algorithm (the front door's one lookup, `resolve`) and a Config
     checked by it (`api`: under the API's bounds, Algorithm.api_validated): the one path for `flashviz.trace`,
     `flashviz.show` and the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold
     (np.int64(8), np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number
-    either (scale=b'8'): each is a ConfigError naming the argument and its range (Algorithm.validated says it)."""
+    either (scale=b'8'): each is a ConfigError naming the argument and its range (Algorithm.validated says it).
+    `options`: the options of real models (group, nk, window, softcap, seqlens, seqlens_k; Config's fields): with
+    seqlens and no n, N is their sum."""
     algorithm = resolve(algo)
+    unknown = [k for k in options if k not in OPTIONS]
+    if unknown:
+        raise ConfigError(unknown[0], f"is no launch argument (the options of real models: {', '.join(OPTIONS)})")
+    given = option_values(**{k: _integer(v) if k in ("group", "nk") else v for k, v in options.items()})
+    given["softcap"] = _number(given["softcap"])
+    lens = given["seqlens"]
+    if n is None and isinstance(lens, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in lens):
+        n = sum(lens)
     cfg = Config(
+        **given,
         algo=algo,
         n=8 if n is None else _integer(n),
         d=4 if d is None else _integer(d),

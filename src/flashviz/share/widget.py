@@ -181,7 +181,9 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
     return Documents(origin=ORIGIN, limits=limits_document(default=config["algo"]), traces=[(config, data)], host=True)
 
 
-CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal")  # the page's ConfigParams (web/src/state.ts)
+# the page's ConfigParams (web/src/state.ts), and the options of real models (Config.OPTIONS)
+CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal", "group", "nk", "window", "softcap", "seqlens",
+               "seqlens_k")  # fmt: skip
 
 
 def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algorithm, Config]:
@@ -203,6 +205,11 @@ def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algori
         causal=params.get("causal", False),
         block=block,
         api=api,
+        **{
+            k: params[k]
+            for k in ("group", "nk", "window", "softcap", "seqlens", "seqlens_k")
+            if params.get(k) is not None
+        },
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashviz.algos.picture import Kernel, Op, Picker, Rich, Texts, locator
-from flashviz.model import tiling
+from flashviz.model.pairs import tiling_of
 
 if TYPE_CHECKING:
     from flashviz.algos.base import Picture
@@ -29,25 +29,38 @@ def grid_count(cfg: Config, k: Kernel) -> int:
     return {"Tr": cfg.tr, "Tc": cfg.tc, "1": 1}[k.grid]
 
 
-def tiling_of(cfg: Config) -> dict[str, Any]:
-    n, br, bc, causal = cfg.n, cfg.br, cfg.bc, cfg.causal
-    last = [tiling.tiles_of_block(n, br, bc, i, causal) - 1 for i in range(cfg.tr)]
-    pairs = []
-    for i in range(cfg.tr):
-        row = []
-        for j in range(cfg.tc):
-            if j > last[i]:
-                row.append("s")
-            elif causal and min(n, (j + 1) * bc) - 1 > i * br:
-                row.append("m")
-            else:
-                row.append("f")
-        pairs.append("".join(row))
+def layout_of(cfg: Config) -> dict[str, Any] | None:
+    """How the launch's rows are cut when it is more than one head of one sequence of N queries and keys (the
+    options of real models: a group of q heads sharing one K/V head, packed sequences, Nq ≠ Nk): its segments (one
+    per q head and sequence: rows of Q, O, L and the sequence's rows of K, V), or None."""
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    if not segmented and cfg.kv_n == cfg.n:
+        return None
+    words = []
+    for seg in cfg.segments():
+        parts = ([f"q head {seg.head}"] if cfg.group > 1 else []) + (
+            [f"sequence {seg.seq}"] if cfg.seqlens is not None else []
+        )
+        short = " ".join(
+            ([f"h{seg.head}"] if cfg.group > 1 else []) + ([f"s{seg.seq}"] if cfg.seqlens is not None else [])
+        )
+        words.append((" \u00b7 ".join(parts) or "queries", short or "q"))
     return {
-        "pairs": pairs,
-        "last_tile": last,
-        "kv_width": [min(n, (t + 1) * bc) for t in last],
-        "first_block": [tiling.first_block(j, br, bc, causal) for j in range(cfg.tc)],
+        "q_rows": cfg.q_rows,
+        "kv_rows": cfg.kv_n,
+        "group": cfg.group,
+        "seqs": [list(x) for x in cfg.seqs],
+        "segments": [
+            {
+                "q": [seg.q0, seg.q0 + seg.nq],
+                "kv": [seg.k0, seg.k0 + seg.nk],
+                "head": seg.head,
+                "seq": seg.seq,
+                "label": label,
+                "short": short,
+            }
+            for seg, (label, short) in zip(cfg.segments(), words, strict=True)
+        ],
     }
 
 
@@ -78,6 +91,8 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
     """Fill each step's picture fields (kernel, block, tile, veil, action, carries_note, the transfers' buffers) and
     return the trace's top-level picture keys. `order`: the tensors in HBM, each of which the picture must describe."""
     where = locator(module.KERNELS, module.PICKER)
+    layout = layout_of(cfg)
+    rows_of = {"q": "Nq", "kv": "Nk", "none": "N"} if layout is not None else {}  # Q of G heads, K of Nk keys
     kernels: dict[str, Kernel] = {k.name: k for k in module.KERNELS}
     ops: Mapping[str, Op] = module.OPS
     missing = [name for name in order if name not in texts.tensors]
@@ -120,7 +135,7 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
                 note_index[sig] = len(notes)
                 notes.append(note)
             s.carries_note = note_index[sig]
-        v = texts.veil(s) if cfg.causal else None
+        v = texts.veil(s) if cfg.masks_tiles or layout is not None else None
         if v:
             sig = repr(v)
             if sig not in veil_index:
@@ -161,7 +176,7 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
         "tensors": {
             name: {
                 "label": t.label or name,
-                "dims": ["N"] if t.cols == "1" else ["N", t.cols],
+                "dims": [rows_of.get(t.axes[0], "N")] if t.cols == "1" else [rows_of.get(t.axes[0], "N"), t.cols],
                 "axes": list(t.axes),
                 "writes": t.writes,
                 "scale_like": t.scale_like,
@@ -203,6 +218,8 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
         "counting": list(texts.counting),
         "tiling": tiling_of(cfg),
         "veils": veils,
+        "layout": layout,
+        "options": None if texts.options is None else dict(texts.options),
         "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
         "schedule": None if texts.schedule is None else dict(texts.schedule),
     }

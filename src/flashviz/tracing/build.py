@@ -8,7 +8,7 @@ import numpy as np
 
 from flashviz.algos import picture, resolve
 from flashviz.model import kernels, precision, reference
-from flashviz.model.config import Config
+from flashviz.model.config import Config, ConfigError
 from flashviz.model.inputs import random_inputs
 from flashviz.model.units import FLOAT_BYTES
 from flashviz.tracing import assemble
@@ -32,8 +32,17 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
     given = inputs is not None
     inputs = dict(inputs) if inputs is not None else {}
     drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
+    rows = cfg.input_rows() if cfg.has_options else None  # Q of a group of q heads, K and V of Nk keys
     if drawn:
-        inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})
+        fresh = random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs, rows)
+        inputs.update({k: v for k, v in fresh.items() if k in drawn})
+    if rows is not None:
+        for name in algo.inputs:
+            want = (rows.get(name, cfg.n), cfg.d)
+            if tuple(np.shape(inputs[name])) != want:
+                raise ConfigError(
+                    "inputs", f"{name} must be {want[0]}×{want[1]} for this launch (got {np.shape(inputs[name])})"
+                )
     # what HBM holds: a bf16 kernel's inputs are the bf16 roundings of what was drawn or given
     inputs = {k: precision.stored(v, algo.dtype) for k, v in inputs.items()}
     rec = algo.engine.execute(cfg, inputs)
@@ -41,7 +50,7 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
     outputs = {name: hbm.value(name) for name in algo.outputs}
     refs = algo.expect.expected(cfg, inputs)
     counters = hbm.counters()
-    model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+    model = algo.traffic_of(cfg)
     recorded = set(algo.recorded_blocks(cfg))
     shapes = {name: [int(s) for s in hbm.shapes[name]] for name in hbm.tensors}
     module = algo.picture
@@ -58,7 +67,7 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
                 **b,
                 "phases": its_phases,
                 "idle": assemble.idle_ranges(rec.pick_phases.get(k, []), its_phases - 1),
-                "label": f"{k} \u00b7 {along} {picture.rows_text(*b['rows'])}",
+                "label": b.get("label") or f"{k} \u00b7 {along} {picture.rows_text(*b['rows'])}",
             }
         )
     phases = rec.phases(tuple(hbm.tensors))
@@ -100,6 +109,13 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
             "dtype": algo.dtype,
             "element_bytes": algo.element_bytes,
             "recorded_blocks": sorted(recorded),
+            # the options of real models (docs/trace-schema.md: plain attention has group 1, nk = n, no window)
+            "group": cfg.group,
+            "nk": cfg.kv_n,
+            "window": list(cfg.window),
+            "softcap": cfg.softcap,
+            "seqlens": None if cfg.seqlens is None else list(cfg.seqlens),
+            "seqlens_k": None if cfg.seqlens_k is None else list(cfg.seqlens_k),
             **({} if texts.launch is None else {"launch": dict(texts.launch)}),
         },
         kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernels.source(algo.kernel)},

@@ -5,9 +5,13 @@ bf16 before P·V; O is written in bf16, L in fp32. The kernel's fused multiply-a
 `li * alpha + rowsum`) are rounded once, as on the GPU; exp2 and log2 are NumPy's exact ones where the GPU uses its
 approximate `ex2.approx` and `lg2.approx` (a few units in the last place of fp32).
 
-The loop over tiles runs in the kernel's stages: not causal, the tiles wholly inside N unmasked, then the ragged
-last one with its columns >= N masked; causal, the tiles wholly below block i's diagonal unmasked, then its diagonal
-tiles masked (key column > query row).
+The loop over tiles runs in the kernel's three stages (`stages`, kernel.py's `_q_stages`): under BAND_LEFT the tiles
+crossing the window's left edge (masked), the tiles wholly inside every row's band (NO_MASK), then those crossing its
+right edge (the diagonal under causal, the window's right side) or Nk (MASK_BAND); tiles wholly outside the band
+are never visited. With the options of real models (flashviz.model.config, issue 22) the launch is one K/V head: its
+`group` q heads one above the other in Q, O and L, each holding the packed sequences (`plan`: a pick is a block of
+one (q head, sequence) segment, against that sequence's keys); Nq ≠ Nk aligns the band to the bottom-right; soft-
+capping scales each score first and caps it, c·log2e·tanh(scale·s/c), as SCALE_FIRST does.
 
 Its arithmetic goes through the recorder's FLOP counter (`rec.flops`), as the kernel computes it: on whole tiles, and
 D wide with D rounded up to a power of two (`pad`: the kernel's zero columns are multiplied too); flops.py is the
@@ -16,11 +20,12 @@ closed form.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from flashviz.algos.picture import locator
+from flashviz.model import band
 from flashviz.model.precision import bf16
 from flashviz.model.tiling import span
 
@@ -28,16 +33,19 @@ from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
 from . import narrative
 from . import picture as drawing
+from .loops import NO_MASK, plan, stages
 from .record import KERNEL, NAME
 from .tiles import padded
 
 if TYPE_CHECKING:
+    from flashviz.engine.flops import Flops
     from flashviz.model.config import Config
 
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
 LN2 = np.float32(0.6931471805599453)
+TWO_LOG2E = np.float32(2.0 * LOG2E)  # _tanh's constant, folded by Triton (a constexpr product) and taken as fp32
 
 # op -> (the seed's label, TeX)
 LABELS = {
@@ -74,24 +82,44 @@ SUBSTEPS = (
         r"O_i = 2^{\,m_i - m_i^{\text{new}}}\,O_i + \mathrm{bf16}(P)\,V_j",
     ),
 )
-NO_MASK, MASK_COLUMNS, MASK_CAUSAL = "NO_MASK", "MASK_COLUMNS", "MASK_CAUSAL"  # kernel.py's loop stages
+SUBSTEPS_FIRST = (  # SCALE_FIRST (soft-capping, or a scale <= 0): the scores are scaled (and capped) already
+    (
+        "new max",
+        "m_new = max(mi, Sij.max(1))",
+        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
+    ),
+    (
+        "rescaled sum",
+        "li = li * alpha + exp2(Sij - m_new).sum(1)",
+        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(2^{\,S_{ij} - m_i^{\text{new}}}\big)",
+    ),
+    SUBSTEPS[2],
+)
 
 
-def phase_of(op: str, j: int | None, tc: int) -> int:
-    """load_q, then 3 per tile, then write_back (tc: that block's tile count)."""
+def phase_of(op: str, k: int | None, tc: int) -> int:
+    """load_q, then 3 per tile, then write_back (k: the tile's place in the block's loop; tc: its tile count)."""
     if op == "load_q":
         return 0
     if op == "write_back":
         return 1 + 3 * tc
-    assert j is not None, op
-    return 1 + 3 * j + ("load_kv", "scores", "online_softmax").index(op)
+    assert k is not None, op
+    return 1 + 3 * k + ("load_kv", "scores", "online_softmax").index(op)
 
 
-def stage_of(cfg: Config, i: int, j: int) -> str:
-    """The loop stage of kernel.py that runs tile j of block i: which mask `_fwd_tiles` applies to it."""
-    if cfg.causal:
-        return NO_MASK if j * cfg.bc < i * cfg.br else MASK_CAUSAL
-    return NO_MASK if (j + 1) * cfg.bc <= cfg.n else MASK_COLUMNS
+def labels(cfg: Config) -> dict[str, tuple[str, str]]:
+    """LABELS at this launch: with soft-capping the scores step says the cap it applies (SCALE_FIRST)."""
+    if cfg.softcap <= 0:
+        return LABELS
+    c = f"{cfg.softcap:g}"
+    return {
+        **LABELS,
+        "scores": (
+            f"Sij = {c}·log2e·tanh(tl.dot(Qi, Kj.T)·scale/{c})",
+            rf"S_{{ij}} = {c}\log_2 e\cdot\tanh\!\big(\tau\, Q_i K_j^{{\top}} / {c}\big)"
+            r"\ \text{(soft-capped, in units of }\log_2\text{)}",
+        ),
+    }
 
 
 def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -99,12 +127,26 @@ def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
     return [float(np.dot(a[k : k + 16], b[k : k + 16])) for k in range(0, a.shape[0], 16)]
 
 
-def block(rec: Recorder, cfg: Config, i: int) -> None:
-    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
-    qk_scale = np.float32(cfg.softmax_scale * LOG2E)  # the host passes scale * log2(e); the kernel takes it as fp32
-    scale_first = bool(qk_scale <= 0)  # the host's SCALE_FIRST
-    keep = i in rec.recorded
-    tc = cfg.tiles_of_block(i)
+def tanh(fl: Flops, x: np.ndarray) -> np.ndarray:
+    """kernel.py's `_tanh` in fp32: 1 − 2 / (exp2(x·(2·log2 e)) + 1)."""
+    e = fl.exp2(fl.mul(x, TWO_LOG2E))
+    return fl.sub(np.float32(1.0), fl.div(np.float32(2.0), fl.add(e, np.float32(1.0))))
+
+
+def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment, int]] | None = None) -> None:
+    seg, i = (picks or plan(cfg))[pick]
+    n, nk, d, br, bc = seg.nq, seg.nk, cfg.d, cfg.br, cfg.bc
+    off = seg.off
+    left, right = cfg.sides
+    capped = cfg.softcap > 0
+    if capped:  # the host: qk_scale = scale / c, softcap2 = c * log2(e), SCALE_FIRST
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale / cfg.softcap), np.float32(cfg.softcap * LOG2E)
+    else:
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale * LOG2E), np.float32(0.0)
+    scale_first = bool(qk_scale <= 0) or capped  # the host's SCALE_FIRST
+    keep = pick in rec.recorded
+    tiles = stages(cfg, seg, i)
+    tc = len(tiles)
     fl = rec.flops  # the arithmetic below, counted as it is done
     pad = padded(d) - d  # the tiles' columns past D, zeros the kernel computes with (96 runs as 128)
     sram = SRAM()
@@ -116,83 +158,98 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     li = sram.alloc("li", (br,), where="registers")  # (Br,)
     Oi = sram.alloc("Oi", (br, d), where="registers")  # (Br, D) fp32 accumulators
     rec.sram_footprint = sram.footprint()
-    r0, r1 = span(i, br, n)
+    r0, r1 = span(i, br, n)  # rows of the segment
     nr = r1 - r0
+    q0, k0 = seg.q0, seg.k0  # where the segment's rows start in Q (O, L) and its keys in K, V
     rows = np.arange(r0, r0 + br)  # (Br,) query row of each row of Qi, padding rows included
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    at = {"block": pick} if segmented else {}  # the pick, where it is not block i (picture.Kernel.block_index)
+    where = narrative.where_words(cfg, seg) if segmented else ""
+    skipped = narrative.skipped(cfg, seg, tiles) if keep else None
 
-    # step: load_q -- Qi = desc_q.load([i * Br, 0]); rows past N read as zeros
-    q, t = rec.hbm.read("Q", slice(r0, r1))
+    # step: load_q -- Qi = desc_q.load([i * Br, 0]); rows past the sequence's N read as zeros
+    q, t = rec.hbm.read("Q", slice(q0 + r0, q0 + r1))
     Qi[:nr] = q
     rec.emit(
-        i,
+        pick,
         None,
         "load_q",
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, r0, r1, br, d) if keep else "",
+        narrative.load_q(i, q0 + r0, q0 + r1, br, d, where) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
+        indices={**at, "i": i},
+        code=({}, where) if where else None,
     )
 
-    for j in range(tc):
-        start = j * bc
-        c0, c1 = span(j, bc, n)
+    for k, (start, stage) in enumerate(tiles):
+        j = start // bc
+        c0, c1 = start, min(start + bc, nk)
         nc = c1 - c0
-        stage = stage_of(cfg, i, j)
-        code = ({"start": start}, f"{stage} stage")
-        # step: load_kv -- Kj, Vj = desc_k.load([start, 0]), desc_v.load([start, 0]); rows past N read as zeros
-        k, tk = rec.hbm.read("K", slice(c0, c1))
-        v, tv = rec.hbm.read("V", slice(c0, c1))
-        Kj[:nc], Kj[nc:] = k, 0.0
+        note = f"{where} \u00b7 {stage} stage" if where else f"{stage} stage"
+        code = ({"start": start}, note)
+        idx = {**at, "i": i, "j": j}
+        # step: load_kv -- Kj, Vj = desc_k.load([start, 0]), desc_v.load([start, 0]); rows past Nk read as zeros
+        kk, tk = rec.hbm.read("K", slice(k0 + c0, k0 + c1))
+        v, tv = rec.hbm.read("V", slice(k0 + c0, k0 + c1))
+        Kj[:nc], Kj[nc:] = kk, 0.0
         Vj[:nc], Vj[nc:] = v, 0.0
         rec.emit(
-            i,
+            pick,
             j,
             "load_kv",
-            phase_of("load_kv", j, tc),
+            phase_of("load_kv", k, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, tc, c0, c1, bc, d, cfg.tr, stage, skipped=cfg.tc - tc) if keep else "",
+            narrative.load_kv(k, tc, k0 + c0, k0 + c1, bc, d, stage, skipped) if keep else "",
+            indices=idx,
             code=code,
         )
 
         # step: scores -- Sij = tl.dot(Qi, Kj.T): exact bf16 products summed in fp32, not yet scaled; then the mask
         fl.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
         fl.count("matmul", 2 * br * bc * pad)
-        if scale_first:  # kernel.py's SCALE_FIRST: a scale <= 0 scales each score before the max (and the mask)
+        raw = Sij[0, 0] if keep else 0.0
+        if scale_first:  # SCALE_FIRST: a scale <= 0, or soft-capping, scales each score before the max (and the mask)
             Sij[:] = fl.mul(Sij, qk_scale)
+            if capped:
+                Sij[:] = fl.mul(softcap2, tanh(fl, Sij))  # c * tanh(scale * s / c), in units of log2
         cols = start + np.arange(bc)  # (Bc,) key column of each column of Sij
-        if stage == MASK_CAUSAL:
-            Sij[rows[:, None] < cols[None, :]] = -np.inf
-        elif stage == MASK_COLUMNS:
-            Sij[:, cols >= n] = -np.inf
+        if stage != NO_MASK:  # MASK_BAND: each element checked (_visible)
+            Sij[~band.visible(rows[:, None], cols[None, :], nk, off, left, right)] = -np.inf
         mma = None
         if keep:
             parts = chunks(Qi[0], Kj[0])
-            mma = {"dot": "scores", "row": r0, "col": c0, "parts": parts, "value": float(Sij[0, 0])}
+            mma = {"dot": "scores", "row": q0 + r0, "col": k0 + c0, "parts": parts, "value": float(raw)}
         rec.emit(
-            i,
+            pick,
             j,
             "scores",
-            phase_of("scores", j, tc),
+            phase_of("scores", k, tc),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, stage, float(qk_scale)) if keep else "",
+            narrative.scores(Sij, nr, nc, stage, float(qk_scale), cfg.softcap, scale_first) if keep else "",
+            indices=idx,
             code=code,
             mma=mma,
         )
 
-        # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_new), alpha, li, Oi
+        # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_use), alpha, li, Oi
         m_old, l_old = mi.copy(), li.copy()  # (Br,)
         if scale_first:
             m_ij = fl.rowmax(Sij)  # (Br,) tl.max(Sij, 1) of the scores already scaled
-            m_new = fl.fmax(mi, m_ij)
-            P = fl.exp2(fl.sub(Sij, m_new[:, None]))  # (Br, Bc)
         else:
             m_ij = fl.mul(fl.rowmax(Sij), qk_scale)  # (Br,) tl.max(Sij, 1) * qk_scale
-            m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
-            P = fl.exp2(fl.fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
-        alpha = fl.exp2(fl.sub(mi, m_new))  # (Br,)
+        m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
+        m_use = m_new
+        if stage != NO_MASK:  # a row that has seen no key yet: P = 0, not NaN
+            m_use = np.where(m_new == -np.inf, np.float32(0.0), m_new).astype(np.float32)
+        if scale_first:
+            P = fl.exp2(fl.sub(Sij, m_use[:, None]))  # (Br, Bc)
+        else:
+            P = fl.exp2(fl.fma(Sij, qk_scale, -m_use[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
+        alpha = fl.exp2(fl.sub(mi, m_use))  # (Br,)
         lsum = fl.rowsum(P)  # (Br,) fp32
         li[:] = fl.fma(li, alpha, lsum)
         P16 = bf16(P)  # (Br, Bc) Pij.to(Vj.dtype): what the tensor cores multiply
@@ -203,9 +260,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         fl.count("mul", br * pad)
         mi[:] = m_new
         Sij[:] = P
-        phase = phase_of("online_softmax", j, tc)
+        phase = phase_of("online_softmax", k, tc)
         if not keep:
-            rec.emit(i, j, "online_softmax", phase, [], code=code)
+            rec.emit(pick, j, "online_softmax", phase, [], indices=idx, code=code)
             continue
         carries = {
             "m_old": m_old,
@@ -217,7 +274,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             "li": li.copy(),
         }
         substeps = visible_parts(
-            SUBSTEPS,
+            SUBSTEPS_FIRST if scale_first else SUBSTEPS,
             (
                 {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
                 {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
@@ -226,42 +283,72 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
         rounding = float(np.abs(P - P16)[:nr].max()) if nr else 0.0
         rec.emit(
-            i,
+            pick,
             j,
             "online_softmax",
             phase,
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j, m_old, m_new, alpha, l_old, li, nr, rounding),
+            narrative.online_softmax(k, m_old, m_new, alpha, l_old, li, nr, rounding),
             carries=carries,
             substeps=substeps,
+            indices=idx,
             code=code,
-            mma={"dot": "pv", "row": r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
+            mma={"dot": "pv", "row": q0 + r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
         )
 
-    # step: write_back -- Oi / li, stored as bf16 (rows past N are not stored); L = (mi + log2(li)) * ln 2 in fp32
-    Oi[:] = bf16(fl.div(Oi, li[:, None]))  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
+    # step: write_back -- Oi / li (a row that saw no key: O = 0, L = -inf), stored as bf16 (rows past N are not
+    # stored); L = (mi + log2(li)) * ln 2 in fp32
+    safe = np.where(li == 0.0, np.float32(1.0), li).astype(np.float32)  # tl.where(li == 0.0, 1.0, li)
+    Oi[:] = bf16(fl.div(Oi, safe[:, None]))  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
     fl.count("div", br * pad)
     L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
-    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
-    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    to = rec.hbm.write("O", slice(q0 + r0, q0 + r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(q0 + r0, q0 + r1), L_i[:nr])
     rec.emit(
-        i,
+        pick,
         None,
         "write_back",
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_back(i, r0, r1, d, L_i[:nr]) if keep else "",
+        narrative.write_back(q0 + r0, q0 + r1, d, L_i[:nr]) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
+        indices={**at, "i": i},
+        code=({}, where) if where else None,
     )
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
-    """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded.
+    With the options of real models, the blocks of every q head of one K/V head and every packed sequence."""
+    blocks = cfg.q_blocks
+    rec = Recorder(KERNEL, WHERE, labels(cfg), set(cfg.recorded_blocks(blocks)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
+    rows = cfg.q_rows
+    picks = plan(cfg)
+    run = lambda r, c, b: block(r, c, b, picks)  # noqa: E731
+    return run_launch(rec, cfg, qkv, {"O": (rows, cfg.d), "L": (rows,)}, [Grid(blocks, run)])
 
 
-trace_blocks = blocks_of_q  # one program per block of Q (and head)
+def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
+    """The picks (the trace's `blocks`): one program per block of Q (and head); with several q heads or packed
+    sequences, each block with its segment (`segment`, the trace's `layout.segments`) and its sequence's keys."""
+    if cfg.group == 1 and cfg.seqlens is None:
+        return blocks_of_q(cfg, recorded)
+    out = []
+    index = {(s.head, s.seq): k for k, s in enumerate(cfg.segments())}
+    for pick, (seg, i) in enumerate(plan(cfg)):
+        r0, r1 = span(i, cfg.br, seg.nq)
+        out.append(
+            {
+                "i": i,
+                "rows": [seg.q0 + r0, seg.q0 + r1],
+                "recorded": pick in recorded,
+                "segment": index[(seg.head, seg.seq)],
+                "keys": [seg.k0, seg.k0 + seg.nk],
+                "label": f"{pick} \u00b7 {narrative.short(cfg, seg)} i = {i} \u00b7 rows "
+                f"{seg.q0 + r0}\u2013{seg.q0 + r1 - 1}",
+            }
+        )
+    return out
