@@ -19,6 +19,7 @@ import { IdeaView } from "./render/idea";
 import { LadderView } from "./render/ladder";
 import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
+import { showOptions } from "./render/options";
 import { type Profile, ProfileView } from "./render/profile";
 import { showRegimes } from "./render/regimes";
 import { ScheduleView } from "./render/schedule";
@@ -254,6 +255,7 @@ function render(flight = false): void {
     tag.textContent = t.tagline;
     document.title = `flashviz \u00b7 ${t.tagline}`;
     part("counters", () => counters.showSaving(t, app.compare));
+    part("options", () => showOptions(byId("options"), t));
     part("profile", () => profile.match({ ...st.config, causal: !!t.config.causal, algo: t.config.algo }));
   }
   if (traceChanged || ideaTyped !== texLoaded()) {

@@ -305,7 +305,8 @@ export function blockChoices(t: Picks): { label: string; options: [string, strin
   for (const b of blocks) {
     const id = pickId(t, b);
     if (many && !b.recorded && id % Math.ceil(blocks.length / 256) !== 0) continue;
-    options.push([`${id} \u00b7 ${rows} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`, String(id)]);
+    const words = b.segment !== undefined && b.label ? b.label : `${id} \u00b7 ${rows} ${b.rows[0]}\u2013${b.rows[1] - 1}`;
+    options.push([`${words}${b.recorded ? "" : " (fetch)"}`, String(id)]);
   }
   return { label: t.picker.label, options };
 }

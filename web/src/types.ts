@@ -45,6 +45,14 @@ export interface TraceConfig {
   recorded_blocks: number[];
   /** how the kernel is launched beyond N, D, Br, Bc (a Triton kernel: warps, stages, and where they come from) */
   launch?: Record<string, string | number | null>;
+  /** the options of real models (absent in older traces: plain attention): q heads per K/V head, keys, the window,
+   *  soft-capping, packed sequences */
+  group?: number;
+  nk?: number;
+  window?: [number, number];
+  softcap?: number;
+  seqlens?: number[] | null;
+  seqlens_k?: number[] | null;
 }
 
 export interface ErrorCheck {
@@ -193,6 +201,38 @@ export interface BlockInfo {
   /** [from, to) phase ranges before its last in which it runs no step */
   idle: [number, number][];
   first_i?: number;
+  /** in a trace with a layout: its segment (an index into layout.segments) and its sequence's rows of K and V */
+  segment?: number;
+  keys?: [number, number];
+  /** the picker's words for it */
+  label?: string;
+}
+
+/** One (q head, sequence) of a launch with a layout: its rows of Q (O, L) and its sequence's rows of K and V. */
+export interface Segment {
+  q: [number, number];
+  kv: [number, number];
+  head: number;
+  seq: number;
+  label: string;
+  short: string;
+}
+
+/** How a launch's rows are cut when it is more than one head of one sequence (docs/trace-schema.md `layout`). */
+export interface Layout {
+  q_rows: number;
+  kv_rows: number;
+  group: number;
+  seqs: [number, number][];
+  segments: Segment[];
+}
+
+/** One option of real models the launch runs, in words and numbers (docs/trace-schema.md `options`). */
+export interface OptionItem {
+  option: string;
+  title: string;
+  text: Rich;
+  rows: [string, string][];
 }
 
 /** What an algorithm does (section 1): paragraphs of text with inline TeX between `$`; a paragraph that is one
@@ -281,7 +321,8 @@ export interface Veil {
 }
 
 export interface Tiling {
-  /** Tr strings of Tc characters: f (full), m (masked), s (skipped) */
+  /** per pick a string of its sequence's tiles: f (full), m (masked past the right edge), l (masked before the
+   *  window's left edge), b (both), s (skipped) */
   pairs: string[];
   last_tile: number[];
   kv_width: number[];
@@ -317,6 +358,10 @@ export interface Trace {
   veils: Veil[][];
   /** how its matrix products run on the tensor cores; null for scalar code */
   tensor_cores?: TensorCores | null;
+  /** how its rows are cut (several q heads, packed sequences, Nq ≠ Nk), else null or absent */
+  layout?: Layout | null;
+  /** the options of real models it runs, in words and numbers, else null or absent */
+  options?: { title: string; items: OptionItem[] } | null;
   blocks: BlockInfo[];
   phases: Phase[];
   steps: Step[];
