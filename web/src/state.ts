@@ -14,7 +14,18 @@ export interface ConfigParams {
   seed: number; // random inputs are drawn from this seed
   scale: number | null; // softmax scale; null means the server's default 1/sqrt(D)
   causal: boolean; // mask keys after the query row (tiles wholly above the diagonal are skipped)
+  // the options of real models (absent: none), as the URL and the API write them; the server judges their ranges
+  group?: number; // q heads per K/V head
+  nk?: number; // keys, when not N
+  window?: string; // "left,right"
+  softcap?: number;
+  seqlens?: string; // "50,30,48": packed sequences (N is their sum)
+  seqlens_k?: string;
 }
+
+/** The option fields of a config, in the order the URL writes them. */
+export const OPTION_FIELDS = ["group", "nk", "window", "softcap", "seqlens", "seqlens_k"] as const;
+const LIST = /^-?[0-9]{1,9}(,-?[0-9]{1,9}){0,31}$/; // "16,0", "50,30,48": the server judges the ranges
 
 /** The seed's example: two blocks of Q, two tiles of K and V, under the server's default algorithm. */
 export const DEFAULT_CONFIG: ConfigParams = { algo: "", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
@@ -89,6 +100,7 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
         urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"),
       );
   }
+  readOptions(q, config, problems);
   const causal = (q.get("causal") ?? "").trim().toLowerCase();
   if (causal === "true" || causal === "1") config.causal = true;
   else if (causal === "" || causal === "false" || causal === "0") config.causal = false;
@@ -114,6 +126,37 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   return { config, step, block, speed, problems };
 }
 
+/** The options of real models a URL asks for, into `config` (what is malformed is said in `problems` and left out). */
+function readOptions(q: URLSearchParams, config: ConfigParams, problems: string[]): void {
+  for (const f of ["group", "nk"] as const) {
+    const raw = q.get(f);
+    if (raw === null || raw.trim() === "") continue;
+    const v = parseNonNegInt(raw);
+    if (v !== null && v >= 1) config[f] = v;
+    else problems.push(urlProblem(f, raw, "an integer, at least 1", `no ${f}`));
+  }
+  const cap = q.get("softcap");
+  if (cap !== null && cap.trim() !== "") {
+    const v = Number(cap);
+    if (Number.isFinite(v) && v >= 0) config.softcap = v;
+    else problems.push(urlProblem("softcap", cap, "a number, at least 0", "no soft-capping"));
+  }
+  for (const f of ["window", "seqlens", "seqlens_k"] as const) {
+    const raw = q.get(f);
+    if (raw === null || raw.trim() === "") continue;
+    if (LIST.test(raw.trim())) config[f] = raw.trim();
+    else problems.push(urlProblem(f, raw, "comma-separated integers (window=16,0; seqlens=50,30,48)", `no ${f}`));
+  }
+}
+
+/** The options of a config as query parameters (those it has). */
+function writeOptions(config: ConfigParams, q: URLSearchParams): void {
+  for (const f of OPTION_FIELDS) {
+    const v = config[f];
+    if (v !== undefined && v !== null && v !== "") q.set(f, String(v));
+  }
+}
+
 /** The query string for a state: config first (in the form's order; algo only when not the server's default,
  *  `defaultAlgo`), then step (counted from 1, as the page shows it; `step` here is the index) and block. */
 export function toSearch(config: ConfigParams, step: number, block: number, speed = 1, defaultAlgo = ""): string {
@@ -122,6 +165,7 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
+  writeOptions(config, q);
   q.set("step", String(step + 1));
   q.set("block", String(block));
   if (speed !== 1) q.set("speed", String(speed));
@@ -134,6 +178,7 @@ export function apiQuery(config: ConfigParams, record: number | null = null): st
   for (const f of INT_FIELDS) q.set(f, String(config[f]));
   if (config.scale !== null) q.set("scale", String(config.scale));
   if (config.causal) q.set("causal", "true");
+  writeOptions(config, q);
   if (record !== null) q.set("block", String(record));
   return q.toString();
 }
@@ -147,7 +192,8 @@ export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
     a.bc === b.bc &&
     a.seed === b.seed &&
     a.scale === b.scale &&
-    a.causal === b.causal
+    a.causal === b.causal &&
+    OPTION_FIELDS.every((f) => (a[f] ?? null) === (b[f] ?? null))
   );
 }
 

@@ -1,6 +1,6 @@
 // The config form: the algorithm, N, D, Br, Bc, seed, scale and causal, validated in place against /api/limits. A server 4xx
 // shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
-import { type ConfigParams, DEFAULT_CONFIG } from "../state";
+import { type ConfigParams, DEFAULT_CONFIG, OPTION_FIELDS } from "../state";
 import type { AlgoInfo, Limits } from "../types";
 import { allows, configToRaw, FIELDS, type Field, validate } from "../validate";
 
@@ -11,6 +11,7 @@ export class ConfigForm {
   private readonly causal: HTMLInputElement;
   private readonly algo: HTMLSelectElement;
   private picked = ""; // the algorithm the fields were last filled or switched for
+  private options: { algo: string; values: Partial<ConfigParams> } | null = null; // the launch's options (see check)
 
   constructor(
     private readonly form: HTMLFormElement,
@@ -80,6 +81,9 @@ export class ConfigForm {
   /** Validate what is typed; mark bad fields. `submit` also puts the first problem in the message. */
   check(submit: boolean): ConfigParams | null {
     const v = validate(this.raw(), this.limits, this.causal.checked, this.algo.value);
+    // the options of real models the launch on screen runs (the URL's; the form has no fields for them) stay while
+    // its algorithm does
+    if (v.config && this.options && this.algo.value === this.options.algo) Object.assign(v.config, this.options.values);
     for (const f of FIELDS) {
       const err = v.errors[f];
       const input = this.inputs.get(f)!;
@@ -120,6 +124,8 @@ export class ConfigForm {
 
   /** Fill the form from a config (on load and on back/forward); leaves what the user typed otherwise. */
   fill(c: ConfigParams): void {
+    const values = Object.fromEntries(OPTION_FIELDS.filter((f) => c[f] !== undefined).map((f) => [f, c[f]]));
+    this.options = Object.keys(values).length ? { algo: c.algo, values } : null;
     const raw = configToRaw(c);
     for (const f of FIELDS) this.inputs.get(f)!.value = raw[f];
     this.causal.checked = c.causal;

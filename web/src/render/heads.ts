@@ -22,11 +22,17 @@ export function headGroups(heads: number, group: number): HTMLElement {
   }
   const more = kv > SHOWN ? h("span", { class: "muted" }, `\u2026 and ${kv - SHOWN} more K/V heads`) : null;
   const partial =
-    heads % group ? h("span", { class: "muted" }, ` (the last K/V head has ${heads % group} of its ${group} q heads here)`) : null;
+    heads % group && heads > group
+      ? h("span", { class: "muted" }, ` (the last K/V head has ${heads % group} of its ${group} q heads here)`)
+      : null;
+  const words =
+    heads < group
+      ? `${heads} q head${heads === 1 ? "" : "s"}: fewer than the ${group} that share one K/V head: `
+      : `${heads} q heads, ${kv} K/V head${kv === 1 ? "" : "s"} (${group} q heads share each): `;
   return h(
     "span",
     { class: "head-groups", "data-testid": "head-groups", "data-group": group, "data-heads": heads },
-    `${heads} q head${heads === 1 ? "" : "s"}, ${kv} K/V head${kv === 1 ? "" : "s"} (${group} q heads share each): `,
+    words,
     ...boxes,
     more,
     partial,

@@ -101,8 +101,8 @@ def band_item(cfg: Config, pairs: list[str]) -> dict[str, Any]:
     here_b, here_f = bytes_of(cfg), flops_of(cfg)
     rows: list[list[str]] = [
         ["(block, tile) pairs run", f"{p['run']:,} of {p['all']:,} ({p['masked']:,} of them masked)"],
-        ["skipped left of the band", f"{p['left']:,}"],
-        ["skipped right of it", f"{p['right']:,}"],
+        *([["skipped left of the band (before the window)", f"{p['left']:,}"]] if left >= 0 or p["left"] else []),
+        ["skipped right of it (past the diagonal or the window)", f"{p['right']:,}"],
     ]
     if tuple(cfg.window) != (-1, -1):
         free = cfg.replace(window=(-1, -1))
@@ -139,10 +139,10 @@ def band_item(cfg: Config, pairs: list[str]) -> dict[str, Any]:
             code("MASK_BAND"),
             "). The tiles ",
             b("above"),
-            " it (past the diagonal) and ",
-            b("left"),
-            " of it (before the window) are never loaded: the tile map in the blocks section draws them blank, and "
-            "the memory picture veils the keys a block skips.",
+            " it (past the diagonal or the window's right side)",
+            *([" and ", b("left"), " of it (before the window)"] if left >= 0 else []),
+            " are never loaded: the tile map in this section draws them blank, and the memory picture veils the keys "
+            "a block skips.",
         ],
         "rows": rows,
     }

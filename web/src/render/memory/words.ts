@@ -13,6 +13,16 @@ export function dtypeShort(dtype: string): string {
 export function hbmTitles(t: Trace): string[] {
   const { n, d } = t.config;
   const dt = dtypeShort(t.config.dtype);
+  const lay = t.layout;
+  if (lay) {
+    const heads = lay.group > 1 ? `${lay.group} q heads \u00d7 ` : "";
+    const seqs = lay.seqs.length > 1 ? ` in ${lay.seqs.length} sequences` : "";
+    return [
+      `HBM \u00b7 global memory \u00b7 Q: ${heads}N=${n}${seqs}, K, V: Nk=${lay.kv_rows}, D=${d}, ${dt}`,
+      `HBM \u00b7 Q ${heads}N=${n}, Nk=${lay.kv_rows}, D=${d}`,
+      "HBM",
+    ];
+  }
   return [`HBM \u00b7 global memory \u00b7 N=${n}, D=${d}, ${dt}`, `HBM \u00b7 N=${n}, D=${d}, ${dt}`, "HBM"];
 }
 
