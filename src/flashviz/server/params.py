@@ -98,7 +98,7 @@ Causal = Annotated[
     BeforeValidator(boolean),
 ]
 LO, HI = SCALE_RANGE
-_G = OPTION_LIMITS["group"]
+_G, _NK = OPTION_LIMITS["group"], OPTION_LIMITS["nk"]
 
 
 class Query(BaseModel):
@@ -146,10 +146,13 @@ class TraceQuery(Query):
     ] = None
 
     # the options of real models (flashviz.model.config.OPTION_LIMITS), as text: Config.check_options bounds them
-    group: Annotated[
-        int, Field(description=f"q heads per K/V head, {_G[0]}..{_G[1]}"), BeforeValidator(blank_or(1))
-    ] = 1
-    nk: Annotated[int | None, Field(description="keys Nk when not N"), BeforeValidator(blank_none_int)] = None
+    group: integer(*_G, "q heads per K/V head (grouped-query attention)", blank_or(1)) = 1
+    nk: Annotated[
+        int | None,
+        Field(ge=_NK[0], le=_NK[1], description=f"keys Nk when not N: an integer in {_NK[0]}..{_NK[1]} (empty: N)"),
+        BeforeValidator(blank_none_int),
+        WithJsonSchema({"type": "integer", "minimum": _NK[0], "maximum": _NK[1]}),
+    ] = None
     window: Annotated[str, Field(description="left,right: each -1 (unbounded) or a number of keys")] = ""
     softcap: Annotated[float | None, Field(description="soft-capping (0: none)"), BeforeValidator(ascii_number)] = None
     seqlens: Annotated[str, Field(description="packed sequences' lengths, e.g. 50,30,48 (N is their sum)")] = ""
