@@ -1,5 +1,5 @@
 """Ring attention on one GPU: the ring's machinery at P = 1 against flashviz.attention, and the local kernels of
-each step of a P-rank ring timed one by one, beside the closed-form model (flashviz.reports.ring_model) that
+each step of a P-rank ring timed one by one, beside the closed-form model (flashviz.hardware.ring_model) that
 `flashviz compare --ring P` prints.
 
 What one GPU can measure of a ring (issue 23; the runs across GPUs are issue 24):
@@ -175,7 +175,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("ring_steps_bench needs a CUDA GPU", file=sys.stderr)
         return 2
-    from flashviz.reports.ring_model import model
+    from flashviz.hardware.ring_model import model
 
     rendezvous = tempfile.mkdtemp()
     dist.init_process_group("nccl", init_method=f"file://{rendezvous}/r", rank=0, world_size=1)

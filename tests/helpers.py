@@ -21,7 +21,8 @@ def runnable(cfg: Config) -> Config:
     """cfg, or where its algorithm's kernel does not run those tiles (a Triton kernel: powers of two from 16, its head
     dimensions), the nearest launch it runs: Br and Bc rounded up to powers of two from 16 (Bc no more than Br under
     causal masking) at the algorithm's example D, and failing that its example D, Br, Bc (`Algorithm.example`); N and
-    causal stay."""
+    causal stay, unless the algorithm's rules tie N to its other fields (ring: N = P·Br), where the whole example
+    is taken."""
     from flashviz.model.config import ConfigError
 
     record = get(cfg.algo)
@@ -40,7 +41,13 @@ def runnable(cfg: Config) -> Config:
         record.check_launch(near)
         return near
     except ConfigError:
-        return cfg.replace(**{k: v for k, v in record.example.items() if k != "n"})
+        pass
+    own = cfg.replace(**{k: v for k, v in record.example.items() if k != "n"})
+    try:
+        record.check_launch(own)
+        return own
+    except ConfigError:  # a launch whose N its own rules fix too (ring: a multiple of the devices' chunks)
+        return cfg.replace(**record.example)
 
 
 def region_lines(source: str, op: str) -> list[str]:

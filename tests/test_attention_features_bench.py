@@ -43,7 +43,7 @@ def test_dry_run_lists_the_issues_cases():
     assert {"prefill with cache Nq=2k Nk=16k", "varlen 64 seqs 64k tokens", "window 4096 N=32k",
             "softcap 50 N=8k", "gqa causal N=8k"} <= set(names)  # fmt: skip
     assert all("Hq=32 Hkv=8 D=128" in line for line in out.stdout.splitlines() if " B=" in line)
-    assert "providers: flashviz, sdpa-cudnn, flex, fa4" in out.stdout
+    assert "providers: flashviz, fa3, sdpa-cudnn, flex, fa4" in out.stdout
     varlen = next(c for c in af.cases() if c.varlen)
     assert len(varlen.lengths) == 64 and sum(varlen.lengths) == 65536 and min(varlen.lengths) >= 1
 
@@ -61,10 +61,10 @@ def test_pairs_are_the_masks_count(nq, nk, causal, window):
 
 
 def test_smoke_run_writes_the_features_json(tmp_path):
-    """Three shrunk cases, flashviz, sdpa-cudnn (absent on the CPU: recorded as an error or as unsupported) and flex
-    (compiled for the CPU, forward only there: its output is compared with flashviz's)."""
+    """Three shrunk cases, flashviz, fa3 and sdpa-cudnn (absent on the CPU: recorded as unsupported or an error) and
+    flex (compiled for the CPU, forward only there: its output is compared with flashviz's)."""
     out = bench("--features", "--smoke", "--case", "decode Nq=16 Nk=8k", "--case", "varlen", "--case", "window",
-                "--providers", "flashviz,sdpa-cudnn,flex", "--out", str(tmp_path))  # fmt: skip
+                "--providers", "flashviz,fa3,sdpa-cudnn,flex", "--out", str(tmp_path))  # fmt: skip
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     (path,) = tmp_path.glob("*-features.json")
     doc = json.loads(path.read_text())
@@ -77,6 +77,8 @@ def test_smoke_run_writes_the_features_json(tmp_path):
     notes = json.loads(next(tmp_path.glob("*-features-extra.json")).read_text())["cases"]
     assert notes["varlen 64 seqs 64k tokens"]["sdpa-cudnn"].startswith("unsupported: SDPA takes no packed")
     assert notes["window 4096 N=32k"]["sdpa-cudnn"].startswith("unsupported: SDPA has no sliding window")
+    for case in doc["cases"]:  # fa3 needs an sm_90 GPU: said in its own line, before any launch
+        assert notes[case]["fa3"].startswith("unsupported: backend 'fa3' is not available here"), notes[case]["fa3"]
     flex = notes["decode Nq=16 Nk=8k"]["flex"]
     assert flex["max_abs_diff_vs_flashviz"] < 0.02, flex  # bf16 outputs of two kernels, |O| < 1
     assert any(r["provider"] == "flex" and r["case"] == "decode Nq=16 Nk=8k" for r in doc["rows"])

@@ -70,7 +70,7 @@ def test_sram_and_steps_equal_the_engines(algo, n, d, br, bc, causal):
     if causal and not REGISTRY[algo].causal:
         return
     cfg = runnable(Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal))
-    d, br, bc = cfg.d, cfg.br, cfg.bc
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc  # what it runs (the ring's launch ties N to its devices)
     blocks = REGISTRY[algo].blocks(cfg)  # CUDA blocks of the main kernel (fa2-backward: one per K/V tile)
     t = make_trace(cfg.replace(record=tuple(range(blocks))))
     module = REGISTRY[algo].traffic
@@ -89,7 +89,7 @@ def test_fa2_sram_matches_the_kernels_macro():
 
 def test_compare_document_holds_every_algorithm_from_its_model():
     doc = compare(4096, 64, 64, 64)
-    assert list(doc["algorithms"]) == list(REGISTRY)
+    assert list(doc["algorithms"]) == [name for name, a in REGISTRY.items() if a.rival]  # the ring: `--ring P`
     for name, e in doc["algorithms"].items():
         if get(name).allowed and 64 not in get(name).allowed.get("br", (64,)):  # fa3 runs only Br = Bc = 128
             assert not e["supported"] and e["why"].startswith("br: ")
@@ -110,7 +110,7 @@ def test_compare_document_holds_every_algorithm_from_its_model():
 def test_compare_table(capsys):
     assert main(["compare", "--n", "4096", "--d", "64", "--br", "64", "--bc", "64"]) == 0
     out = capsys.readouterr().out
-    for name in REGISTRY:
+    for name in (n for n, a in REGISTRY.items() if a.rival):  # the ring is not a column: `compare --ring P`
         assert name in out
     for label in ("S written", "l read", "total read", "HBM traffic (bytes)", "dtype", "SRAM per block", "steps"):
         assert label in out

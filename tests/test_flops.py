@@ -25,12 +25,14 @@ def counted(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int
 COUNTED = tuple(a for a in ALGOS if closed_form(get(a)) is not None)
 # fa2-triton's and fa3's kernels take only their own tiles (`allowed`: fa2-triton powers of two >= 16, D in
 # tiles.SUPPORTED_D; fa3 Br = Bc = 128, D 64 or 128): tested on those below
-ANY_SHAPE = tuple(a for a in COUNTED if get(a).allowed is None)
+# ring's launch ties N, Br and Bc to its devices (Br = Bc = N/P): tests/test_ring_algo.py draws its own launches
+ANY_SHAPE = tuple(a for a in COUNTED if get(a).allowed is None and a != "ring")
 # a small launch each algorithm accepts (fa3's N ragged: its last tile masked)
 SMALL = (
     {a: dict(n=19, d=4, br=4, bc=8) for a in ANY_SHAPE}
     | {"fa2-triton": dict(n=77, d=32, br=32, bc=16)}
     | {"fa3": dict(n=300, d=64, br=128, bc=128)}
+    | {"ring": dict(n=24, d=4, br=6, bc=6)}
 )
 
 

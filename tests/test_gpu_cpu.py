@@ -71,7 +71,8 @@ def test_nvcc_sm90_build_has_no_spills(tmp_path):
 
 
 def test_every_algorithm_has_a_spec_covering_its_tensors():
-    assert set(specs()) == set(REGISTRY)
+    # the ring has no single-kernel launch: on GPUs it is flashviz.ring_attention over torch.distributed (its gpu.py)
+    assert set(REGISTRY) - set(specs()) == {"ring"} and get("ring").gpu is None
     for algo, s in specs().items():
         a = get(algo)
         assert set(a.inputs) | set(a.outputs) <= set(s.shapes), algo

@@ -21,11 +21,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flashviz.engine.ring_sim import simulate
+from flashviz.hardware.ring_model import model
 from flashviz.model import ring_layout
 from flashviz.model.merge import merge, merge_all
 from flashviz.model.reference import attention as reference_attention
 from flashviz.model.ring_layout import CAUSAL, FULL, SKIP, block_flops, blocks, calls, chunk_count, chunks, rank_flops
-from flashviz.reports.ring_model import model
 
 torch = pytest.importorskip("torch")
 
@@ -255,7 +255,7 @@ def test_simulated_bytes_are_the_closed_form(rng, world):
 def test_closed_form_compute_is_the_plan(layout, causal, world):
     """ring_model's FLOPs per step (the busiest rank's) and per rank, in closed form, against the layout plan's
     blocks counted one by one."""
-    from flashviz.reports import ring_model
+    from flashviz.hardware import ring_model
 
     c, d = 4, 16
     plan = [
@@ -430,7 +430,7 @@ def test_two_rings_in_one_job_use_their_groups(ring_runs):
 
 @pytest.mark.parametrize(("world", "case"), RUNS)
 def test_bytes_sent_are_the_closed_form(ring_runs, world, case):
-    """Bytes counted by wrapping batch_isend_irecv, each batch and in all, against flashviz.reports.ring_model."""
+    """Bytes counted by wrapping batch_isend_irecv, each batch and in all, against flashviz.hardware.ring_model."""
     plan, results = ring_runs(world)
     spec = _case(plan, case)
     q = plan["inputs"][spec["inputs"]]["q"]

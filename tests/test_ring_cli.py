@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
+from flashviz.hardware.ring_model import model
 from flashviz.model.units import human_bytes
-from flashviz.reports.ring_model import model
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")

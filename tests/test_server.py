@@ -394,7 +394,16 @@ def test_openapi_schema_has_typed_bounded_parameters(client):
     assert (trace["group"]["minimum"], trace["group"]["maximum"], trace["nk"]["maximum"]) == (1, 8, 16384)
     for name, (lo, hi) in API_LIMITS.items():
         assert (trace[name]["type"], trace[name]["minimum"], trace[name]["maximum"]) == ("integer", lo, hi)
-    assert trace["algo"]["enum"] == ["standard", "fa1", "fa2", "fa2-backward", "fa2-triton", "fa3", "fa2-splitkv"]
+    assert trace["algo"]["enum"] == [
+        "standard",
+        "fa1",
+        "fa2",
+        "fa2-backward",
+        "fa2-triton",
+        "fa3",
+        "fa2-splitkv",
+        "ring",
+    ]
     assert trace["causal"]["type"] == "boolean" and trace["scale"]["type"] == "number"
     arrays = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace/arrays"]["get"]["parameters"]}
     assert list(arrays) == [*list(trace)[:-1], "step"] and arrays["step"]["minimum"] == 0

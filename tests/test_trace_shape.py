@@ -40,7 +40,8 @@ def refusal(doc) -> str | None:
 def test_every_algorithms_trace_passes(algo, causal, compact):
     seed = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run
     causal = causal and REGISTRY[algo].causal  # fa2-splitkv refuses --causal
-    launch = {"fa2-triton": (100, 32, 64, 32), "fa3": (200, 64, 128, 128)}.get(algo, (11, 4, 4, 4))
+    own = {"fa2-triton": (100, 32, 64, 32), "fa3": (200, 64, 128, 128), "ring": (16, 4, 4, 4)}  # their kernels' tiles
+    launch = own.get(algo, (11, 4, 4, 4))
     doc = orjson.loads(trace(algo, *launch, causal=causal, seed=seed).to_json(compact=compact))
     assert refusal(doc) is None
 

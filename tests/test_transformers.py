@@ -151,16 +151,79 @@ def test_packed_sequences_by_position_ids(kernels, seed):
     assert distance(joined, results["sdpa"][0]) > 10 * distance(results["flashviz"][0], results["sdpa"][0])
 
 
-def test_padding_and_dropout_are_refused(kernels, seed):
+def left_and_right_padded(n: int = 12):
+    """Two rows of n: row 0 right-padded (its last 3 are padding), row 1 left-padded (its first 4); their position_ids
+    count each row's tokens from 0, as generate() makes them."""
+    mask = torch.ones(2, n, dtype=torch.long, device=DEVICE)
+    mask[0, -3:] = 0
+    mask[1, :4] = 0
+    position_ids = (mask.cumsum(1) - 1).clamp(min=0)
+    return mask, position_ids
+
+
+@pytest.mark.parametrize("kind", ["llama", "mistral"])
+def test_a_padded_batch_matches_each_sequence_alone(kernels, seed, kind):
+    """A padded batch (transformers' 2-d padding mask) on flashviz, against each row's tokens run alone on sdpa and
+    eager: the logits at every token and every parameter's gradient of sum(logits * W) over the tokens (padding's
+    rows are left out of the loss; flashviz writes zeros there). Mistral's window of 8 counts tokens, not padding."""
+    built = models(tiny(kind), seed)
+    mask, position_ids = left_and_right_padded()
+    ids = torch.randint(0, VOCAB, mask.shape, device=DEVICE)
+    weights = torch.randn(*mask.shape, VOCAB, device=DEVICE) * mask[..., None]
+    rows = [torch.nonzero(mask[b]).flatten() for b in range(2)]
+
+    def run(model, padded: bool):
+        model.zero_grad(set_to_none=True)
+        if padded:
+            logits = model(ids, attention_mask=mask, position_ids=position_ids).logits
+            tokens = [logits[b, r] for b, r in enumerate(rows)]
+        else:
+            tokens = [model(ids[b : b + 1, r]).logits[0] for b, r in enumerate(rows)]
+        sum((t.float() * weights[b, r]).sum() for b, (t, r) in enumerate(zip(tokens, rows, strict=True))).backward()
+        return torch.cat(tokens).detach(), {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+
+    results = {impl: run(m, padded=impl == "flashviz") for impl, m in built.items()}
+    assert_close({impl: r[0] for impl, r in results.items()}, "padded logits")
+    for name in results["sdpa"][1]:
+        assert_close({impl: r[1][name] for impl, r in results.items()}, f"padded grad {name}")
+    with torch.no_grad():  # the mask matters: with the padding read as tokens, the logits are far off
+        unmasked = built["flashviz"](ids, position_ids=position_ids).logits
+    unmasked = torch.cat([unmasked[b, r] for b, r in enumerate(rows)])
+    assert distance(unmasked, results["sdpa"][0]) > 10 * distance(results["flashviz"][0], results["sdpa"][0])
+
+
+def test_a_left_padded_batch_decodes_with_a_kv_cache(kernels, seed):
+    """generate()'s shape of decoding: a left-padded prefill into a DynamicCache, then one query per row against the
+    cache with the mask grown by one (Nq < Nk, padding inside the keys), against each row alone on sdpa."""
+    built = models(tiny("llama"), seed)
+    mask = torch.ones(2, 9, dtype=torch.long, device=DEVICE)
+    mask[1, :3] = 0
+    ids = torch.randint(0, VOCAB, (2, 9), device=DEVICE)
+    with torch.no_grad():
+        model = built["flashviz"]
+        cache = DynamicCache(config=model.config)
+        position_ids = (mask[:, :8].cumsum(1) - 1).clamp(min=0)
+        model(ids[:, :8], attention_mask=mask[:, :8], position_ids=position_ids, past_key_values=cache, use_cache=True)
+        last = model(ids[:, 8:], attention_mask=mask, position_ids=position_ids[:, -1:] + 1, past_key_values=cache,
+                     use_cache=True).logits[:, -1]  # fmt: skip
+        alone = {impl: torch.stack([built[impl](ids[b : b + 1, mask[b] != 0]).logits[0, -1] for b in range(2)])
+                 for impl in ("sdpa", "eager")}  # fmt: skip
+    assert_close({"flashviz": last, **alone}, "the decoded row's logits against a padded cache")
+
+
+def test_custom_masks_and_dropout_are_refused(kernels, seed):
+    """A mask that is no (B, Nk) padding mask (a custom 4-d mask, a static cache's shorter mask) is one line; so is
+    dropout while training."""
     built = models(tiny("llama", attention_dropout=0.1), seed)
     model = built["flashviz"].eval()  # from_config builds in training mode
+    q, k = torch.randn(2, 4, 12, 32, device=DEVICE), torch.randn(2, 2, 12, 32, device=DEVICE)
+    for mask in (torch.ones(2, 1, 12, 12, device=DEVICE), torch.ones(2, 10, device=DEVICE)):
+        with pytest.raises(ValueError, match=r"attention_mask must be None or a padding mask \(B, Nk\)") as e:
+            fv_hf.attention_forward(model.model.layers[0].self_attn, q, k, k, mask)
+        assert "\n" not in str(e.value) and str(tuple(mask.shape)) in str(e.value)
     ids = torch.randint(0, VOCAB, (2, 12), device=DEVICE)
-    mask = torch.ones(2, 12, dtype=torch.long, device=DEVICE)
-    mask[1, :4] = 0  # left padding
-    with torch.no_grad(), pytest.raises(ValueError, match=r"attention_mask must be None .*; got a \(2, 12\) mask"):
-        model(ids, attention_mask=mask)
     with torch.no_grad():  # a mask of ones is no padding: it runs
-        assert model(ids, attention_mask=torch.ones_like(mask)).logits.shape == (2, 12, VOCAB)
+        assert model(ids, attention_mask=torch.ones_like(ids)).logits.shape == (2, 12, VOCAB)
     model.train()
     with pytest.raises(ValueError, match=r"dropout must be 0 with attn_implementation='flashviz' .*; got 0\.1") as e:
         model(ids)

@@ -122,8 +122,8 @@ def test_tensor_core_words_are_the_ladders_numbers():
 def test_one_bf16_peak_with_its_run_named():
     """Item 12: the ladder said bf16 783.4 TFLOP/s (its run), the FLOP ratio of compare and the page 746.6 (the
     parallelism run). Every place now quotes the ladder run's one peak and names that run."""
+    from flashviz.hardware.ring_model import recorded_tflops
     from flashviz.reports.compare import compare
-    from flashviz.reports.ring_model import recorded_tflops
 
     run = shipped_ladder()
     peak = f"{run['peaks']['bf16_matmul']['tflops']:.1f} TFLOP/s"

@@ -3,7 +3,7 @@ which starts the P processes itself): flashviz.ring_attention checked on P proce
 
 Every rank draws the same random Q, K, V, dO (from --seed), takes its shard (ring_shard), runs ring_attention
 forward and backward, and counts the bytes it sends (flashviz.ops.ring_counter). Rank 0 gathers the shards and prints
-a table per rank (times, bytes sent against the closed form of flashviz.reports.ring_model, FLOPs) and the error of the
+a table per rank (times, bytes sent against the closed form of flashviz.hardware.ring_model, FLOPs) and the error of the
 ring against one-device flashviz.attention and against float64. NCCL on GPUs (one per rank), gloo and Triton's
 interpreter on CPUs. Exit code 0 when the ring is within attention_reference's tolerance of float64 and its bytes
 are the closed form's, 1 when not, 2 on a bad flag (one line; under torchrun, torchrun adds its own report of the
@@ -92,10 +92,10 @@ def run(n, d, heads, batch, causal, layout, dtype_name, seed, *, rank=None, worl
     import torch.distributed as dist
 
     rank, world, device, backend = _setup(rank, world, rendezvous)
+    from flashviz.hardware.ring_model import model
     from flashviz.ops.reference import judge, plain_attention
     from flashviz.ops.ring import ring_attention, ring_shard, ring_unshard
     from flashviz.ops.ring_counter import counting_sends
-    from flashviz.reports.ring_model import model
 
     n = check_length(n, world, layout)  # the same verdict on every rank
     dtype = getattr(torch, DTYPES[dtype_name])
@@ -165,7 +165,7 @@ def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_a
         title=f"flashviz.ring_attention on {P} process{'es' if P > 1 else ''} ({backend}, {device.type}): "
         f"B={c['batch']} H={c['heads']} N={c['n']:,} D={c['d']}, {c['layout']}{', causal' if causal else ''}",
         caption="Bytes sent: counted by wrapping torch.distributed.batch_isend_irecv; model: "
-        "flashviz.reports.ring_model (K, V in the input dtype, dK, dV in fp32)."
+        "flashviz.hardware.ring_model (K, V in the input dtype, dK, dV in fp32)."
         + (" Times on the CPU are Triton's interpreter, not a kernel's speed." if device.type == "cpu" else ""),
     )
     for col in ("rank", "Q chunks", "forward", "backward", "sent forward", "model", "sent backward", "model",

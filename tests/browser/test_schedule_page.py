@@ -234,9 +234,9 @@ def test_the_exported_file_carries_the_schedule_view(browser, tmp_path):
 
 
 def test_the_notebook_widget_carries_the_measured_lanes(browser):
-    """The widget's own host module (flashviz/share/widget_host.js, as anywidget runs it, with a stand-in model that holds
-    the widget's synced state) puts the page in its sandboxed frame: the frame draws the schedule with the measured
-    lanes and the tensor pipe from the trace Python made, with no server."""
+    """The widget's own host module (flashviz/share/widget_host.js, as anywidget runs it, with a stand-in model that
+    holds the widget's synced state) puts the page in its sandboxed frame: the frame draws the schedule with the
+    measured lanes and the tensor pipe from the trace Python made, with no server."""
     pytest.importorskip("anywidget", reason="pip install -e '.[test]' (the notebook extra)")
     from flashviz import trace
     from flashviz.share.widget import Viewer, esm

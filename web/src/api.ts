@@ -2,7 +2,10 @@
 // any mount works).
 import { ownArrayProblem, prepareArrays } from "./codec";
 import { apiQuery, type ConfigParams } from "./state";
-import type { Limits, Trace } from "./types";
+import type { CompareDoc, Curves, Limits, Trace } from "./types";
+
+// the comparison's documents, whose types are in types.ts with the others
+export type { CompareDoc, CompareEntry, Curves, PhaseCurve } from "./types";
 
 export class ApiError extends Error {
   constructor(
@@ -107,48 +110,6 @@ export async function fetchLimits(signal?: AbortSignal): Promise<Limits | null> 
     return null;
   }
 }
-
-/** GET /api/compare: every algorithm at one config (closed forms), a sweep of N; the per-phase counter curves come
- *  with it from `flashviz export` and the widget, and from the server by GET /api/curves (an engine run, queued). */
-export interface CompareEntry {
-  title: string;
-  /** the name the comparison's columns, rows and chart use ("FA2") */
-  short: string;
-  pass: "forward" | "backward";
-  supported: boolean;
-  tensors?: Record<string, { read: number; written: number; read_bytes: number; written_bytes: number }>;
-  total?: { read: number; written: number; read_bytes: number; written_bytes: number; bytes: number };
-  sram_bytes?: number | null;
-  sram_fits?: boolean | null;
-  steps?: number | null;
-  traffic_vs_fa2?: number | null;
-  noncausal_bytes: number | null;
-  saved_bytes: number | null;
-}
-
-export interface PhaseCurve {
-  phases: number;
-  phase: number[];
-  op: (string | null)[];
-  read: number[];
-  written: number[];
-  /** bytes read and written so far, each tensor at its own element size (bf16 2, fp32 4) */
-  bytes?: number[];
-  tensors: Record<string, [number, number][]>;
-}
-
-export interface CompareDoc {
-  config: { n: number; d: number; br: number; bc: number; causal: boolean; tr: number; tc: number };
-  bytes_per_element: number;
-  sram_budget_bytes: number;
-  algorithms: Record<string, CompareEntry>;
-  /** the algorithm whose traffic `traffic_vs_fa2` divides by */
-  baseline?: string;
-  sweep: { n: number[]; bytes: Record<string, number[]> };
-  curves: Record<string, PhaseCurve | { skipped: string }> | null;
-}
-
-export type Curves = Record<string, PhaseCurve | { skipped: string }>;
 
 /** GET /api/curves: each algorithm's launch-wide counters per phase (the comparison's animation). When the server
  *  cannot give them (busy, gone), every algorithm says why instead: the table and the chart do not need them. */

@@ -1,6 +1,8 @@
 // The Trace (schema `flashviz.trace/3`, docs/trace-schema.md) as the viewer reads it. A trace describes its own
 // picture: its tensors, SRAM buffers, kernels, ops, tiling, veils, writes and texts; the viewer knows no algorithm.
-// `null` inside a numeric array means −∞ (JSON has no infinities).
+// `null` inside a numeric array means −∞ (JSON has no infinities). Also the other documents the page reads: GET
+// /api/limits and GET /api/compare.
+import type { ScheduleDoc } from "./render/scheduleLayout";
 
 export type Num = number | null;
 export type Vec = Num[];
@@ -175,6 +177,8 @@ export interface Phase {
   op: Op | null;
   j: number | null;
   hbm: Counters;
+  /** the launch-wide FLOPs by kind after this phase */
+  flops?: Record<string, number>;
   writes: Write[];
 }
 
@@ -358,6 +362,14 @@ export interface Trace {
   veils: Veil[][];
   /** how its matrix products run on the tensor cores; null for scalar code */
   tensor_cores?: TensorCores | null;
+  /** the launch's floating-point operations by kind, counted and modelled */
+  flops?: FlopsDoc;
+  /** the launch on a GPU: its grid on the SMs, the occupancy, the warps inside a block; null where not modelled */
+  hardware?: HardwareDoc | null;
+  /** a warp-specialized kernel's partitions over time (render/scheduleLayout.ts); null or absent for the others */
+  schedule?: ScheduleDoc | null;
+  /** A run spread over several devices (the ring); checked by render/ringLayout.ts devicesProblem before it is drawn. */
+  devices?: unknown;
   /** how its rows are cut (several q heads, packed sequences, Nq ≠ Nk), else null or absent */
   layout?: Layout | null;
   /** the options of real models it runs, in words and numbers, else null or absent */
@@ -394,3 +406,186 @@ export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]> 
   default?: string;
   profile?: boolean;
 };
+
+// ---- the launch's arithmetic and its place on the GPU (Trace.flops, Trace.hardware) ----
+
+export interface FlopAnchor {
+  paper_ratio: number;
+  paper: string;
+  gpu: string;
+  date: string;
+  source: string;
+  command: string;
+  matmul_tflops: number;
+  fma_tflops: number;
+  exp_tflops: number;
+  measured_ratio: number;
+  exp_ratio: number;
+  /** the run that measured expf (its ratio is that run's matmul over its expf) */
+  exp_source?: string;
+}
+
+export interface FlopsDoc {
+  kinds: string[];
+  counted: Record<string, number>;
+  model: Record<string, number> | null;
+  matches: boolean | null;
+  matmul: number;
+  non_matmul: number;
+  exp: number;
+  non_matmul_as_matmul: { paper: number; measured: number };
+  formulas: Record<string, string>;
+  runs_on?: string; // where the kernel runs its FLOPs, one sentence (absent: the fp32 CUDA cores)
+  uncounted?: string; // present when `model` is null: why no counts are shown
+  anchor: FlopAnchor;
+}
+
+export interface Occupancy {
+  limits: Record<string, number | null>;
+  blocks_per_sm: number;
+  limited_by: string[];
+  warps_per_block: number;
+  warps_per_sm: number;
+  theoretical: number;
+}
+
+export interface LaunchOnSms {
+  heads: number;
+  grid: number[];
+  blocks: number;
+  waves: number;
+  full_waves: number;
+  tail_blocks: number;
+  resident: number[];
+  busy_sms: number;
+  idle_sms: number;
+}
+
+export interface KernelOnGpu {
+  template: string;
+  threads: number;
+  smem_bytes: number;
+  registers: { value: number | null; source: string; note: string };
+  smem?: { value: number; source: string; note: string }; // a Triton kernel's: where its shared memory comes from
+  program_of_block?: "same" | "reversed"; // a Triton kernel under causal masking runs block i as program Tr - 1 - i
+  occupancy: Occupancy;
+  grid_x: number;
+  launches: LaunchOnSms[];
+}
+
+export interface WarpOp {
+  buffer: string;
+  shape: [number, number];
+  split: string;
+  loop: string;
+  owners: number[][];
+  cut: boolean;
+  busy_warps: number;
+  idle_warps: number;
+  from: string | null;
+  from_buffer?: string; // the buffer that crosses, when it is not `buffer` (a tensor-core dot reading the last result)
+  crossing_elements: number;
+}
+
+export interface WarpScheme {
+  name: string;
+  paper: string;
+  owners: number[][];
+  exchanged_elements: number;
+  exchange: string;
+}
+
+export interface MeasuredRow {
+  algo: string;
+  n: number;
+  d: number;
+  br: number;
+  bc: number;
+  heads: number;
+  blocks: number;
+  ms: number;
+  ncu: {
+    waves: number | null;
+    theoretical_occupancy_pct: number | null;
+    achieved_occupancy_pct: number | null;
+    sm_utilisation_pct: number | null;
+  };
+}
+
+export interface HardwareDoc {
+  device: { name: string; sms: number; max_warps_per_sm: number; max_blocks_per_sm: number; compute_capability: string };
+  heads: number[];
+  heads_default: number;
+  placement: string;
+  kernels: Record<string, KernelOnGpu>;
+  warps: { warps: number; threads: number; ops: Record<string, WarpOp>; schemes: WarpScheme[] } | null;
+  measured: { source: string; date: string; command: string; metrics: string[]; rows: MeasuredRow[] };
+}
+
+export type HwTrace = Trace & { flops?: FlopsDoc; hardware?: HardwareDoc | null };
+
+export interface RegimePoint {
+  br: number;
+  bc: number;
+  bytes: Record<string, number>;
+  fewest: string;
+  current: boolean;
+  [ratios: string]: unknown;
+}
+
+export interface Term {
+  tensor: string;
+  share: number;
+  times: number | null;
+  rewrites: number | null;
+}
+
+// ---- GET /api/compare ----
+
+/** GET /api/compare: every algorithm at one config (closed forms), a sweep of N; the per-phase counter curves come
+ *  with it from `flashviz export` and the widget, and from the server by GET /api/curves (an engine run, queued). */
+export interface CompareEntry {
+  title: string;
+  /** the name the comparison's columns, rows and chart use ("FA2") */
+  short: string;
+  pass: "forward" | "backward";
+  supported: boolean;
+  tensors?: Record<string, { read: number; written: number; read_bytes: number; written_bytes: number }>;
+  total?: { read: number; written: number; read_bytes: number; written_bytes: number; bytes: number };
+  sram_bytes?: number | null;
+  sram_fits?: boolean | null;
+  steps?: number | null;
+  traffic_vs_fa2?: number | null;
+  /** the tensors that make up its traffic, largest share first */
+  terms?: Term[];
+  noncausal_bytes: number | null;
+  saved_bytes: number | null;
+}
+
+export interface PhaseCurve {
+  phases: number;
+  phase: number[];
+  op: (string | null)[];
+  read: number[];
+  written: number[];
+  /** bytes read and written so far, each tensor at its own element size (bf16 2, fp32 4) */
+  bytes?: number[];
+  tensors: Record<string, [number, number][]>;
+}
+
+export interface CompareDoc {
+  config: { n: number; d: number; br: number; bc: number; causal: boolean; tr: number; tc: number };
+  bytes_per_element: number;
+  sram_budget_bytes: number;
+  algorithms: Record<string, CompareEntry>;
+  /** the algorithm whose traffic `traffic_vs_fa2` divides by */
+  baseline?: string;
+  sweep: { n: number[]; bytes: Record<string, number[]> };
+  curves: Record<string, PhaseCurve | { skipped: string }> | null;
+  /** which forward algorithm moves fewest bytes as Bc/Br varies at this N and D */
+  regimes?: { n: number; d: number; causal: boolean; points: RegimePoint[]; real_kernels: string; left_out?: string };
+  /** the FLOP rates the comparison quotes (as a trace's `flops.anchor`) */
+  flops_anchor?: FlopAnchor;
+}
+
+export type Curves = Record<string, PhaseCurve | { skipped: string }>;

@@ -11,7 +11,7 @@ const MARKUP = import.meta.glob(["../index.html", "../src/**/*.css"], { query: "
 >;
 
 // the names Python gives algorithms, kernels and ops (docs/trace-schema.md): none may appear as a string in web/src
-const ALGORITHMS = ["fa1", "fa2", "standard", "fa2-backward", "fa2_backward", "fa2-triton", "fa2_triton"];
+const ALGORITHMS = ["fa1", "fa2", "standard", "fa2-backward", "fa2_backward", "fa2-triton", "fa2_triton", "ring"];
 const KERNELS = ["fa2_fwd", "fa2_bwd", "fa2_bwd_preprocess", "standard_scores", "standard_softmax", "standard_pv"];
 const OPS = [
   "load_q",
@@ -34,6 +34,9 @@ const OPS = [
   "ds",
   "dk",
   "dq",
+  "send",
+  "attend",
+  "finish", // the ring's ops (its "wait" is also the schedule's word for a gap)
 ];
 const quoted = (names: string[]) => new RegExp(`["'\`](${names.join("|")})["'\`]`);
 

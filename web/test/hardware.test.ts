@@ -1,18 +1,17 @@
-// Issue 11: the hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
+// The hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
 import { sci } from "../src/format";
-import type { HwTrace, RegimesDoc } from "../src/hwTypes";
 import { badgeWords, judgedText } from "../src/render/badge";
 import { sramText } from "../src/render/compare";
 import { sizesNote, switchedSizes } from "../src/render/configForm";
 import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
-import type { AlgoInfo, ErrorCheck } from "../src/types";
-import { BWD, COMPARE, FA1, FA2C, STD } from "./fixtures";
+import type { AlgoInfo, ErrorCheck, Trace } from "../src/types";
+import { BWD, COMPARE, FA1, FA2C, STD, TRITON } from "./fixtures";
 
 describe("the trace's hardware and flops keys", () => {
   it("name every kernel the steps run, with a launch per heads value", () => {
-    for (const t of [FA1, FA2C, STD, BWD] as HwTrace[]) {
+    for (const t of [FA1, FA2C, STD, BWD, TRITON]) {
       const hw = t.hardware!;
       expect(hw.device.sms).toBe(132);
       for (const s of t.steps) expect(Object.keys(hw.kernels)).toContain(s.kernel);
@@ -30,9 +29,9 @@ describe("the trace's hardware and flops keys", () => {
   });
 
   it("gives fa1 one block per head and fa2 Tr per head", () => {
-    const one = (t: HwTrace) => Object.values(t.hardware!.kernels)[0]!.launches[0]!;
-    expect(one(FA1 as HwTrace).blocks).toBe(1);
-    expect(one(FA2C as HwTrace).blocks).toBe(FA2C.config.tr);
+    const one = (t: Trace) => Object.values(t.hardware!.kernels)[0]!.launches[0]!;
+    expect(one(FA1).blocks).toBe(1);
+    expect(one(FA2C).blocks).toBe(FA2C.config.tr);
   });
 
   it("places block b on SM b mod 132, in waves of blocks_per_sm x 132", () => {
@@ -44,7 +43,7 @@ describe("the trace's hardware and flops keys", () => {
   });
 
   it("reads the comparison's regimes and terms", () => {
-    const doc = COMPARE as RegimesDoc;
+    const doc = COMPARE;
     expect(doc.regimes!.points.filter((p) => p.current).length).toBe(1);
     const e = Object.values(doc.algorithms).find((x) => x.pass === "forward") as { terms: never[] } | undefined;
     expect(termsText([{ tensor: "Q", share: 0.32, times: 32, rewrites: null }])).toBe("Q 32% (read 32\u00d7)");
@@ -63,7 +62,7 @@ describe("wavesText", () => {
 
 describe("shared memory, one unit on the page (issue 17 item 8)", () => {
   it("writes the hardware section's shared memory as compare's SRAM row does, in KiB", () => {
-    const fa2 = Object.values((FA2C as HwTrace).hardware!.kernels)[0]!;
+    const fa2 = Object.values(FA2C.hardware!.kernels)[0]!;
     expect(smemText(fa2)).toBe(sramText(COMPARE.algorithms.fa2!));
     // N=4096, D=64, Br=Bc=64: the fa2 kernel's 82,432 bytes (the hardware section said "82.4 kB")
     expect(smemText({ smem_bytes: 82432 })).toBe("80.5 KiB");

@@ -17,13 +17,14 @@ from .fa2_backward import ALGORITHM as FA2_BACKWARD
 from .fa2_splitkv import ALGORITHM as FA2_SPLITKV
 from .fa2_triton import ALGORITHM as FA2_TRITON
 from .fa3 import ALGORITHM as FA3
+from .ring import ALGORITHM as RING
 from .standard import ALGORITHM as STANDARD
 
 if TYPE_CHECKING:
     from flashviz.algos.launch import KernelSpec, TritonSpec
 
 # In the order the page, the API and `flashviz compare` list them.
-ORDER: tuple[Algorithm, ...] = (STANDARD, FA1, FA2, FA2_BACKWARD, FA2_TRITON, FA3, FA2_SPLITKV)
+ORDER: tuple[Algorithm, ...] = (STANDARD, FA1, FA2, FA2_BACKWARD, FA2_TRITON, FA3, FA2_SPLITKV, RING)
 FOLDERS: tuple[str, ...] = tuple(a.package.rpartition(".")[2] for a in ORDER)
 BASELINE = "fa2"  # the algorithm the others' traffic is measured against (`traffic_vs_fa2`)
 

@@ -186,6 +186,12 @@ class Algorithm:
     # a table of its own for `flashviz compare` at (d, br, bc), from its closed forms: {"title", "columns", "rows",
     # "caption", ...}, rows of cells as the columns name them (fa2-splitkv: decoding, few queries against many keys)
     compare_table: Callable[[int, int, int], dict[str, Any]] | None = None
+    # False: not a rival of the single-GPU kernels in `flashviz compare` (its sweep, its chart), though traced and
+    # shown like them (ring attention: one forward spread over P devices, its own model in `compare --ring`)
+    rival: bool = True
+    # the launch fields beyond (n, d, br, bc, causal) its closed forms take, as keyword arguments (ring: its layout,
+    # which decides the calls each step makes); None: none. The FLOP view passes them to `flops.count`.
+    closed_form_fields: Callable[[Config], Mapping[str, Any]] | None = None
     # the options of real models it runs (Config.OPTIONS' names: group, nk, window, softcap, seqlens; issue 22) and
     # its closed forms that take them (None: it runs none, and `traffic`, `flops` are its closed forms)
     options: frozenset[str] = frozenset()
@@ -219,6 +225,10 @@ class Algorithm:
         """Bytes per element of its inputs (the trace's `config.element_bytes`)."""
         return self.bytes_of(self.inputs[0])
 
+    def closed_form_args(self, cfg: Config) -> dict[str, Any]:
+        """What its closed forms take from `cfg` beyond (n, d, br, bc, causal) (`closed_form_fields`), or {}."""
+        return {} if self.closed_form_fields is None else dict(self.closed_form_fields(cfg))
+
     def blocks(self, cfg: Config) -> int:
         """What --block and the API's `block` choose among, and a trace's `blocks` lists (its picks): the blocks of the
         main kernel, one per block of Q (Tr) or per tile of K/V (Tc); for fa1, whose one block per head visits the
@@ -243,7 +253,8 @@ class Algorithm:
             return self.launch_models.flops(cfg)
         if self.flops is None:
             return None
-        return self.flops.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+        more = self.closed_form_args(cfg)  # a launch field its count needs (the ring's layout)
+        return self.flops.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal, **more)
 
     def block_size(self, cfg: Config) -> str:
         """What sets the number of blocks, as an error message names it: `Br=4` (blocks of Q) or `Bc=4` (tiles)."""
@@ -287,7 +298,7 @@ class Algorithm:
 
     def api_validated(self, cfg: Config) -> Config:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
-        self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
+        cfg = self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
         cost = self.api_cost  # e.g. 3 for a backward that runs the forward first
         if cfg.q_rows * cfg.kv_n * cfg.d > API_MAX_WORK // cost:
             raise ConfigError(

@@ -185,6 +185,12 @@ class Texts:
     launch: Mapping[str, Any] | None = None  # how the kernel is launched beyond N, D, Br, Bc (warps, stages, why)
     tensor_cores: Mapping[str, Any] | None = None  # how its matrix products run on the tensor cores
     schedule: Mapping[str, Any] | None = None  # a modelled schedule of its partitions, or None
+    # the (block, tile) pairs' tiling where its rows are not in sequence order (the ring's zigzag layout), else None:
+    # flashviz.tracing.assemble then derives it from the causal mask over N rows (`tiling_of`)
+    tiling: Mapping[str, Any] | None = None
+    # a run spread over devices: their closed-form part (the ring's link bytes per device, words); the engine's
+    # run adds what happened (Recorder.devices). None: one device (docs/trace-schema.md, `devices`)
+    devices: Mapping[str, Any] | None = None
     # the options of real models the launch runs (a group of q heads, Nq ≠ Nk, a window, packed sequences,
     # soft-capping): the page's section on them, its words and numbers (docs/trace-schema.md `options`), or None
     options: Mapping[str, Any] | None = None

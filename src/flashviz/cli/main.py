@@ -25,6 +25,7 @@ from flashviz.cli.options import (
     causal_option,
     model_options,
     real_model_options,
+    ring_options,
     size_options,
     size_with_seqlens,
 )
@@ -114,8 +115,25 @@ def cli(ctx: click.Context) -> None:
 )
 @real_model_options(OPTION_LIMITS)
 @kernel_options
+@ring_options
 def trace(
-    algo, n, d, br, bc, causal, seed, scale, inputs_path, block, output, indent, plain, kernel, **kernel_opts
+    algo,
+    n,
+    d,
+    br,
+    bc,
+    causal,
+    seed,
+    scale,
+    inputs_path,
+    block,
+    output,
+    indent,
+    plain,
+    kernel,
+    devices,
+    layout,
+    **kernel_opts,
 ) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md); with --kernel, trace your own
     Triton kernel against float64 (docs/yourkernel.md)."""
@@ -131,7 +149,7 @@ def trace(
     n = size_with_seqlens(click.get_current_context(), n, options)
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
-    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal, options)
+    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal, devices, layout, options)
     data = trace_.to_json(indent=indent, compact=not plain)
     if output is None:
         try:
@@ -165,6 +183,8 @@ def build_trace(
     inputs_path: Path | None,
     block: int | None,
     causal: bool = False,
+    devices: int = Config.devices,
+    layout: str = Config.layout,
     options: dict | None = None,
 ) -> Trace:
     from flashviz.model.inputs import NAMES, load_npz
@@ -190,6 +210,8 @@ def build_trace(
         scale=scale,
         causal=causal,
         record=None if block is None else (block,),
+        devices=devices,
+        layout=layout,
         **(options or {}),
     )
     return trace_of(record, cfg, inputs)
@@ -289,8 +311,9 @@ def count(algo, n, d, br, bc, causal, as_json, **flags) -> None:
     default=None,
     help="the block to show, as --block of `flashviz trace` (default: all when there are at most 8)",
 )
+@ring_options
 @real_model_options(OPTION_LIMITS)
-def steps(algo, n, d, br, bc, causal, seed, block, **flags) -> None:
+def steps(algo, n, d, br, bc, causal, seed, block, devices, layout, **flags) -> None:
     """Print a trace as a step table in the terminal."""
     from rich.console import Console
 
@@ -300,7 +323,7 @@ def steps(algo, n, d, br, bc, causal, seed, block, **flags) -> None:
     require_stdout()  # a closed stdout fails before the engine runs, not after
     n, d, br, bc = own_sizes(algo, n, d, br, bc)
     n = size_with_seqlens(click.get_current_context(), n, options)
-    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal, options))
+    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal, devices, layout, options))
     with to_stdout() as out:
         Console(file=out).print(*tables)
 
@@ -341,7 +364,7 @@ def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
     and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run). With the
     options of real models (--group, --nk, --window, --softcap, --seqlens) the algorithms that run them are counted
     per K/V head, and a table says what each option saves."""
-    from flashviz.cli.ring import render_ring, ring_doc
+    from flashviz.cli.ring import RING_KEY, render_ring, ring_doc
     from flashviz.reports.compare import compare as compare_models
     from flashviz.reports.compare import render, render_regimes, render_savings, render_tables
 
@@ -355,7 +378,7 @@ def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
         )
     doc = compare_models(n, d, br, bc, causal, **options)
     if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
-        doc["ring"] = ring_doc(n, d, ring, causal)
+        doc[RING_KEY] = ring_doc(n, d, ring, causal)
     if as_json:
         import json  # not orjson: at N near 2^31, standard attention's byte counts pass 2^64
 
@@ -370,7 +393,7 @@ def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
         regimes = [] if options else [render_regimes(doc)]  # the sweep of Bc/Br is plain attention's
         print_fitted(con, render(doc), *render_savings(doc), *regimes, *render_tables(doc))
         if ring is not None:
-            print_fitted(con, render_ring(doc["ring"]))
+            print_fitted(con, render_ring(doc[RING_KEY]))
 
 
 @cli.command()

@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import click
 
 from flashviz.algos import ALGOS, DEFAULT
-from flashviz.model.config import Config, shown
+from flashviz.model.config import DEVICES, Config, shown
+from flashviz.model.ring_layout import LAYOUTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -117,6 +118,25 @@ algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_de
 causal_option = click.option(
     "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
 )
+
+
+def ring_options(f: F) -> F:
+    """--devices P and --layout: ring attention's launch (`--algo ring`; other algorithms ignore them)."""
+    defaults = Config()
+    f = click.option(
+        "--layout",
+        type=OneOf(LAYOUTS),
+        default=defaults.layout,
+        show_default=True,
+        help="--algo ring: how the sequence is laid out on the devices (zigzag: device r holds chunks r and 2P-1-r)",
+    )(f)
+    return click.option(
+        "--devices",
+        type=Bounded(*DEVICES),
+        default=defaults.devices,
+        show_default=True,
+        help=f"--algo ring: P, the devices in the ring ({DEVICES[0]}..{DEVICES[1]}; Br = Bc = N/P)",
+    )(f)
 
 
 # The options of real models (issue 22; flashviz.model.config.OPTION_LIMITS): one decorator for every command that

@@ -1,4 +1,4 @@
-"""`flashviz compare --ring P`: the option and its document (flashviz.reports.ring_model's closed form of the ring of
+"""`flashviz compare --ring P`: the option and its document (flashviz.hardware.ring_model's closed form of the ring of
 flashviz.ring_attention, zigzag layout, on P ranks, at the compare's N and D), kept apart from the compare command
 so that its edit there stays one option and three lines."""
 
@@ -14,11 +14,12 @@ from flashviz.model.config import ConfigError
 if TYPE_CHECKING:
     from rich.table import Table
 
+RING_KEY = "ring"  # the option's name and its document's key in `compare --json` (ring_model's; not the algorithm)
 RING_LIMITS = (1, 1024)  # the model lists every step of the ring: a few thousand entries at most
 
 ring_option = click.option(
     "--ring",
-    "ring",
+    RING_KEY,
     type=Bounded(*RING_LIMITS),
     default=None,
     metavar="P",
@@ -27,9 +28,9 @@ ring_option = click.option(
 
 
 def ring_doc(n: int, d: int, world: int, causal: bool) -> dict[str, Any]:
-    """The model of the ring (flashviz.reports.ring_model.model) with the compare's N and D; a bad P is --ring's
+    """The model of the ring (flashviz.hardware.ring_model.model) with the compare's N and D; a bad P is --ring's
     error."""
-    from flashviz.reports.ring_model import model
+    from flashviz.hardware.ring_model import model
 
     if n % (2 * world):
         raise ConfigError(
@@ -39,6 +40,6 @@ def ring_doc(n: int, d: int, world: int, causal: bool) -> dict[str, Any]:
 
 
 def render_ring(doc: dict[str, Any]) -> Table:
-    from flashviz.reports.ring_model import render
+    from flashviz.hardware.ring_model import render
 
     return render(doc)

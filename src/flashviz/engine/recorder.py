@@ -47,6 +47,7 @@ class Recorder:
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
+        self.devices: dict[str, Any] | None = None  # a run over several devices: what each held, sent, carried
 
     def emit(
         self,

@@ -74,8 +74,9 @@ class RingRun:
         return sum(t.bytes for s in self.steps for t in s.transfers if t.src == device)
 
 
-def _block(Qa: np.ndarray, Kb: np.ndarray, Vb: np.ndarray, scale: float, causal: bool):
-    """(O, L) of one block by a plain fp32 softmax."""
+def partial_attention(Qa: np.ndarray, Kb: np.ndarray, Vb: np.ndarray, scale: float, causal: bool):
+    """(O, L) of one block by a plain fp32 softmax: what one attention call of the ring returns (algos/ring's
+    engine calls it too)."""
     S = (Qa @ Kb.T) * np.float32(scale)  # (c, c)
     if causal:
         S[np.triu_indices_from(S, k=1)] = -np.inf
@@ -127,7 +128,9 @@ def simulate(
                 work.append(Work(b.q_chunk, b.k_chunk, b.kind, pairs))
                 if b.kind == SKIP:
                     continue
-                O_b, L_b = _block(Q[rows(b.q_chunk)], K[rows(b.k_chunk)], V[rows(b.k_chunk)], scale, b.kind == CAUSAL)
+                O_b, L_b = partial_attention(
+                    Q[rows(b.q_chunk)], K[rows(b.k_chunk)], V[rows(b.k_chunk)], scale, b.kind == CAUSAL
+                )
                 mine = slice(b.q * c, (b.q + 1) * c)  # the chunk's rows in the device's carries
                 O[mine], L[mine] = merge(O[mine], L[mine], O_b, L_b)
             devices.append(DeviceStep(r, src, k_chunks, tuple(work), O.copy(), L.copy()))

@@ -14,8 +14,11 @@ Each attention layer then runs FlashAttention-2 in Triton (`flashviz.attention`)
 - packed sequences (batch 1 whose position_ids restart at 0, as DataCollatorWithFlattening makes them, or
   FlashAttention's cu_seq_lens_q/k and max_length_q/k keyword arguments) as `flashviz.attention_varlen`, so that no
   token attends across a boundary.
-Refused, with a one-line ValueError: dropout > 0 (in training), and any attention mask other than "no padding"
-(a padded batch, a custom 4-d mask, a static cache's unfilled slots): the kernels take no arbitrary mask.
+- a padded batch (the 2-d mask (B, Nk) of transformers' FlashAttention mask builder, 1 a token, 0 padding, left or
+  right): its tokens packed without the padding (the queries are the last Nq positions, where a cache puts the new
+  tokens) and run as `flashviz.attention_varlen`; the padding's outputs are zeros.
+Refused, with a one-line ValueError: dropout > 0 (in training), and any other attention mask (a custom 4-d mask, a
+static cache's unfilled slots, whose mask is shorter than the keys): the kernels take no arbitrary mask.
 Needs `pip install 'flashviz[transformers]'` (transformers) and `flashviz[triton]`.
 """
 
@@ -38,7 +41,8 @@ def _transformers():
 
 def register(name: str = NAME) -> None:
     """Register `attention_forward` as attn_implementation=`name` ("flashviz"), with the mask builder of
-    transformers' FlashAttention (None unless some token is padding, which `attention_forward` then refuses)."""
+    transformers' FlashAttention (None unless some token is padding: then the 2-d padding mask, which
+    `attention_forward` packs away)."""
     AttentionInterface, AttentionMaskInterface = _transformers()
     from transformers.masking_utils import flash_attention_mask
 
@@ -98,6 +102,39 @@ def _longest(cu) -> int:
     return int((cu[1:] - cu[:-1]).max())
 
 
+def _padded(mask, query, key, value, **options):
+    """attention over a padded batch: `mask` (B, Nk), nonzero for a token, zero for padding. The tokens are packed
+    without the padding, sequence after sequence (a sequence with no query left is left out), run as attention_varlen
+    (causal aligned to each sequence's bottom-right) and put back in place; padding's rows are zeros. (B, Nq, Hq, D)"""
+    import torch
+
+    from flashviz.ops import fa2 as triton_attention
+
+    batch, hq, nq, d = query.shape
+    nk = key.shape[2]
+    if mask.dim() != 2 or tuple(mask.shape) != (batch, nk):
+        raise ValueError(
+            f"attention_mask must be None or a padding mask (B, Nk) = {(batch, nk)} with "
+            f"attn_implementation={NAME!r}: the kernels take no custom mask (causal, window and packed sequences are "
+            f"options); got a {tuple(mask.shape)} mask"
+        )
+    keep_k = mask.to(device=query.device) != 0  # (B, Nk)
+    keep_q = keep_k[:, nk - nq :]  # (B, Nq): the new tokens are the last Nq positions
+    live = keep_q.any(dim=1)  # (B,) sequences with a query
+    out = query.new_zeros(batch * nq, hq, d)
+    if not bool(live.any()):
+        return out.view(batch, nq, hq, d)
+    keep_k = keep_k & live[:, None]
+    at_q = torch.nonzero(keep_q.flatten()).flatten()  # rows of the (B*Nq) queries that are tokens
+    at_k = torch.nonzero(keep_k.flatten()).flatten()
+    q = query.transpose(1, 2).reshape(batch * nq, hq, d)[at_q]  # (total_q, Hq, D)
+    k, v = (t.transpose(1, 2).reshape(batch * nk, t.shape[1], t.shape[3])[at_k] for t in (key, value))
+    lens_q, lens_k = keep_q.sum(1)[live], keep_k.sum(1)[live]
+    cu_q, cu_k = (torch.nn.functional.pad(n.cumsum(0), (1, 0)).to(torch.int32) for n in (lens_q, lens_k))
+    o = triton_attention.attention_varlen(q, k, v, cu_q, cu_k, int(lens_q.max()), int(lens_k.max()), **options)
+    return out.index_copy(0, at_q, o).view(batch, nq, hq, d)
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
                       sliding_window: int | None = None, softcap: float | None = None, is_causal: bool | None = None,
                       **kwargs):  # fmt: skip
@@ -109,11 +146,6 @@ def attention_forward(module, query, key, value, attention_mask, dropout: float 
 
     if dropout and getattr(module, "training", True):
         raise ValueError(f"dropout must be 0 with attn_implementation={NAME!r} (the kernels have none); got {dropout}")
-    if attention_mask is not None:
-        raise ValueError(
-            f"attention_mask must be None with attn_implementation={NAME!r}: the kernels take no padding or custom "
-            f"mask (causal, window and packed sequences are options); got a {tuple(attention_mask.shape)} mask"
-        )
     if kwargs.get("output_attentions"):
         raise ValueError(f"output_attentions must be False with attn_implementation={NAME!r}: no weights are formed")
     if kwargs.get("s_aux") is not None:
@@ -124,6 +156,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout: float 
         window = (int(sliding_window) - 1, int(sliding_window) - 1)
     softcap = float(softcap) if softcap else 0.0
     scale = None if scaling is None else float(scaling)
+    if attention_mask is not None:
+        return _padded(attention_mask, query, key, value, causal=causal, scale=scale, window=window,
+                       softcap=softcap), None  # fmt: skip
     if kwargs.get("cu_seq_lens_q") is not None and kwargs.get("cu_seq_lens_k") is not None:  # FlashAttention's own
         cu_q, cu_k = (
             kwargs[name].to(device=query.device, dtype=torch.int32) for name in ("cu_seq_lens_q", "cu_seq_lens_k")

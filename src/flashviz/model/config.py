@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flashviz.model import band, tiling
+from flashviz.model.ring_layout import LAYOUTS
 
 DEFAULT = "fa2"  # the algorithm a launch runs when none is named: the seed's example (flashviz.algos.DEFAULT)
 
@@ -35,6 +36,7 @@ API_MAX_VALUES = 5_000_000  # numbers in the JSON: inputs, outputs and the recor
 # Above this many Q blocks only one block's values are recorded (counters are kept for all).
 RECORD_ALL_MAX_BLOCKS = 8
 SCALE_RANGE = (1e-6, 1e6)
+DEVICES = (2, 8)  # ring attention's P (Config.devices): a ring of one is no ring; the page draws up to 8 round it
 
 # The options of real models (issue 22): grouped-query heads, keys != queries, a sliding window, soft-capping, packed
 # sequences. An algorithm runs those its record lists (`Algorithm.options`). Each field's bounds, for every front door
@@ -140,6 +142,10 @@ class Config:
     softcap: float = 0.0  # > 0: every scaled score s becomes softcap * tanh(s / softcap)
     seqlens: tuple[int, ...] | None = None  # packed sequences: each one's rows of Q (N is their sum)
     seqlens_k: tuple[int, ...] | None = None  # ... and of K and V (None: seqlens; Nk is their sum)
+    # -- ring attention's launch (algos/ring; every other algorithm ignores them): the sequence is split across P
+    # devices in a ring, laid out "zigzag" (device r holds chunks r and 2P-1-r of 2P) or "contiguous" (chunk r of P)
+    devices: int = 4  # P, in DEVICES: 4 show the ring's rotation and the zigzag's balance (its example, N = 16)
+    layout: str = "zigzag"  # flashviz.model.ring_layout.LAYOUTS
 
     @property
     def tr(self) -> int:
@@ -172,6 +178,11 @@ class Config:
         """`causal` a bool and every integer field within `limits` (ConfigError naming the first that is not)."""
         if not isinstance(self.causal, bool):
             raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
+        lo, hi = DEVICES
+        if isinstance(self.devices, bool) or not isinstance(self.devices, int) or not lo <= self.devices <= hi:
+            raise ConfigError("devices", f"must be an integer in {lo}..{hi} (got {shown(self.devices)})")
+        if self.layout not in LAYOUTS:
+            raise ConfigError("layout", f"must be one of {', '.join(LAYOUTS)} (got {shown(self.layout)})")
         for name, (lo, hi) in limits.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

@@ -43,6 +43,9 @@ class KernelFile:
     package: str  # its folder as a Python package, e.g. "flashviz.algos.fa2"
     name: str  # e.g. "fa2_forward.cu"
     functions: tuple[str, ...] = ()
+    # the package the file lies in when it is not the folder (the ring's flashviz/ops/ring.py, the module that
+    # flashviz.ring_attention is: its steps are cut from the code users run), else None
+    lies_in: str | None = None
 
 
 def kernel_file(kernel: KernelFile) -> str:
@@ -51,8 +54,8 @@ def kernel_file(kernel: KernelFile) -> str:
 
 
 def path(kernel: KernelFile) -> Traversable:
-    """Where the kernel file lies: in the algorithm's folder."""
-    return files(kernel.package).joinpath(kernel.name)
+    """Where the kernel file lies: in the algorithm's folder (or where `lies_in` says)."""
+    return files(kernel.lies_in or kernel.package).joinpath(kernel.name)
 
 
 @cache

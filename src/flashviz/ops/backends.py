@@ -2,7 +2,8 @@
 
 - "fa2": FlashAttention-2 in Triton (`flashviz.ops.fa2`): any CUDA GPU, and the CPU under Triton's
   interpreter (how CI runs it);
-- "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0;
+- "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0,
+  every option of flashviz.attention and attention_varlen in its forward (their backward fa2's);
 - "auto": fa3 where it runs and FAST_FA3 says it measured faster for the shape, fa2 elsewhere.
 
 These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).

@@ -758,16 +758,13 @@ class _Attention(torch.autograd.Function):
         return dq, dk, dv, None, None, None
 
 
-def _unmeasured(q, k, varlen: bool) -> str | None:
-    """What of a call fa3 takes but was not timed against fa2 for (None: nothing), for `attention_backends.choose`:
-    grouped-query attention (fa3's forward reads K/V head h // group since issue 22; its backward is fa2's)."""
-    return "grouped-query attention" if q.shape[1] != k.shape[1] else None
-
-
-def _features(q, k, window, softcap, varlen: bool) -> str | None:
-    """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
+def _unmeasured(q, k, window, softcap, varlen: bool) -> str | None:
+    """What of a call fa3 takes but was not timed against fa2 for (None: nothing), in words, for
+    `attention_backends.choose`: fa3 runs it when asked (backend="fa3"), auto keeps fa2 for it. Grouped-query
+    attention (fa3's forward reads K/V head h // group since issue 22), Nq != Nk, a window, softcap and packed
+    sequences (compiled into fa3's forward where a call asks for them); the backward of each is fa2's."""
     what = []
-    if varlen and q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
+    if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
         what.append("grouped-query attention")
     if not varlen and q.shape[2] != k.shape[2]:
         what.append("Nq != Nk")
@@ -795,9 +792,9 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         unbounded on that side; with causal, right is 0.
     softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2); 0 does not.
     backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
-        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.ops.backends`). fa3 takes plain
-        attention and grouped-query attention (its backward then fa2's), with Nq = Nk, no window, no softcap;
-        auto runs fa2 for the rest, and for grouped-query attention until fa3 is timed on it.
+        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.ops.backends`). fa3 (sm_90, D in
+        {64, 128}, scale > 0) takes every option here in its forward (the backward of an option, and of
+        grouped-query attention, is fa2's); auto runs fa2 for any option until fa3 is timed on it.
 
     Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
@@ -808,15 +805,15 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, False),
-                                       unmeasured=_unmeasured(q, k, False))  # fmt: skip
+    chosen = attention_backends.choose(backend, q, causal, scale,
+                                       unmeasured=_unmeasured(q, k, window, softcap, False))  # fmt: skip
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
     if chosen == attention_backends.FA3:
         from flashviz.ops import fa3 as fa3_attention
 
-        o, lse = fa3_attention.attention(q, k, v, causal, scale)
+        o, lse = fa3_attention.attention(q, k, v, causal, scale, None if opts is PLAIN else opts)
     else:
-        opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
         o, lse = _Attention.apply(q, k, v, causal, scale, opts)
     return (o, lse) if return_lse else o
 
@@ -830,7 +827,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         cu_seqlens_k: int32 (B + 1,) cumulative lengths, from 0 to total, strictly increasing (sequence b is rows
         cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked).
     causal, scale, window, softcap: as in `attention`, per sequence (causal aligned to each one's bottom-right).
-    backend: "auto" or "fa2" (fa3 does not take packed sequences).
+    backend: "auto", "fa3" or "fa2", as in `attention` (auto runs fa2: fa3's packed forward is not yet timed).
 
     Returns O, (total_q, Hq, D), or (O, L) with L (Hq, total_q) float32. Differentiable in q, k and v.
     """
@@ -840,16 +837,21 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends
 
-    attention_backends.choose(backend, q, causal, scale, unsupported=_features(q, k, window, softcap, True))
+    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=_unmeasured(q, k, window, softcap, True))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     opts = Options(left, right, float(softcap), cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(),
                    int(max_seqlen_q), int(max_seqlen_k))  # fmt: skip
-    o, lse = _Attention.apply(q, k, v, causal, scale, opts)
+    if chosen == attention_backends.FA3:
+        from flashviz.ops import fa3 as fa3_attention
+
+        o, lse = fa3_attention.attention(q, k, v, causal, scale, opts)
+    else:
+        o, lse = _Attention.apply(q, k, v, causal, scale, opts)
     return (o, lse) if return_lse else o
 
 
-def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale):
-    return launcher().backward(q, k, v, o, lse, do, dlse, causal, scale)
+def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale, opts=None):
+    return launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
 
 
 def _register_with_fa3() -> None:

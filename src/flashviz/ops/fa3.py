@@ -7,7 +7,12 @@ program per 128 rows of K, V, then dQ = scale * (the fp32 buffer the kernel adde
 
 Which kernel runs the backward: BACKWARD, FlashAttention-2's Triton kernels (flashviz.ops.fa2) on fa3's O
 and L, because in the recorded run they beat the Gluon backward at every shape; the Gluon one (fa3_bwd) is
-correct (tests/test_fa3.py) and is run with kernel="gluon" or "gluon-vec".
+correct (tests/test_fa3.py) and is run with kernel="gluon" or "gluon-vec" (plain attention only).
+
+The options of issue 22 (Nq != Nk with causal aligned to the bottom-right, a sliding window, softcap, packed
+sequences; `option_flags`) are compiled into the forward only where a call asks for them (fa3_fwd's constexprs,
+`OptionFlags`): without them the forward is the same kernel, the same PTX, as before they existed. Their backward
+is FlashAttention-2's on fa3's O and L (L the log-sum-exp of the capped scores where softcap is on).
 Needs torch and Triton 3.6 with Gluon (`flashviz[triton]`), and, to run, an sm_90 GPU.
 """
 
@@ -36,10 +41,12 @@ class FwdConfig:
     overlap: bool = True  # Sij of tile j+1 issued with P V of tile j, softmax under P V
     persistent: bool = True  # min(blocks, SMs) programs, each looping over blocks
     kv_first: bool = False  # the producer loads a block's first Kj, Vj before its Qi
+    fast_tanh: bool = False  # softcap's tanh by tanh.approx.f32 (one MUFU op) instead of an exp2 and a division
 
     def name(self) -> str:
         parts = ["ws"] + [n for n, on in (("pingpong", self.pingpong), ("overlap", self.overlap)) if on]
         parts += [n for n, on in (("persistent", self.persistent), ("kv_first", self.kv_first)) if on]
+        parts += ["fast_tanh"] if self.fast_tanh else []
         return "+".join(parts) + f" Bc={self.Bc} stages={self.stages}"
 
 
@@ -64,6 +71,29 @@ FWD_CANDIDATES = {
     ],
 }
 BWD_STAGES = {128: 2, 64: 2}
+
+
+@dataclass(frozen=True)
+class OptionFlags:
+    """The forward's options as fa3_fwd compiles them (its constexprs; each off: compiled out). band: the blocks'
+    sequences and bands found at run time (Nq != Nk, a window, packed sequences); band_left: the window's left side
+    is bounded; softcap: 0 off, 1 tanh by exp2 (CAP_EXACT), 2 tanh.approx.f32 (CAP_FAST); varlen: packed sequences."""
+
+    band: bool = False
+    band_left: bool = False
+    softcap: int = 0
+    varlen: bool = False
+
+    def constexprs(self) -> dict:
+        return {"BAND": self.band, "BAND_LEFT": self.band_left, "SOFTCAP": self.softcap, "VARLEN": self.varlen}
+
+    def name(self) -> str:
+        on = [n for n, v in (("band", self.band), ("left", self.band_left), ("varlen", self.varlen)) if v]
+        on += [("softcap", "softcap-fast")[self.softcap - 1]] if self.softcap else []
+        return "+".join(on) or "plain"
+
+
+NO_OPTIONS = OptionFlags()
 
 
 def forward_config(d: int, n: int, causal: bool) -> FwdConfig:
@@ -165,23 +195,108 @@ def _kernels():
     return kernel
 
 
-def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None, ts=None, ts_tiles: int = 0):
-    """O (B, H, N, D) and L (B, H, N) fp32, natural log. q, k, v: TMA-ready CUDA tensors. config None: the one
-    forward_config gives for the shape. ts_tiles > 0: the timestamped build (issue 20), writing %globaltimer into
-    ts (int64, zeroed, at least kernel.TS_PROGRAMS * 3 * kernel.ts_slots(ts_tiles)); 0 (default): the plain build,
-    the same PTX as without these arguments."""
+UNBOUNDED = 1 << 30  # a window side without bound, as the kernels take it (triton_attention.UNBOUNDED)
+
+
+def option_flags(q, k, causal: bool, opts, config: FwdConfig) -> OptionFlags:
+    """What fa3_fwd compiles for a call (its constexprs): opts is flashviz.ops.fa2.Options or None (plain
+    attention). The band is needed for Nq != Nk, a window (a right side only where it is not causal: causal cuts
+    it to 0), and packed sequences."""
+    if opts is None:
+        return NO_OPTIONS
+    varlen = opts.cu_q is not None
+    band = varlen or q.shape[2] != k.shape[2] or opts.left >= 0 or (opts.right >= 0 and not causal)  # N (dense)
+    softcap = (2 if config.fast_tanh else 1) if opts.softcap > 0 else 0
+    return OptionFlags(band=band, band_left=band and opts.left >= 0, softcap=softcap, varlen=varlen)
+
+
+def band_tiles(r0: int, nq: int, nk: int, left: int, right: int, bc: int) -> tuple[int, int, int, int]:
+    """kernel._band_tiles on the host (the kernel's own arithmetic, in Python): the tiles of keys the query rows
+    [r0, r0 + 128) of a sequence visit, (jlo, s1, s2, jhi) -- jlo masked, [jlo + 1, s1) the band's left edge,
+    [s1, s2) unmasked, [s2, jhi) its right edge; left, right as the kernel takes them (UNBOUNDED for no bound)."""
+    off = nk - nq
+    r1 = min(r0 + BR, nq) - 1
+    jlo = max(r0 + off - left, 0) // bc
+    hi = max(min(r1 + off + right + 1, nk), jlo * bc)
+    jhi = max(-(-hi // bc), jlo + 1)
+    a = -(-max(r1 + off - left, 0) // bc)
+    c = max(min(r0 + off + right + 1, nk), 0) // bc
+    s1 = min(max(a, jlo + 1), jhi)
+    s2 = min(max(c, s1), jhi)
+    return jlo, s1, s2, jhi
+
+
+@functools.lru_cache(maxsize=64)
+def _varlen_table(cu_q: tuple, cu_k: tuple, left: int, right: int, bc: int, device: str) -> torch.Tensor:
+    """The blocks of packed sequences as fa3_fwd visits them: (sequence, block) pairs, int32 (NB, 2), the ones with
+    the most tiles of keys first (a stable sort: equal ones keep their order), so that the last programs to start
+    are short ones. Cached per batch of lengths (every layer of a model passes the same)."""
+    entries = []
+    for b in range(len(cu_q) - 1):
+        nq, nk = cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]
+        for i in range(-(-nq // BR)):
+            jlo, _, _, jhi = band_tiles(i * BR, nq, nk, left, right, bc)
+            entries.append((jhi - jlo, b, i))
+    entries.sort(key=lambda e: -e[0])
+    return torch.tensor([[b, i] for _, b, i in entries], dtype=torch.int32, device=device)
+
+
+def _packed(t):
+    """A packed (total, H, D) tensor as the 4-d (1, H, total, D) view fa3's descriptors take (the same memory)."""
+    return t.permute(1, 0, 2).unsqueeze(0)
+
+
+def forward(q, k, v, causal: bool, scale: float, config: FwdConfig | None = None, ts=None, ts_tiles: int = 0,
+            opts=None):  # fmt: skip
+    """O and L, fp32, natural log: O (B, H, Nq, D) and L (B, H, Nq), or, packed, O (total_q, H, D) and L (H, total_q).
+    q, k, v: TMA-ready CUDA tensors. config None: the one forward_config gives for the shape. ts_tiles > 0: the
+    timestamped build (issue 20), writing %globaltimer into ts (int64, zeroed, at least kernel.TS_PROGRAMS * 3 *
+    kernel.ts_slots(ts_tiles)); 0 (default): the plain build, the same PTX as without these arguments.
+    opts: flashviz.ops.fa2.Options (a window, softcap, packed sequences; None or its defaults with Nq = Nk:
+    plain attention, the plain build)."""
     km = _kernels()
-    B, H, N, D = q.shape
-    cfg = config or forward_config(D, N, causal)
-    o = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
-    lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
-    blocks = math.ceil(N / BR) * B * H
+    varlen = opts is not None and opts.cu_q is not None
+    if varlen:
+        total, H, D = q.shape
+        cu_q, cu_k = tuple(opts.cu_q.tolist()), tuple(opts.cu_k.tolist())
+        nk = opts.max_k
+    else:
+        B, H, N, D = q.shape
+        nk = k.shape[2]
+    left = opts.left if opts is not None and opts.left >= 0 else UNBOUNDED
+    right = 0 if causal else (opts.right if opts is not None and opts.right >= 0 else UNBOUNDED)
+    # as measured for plain attention: persistent where each block's keys are few
+    cfg = config or forward_config(D, min(nk, left + right + BR), causal)
+    flags = option_flags(q, k, causal, opts, cfg)
+    extra: dict[str, Any] = {}
+    if flags.band:
+        extra.update(Nk=nk, LEFT=left, RIGHT=right)
+    if flags.softcap:
+        extra["softcap2"] = opts.softcap * _LOG2E
+        qk_scale = scale / opts.softcap
+    else:
+        qk_scale = scale * _LOG2E
+    if varlen:
+        o = torch.empty((total, H, D), dtype=q.dtype, device=q.device)
+        lse = torch.empty((H, total), dtype=torch.float32, device=q.device)
+        table = _varlen_table(cu_q, cu_k, left, right, cfg.Bc, str(q.device))
+        extra.update(cu_q=opts.cu_q, cu_k=opts.cu_k, blocks=table, O=o)
+        blocks = table.shape[0] * H
+        descs = (_desc(_packed(q), 64), _desc(_packed(k), cfg.Bc), _desc(_packed(v), cfg.Bc), _desc(_packed(o), 64))
+        n_arg = total
+    else:
+        o = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
+        lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
+        blocks = math.ceil(N / BR) * B * H
+        descs = (_desc(q, 64), _desc(k, cfg.Bc), _desc(v, cfg.Bc), _desc(o, 64))
+        n_arg = N
     programs = min(blocks, _num_sms()) if cfg.persistent else blocks
     km.fa3_fwd[(programs,)](
-        _desc(q, 64), _desc(k, cfg.Bc), _desc(v, cfg.Bc), _desc(o, 64), lse, H, N, blocks, scale * _LOG2E,
+        *descs, lse, H, n_arg, blocks, qk_scale,
         D=D, Bc=cfg.Bc, STAGES=cfg.stages, CAUSAL=causal, PINGPONG=cfg.pingpong, OVERLAP=cfg.overlap,
         KV_FIRST=cfg.kv_first, GROUP=H // k.shape[1], num_warps=4, maxnreg=km.MAXNREG,
         **({"TS": ts, "TS_TILES": ts_tiles} if ts_tiles else {}),
+        **(flags.constexprs() if flags != NO_OPTIONS else {}), **extra,
     )  # fmt: skip
     return o, lse
 
@@ -216,13 +331,17 @@ def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float, vec_at
     return dq_acc.mul_(scale).to(q.dtype), dk, dv
 
 
-def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None):
+def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None, opts=None):
     """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD, or fa3_bwd where FlashAttention-2's kernels
-    were not registered)."""
+    were not registered). Grouped-query attention and the options (opts: triton_attention.Options, not None: a
+    window, softcap, Nq != Nk, packed sequences) run FlashAttention-2's, whatever `kernel` says: fa3_bwd takes
+    plain attention only."""
     kernel = kernel or (BACKWARD if _triton_backward is not None else "gluon")
-    if q.shape[1] != k.shape[1] and kernel != "triton":  # fa3_bwd has one head count: GQA's backward is fa2's
+    needs_fa2 = q.shape[1] != k.shape[1] or opts is not None  # fa3_bwd: one head count, no options
+    if needs_fa2 and kernel != "triton":
         if _triton_backward is None:
-            raise ValueError("grouped-query attention's backward needs FlashAttention-2's: import flashviz first")
+            raise ValueError("this backward (grouped-query attention or an option) is FlashAttention-2's: import "
+                             "flashviz first")  # fmt: skip
         kernel = "triton"
     if kernel not in BWD_CANDIDATES:
         raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
@@ -230,7 +349,7 @@ def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str 
         return backward_gluon(q, k, v, o, lse, do, dlse, causal, scale, vec_atomic=kernel == "gluon-vec")
     if _triton_backward is None:
         raise ValueError("kernel 'triton' needs FlashAttention-2's backward: import flashviz.ops.fa2 first")
-    return _triton_backward(q, k, v, o, lse, do, dlse, causal, scale)
+    return _triton_backward(q, k, v, o, lse, do, dlse, causal, scale, opts)
 
 
 # FlashAttention-2's backward (flashviz.ops.fa2 registers it when imported; this module does not import
@@ -256,11 +375,11 @@ def _tma_ready(t):
 
 class _Attention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal, scale):
+    def forward(ctx, q, k, v, causal, scale, opts):
         q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
-        o, lse = forward(q, k, v, causal, scale)
+        o, lse = forward(q, k, v, causal, scale, opts=opts)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal, ctx.scale = causal, scale
+        ctx.causal, ctx.scale, ctx.opts = causal, scale, opts
         ctx.set_materialize_grads(False)
         return o, lse
 
@@ -269,13 +388,14 @@ class _Attention(torch.autograd.Function):
         q, k, v, o, lse = ctx.saved_tensors
         do = torch.zeros_like(o) if do is None else _tma_ready(do)
         dlse = None if dlse is None else dlse.contiguous()
-        dq, dk, dv = backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale)
-        return dq, dk, dv, None, None
+        dq, dk, dv = backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
+        return dq, dk, dv, None, None, None
 
 
-def attention(q, k, v, causal: bool, scale: float):
-    """(O, L) by fa3, differentiable in q, k, v; inputs checked by flashviz.attention."""
-    return _Attention.apply(q, k, v, causal, scale)
+def attention(q, k, v, causal: bool, scale: float, opts=None):
+    """(O, L) by fa3, differentiable in q, k, v; inputs checked by flashviz.attention (or attention_varlen).
+    opts: triton_attention.Options (None: plain attention); the backward of any option is FlashAttention-2's."""
+    return _Attention.apply(q, k, v, causal, scale, opts)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -295,9 +415,11 @@ def compile_sm90(
     vec_atomic: bool = False,
     ts_tiles: int = 0,
     group: int = 1,
+    flags: OptionFlags | None = None,
 ):
     """triton.compile of one fa3 kernel ("fwd", "bwd" or "bwd_preprocess") for sm_90, as the launches above
-    specialise it; no GPU or driver needed. Returns Triton's CompiledKernel (asm: ttgir, ptx, cubin)."""
+    specialise it; no GPU or driver needed. flags: the forward's options (None: none). Returns Triton's
+    CompiledKernel (asm: ttgir, ptx, cubin)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -305,6 +427,7 @@ def compile_sm90(
     km = _kernels()
     elt = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
     options = {"num_warps": 4, "maxnreg": km.MAXNREG}
+    flags = flags or NO_OPTIONS
     if kernel == "fwd":
         cfg = config or FWD_CONFIGS[d]
         sig = {"desc_q": _desc_type(64, d, dtype), "desc_k": _desc_type(cfg.Bc, d, dtype),
@@ -326,6 +449,16 @@ def compile_sm90(
             sig["TS"] = "*i64"
         else:
             consts["TS"] = None  # as a launch passes it: a constant, no parameter
+        # the options: their arguments where on, constants None (no parameter) where off, as a launch passes them
+        on = {"Nk": flags.band, "LEFT": flags.band, "RIGHT": flags.band, "softcap2": flags.softcap > 0,
+              "cu_q": flags.varlen, "cu_k": flags.varlen, "blocks": flags.varlen, "O": flags.varlen}  # fmt: skip
+        types = {"softcap2": "fp32", "cu_q": "*i32", "cu_k": "*i32", "blocks": "*i32", "O": f"*{elt}"}
+        for name, used in on.items():
+            if used:
+                sig[name] = types.get(name, "i32")
+            else:
+                consts[name] = None
+        consts.update(flags.constexprs())
     elif kernel == "bwd":
         sig = {"desc_q": _desc_type(BWD_BR, d, dtype), "desc_k": _desc_type(BWD_BR, d, dtype, swizzle=d),
                "desc_v": _desc_type(BWD_BR, d, dtype), "desc_do": _desc_type(BWD_BR, d, dtype), "L": "*fp32",
@@ -343,4 +476,9 @@ def compile_sm90(
     else:
         raise ValueError(f"kernel must be fwd, bwd or bwd_preprocess; got {_cut(repr(kernel))}")
     sig.update({name: "constexpr" for name in consts})
-    return triton.compile(GluonASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32), options=options)
+    # the options' pointers 16-byte aligned, as a launch specialises torch's allocations (the packed O's stores are
+    # vectorised only then); the plain build's arguments as before
+    aligned = [(k,) for k, name in enumerate(fn.arg_names) if name in ("O", "cu_q", "cu_k", "blocks") and
+               sig.get(name, "constexpr") != "constexpr"]  # fmt: skip
+    attrs = {k: [["tt.divisibility", 16]] for k in aligned}
+    return triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32), options=options)

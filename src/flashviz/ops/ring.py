@@ -143,27 +143,40 @@ def _rows(t: torch.Tensor, call_q0: int, call_q1: int, c: int) -> torch.Tensor:
 
 
 def _forward(ring: Ring, q, k, v, causal: bool, scale: float, layout: str):
-    """The merged (O, L) of this rank's Q rows, fp32, (B, H, n, D) and (B, H, n)."""
+    """The merged (O, L) of this rank's Q rows, fp32, (B, H, n, D) and (B, H, n). The `# step:` regions are what
+    the viewer's ring steps show (algos/ring: its engine runs this loop over P simulated devices); comments only."""
     B, H, n, D = q.shape
     per = len(chunks(ring.rank, ring.world, layout))
     c = n // per  # rows per chunk
+    # step: init
     o = torch.zeros((B, H, n, D), dtype=torch.float32, device=q.device)
     lse = torch.full((B, H, n), -math.inf, dtype=torch.float32, device=q.device)
     kv = torch.stack((k, v))  # (2, B, H, n, D): the shard held, one buffer per transfer
+    # end step
     for step in range(ring.world):
+        # step: send
         last = step == ring.world - 1
         incoming = None if last else torch.empty_like(kv)
         requests = ring.start([] if last else [kv], [] if incoming is None else [incoming])
+        # end step
         for call in calls(blocks(ring.rank, step, ring.world, layout, causal), per):
+            # step: attend
             qs = _rows(q, call.q0, call.q1, c)  # (B, H, rows, D)
             ks, vs = _rows(kv[0], call.k0, call.k1, c), _rows(kv[1], call.k0, call.k1, c)
             o_b, lse_b = _local_forward(qs, ks, vs, call.causal, scale)
+            # end step
+            # step: merge
             rows = slice(call.q0 * c, call.q1 * c)
             o[:, :, rows], lse[:, :, rows] = merge(o[:, :, rows], lse[:, :, rows], o_b.float(), lse_b)
+            # end step
+        # step: wait
         ring.wait(requests)
         if incoming is not None:
             kv = incoming
+        # end step
+    # step: finish
     return o, lse
+    # end step
 
 
 def _backward(ring: Ring, q, k, v, o, lse, do, dlse, causal: bool, scale: float, layout: str):

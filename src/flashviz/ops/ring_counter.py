@@ -1,6 +1,6 @@
 """Bytes a process sends and receives through torch.distributed's point-to-point batches, counted by wrapping
 `torch.distributed.batch_isend_irecv` (which flashviz.ops.ring calls for every transfer): what ring_demo prints and
-what the tests hold the closed-form model (flashviz.reports.ring_model) to."""
+what the tests hold the closed-form model (flashviz.hardware.ring_model) to."""
 
 from __future__ import annotations
 

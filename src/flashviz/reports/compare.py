@@ -89,10 +89,11 @@ def flops_of(algo: Algorithm, cfg: Config) -> dict[str, Any] | None:
 
 
 def compare(n: int, d: int, br: int, bc: int, causal: bool = False, **options: Any) -> dict[str, Any]:
-    """The comparison document (`flashviz compare --json`): every registered algorithm, in registry order. With the
-    options of real models (Config's group, nk, window, softcap, seqlens) the algorithms that run them are counted
-    per K/V head, and `options` says what each option saves (`savings`)."""
-    algos = {name: model(a, n, d, br, bc, causal, options) for name, a in REGISTRY.items()}
+    """The comparison document (`flashviz compare --json`): every registered algorithm that is a rival of the
+    single-GPU kernels (`Algorithm.rival`: not the ring, one forward spread over devices, which `--ring P` models
+    beside them), in registry order. With the options of real models (Config's group, nk, window, softcap, seqlens)
+    the algorithms that run them are counted per K/V head, and `options` says what each option saves (`savings`)."""
+    algos = {name: model(a, n, d, br, bc, causal, options) for name, a in REGISTRY.items() if a.rival}
     base = algos.get(BASELINE, {}).get("total", {}).get("bytes")
     for entry in algos.values():
         mine = entry.get("total", {}).get("bytes")
@@ -106,7 +107,9 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False, **options: A
         "regimes": regimes.sweep(n, d, br, bc, causal),
         "flops_anchor": flops_anchor(),
         # the algorithms' own tables (Algorithm.compare_table), by name: decoding's Nq against Nk for split-KV
-        "tables": {a.name: a.compare_table(d, br, bc) for a in REGISTRY.values() if a.compare_table is not None},
+        "tables": {
+            a.name: a.compare_table(d, br, bc) for a in REGISTRY.values() if a.rival and a.compare_table is not None
+        },
         "options": savings(n, d, br, bc, causal, options) if options else None,
     }
 

@@ -44,7 +44,7 @@ def sweep(n: int, d: int, br: int, bc: int, causal: bool, names: list[str] | Non
     out: dict[str, list[int]] = {}
     for name in names if names is not None else list(REGISTRY):
         algo = REGISTRY[name]
-        if algo.direction != "forward":  # the passes the chart draws
+        if algo.direction != "forward" or not algo.rival:  # the passes the chart draws
             continue
         out[name] = [
             sum(
@@ -86,6 +86,8 @@ def curves(n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
     """Per algorithm its phase curve, or {"skipped": reason} when the engine may not run this config here."""
     out: dict[str, Any] = {}
     for name in ALGOS:
+        if not REGISTRY[name].rival:  # not in the comparison (compare.compare): no race of its own
+            continue
         cfg = Config(algo=name, n=n, d=d, br=br, bc=bc, causal=causal, record=())
         try:
             REGISTRY[name].api_validated(cfg)

@@ -23,7 +23,7 @@ REAL_KERNELS = (
 
 
 def forward() -> list[str]:
-    return [name for name, a in REGISTRY.items() if a.direction == "forward"]
+    return [name for name, a in REGISTRY.items() if a.direction == "forward" and a.rival]
 
 
 def schedules() -> list[str]:

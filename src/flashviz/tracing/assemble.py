@@ -216,7 +216,7 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
         "carries": {**texts.carries, "notes": notes},
         "substeps_note": texts.substeps_note,
         "counting": list(texts.counting),
-        "tiling": tiling_of(cfg),
+        "tiling": tiling_of(cfg) if texts.tiling is None else dict(texts.tiling),
         "veils": veils,
         "layout": layout,
         "options": None if texts.options is None else dict(texts.options),

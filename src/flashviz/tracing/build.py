@@ -134,5 +134,7 @@ def trace_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None 
         steps=rec.steps,
         title=algo.title,
         tagline=texts.tagline,
+        # a run over several devices: the closed form's part (texts) and the run's (the engine's counters, carries)
+        devices=None if rec.devices is None else {**(texts.devices or {}), **rec.devices},
         **pic,
     )

@@ -171,6 +171,8 @@ def problem(doc: dict[str, Any]) -> str | None:
     c = t.config
     if not math.isfinite(c.scale) or not SCALE_RANGE[0] <= abs(c.scale) <= SCALE_RANGE[1]:
         return f"config.scale must be {ACCEPTS['config.scale']} (got {shown(c.scale)})"
+    more = doc["config"].get("launch")  # the launch beyond N, D, Br, Bc: the ring's devices and layout
+    ring = {k: more[k] for k in ("devices", "layout") if k in more} if isinstance(more, dict) else {}
     launch = Config(
         algo=c.algo,
         n=c.n,
@@ -185,6 +187,7 @@ def problem(doc: dict[str, Any]) -> str | None:
         softcap=float(c.softcap),
         seqlens=None if c.seqlens is None else tuple(c.seqlens),
         seqlens_k=None if c.seqlens_k is None else tuple(c.seqlens_k),
+        **ring,
     )
     algo = get(c.algo)  # one of the registry's names (TraceConfig.algo)
     try:  # the launch's own rules, as `flashviz trace` applied them when it wrote the file

@@ -62,6 +62,7 @@ class Trace:
     veils: list[Any] = field(default_factory=list)
     tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
     schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule, else None
+    devices: dict[str, Any] | None = None  # a run over several devices (ring attention), else None
     layout: dict[str, Any] | None = (
         None  # the segments of a launch of several q heads or sequences (Nq ≠ Nk), else None
     )

@@ -1,13 +1,12 @@
-// Counting FLOPs (issue 11): the launch's matmul and non-matmul FLOPs by kind as the phases advance (the trace's
+// Counting FLOPs: the launch's matmul and non-matmul FLOPs by kind as the phases advance (the trace's
 // `phases[p].flops`, counted by the engine), the launch's totals against the closed form (`flops`), and the FA2
 // paper's argument with the ratio measured on the recorded GPU (`flops.anchor`).
 import { fill, h } from "../dom";
 import { int } from "../format";
-import type { HwTrace } from "../hwTypes";
-import type { Step } from "../types";
+import type { Step, Trace } from "../types";
 
 export class FlopsView {
-  private trace: HwTrace | null = null; // the trace whose table is built
+  private trace: Trace | null = null; // the trace whose table is built
   private nowCells = new Map<string, Text>(); // "after this phase", by kind: the only cells a step changes
 
   constructor(
@@ -15,14 +14,14 @@ export class FlopsView {
     private readonly note: HTMLElement,
   ) {}
 
-  show(t: HwTrace, s: Step): void {
+  show(t: Trace, s: Step): void {
     if (t !== this.trace) {
       this.trace = t;
       this.nowCells.clear();
       this.build(t);
     }
     if (!this.nowCells.size) return;
-    const now = (t.phases[s.phase] as { flops?: Record<string, number> } | undefined)?.flops ?? {};
+    const now = t.phases[s.phase]?.flops ?? {};
     for (const [kind, cell] of this.nowCells) {
       const text = int(now[kind] ?? 0);
       if (cell.data !== text) cell.data = text;
@@ -30,7 +29,7 @@ export class FlopsView {
   }
 
   /** The table and the note, once per trace; a step changes only the "after this phase" column. */
-  private build(t: HwTrace): void {
+  private build(t: Trace): void {
     const f = t.flops;
     if (!f) {
       fill(this.table);

@@ -1,11 +1,10 @@
-// The hardware view (issue 11): the current step's kernel laid onto the GPU's SMs — its grid for the chosen
+// The hardware view: the current step's kernel laid onto the GPU's SMs — its grid for the chosen
 // number of heads (B·H), the blocks one SM holds at once and why, the first wave's busy and idle SMs, the SM the
 // current step's block runs on — and inside one block, which warp computes which element of the step's tile,
 // beside the two splits of the FlashAttention papers. Everything is read from the trace's `hardware` key.
 import { fill, h } from "../dom";
 import { int, kib } from "../format";
-import type { HardwareDoc, HwTrace, KernelOnGpu, LaunchOnSms, WarpOp } from "../hwTypes";
-import type { Step } from "../types";
+import type { HardwareDoc, KernelOnGpu, LaunchOnSms, Step, Trace, WarpOp } from "../types";
 import { headGroups } from "./heads";
 
 const pct = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined ? "\u2014" : `${x.toFixed(digits)}%`);
@@ -28,7 +27,7 @@ export function placeOf(block: number, sms: number, perSm: number): { sm: number
 
 export class HardwareView {
   private heads: number | null = null;
-  private trace: HwTrace | null = null;
+  private trace: Trace | null = null;
   private step: Step | null = null;
   private readonly select: HTMLSelectElement;
   // What is on screen, so a step redraws only what its kernel, launch, block or op changed (issue 11's view was
@@ -59,7 +58,7 @@ export class HardwareView {
     fill(this.controls, h("label", {}, "heads B\u00b7H ", this.select));
   }
 
-  show(t: HwTrace, s: Step): void {
+  show(t: Trace, s: Step): void {
     const hw = t.hardware;
     const traceChanged = t !== this.trace;
     this.trace = t;

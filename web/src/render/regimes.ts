@@ -1,8 +1,8 @@
-// When does which algorithm move fewer bytes (issue 11)? The comparison's sweep of Bc/Br at this N and D: each
+// When does which algorithm move fewer bytes? The comparison's sweep of Bc/Br at this N and D: each
 // forward algorithm's bytes ÷ the baseline's, the one that moves fewest at each point, and the terms that make up
 // each one's traffic at the current tiles (from GET /api/compare's `regimes` and `terms`).
 import { fill, h } from "../dom";
-import type { RegimesDoc, Term } from "../hwTypes";
+import type { CompareDoc, Term } from "../types";
 
 export function termsText(terms: Term[], shown = 2): string {
   return terms
@@ -17,7 +17,7 @@ export function termsText(terms: Term[], shown = 2): string {
     .join(", ");
 }
 
-export function showRegimes(table: HTMLElement, note: HTMLElement, doc: RegimesDoc): void {
+export function showRegimes(table: HTMLElement, note: HTMLElement, doc: CompareDoc): void {
   const r = doc.regimes;
   if (!r?.points.length) {
     fill(table);
@@ -64,8 +64,8 @@ export function showRegimes(table: HTMLElement, note: HTMLElement, doc: RegimesD
     ),
   );
   const terms = Object.entries(doc.algorithms)
-    .filter(([, e]) => e.pass === "forward" && (e as { terms?: Term[] }).terms)
-    .map(([, e]) => `${e.short}: ${termsText((e as { terms?: Term[] }).terms ?? [])}`);
+    .filter(([, e]) => e.pass === "forward" && e.terms)
+    .map(([, e]) => `${e.short}: ${termsText(e.terms ?? [])}`);
   fill(
     note,
     `Bytes \u00f7 ${short(base)}'s at N=${r.n}, D=${r.d}${r.causal ? ", causal" : ""}, Br held, Bc = Br\u00b7r. At the current tiles the traffic is mostly ${terms.join("; ")}. ${r.real_kernels}${r.left_out ? ` ${r.left_out}` : ""}`,

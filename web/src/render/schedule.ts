@@ -172,7 +172,7 @@ export class ScheduleView {
   ) {}
 
   setTrace(t: Trace): void {
-    const doc = (t as Trace & { schedule?: ScheduleDoc | null }).schedule ?? null;
+    const doc = t.schedule ?? null;
     this.doc = doc;
     this.section.hidden = doc === null;
     this.block = null;

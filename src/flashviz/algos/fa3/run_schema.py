@@ -15,8 +15,9 @@ from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, Validati
 from flashviz.model.schema_errors import RecordError, describe, shown
 from flashviz.model.tiling import count, tiles_of_block
 
+from .schedule import LANES
+
 SCHEMA = "flashviz.schedule_run/1"
-LANES = ("wg0", "wg1", "producer")  # the trace's lanes: the consumer warpgroups, then the producer warp
 
 Number = Annotated[float, Strict(), AllowInfNan(False)]  # a finite JSON number (an int is one too), never a string
 Positive = Annotated[float, Strict(), AllowInfNan(False), Field(gt=0)]

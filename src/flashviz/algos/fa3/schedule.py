@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from .tiles import NUM_WG, WG_ROWS, stages
 
+LANES = ("wg0", "wg1", "producer")  # a recorded run's lanes: the consumer warpgroups, then the producer warp
+
 if TYPE_CHECKING:
     from flashviz.model.config import Config
 

@@ -198,7 +198,7 @@ def render(doc: dict[str, Any]) -> Table:
         f"N={c['n']:,} "
         f"D={c['d']}, {c['shard']:,} tokens per rank, per head, {c['element_bytes']}-byte K/V",
         caption=(
-            f"Closed form (flashviz.reports.ring_model). Rates: {r['tflops']:.4g} TFLOP/s ({r['tflops_source']}: an "
+            f"Closed form (flashviz.hardware.ring_model). Rates: {r['tflops']:.4g} TFLOP/s ({r['tflops_source']}: an "
             f"upper bound on the kernels, so compute times are lower bounds), {r['link_gb_s']:.4g} GB/s "
             f"({r['link_source']}). A step lasts max(compute, transfer); a transfer is hidden when link bandwidth x "
             "the step's compute >= its bytes. Backward: dK, dV travel in fp32; their last hop, to the owner, is not "
