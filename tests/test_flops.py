@@ -71,8 +71,8 @@ def test_fa2_triton_closed_form_equals_the_engine_counters(n, d, br, bc, causal,
     """Over the tiles kernel.py accepts (tiles.check): ragged N, D = 96 run 128 wide, causal with Br a multiple of
     Bc; and the engine's stages are the kernel's: a NO_MASK tile is wholly inside every real row's band, a masked
     one is not, and a tile the block skips holds no key any of its rows sees (judged from the mask itself)."""
-    from flashviz.algos.fa2_triton import engine
     from flashviz.algos.fa2_triton import flops as fa2_triton_flops
+    from flashviz.algos.fa2_triton import loops
 
     if causal and br % bc:
         br, bc = bc, br  # the kernel's causal rule: Br a multiple of Bc
@@ -84,7 +84,7 @@ def test_fa2_triton_closed_form_equals_the_engine_counters(n, d, br, bc, causal,
         for j in range(cfg.tc):
             cols = np.arange(j * bc, min(n, (j + 1) * bc))[None, :]
             seen = (cols <= rows) if causal else np.ones((rows.size, cols.size), bool)
-            stage = engine.stage_of(cfg, i, j)
+            stage = loops.stage_of(cfg, i, j)
             if stage is None:
                 assert not seen.any(), (i, j)
             elif stage == "NO_MASK":
