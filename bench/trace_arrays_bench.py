@@ -1,5 +1,6 @@
-"""Bytes and times of /api/trace with arrays=on-demand and of /api/trace/arrays (issue 17, item 20) against a real
-`flashviz serve`: the full answer, the skeleton, one step's arrays (gzip on the wire, as a browser asks).
+"""Bytes and times of /api/trace with arrays=auto (what the page asks) and of /api/trace/arrays (issue 17, item 20)
+against a real `flashviz serve`: the answer without the steps' arrays, the whole one, one step's arrays and the steps a
+jump far ahead reads (gzip on the wire, as a browser asks).
 
     PYTHONPATH=src python bench/trace_arrays_bench.py [--n 4096 --d 64 --br 64 --bc 64]
 """
@@ -40,12 +41,14 @@ def main() -> None:
             rows.append((what, len(body), s))
             return body
 
-        timed("/api/trace arrays=on-demand, cold (engine runs)", "trace", arrays="on-demand")
-        timed("/api/trace arrays=on-demand, warm", "trace", arrays="on-demand")
+        timed("/api/trace arrays=auto, cold (engine runs)", "trace", arrays="auto")
+        timed("/api/trace arrays=auto, warm", "trace", arrays="auto")
+        timed("/api/trace (all arrays), first (encodes them)", "trace")
         timed("/api/trace (all arrays), warm", "trace")
-        timed("/api/trace/arrays step=0 (first: parses the cached trace)", "trace/arrays", step=0)
-        for k in (1, 2, 3, 100):
+        for k in (0, 1, 2, 3, 100):
             timed(f"/api/trace/arrays step={k}", "trace/arrays", step=k)
+        # what the page asks before it draws step 150 after a jump: the step, and the SRAM it reads (steps 148, 149)
+        timed("/api/trace/arrays steps=150,148,149 (a jump ahead)", "trace/arrays", steps="150,148,149")
     print("| answer | bytes on the wire (gzip) | seconds |\n|---|---:|---:|")
     for what, size, s in rows:
         print(f"| {what} | {size / 1e6:.3f} MB | {s:.3f} |")

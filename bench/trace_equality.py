@@ -9,7 +9,9 @@ What it regenerates (each a JSON file in DIR, compared exactly after parsing, fl
 
 - `trace/...`: `flashviz.trace(...)` (the public entry) for every algorithm of the registry at several launches:
   the seed's example, ragged N, Br != Bc both ways, a scale, all blocks recorded and one block of many (block 0
-  and another), each causal and not; fa2-triton at launches its kernel runs (powers of two, D in its table).
+  and another), each causal and not (where the algorithm has a causal mask); fa2-triton, fa3 and ring at launches
+  their kernels run (fa2-triton: powers of two, D in its table; fa3: Br = Bc = 128, D of 64 or 128; ring: Br = Bc =
+  N/P on 2 to 5 devices, zigzag and contiguous).
 - `gpu/...`: what the GPU runner decides without a GPU, for every algorithm with a GPU launch, at 1 and 3 heads
   (B*H flattened): the traffic model for H heads with its 32-byte-sector rounding (`gpu.sectors.model`), each
   launch's template instance, grid, blockDim and shared memory (CUDA C++) or program grid and tensor descriptors
@@ -43,6 +45,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "n30_br8_bc4": {"n": 30, "d": 5, "br": 8, "bc": 4, "seed": 11},
     "n30_br4_bc8": {"n": 30, "d": 5, "br": 4, "bc": 8, "seed": 12},
     "n64_d16_br16_bc32": {"n": 64, "d": 16, "br": 16, "bc": 32, "seed": 913},
+    "n333_d16_br32_bc16_many": {"n": 333, "d": 16, "br": 32, "bc": 16, "seed": 41},
+    "n333_d16_br16_bc32_block5": {"n": 333, "d": 16, "br": 16, "bc": 32, "seed": 42, "block": 5, "scale": -0.4},
 }
 # fa2-triton's kernel runs powers of two 16..256 with D in its table; causal wants Br a multiple of Bc
 TRITON_SIZES: dict[str, dict[str, Any]] = {
@@ -50,16 +54,54 @@ TRITON_SIZES: dict[str, dict[str, Any]] = {
     "n100_ragged_br32_bc16": {"n": 100, "d": 32, "br": 32, "bc": 16, "seed": 17},
     "n200_d64_block2": {"n": 200, "d": 64, "br": 32, "bc": 32, "seed": 23, "block": 2, "scale": 0.3},
     "n48_br16_bc16": {"n": 48, "d": 64, "br": 16, "bc": 16, "seed": 6},
+    "n512_d64_br64_bc32_many": {"n": 512, "d": 64, "br": 64, "bc": 32, "seed": 43},
 }
 TRITON_NONCAUSAL: dict[str, dict[str, Any]] = {
     "n96_br16_bc32": {"n": 96, "d": 32, "br": 16, "bc": 32, "seed": 8},
 }
+# fa3's kernel runs Br = Bc = 128 and D of 64 or 128: ragged N, one block of several, both head dims
+FA3_SIZES: dict[str, dict[str, Any]] = {
+    "n256_d64": {"n": 256, "d": 64, "br": 128, "bc": 128, "seed": 41},
+    "n200_d64_ragged_scale": {"n": 200, "d": 64, "br": 128, "bc": 128, "seed": 42, "scale": 0.2},
+    "n384_d128_block1": {"n": 384, "d": 128, "br": 128, "bc": 128, "seed": 43, "block": 1},
+}
+# ring attention runs Br = Bc = N/P on P devices (Config.devices), zigzag or contiguous (Config.layout): launches
+# flashviz.trace has no keywords for are made from a Config (`block` is then `record`)
+RING_SIZES: dict[str, dict[str, Any]] = {
+    "n16_p4_zigzag": {"n": 16, "d": 4, "br": 4, "bc": 4, "seed": 51},
+    "n24_d3_p3_zigzag": {"n": 24, "d": 3, "br": 8, "bc": 8, "seed": 52, "devices": 3},
+    "n12_d5_p2_contiguous_scale": {
+        "n": 12,
+        "d": 5,
+        "br": 6,
+        "bc": 6,
+        "seed": 53,
+        "devices": 2,
+        "layout": "contiguous",
+        "scale": 0.6,
+    },
+    "n40_p5_contiguous_block2": {
+        "n": 40,
+        "d": 4,
+        "br": 8,
+        "bc": 8,
+        "seed": 54,
+        "devices": 5,
+        "layout": "contiguous",
+        "block": 2,
+    },
+}
+# the sizes of each algorithm whose kernel runs only some launches (the others run SIZES)
+OWN_SIZES: dict[str, dict[str, dict[str, Any]]] = {"fa2-triton": TRITON_SIZES, "fa3": FA3_SIZES, "ring": RING_SIZES}
 GPU_SIZES: dict[str, dict[str, Any]] = {
     "n40_d8_br8_bc8": {"n": 40, "d": 8, "br": 8, "bc": 8, "seed": 31},
     "n37_d4_br4_bc8": {"n": 37, "d": 4, "br": 4, "bc": 8, "seed": 32},
 }
 GPU_TRITON_SIZES: dict[str, dict[str, Any]] = {
     "n128_d32_br64_bc32": {"n": 128, "d": 32, "br": 64, "bc": 32, "seed": 33},
+}
+GPU_OWN_SIZES: dict[str, dict[str, dict[str, Any]]] = {
+    "fa3": {"n200_d64": {"n": 200, "d": 64, "br": 128, "bc": 128, "seed": 34}},
 }
 COMPARE_SIZES = ((4096, 64, 64, 64), (1000, 32, 32, 64), (300, 16, 16, 8))
 BAD: dict[str, dict[str, Any]] = {
@@ -94,17 +136,29 @@ def _default(obj: Any) -> Any:
 
 
 def trace_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
-    import flashviz
-    from flashviz.algos import ALGOS
+    from flashviz.algos import ALGOS, get
 
     for algo in ALGOS:
         triton = algo == "fa2-triton"
-        sizes = TRITON_SIZES if triton else SIZES
-        for causal in (False, True):
+        sizes = OWN_SIZES.get(algo, SIZES)
+        for causal in (False, True) if get(algo).causal else (False,):
             every = {**sizes, **(TRITON_NONCAUSAL if triton and not causal else {})}
             for size, kw in every.items():
                 name = f"trace/{algo}_{'causal_' if causal else ''}{size}.json"
-                yield name, lambda a=algo, c=causal, kw=kw: flashviz.trace(algo=a, causal=c, **kw).to_json()
+                yield name, lambda a=algo, c=causal, kw=kw: traced(a, c, kw).to_json()
+
+
+def traced(algo: str, causal: bool, kw: dict[str, Any]) -> Any:
+    """flashviz.trace(...) (the public entry), or for fields it has no keyword for the Config of them, traced."""
+    import flashviz
+
+    if not {"devices", "layout"} & set(kw):
+        return flashviz.trace(algo=algo, causal=causal, **kw)
+    from flashviz.model.config import Config
+    from flashviz.tracing.build import make_trace
+
+    fields = {k: v for k, v in kw.items() if k != "block"}
+    return make_trace(Config(algo=algo, causal=causal, record=(kw["block"],) if "block" in kw else None, **fields))
 
 
 def gpu_plan(cfg: Any, heads: int) -> dict[str, Any]:
@@ -158,8 +212,8 @@ def gpu_cases() -> Iterator[tuple[str, Callable[[], bytes]]]:
     from flashviz.model.config import Config
 
     for algo, s in gpu_specs().items():
-        sizes = GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES
-        for causal in (False, True):
+        sizes = GPU_OWN_SIZES.get(algo, GPU_TRITON_SIZES if isinstance(s, TritonSpec) else GPU_SIZES)
+        for causal in (False, True) if get(algo).causal else (False,):
             for size, kw in sizes.items():
                 for heads in (1, 3):
                     cfg = Config(algo=algo, causal=causal, **kw)
@@ -239,6 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write-baseline", type=Path, metavar="DIR")
     group.add_argument("--check", type=Path, metavar="DIR")
     ap.add_argument("-k", default="", help="only the files whose name contains this")
+    ap.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a top-level key not compared (repeatable): `--ignore schema` across a schema version bump",
+    )
     args = ap.parse_args(argv)
     chosen = [(name, make) for name, make in cases() if args.k in name]
     if args.write_baseline is not None:
@@ -265,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         before, now = orjson.loads(path.read_bytes()), orjson.loads(make())
+        for key in args.ignore:
+            for doc in (before, now):
+                if isinstance(doc, dict):
+                    doc.pop(key, None)
         if before != now:
             bad += 1
             print(f"{name}: differs")

@@ -1,14 +1,17 @@
 """The trace's size and the page's load at N = 4096 (issue 17, item 20's targets), on this machine.
 
-1. `GET /api/trace?n=4096&d=64&br=64&bc=64` from `flashviz serve` (a subprocess; raw HTTP/1.1 with
-   `Accept-Encoding: gzip`): the bytes on the wire (headers and body), and the time to the answer's last byte, cold
-   (the server runs the engine) and warm (the answer cached), median of --runs. Targets: <= 5 MB, <= 0.5 s.
-   Beside it, for reference, the same trace as /2 sent it (plain lists, no gzip) and plain lists gzipped, and
-   `&arrays=on-demand` (the steps' arrays left out, served per step by /api/trace/arrays; the page does not ask yet).
-2. `flashviz trace --n 4096 --d 128 --br 64 --bc 64 -o FILE` (compact) and with `--plain`: bytes on disk. Target
-   <= 10 MB. With --triton also fa2-triton at the same launch (its engine takes about half a minute here).
+1. `GET /api/trace?n=4096&d=64&br=64&bc=64&arrays=auto` (what the page asks: the steps' arrays left out at this size,
+   served per step by /api/trace/arrays) from `flashviz serve` (a subprocess; raw HTTP/1.1 with `Accept-Encoding:
+   gzip`): the bytes on the wire (headers and body), and the time to the answer's last byte, cold (the server runs the
+   engine: a fresh server that has answered one small trace of another seed, so its engine's modules are imported)
+   and warm (the answer cached), median of --runs. Targets: <= 5 MB, <= 0.5 s. Beside it, for reference, the
+   whole trace (`arrays=all`), the same as /2 sent it (plain lists, no gzip) and plain lists gzipped.
+2. `flashviz trace --n 4096 --d 128 --br 64 --bc 64 -o FILE` (a trace file: the seed's inputs left out, arrays in
+   base85, shuffled and deflated) and with `--plain`: bytes on disk, seconds to write, and seconds to read it back as
+   `flashviz view` does (drawing the inputs again). Target <= 10 MB. With --triton also fa2-triton at that launch.
 3. The page interactive at that launch in headless Chromium: from `page.goto` to the page's `flashviz:interactive`
-   mark (its first step painted), cold (nothing cached: the server runs the engine) and warm (the answer cached).
+   mark (its first step painted, its arrays fetched), cold (the launch not cached: the server runs the engine; its
+   modules imported as above) and warm (the answer cached).
    Target <= 2 s. And the same at the seed's example (N = 8), which must not change.
 
     python bench/trace_size_bench.py [--runs 3] [--triton] [--json out.json]
@@ -37,6 +40,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 BIG = "n=4096&d=64&br=64&bc=64&seed=0"
 SEED = "n=8&d=4&br=4&bc=4&seed=0"
+WARM = "n=8&d=4&br=4&bc=4&seed=1"  # a small launch of another seed: imports the engine, caches nothing measured
 MB = 1e6
 
 
@@ -86,13 +90,15 @@ def get(url: str, path: str, gzip_ok: bool) -> tuple[float, int, bytes, dict[str
 
 def bench_api(runs: int) -> dict:
     out: dict = {}
-    # ("n4096-on-demand": the trace without the steps' arrays, /api/trace/arrays serving them per step)
-    for name, query in (("n4096", BIG), ("n4096-on-demand", f"{BIG}&arrays=on-demand"), ("n8", SEED)):
+    # (arrays=auto at N=4096: the trace without the steps' arrays, /api/trace/arrays serving them per step)
+    for name, query in (("n4096", f"{BIG}&arrays=auto"), ("n4096-all", BIG), ("n8", f"{SEED}&arrays=auto")):
         cold, warm, wire = [], [], 0
         for _ in range(runs):
             proc, url = start_server()
             try:
-                get(url, "/api/limits", True)  # the server is up and its modules imported
+                get(url, "/api/limits", True)  # the server is up
+                if name != "n8":  # the engine's modules imported by one small trace (another seed: not cached)
+                    get(url, f"/api/trace?{WARM}", True)
                 took, wire, body, headers = get(url, f"/api/trace?{query}", True)
                 cold.append(took)
                 for _ in range(3):
@@ -118,8 +124,8 @@ def bench_api(runs: int) -> dict:
     from flashviz.tracing.build import make_trace
 
     plain = make_trace(algorithm("fa2").api_validated(Config(n=4096, d=64, br=64, bc=64))).to_json()
-    out["n4096"]["plain_bytes"] = len(plain)
-    out["n4096"]["plain_gzip_bytes"] = len(gzip.compress(plain, 6))
+    out["n4096-all"]["plain_bytes"] = len(plain)
+    out["n4096-all"]["plain_gzip_bytes"] = len(gzip.compress(plain, 6))
     return out
 
 
@@ -137,7 +143,13 @@ def bench_files(triton: bool) -> dict:
                 subprocess.run(cmd, check=True, capture_output=True)
                 sizes[form] = {"bytes": path.stat().st_size, "seconds": time.perf_counter() - t0}
                 if form == "compact":
+                    from flashviz.share.trace_files import read_trace_file
+
                     sizes["compact_gzip_bytes"] = len(gzip.compress(path.read_bytes(), 6))
+                    t0 = time.perf_counter()
+                    _, whole = read_trace_file(path)  # as `flashviz view` reads it: inputs drawn again, checked
+                    sizes["read_seconds"] = time.perf_counter() - t0
+                    sizes["read_as_bytes"] = len(whole)
             out[algo] = sizes
     return out
 
@@ -155,13 +167,18 @@ def bench_page(runs: int) -> dict:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         out["browser"] = browser.version
         for name, query in (("n4096", BIG), ("n8", SEED)):
-            cold, warm = [], []
+            cold, warm, fetched = [], [], []
             for _ in range(runs):
                 proc, url = start_server()
                 try:
                     get(url, "/api/limits", True)
+                    get(url, f"/api/trace?{WARM}", True)  # the engine's modules imported (not this launch)
                     for into in (cold, warm):  # the first visit runs the engine, the second finds it cached
                         page = browser.new_page(viewport={"width": 1280, "height": 800})
+                        answers: list = []
+                        page.on(
+                            "requestfinished", lambda r, seen=answers: seen.append(r) if "/api/trace" in r.url else None
+                        )
                         t0 = time.perf_counter()
                         page.goto(f"{url}?{query}")
                         at = None
@@ -174,6 +191,9 @@ def bench_page(runs: int) -> dict:
                             raise SystemExit(f"the page at {query} never marked flashviz:interactive")
                         total = page.evaluate("window.flashviz.trace().steps.length")
                         into.append(at / 1000)
+                        # the trace and the steps' arrays the page fetched by then (bodies as sent: gzip)
+                        wire = sum(r.sizes()["responseBodySize"] for r in list(answers))
+                        fetched.append({"requests": len(answers), "body_bytes": wire})
                         page.close()
                         del t0
                 finally:
@@ -182,6 +202,7 @@ def bench_page(runs: int) -> dict:
             out[name] = {
                 "query": query,
                 "steps": total,
+                "fetched": fetched,
                 "cold_s": cold,
                 "warm_s": warm,
                 "cold_median_s": statistics.median(cold),
@@ -199,36 +220,58 @@ def main() -> None:
     ap.add_argument("--json", help="also write the numbers here")
     a = ap.parse_args()
 
+    load_start = os.getloadavg()
     api = bench_api(a.runs)
     files = bench_files(a.triton)
     page = None if a.no_page else bench_page(a.runs)
+    load_end = os.getloadavg()
 
-    big, seed, lean = api["n4096"], api["n8"], api["n4096-on-demand"]
-    print(f"flashviz trace-size benchmark, {os.cpu_count()} CPUs, {platform.platform()}, load {os.getloadavg()}")
+    big, seed, whole = api["n4096"], api["n8"], api["n4096-all"]
+    print(
+        f"flashviz trace-size benchmark, {os.cpu_count()} CPUs, {platform.platform()}, load average "
+        f"{load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end"
+    )
     print(f"{'measure':58} {'value':>14} {'target':>10}")
     rows = [
-        ("/api/trace N=4096 D=64 Br=Bc=64, on the wire (gzip)", f"{big['wire_bytes'] / MB:.2f} MB", "5 MB"),
-        ("  the same, identity (compact, no gzip)", f"{big['identity_bytes'] / MB:.2f} MB", ""),
-        ("  as /2 sent it (plain lists, no gzip)", f"{big['plain_bytes'] / MB:.2f} MB", ""),
-        ("  plain lists, gzipped", f"{big['plain_gzip_bytes'] / MB:.2f} MB", ""),
-        ("/api/trace N=4096, time to answer, warm (cached)", f"{big['warm_median_s']:.3f} s", "0.5 s"),
-        ("/api/trace N=4096, time to answer, cold (engine runs)", f"{big['cold_median_s']:.3f} s", "0.5 s"),
-        ("/api/trace?arrays=on-demand N=4096, on the wire (gzip)", f"{lean['wire_bytes'] / MB:.2f} MB", "5 MB"),
-        ("  its time to answer, warm / cold", f"{lean['warm_median_s']:.3f} / {lean['cold_median_s']:.3f} s", ""),
-        ("/api/trace N=8, on the wire (gzip)", f"{seed['wire_bytes'] / 1e3:.1f} kB", ""),
+        ("/api/trace N=4096 D=64 Br=Bc=64 arrays=auto, on the wire", f"{big['wire_bytes'] / MB:.2f} MB", "5 MB"),
+        ("  its time to answer, cold (the engine runs)", f"{big['cold_median_s']:.3f} s", "0.5 s"),
+        ("  its time to answer, warm (cached)", f"{big['warm_median_s']:.3f} s", "0.5 s"),
+        ("  identity (no gzip)", f"{big['identity_bytes'] / MB:.2f} MB", ""),
+        ("/api/trace N=4096 arrays=all, on the wire (gzip)", f"{whole['wire_bytes'] / MB:.2f} MB", ""),
+        ("  its time to answer, warm / cold", f"{whole['warm_median_s']:.3f} / {whole['cold_median_s']:.3f} s", ""),
+        ("  identity (compact, no gzip)", f"{whole['identity_bytes'] / MB:.2f} MB", ""),
+        ("  as /2 sent it (plain lists, no gzip)", f"{whole['plain_bytes'] / MB:.2f} MB", ""),
+        ("  plain lists, gzipped", f"{whole['plain_gzip_bytes'] / MB:.2f} MB", ""),
+        ("/api/trace N=8 arrays=auto, on the wire (gzip)", f"{seed['wire_bytes'] / 1e3:.1f} kB", ""),
         ("/api/trace N=8, time to answer, cold", f"{seed['cold_median_s']:.3f} s", ""),
         ("/api/trace N=8, time to answer, warm", f"{seed['warm_median_s']:.3f} s", ""),
     ]
     for algo, s in files.items():
         on_disk = f"{s['compact']['bytes'] / MB:.2f} MB"
         rows.append((f"flashviz trace --algo {algo} N=4096 D=128 Br=Bc=64, on disk", on_disk, "10 MB"))
+        rows.append(
+            (
+                "  seconds to write it / to read it back (as view does)",
+                f"{s['compact']['seconds']:.2f} / {s['read_seconds']:.2f} s",
+                "",
+            )
+        )
+        rows.append(("  the document it reads back as", f"{s['read_as_bytes'] / MB:.2f} MB", ""))
         rows.append(("  --plain", f"{s['plain']['bytes'] / MB:.2f} MB", ""))
-        rows.append(("  the compact file gzipped", f"{s['compact_gzip_bytes'] / MB:.2f} MB", ""))
+        rows.append(("  the file gzipped", f"{s['compact_gzip_bytes'] / MB:.2f} MB", ""))
     if page:
         for name, label in (("n4096", "N=4096 D=64 Br=Bc=64"), ("n8", "N=8 (the seed's example)")):
             q = page[name]
             rows.append((f"page interactive, {label}, warm", f"{q['warm_median_s']:.2f} s", "2 s"))
             rows.append((f"page interactive, {label}, cold", f"{q['cold_median_s']:.2f} s", "2 s"))
+            got = q["fetched"][0]
+            rows.append(
+                (
+                    "  /api/trace* it fetched (requests, bytes)",
+                    f"{got['requests']}, {got['body_bytes'] / MB:.2f} MB",
+                    "",
+                )
+            )
     for name, value, target in rows:
         print(f"{name:58} {value:>14} {target:>10}")
     if a.json:
@@ -236,6 +279,7 @@ def main() -> None:
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
+            "load_average": {"start": load_start, "end": load_end},
             "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
             "api": api,
             "files": files,

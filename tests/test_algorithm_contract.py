@@ -1,7 +1,8 @@
 """Issue 18: an algorithm is one typed object. Each folder's `ALGORITHM` is an `flashviz.algos.base.Algorithm` built
 from its parts by direct imports, and mypy checks each part against its Protocol, so that a folder with a missing or
 mistyped part fails `mypy src` (not a test at run time). Shown here on two folders made in a temporary directory from
-fa2's parts: one whole, one whose traffic model lacks `sram_bytes` and whose expectation's TOLERANCE is a string."""
+fa2's parts: one whole, one whose traffic model lacks `sram_bytes`, whose expectation's TOLERANCE is a string and
+whose words lack `PARTS`."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from flashviz.algos.fa2 import ALGORITHM as FA2
 from flashviz.algos.fa2 import engine, picture
 from flashviz.algos.fa2 import flops, gpu
 
-from . import expect, traffic
+from . import expect, traffic, words
 
 ALGORITHM = Algorithm(
     name="{name}",
@@ -46,6 +47,7 @@ ALGORITHM = Algorithm(
     traffic=traffic,
     expect=expect,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
 )
@@ -57,6 +59,9 @@ BROKEN_EXPECT = """
 from flashviz.algos.fa2.expect import ENGINE_TOLERANCE, LOG_DOMAIN, expected
 
 TOLERANCE = "1e-5"  # a string, not {output: tolerance}
+"""
+BROKEN_WORDS = """
+from flashviz.algos.fa2.words import LABELS, say  # no PARTS
 """
 
 
@@ -81,6 +86,9 @@ def test_mypy_fails_a_folder_with_a_missing_or_mistyped_part(tmp_path):
             else "from flashviz.algos.fa2.expect import *\n"
             "from flashviz.algos.fa2.expect import ENGINE_TOLERANCE, LOG_DOMAIN, TOLERANCE, expected\n"
         )
+        (here / "words.py").write_text(
+            BROKEN_WORDS if broken else "from flashviz.algos.fa2.words import LABELS, PARTS, say\n"
+        )
     if (ROOT / ".mypy_cache").is_dir():  # the checkout's cache of flashviz itself: seconds instead of a minute
         shutil.copytree(ROOT / ".mypy_cache", tmp_path / "cache")
     config, cache = str(ROOT / "pyproject.toml"), str(tmp_path / "cache")
@@ -99,3 +107,5 @@ def test_mypy_fails_a_folder_with_a_missing_or_mistyped_part(tmp_path):
     assert 'missing following "Traffic" protocol member' in text and "    sram_bytes" in text, text  # named
     assert 'Argument "expect" to "Algorithm" has incompatible type Module' in text, text
     assert 'TOLERANCE: expected "dict[str, float]", got "str"' in text, text
+    assert 'Argument "words" to "Algorithm" has incompatible type Module' in text, text
+    assert 'missing following "Words" protocol member' in text and "    PARTS" in text, text

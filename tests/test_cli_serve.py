@@ -56,7 +56,7 @@ def test_serve_answers_and_stops_cleanly_on_ctrl_c():
         status, body = get(url + "api/trace?n=16&d=8&br=4&bc=8")
         assert status == 200
         trace = json.loads(body)
-        assert trace["schema"] == "flashviz.trace/3" and trace["config"]["n"] == 16 and trace["reference"]["ok"]
+        assert trace["schema"] == "flashviz.trace/4" and trace["config"]["n"] == 16 and trace["reference"]["ok"]
         status, body = get(url + "api/trace?n=0")
         assert status == 422 and json.loads(body)["field"] == "n"
         assert json.loads(get(url + "api/profile")[1]) == profile

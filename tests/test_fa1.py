@@ -146,7 +146,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(every_block(Config(algo="fa1", n=10, d=4, br=4, bc=3, causal=True)))
     source = KERNEL.read_text()
     assert t.kernel["source"] == source and t.kernel["file"] == "fa1_forward.cu"
-    assert set(kernels.regions(get("fa1").kernel)) == set(fa1.LABELS)
+    assert set(kernels.regions(get("fa1").kernel)) == set(get("fa1").words.LABELS)
     for step in t.steps:
         header, *body = step.code.splitlines()
         i = step.indices.get("i")  # the block of Q the one block visits; blockIdx.x is 0

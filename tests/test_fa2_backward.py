@@ -242,7 +242,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
             expected = [re.sub(rf"\b{name}\b", str(value), x) for x in expected]
         assert body == expected
         assert s.text, s.op
-    assert ops == set(kernels.regions(A.kernel)) == set(fa2_backward.LABELS)
+    assert ops == set(kernels.regions(A.kernel)) == set(A.words.LABELS)
 
 
 def test_literal_indices_in_the_code():

@@ -116,7 +116,7 @@ def test_steps_show_the_kernel_files_own_lines():
     path = ROOT / "src/flashviz/algos/fa2_triton/kernel.py"
     lines = path.read_text().splitlines()
     regions = kernels.regions(A.kernel)
-    assert sorted(regions) == sorted(A.engine.LABELS)
+    assert sorted(regions) == sorted(A.words.LABELS)
     assert kernels.source(A.kernel) == path.read_text()
     cfg = every_block(Config(algo=ALGO, n=100, d=32, br=64, bc=32, causal=True))
     trace = make_trace(cfg)

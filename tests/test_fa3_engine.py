@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from flashviz.algos import get
-from flashviz.algos.fa3 import engine, gpu, tiles
+from flashviz.algos.fa3 import gpu, tiles
 from flashviz.model import kernels, reference
 from flashviz.model.config import Config, ConfigError
 from flashviz.model.precision import bf16
@@ -155,7 +155,7 @@ def test_the_step_markers_cut_the_kernel_file_as_the_code_panel_shows_it():
     lines = KERNEL.read_text().splitlines()
     regions = kernels.regions(A.kernel)
     assert kernels.source(A.kernel) == KERNEL.read_text()
-    assert sorted(regions) == sorted(engine.LABELS) == sorted(A.picture.OPS)
+    assert sorted(regions) == sorted(A.words.LABELS) == sorted(A.picture.OPS)
     where = {op: function_of(r.first) for op, r in regions.items()}
     assert where == {
         "load_q": "_fwd_producer",

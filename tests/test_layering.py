@@ -36,7 +36,7 @@ UPWARD = {
 LAYERS = [
     {"model"},  # plain values and leaves: config, tiling, units, precision, reference, inputs, kernel files
     {"engine", "hardware"},  # the memory model, recorder and block driver; the H200 and its recorded runs
-    {"algos"},  # the registry, the contract (base, picture, narrative, launch) and one folder per algorithm
+    {"algos"},  # the registry, the contract (base, picture, words, launch) and one folder per algorithm
     {"tracing"},  # a run into a Trace: build, assemble, codec, flops, hardware view, file schema
     {"reports", "gpu", "ops"},  # closed forms side by side; kernels on a GPU; flashviz.attention on torch
     {"yourkernel"},  # a user's Triton kernel traced
@@ -47,11 +47,12 @@ LAYERS = [
 ]
 # Modules that may write an algorithm's name as a string: flashviz.attention's backends ("fa2", "fa3") are kernels
 # of the public function, named in one module, not the viewer's algorithms.
-# Config's default algorithm is the seed's example, "fa2" (flashviz.algos.DEFAULT is it), until each algorithm brings
-# its own defaults (issue 18): Config imports no registry to read it from.
+# The table of launch fields names the default algorithm, the seed's example "fa2" (flashviz.algos.DEFAULT is it;
+# each algorithm brings its own defaults for the other fields), and says in the help of --devices and --layout that
+# they are `--algo ring`'s: it imports no registry to read them from.
 # `flashviz compare --ring P` names its option and its JSON key "ring" (ring_model's document), as the ring algorithm
 # is named: the one module that writes it says so (ring_cli.RING_KEY).
-NAMING = {"flashviz.ops.backends", "flashviz.model.config", "flashviz.cli.ring"}
+NAMING = {"flashviz.ops.backends", "flashviz.model.fields", "flashviz.cli.ring"}
 
 
 def module_name(path: Path) -> str:
@@ -234,6 +235,26 @@ def test_an_executor_and_its_traffic_model_do_not_import_each_other():
     assert wrong == []
 
 
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_engine_launches_through_the_one_block_driver(folder):
+    """One shared block driver (issue 18): an engine's `execute` hands its Recorder to `run_launch`
+    (flashviz.engine.recorder), which puts the inputs in HBM, poisons the outputs with NaN and runs the blocks under
+    IEEE float32; no engine puts a tensor in HBM itself."""
+    tree = ast.parse((PACKAGE / "algos" / folder / "engine.py").read_text())
+    execute = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "execute")
+    calls = {n.func.id for n in ast.walk(execute) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert "run_launch" in calls, f"algos/{folder}/engine.py: execute() does not call run_launch"
+    puts = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and n.attr == "put"
+        and isinstance(n.value, ast.Attribute)
+        and n.value.attr == "hbm"
+    ]
+    assert puts == [], f"algos/{folder}/engine.py puts tensors in HBM itself (lines {puts}): run_launch does"
+
+
 def test_tiling_is_a_leaf_and_the_comparison_runs_no_engine_of_its_own():
     assert GRAPH["flashviz.model.tiling"] == set()
     for name in ("flashviz.reports.compare", "flashviz.reports.compare_api"):
@@ -295,7 +316,7 @@ def test_nothing_below_the_trace_layer_imports_the_registry():
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_registered_folder_has_its_parts(folder):
-    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the narrative, the closed
+    """docs/adding-an-algorithm.md's list: the record, the kernel file, the executor, the words, the closed
     forms, the float64 expectation, the GPU launch spec, the picture."""
     record = next(a for a in REGISTRY.values() if a.package == f"flashviz.algos.{folder}")
     here = PACKAGE / "algos" / folder
@@ -303,7 +324,7 @@ def test_every_registered_folder_has_its_parts(folder):
         here / record.kernel_file
     ).is_file() or record.kernel.lies_in is not None  # the ring's: flashviz/ops/ring.py
     assert Path(str(kernels.path(record.kernel))).is_file()
-    for part in ("__init__", "engine", "narrative", "traffic", "expect", "gpu", "picture"):
+    for part in ("__init__", "engine", "words", "traffic", "expect", "gpu", "picture"):
         assert f"flashviz.algos.{folder}.{part}".removesuffix(".__init__") in MODULES, part
     engine, traffic, expect = record.engine, record.traffic, record.expect
     assert callable(engine.execute) and callable(engine.trace_blocks)

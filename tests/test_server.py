@@ -406,7 +406,9 @@ def test_openapi_schema_has_typed_bounded_parameters(client):
     ]
     assert trace["causal"]["type"] == "boolean" and trace["scale"]["type"] == "number"
     arrays = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace/arrays"]["get"]["parameters"]}
-    assert list(arrays) == [*list(trace)[:-1], "step"] and arrays["step"]["minimum"] == 0
+    assert list(arrays) == [*list(trace)[:-1], "step", "steps"] and arrays["step"]["minimum"] == 0
+    assert arrays["steps"]["type"] == "string" and arrays["steps"]["pattern"].startswith("^[0-9]")
+    assert trace["arrays"]["enum"] == ["all", "on-demand", "auto"]
     compare = {p["name"]: p["schema"] for p in doc["paths"]["/api/compare"]["get"]["parameters"]}
     assert compare["n"]["maximum"] == 2**31 - 1 and compare["d"]["maximum"] == 4096
     errors = doc["paths"]["/api/trace"]["get"]["responses"]["422"]["content"]["application/json"]["schema"]

@@ -5,6 +5,7 @@ the widget's answer to a launch asked from the page (the model's message, as the
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -74,14 +75,14 @@ def bad_file(how: str, good: bytes, path) -> None:
 
 
 BAD = {
-    "version": "is a trace of schema 'flashviz.trace/1'; this flashviz reads flashviz.trace/3 only",
+    "version": "is a trace of schema 'flashviz.trace/1'; this flashviz reads flashviz.trace/4 only",
     "truncated": "is truncated (the JSON ends early)",
     "array": "is not a flashviz trace (a JSON list)",
     "no-schema": "is not a flashviz trace (no schema key)",
     "profile": "is not a flashviz trace (schema 'flashviz.profile/1')",
     "not-json": "is not JSON",
     "empty": "is empty",
-    "parts-missing": "lacks steps, tensors: not a whole flashviz.trace/3 trace",
+    "parts-missing": "lacks steps, tensors: not a whole flashviz.trace/4 trace",
     "huge": "is 629,145,600 bytes, more than a trace file holds (536,870,912 at most)",
 }
 
@@ -113,7 +114,15 @@ def test_export_from_a_trace_file_holds_that_trace(tmp_path, good):
     done = run_cli("export", str(out), "--trace", str(path))
     assert done.returncode == 0, done.stderr
     html = out.read_text()
-    assert good.decode().replace("<", "\\u003c") in html  # the file's JSON, as written
+    # the file's trace, made whole as every reader makes it (its drawn inputs drawn again, its arrays in base64)
+    from flashviz.share.trace_files import check_trace_bytes
+
+    held = [
+        json.loads(m)
+        for m in re.findall(r'<script type="application/json" id="flashviz-trace[^"]*">(.*?)</script>', html)
+    ]
+    assert held == [check_trace_bytes(good, "t.json", "--trace")]
+    assert '"drawn"' in good.decode() and '"drawn"' not in html and '"base85"' not in html
     assert "Content-Security-Policy" in html and "connect-src 'none'" in html
     assert "<script src=" not in html and 'rel="stylesheet"' not in html  # nothing loaded from elsewhere
 

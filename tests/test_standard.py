@@ -128,7 +128,7 @@ def test_every_step_code_is_its_region_with_indices_substituted():
     t = make_trace(every_block(Config(algo="standard", n=10, d=4, br=4, bc=4, causal=True)))
     source = KERNEL.read_text()
     assert t.kernel["source"] == source and t.kernel["file"] == "standard.cu"
-    assert set(kernels.regions(get("standard").kernel)) == set(standard.LABELS)
+    assert set(kernels.regions(get("standard").kernel)) == set(get("standard").words.LABELS)
     for step in t.steps:
         header, *body = step.code.splitlines()
         indices = dict(re.findall(r"(\w) = (\d+)", header))

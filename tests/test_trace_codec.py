@@ -55,7 +55,7 @@ def test_a_compact_trace_decodes_value_for_value_to_the_plain_one(tmp_path, rng,
     compact, plain = run_cli("trace", *flags), run_cli("trace", *flags, "--plain")
     assert compact.returncode == 0 and plain.returncode == 0, (compact.stderr, plain.stderr)
     doc = orjson.loads(compact.stdout)
-    assert doc["schema"] == SCHEMA == "flashviz.trace/3"
+    assert doc["schema"] == SCHEMA == "flashviz.trace/4"
     assert isinstance(doc["inputs"]["Q"], dict) and doc["inputs"]["Q"]["dtype"] == "float32"
     assert isinstance(orjson.loads(plain.stdout)["inputs"]["Q"], list)
     check_arrays(doc, "t.json", "--trace")
@@ -152,13 +152,13 @@ def test_a_broken_compact_array_in_a_trace_file_is_one_line_naming_it(tmp_path, 
 
 def test_a_trace_of_the_previous_schema_is_refused_in_one_line(tmp_path):
     doc = orjson.loads(make_trace(Config(n=8)).to_json())
-    doc["schema"] = "flashviz.trace/2"
+    doc["schema"] = "flashviz.trace/3"  # the version before trace files left drawn inputs out (issue 17)
     path = tmp_path / "old.json"
     path.write_bytes(orjson.dumps(doc))
     done = run_cli("export", str(tmp_path / "p.html"), "--trace", str(path))
     err = done.stderr.decode().strip()
     assert done.returncode == 2 and len(err.splitlines()) == 1, err
-    assert "schema 'flashviz.trace/2'; this flashviz reads flashviz.trace/3 only" in err
+    assert "schema 'flashviz.trace/3'; this flashviz reads flashviz.trace/4 only" in err
 
 
 def test_a_plain_trace_file_is_still_one_export_accepts(tmp_path):

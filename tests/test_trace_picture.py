@@ -43,9 +43,9 @@ def launch(algo: str, n: int, d: int, br: int, bc: int, causal: bool, seed: int 
 
 def test_schema_is_2_and_a_reader_refuses_another_version_naming_both():
     doc = json.loads(make_trace(Config(n=8)).to_json())
-    assert doc["schema"] == SCHEMA == "flashviz.trace/3"
+    assert doc["schema"] == SCHEMA == "flashviz.trace/4"
     check_schema(doc)
-    with pytest.raises(SchemaError, match=r"flashviz\.trace/3.*'flashviz\.trace/1'"):
+    with pytest.raises(SchemaError, match=r"flashviz\.trace/4.*'flashviz\.trace/1'"):
         check_schema({**doc, "schema": "flashviz.trace/1"})
     with pytest.raises(SchemaError, match="no schema key"):
         check_schema({k: v for k, v in doc.items() if k != "schema"})

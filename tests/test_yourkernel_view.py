@@ -98,7 +98,7 @@ def test_the_bug_through_the_cli_and_export(tmp_path, rng):
     exported = cli("export", "k.html", "--trace", "t.json", cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     assert "1 trace (fa2 N=40" in exported.stderr
-    assert '"flashviz.trace/3"' in (tmp_path / "k.html").read_text()
+    assert '"flashviz.trace/4"' in (tmp_path / "k.html").read_text()
     doc, data = read_trace_file(tmp_path / "t.json")  # the viewer's Trace, checked as every trace file is
     assert json.loads(data) == doc
     doc = decode_doc(doc)

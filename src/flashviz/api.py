@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from flashviz.model.config import ConfigError, shown
+from flashviz.model.config import Config, ConfigError, shown
 from flashviz.share.launch_args import _integer, height_of, launch
 
 from .algos import DEFAULT, resolve
@@ -23,21 +23,23 @@ def trace(
     algo: str = ...,
     n: int | None = ...,
     d: int | None = ...,
-    br: int = ...,
-    bc: int = ...,
+    br: int | None = ...,
+    bc: int | None = ...,
     causal: bool = ...,
     seed: int = ...,
     scale: float | None = ...,
     inputs: dict[str, Any] | None = ...,
     block: int | None = ...,
+    devices: int = ...,
+    layout: str = ...,
     *,
     kernel: None = ...,
     group: int = ...,
     nk: int | None = ...,
-    window: tuple[int, int] = ...,
+    window: tuple[int, int] | str | None = ...,
     softcap: float = ...,
-    seqlens: tuple[int, ...] | None = ...,
-    seqlens_k: tuple[int, ...] | None = ...,
+    seqlens: tuple[int, ...] | str | None = ...,
+    seqlens_k: tuple[int, ...] | str | None = ...,
 ) -> Trace: ...
 @overload
 def trace(*, kernel: Any, **options: Any) -> KernelTrace: ...
@@ -45,25 +47,36 @@ def trace(
     algo: str = DEFAULT,
     n: int | None = None,
     d: int | None = None,
-    br: int = 4,
-    bc: int = 4,
+    br: int | None = None,
+    bc: int | None = None,
     causal: bool = False,
     seed: int = 0,
     scale: float | None = None,
     inputs: dict[str, Any] | None = None,
     block: int | None = None,
+    devices: int = Config.devices,
+    layout: str = Config.layout,
     *,
     kernel: Any = None,
+    group: Any = 1,
+    nk: Any = None,
+    window: Any = None,
+    softcap: Any = 0.0,
+    seqlens: Any = None,
+    seqlens_k: Any = None,
     **options: Any,
 ) -> Trace | KernelTrace:
     """Run the engine on one launch and return its Trace (`trace.to_json()` is what `flashviz trace` writes).
 
     algo: one of flashviz's algorithms (`flashviz compare` lists them). n, d: sequence length N and head dimension D
-    (default: the seed's example, N=8, D=4; taken from `inputs` when given). br, bc: rows of Q per block, columns of
-    K/V per tile. causal: mask keys after the query row. seed: random inputs are drawn from it (those `inputs` lacks).
-    scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and "dO" for the backward) as (N, D) NumPy
-    arrays or torch tensors of floating point; float32 is what the engine computes in. block: record only this
-    block's values (default: all when there are at most 8).
+    (taken from `inputs` when given). br, bc: rows of Q per block, columns of K/V per tile. n, d, br, bc left out (or
+    None): the algorithm's own defaults where it has them (fa2-triton: N=128, D=32, Br=64, Bc=32), else the seed's
+    example, N=8, D=4, Br=Bc=4 (flashviz.model.fields). causal: mask keys after the query row. seed: random inputs
+    are drawn from it (those `inputs` lacks). scale: softmax scale (default 1/sqrt(D)). inputs: {"Q", "K", "V"} (and
+    "dO" for the backward) as (N, D) NumPy arrays or torch tensors of floating point; float32 is what the engine
+    computes in. block: record only this block's values (default: all when there are at most 8). devices, layout:
+    ring attention's P devices (2..8) and how the sequence is laid out on them, "zigzag" or "contiguous" (algo="ring";
+    the others ignore them).
 
     kernel: your own @triton.jit attention forward (or 'FILE.py:FUNCTION') instead of an algorithm: it runs under
     Triton's interpreter and a KernelTrace comes back (flashviz.yourkernel.trace_kernel: n, d, causal, seed, scale,
@@ -72,16 +85,21 @@ def trace(
     The options of real models (algorithms that run them: fa2-triton): group (q heads per K/V head: the trace runs
     one K/V head and its group), nk (keys, when not N), window=(left, right) (-1 unbounded), softcap (> 0: scores
     become softcap·tanh(s/softcap)), seqlens and seqlens_k (packed sequences' lengths; N is their sum)."""
+    model_opts = {"group": group, "nk": nk, "window": window, "softcap": softcap, "seqlens": seqlens}
+    model_opts["seqlens_k"] = seqlens_k
     if kernel is not None:
         from .yourkernel import trace_kernel
 
-        for name, value, default in (("algo", algo, DEFAULT), ("br", br, 4), ("bc", bc, 4), ("block", block, None)):
+        plain = {"group": 1, "nk": None, "window": None, "softcap": 0.0, "seqlens": None, "seqlens_k": None}
+        for name, value in model_opts.items():
+            if value is not plain[name] and value != plain[name]:
+                raise ConfigError(name, "is an option of the algorithms' launches, not of kernel=")
+
+        tiles_and_block = (("br", br), ("bc", bc), ("block", block))
+        for name, value, default in (("algo", algo, DEFAULT), *((k, v, None) for k, v in tiles_and_block)):
             if value != default:
                 raise ConfigError(name, "is not used with kernel= (its tiles are meta={'BLOCK_M': ..., ...})")
         return trace_kernel(kernel, n=n, d=d, causal=causal, seed=seed, scale=scale, inputs=inputs, **options)
-    from flashviz.model.config import OPTIONS
-
-    model_opts = {k: options.pop(k) for k in list(options) if k in OPTIONS}
     if options:
         raise TypeError(f"flashviz.trace got {', '.join(options)}: options of kernel= only")
     from flashviz.model.inputs import NAMES, from_arrays
@@ -96,9 +114,8 @@ def trace(
             if given is not None and _integer(given) != found:
                 raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
         n, d = rows, cols
-    algorithm, cfg = launch(
-        algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal, block=block, **model_opts
-    )
+    launched = {"algo": algo, "n": n, "d": d, "br": br, "bc": bc, "seed": seed, "scale": scale, "causal": causal}
+    algorithm, cfg = launch({**launched, "block": block, "devices": devices, "layout": layout, **model_opts})
     return trace_of(algorithm, cfg, arrays)
 
 

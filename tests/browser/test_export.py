@@ -124,7 +124,7 @@ def spoil(html: str, how: str) -> str:
     end = html.index("</script>", body)
     text = html[body:end]
     if how == "version":
-        text = text.replace('"schema":"flashviz.trace/3"', '"schema":"flashviz.trace/1"', 1)
+        text = text.replace('"schema":"flashviz.trace/4"', '"schema":"flashviz.trace/1"', 1)
     elif how == "truncated":
         text = text[: len(text) // 2]
     else:
@@ -135,9 +135,9 @@ def spoil(html: str, how: str) -> str:
 @pytest.mark.parametrize(
     ("how", "says"),
     [
-        ("version", "schema flashviz.trace/1; this page reads flashviz.trace/3 only"),
-        ("truncated", "is not whole JSON (truncated?); this page reads flashviz.trace/3"),
-        ("not-a-trace", "not a flashviz trace (schema null); this page reads flashviz.trace/3"),
+        ("version", "schema flashviz.trace/1; this page reads flashviz.trace/4 only"),
+        ("truncated", "is not whole JSON (truncated?); this page reads flashviz.trace/4"),
+        ("not-a-trace", "not a flashviz trace (schema null); this page reads flashviz.trace/4"),
     ],
 )
 def test_a_bad_trace_in_a_file_is_one_line_in_the_page(offline_page, tmp_path, how, says):

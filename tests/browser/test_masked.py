@@ -22,7 +22,7 @@ ROW = 1  # the row of Q with no finite score
 @pytest.fixture(params=["plain", "compact"])
 def masked_trace(tmp_path, request) -> dict:
     """The trace as `flashviz trace --plain` writes it (NaN and +inf as strings, null for -inf) and as it writes it
-    by default (compact arrays: the values themselves, in base64)."""
+    by default, read as `flashviz view` hands it to the page (compact arrays: the values themselves, in base64)."""
     rng = np.random.default_rng()
     q = rng.standard_normal((N, D)).astype(np.float32)
     k = np.abs(rng.standard_normal((N, D))).astype(np.float32) + np.float32(0.1)
@@ -35,9 +35,11 @@ def masked_trace(tmp_path, request) -> dict:
     cmd += ["--br", str(B), "--bc", str(B), "-o", str(out)] + (["--plain"] if request.param == "plain" else [])
     run = subprocess.run(cmd, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+    from flashviz.share.trace_files import read_trace_file
     from flashviz.tracing.codec import to_plain
 
-    return {"text": out.read_text(), "doc": to_plain(json.loads(out.read_text())), "plain": request.param == "plain"}
+    _, text = read_trace_file(out)  # a file's arrays in base85, deflated: the reader makes them the page's base64
+    return {"text": text.decode(), "doc": to_plain(json.loads(out.read_text())), "plain": request.param == "plain"}
 
 
 def test_a_row_with_no_finite_score_renders_in_every_view(page, server_url, log, masked_trace):

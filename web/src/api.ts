@@ -1,6 +1,7 @@
 // The four calls the page makes (trace, limits, compare, profile), all to the server that served it (relative URLs:
 // any mount works).
 import { ownArrayProblem, prepareArrays } from "./codec";
+import { cut } from "./echo";
 import { apiQuery, type ConfigParams } from "./state";
 import type { CompareDoc, Curves, Limits, Trace } from "./types";
 
@@ -54,7 +55,7 @@ export function parseTrace(text: string): Trace {
 }
 
 /** The one schema this page reads (docs/trace-schema.md). A trace of another version is refused, not read half-way. */
-export const TRACE_SCHEMA = "flashviz.trace/3";
+export const TRACE_SCHEMA = "flashviz.trace/4";
 
 /** What is wrong with a trace, in one line, or null. `from` says where it came from (source.ts: a file, the
  *  notebook), `again` how to get a good one. A trace of this version also has its compact arrays checked and made
@@ -69,12 +70,12 @@ export function schemaProblem(
 ): string | null {
   const schema = t && typeof t === "object" ? (t as { schema?: unknown }).schema : undefined;
   if (typeof schema !== "string" || !schema.startsWith("flashviz.trace/")) {
-    const found = JSON.stringify(schema ?? null).slice(0, 40);
+    const found = cut(JSON.stringify(schema ?? null));
     if (from === "the server sent") return `unexpected response: not a flashviz trace (schema ${found})`;
     return `${from} something that is not a flashviz trace (schema ${found}); this page reads ${TRACE_SCHEMA} (${again})`;
   }
   if (schema !== TRACE_SCHEMA) {
-    return `${from} a trace of schema ${schema.slice(0, 40)}; this page reads ${TRACE_SCHEMA} only (${again})`;
+    return `${from} a trace of schema ${cut(schema)}; this page reads ${TRACE_SCHEMA} only (${again})`;
   }
   const broken = (bad: string) =>
     from === "the server sent" ? `unexpected response: ${bad}` : `${from} a broken trace: ${bad} (${again})`;
@@ -87,8 +88,15 @@ export function schemaProblem(
   return null;
 }
 
-export async function fetchTrace(c: ConfigParams, record: number | null = null, signal?: AbortSignal): Promise<Trace> {
-  const res = await fetch(`api/trace?${apiQuery(c, record)}`, { signal, headers: { Accept: "application/json" } });
+/** GET /api/trace. `arrays`: "auto" asks the server to leave a large launch's step arrays out (docs/trace-schema.md,
+ *  "Arrays on demand"; onDemand.ts fetches them with `fetchStepArrays`). */
+export async function fetchTrace(
+  c: ConfigParams,
+  record: number | null = null,
+  signal?: AbortSignal,
+  arrays: "all" | "auto" = "all",
+): Promise<Trace> {
+  const res = await fetch(`api/trace?${traceQuery(c, record, arrays)}`, { signal, headers: { Accept: "application/json" } });
   if (!res.ok) throw await errorOf(res);
   let t: Trace;
   try {
@@ -99,6 +107,31 @@ export async function fetchTrace(c: ConfigParams, record: number | null = null, 
   const problem = schemaProblem(t);
   if (problem) throw new ApiError(res.status, problem, null);
   return t;
+}
+
+function traceQuery(c: ConfigParams, record: number | null, arrays: "all" | "auto"): string {
+  return arrays === "all" ? apiQuery(c, record) : `${apiQuery(c, record)}&arrays=${arrays}`;
+}
+
+/** GET /api/trace/arrays: the arrays of `steps` of the trace /api/trace answered for this query (`{"steps": [...]}`).
+ *  The server answers from its cache of that trace; when it no longer holds it (404, field "query"), the trace is
+ *  asked for again (the engine runs again: the same numbers) and the arrays once more. */
+export async function fetchStepArrays(c: ConfigParams, record: number | null, steps: number[], signal?: AbortSignal): Promise<unknown> {
+  const url = `api/trace/arrays?${apiQuery(c, record)}&steps=${steps.join(",")}`;
+  const headers = { Accept: "application/json" };
+  let res = await fetch(url, { signal, headers });
+  if (res.status === 404) {
+    const again = await fetch(`api/trace?${traceQuery(c, record, "auto")}`, { signal, headers });
+    if (!again.ok) throw await errorOf(again);
+    await again.arrayBuffer();
+    res = await fetch(url, { signal, headers });
+  }
+  if (!res.ok) throw await errorOf(res);
+  try {
+    return (await res.json()) as unknown;
+  } catch {
+    throw new ApiError(res.status, "unexpected response to the step arrays asked for: not JSON", null);
+  }
 }
 
 export async function fetchLimits(signal?: AbortSignal): Promise<Limits | null> {

@@ -5,6 +5,7 @@
 import { ApiError, type CompareDoc } from "./api";
 import { indexTrace, type TraceIndex } from "./derive";
 import type { MemoryLayout } from "./layout";
+import { arraysFor } from "./onDemand";
 import { pickOf } from "./picture";
 import { progressAfter } from "./render/compare";
 import { ConfigForm } from "./render/configForm";
@@ -87,7 +88,9 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
   const early = (() => {
     const req = parseUrl(source.search());
     const known = (l: Limits | null) => !l?.algos || l.algos.some((a) => a.name === req.config.algo);
-    const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? source.trace(req.config) : null)) : source.trace(req.config);
+    // read again once the limits are known: the fields it leaves out are the algorithm's own defaults (state.ts parseUrl)
+    const asked = (l: Limits | null) => parseUrl(source.search(), l ?? undefined).config;
+    const trace = req.config.algo ? earlyLimits.then((l) => (known(l) ? source.trace(asked(l)) : null)) : source.trace(req.config);
     return { config: req.config, trace: trace.catch(() => null) as Promise<Trace | null> | null };
   })();
 
@@ -269,11 +272,35 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
   }
 
   // ---- transitions ----
+  let target: ViewState | null = null; // the state a dispatch waits to show (its step's arrays are on their way)
   function dispatch(a: Action): void {
     const t = app.trace;
     if (!t || !app.live) return;
+    const next = reduce(target ?? app.state, a, t.steps.length);
+    // a large launch's step is drawn once the arrays it reads are here (onDemand.ts); a later dispatch supersedes it
+    const wait = arraysFor(t, next.step);
+    target = wait ? next : null;
+    if (!wait) {
+      advance(next);
+      return;
+    }
+    wait.then(
+      () => {
+        if (target !== next || app.trace !== t || !app.live) return;
+        target = null;
+        advance(next);
+      },
+      (e: unknown) => {
+        if (target !== next) return;
+        target = null;
+        form.serverError(`could not fetch the arrays of step ${next.step + 1}: ${(e as Error).message}`, null);
+      },
+    );
+  }
+
+  function advance(next: ViewState): void {
     const before = app.state;
-    app.state = reduce(before, a, t.steps.length);
+    app.state = next;
     const forwardOne = app.state.step === before.step + 1;
     if (app.state.step !== lastStep || app.state.playing !== before.playing || app.state.speed !== before.speed) {
       if (!drawn(forwardOne)) {
@@ -379,12 +406,17 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
     }
   }
 
+  /** The step a new trace opens at. */
+  function landing(t: Trace, to: Landing, block: number | null): number {
+    return to.phase !== undefined && to.phase !== null && block !== null
+      ? phaseStep(t, block, to.phase)
+      : landingStep(t, to.step ?? null, block);
+  }
+
   function land(t: Trace, c: ConfigParams, to: Landing, block: number | null, fetched: number | null): void {
     setTrace(t, c);
-    const step =
-      to.phase !== undefined && to.phase !== null && block !== null
-        ? phaseStep(t, block, to.phase)
-        : landingStep(t, to.step ?? null, block);
+    target = null;
+    const step = landing(t, to, block);
     app.state = { ...app.state, step, playing: false };
     const problems = [...(to.problems ?? []), ...landingProblems(t.steps.length, t.blocks.length, to.step ?? null, block)];
     const shown = t.steps[step] ? pickOf(t, t.steps[step]!) : null;
@@ -430,6 +462,7 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
         fetched = block;
         t = await source.trace(c, block, ctl.signal);
       }
+      await arraysFor(t, landing(t, to, block)); // a large launch: the first step's arrays (onDemand.ts)
       if (ctl.signal.aborted) return;
       show(t, c, to, block, fetched);
     } catch (e) {
@@ -453,6 +486,7 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
   async function loadFallback(err: ApiError, problems: string[]): Promise<void> {
     try {
       const t = await source.trace(defaultConfig());
+      await arraysFor(t, 0);
       setTrace(t, defaultConfig());
       void loadCompare(app.state.config);
       app.state = { ...app.state, step: 0 };

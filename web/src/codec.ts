@@ -3,7 +3,11 @@
 // in the document ({dtype, shape, ref: "inputs/K", rows?: [a, b)}). `prepareArrays` checks every one at once (its
 // dtype, shape and length, its reference) and leaves each in place as a lazy property: its values are decoded the
 // first time the page reads them, into the nested lists (null for −∞) a plain trace holds. The steps of a block the
-// page never shows are never decoded; `absMaxOf` reads a colour scale from the bytes without building the lists.
+// page never shows are never decoded; `absMaxOf` reads a colour scale from the bytes without building the lists. A
+// step's array the server left out (arrays on demand: a stub with its dtype, shape, min and max) is checked here too,
+// and put in place by `putArray` once onDemand.ts has fetched it; until then its min and max give its colour scale.
+
+import { cut } from "./echo";
 import type { Mat, Num, Trace, Vec } from "./types";
 
 export type CompactDtype = "float32" | "float64" | "bfloat16";
@@ -20,7 +24,9 @@ const WIDTH: Record<CompactDtype, number> = { float32: 4, float64: 8, bfloat16: 
 const MAX_ELEMENTS = 2 ** 28;
 
 export function isCompact(x: unknown): x is CompactArray {
-  return !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x);
+  return (
+    !!x && typeof x === "object" && !Array.isArray(x) && "shape" in x && ("base64" in x || "ref" in x || "base85" in x || "drawn" in x)
+  );
 }
 
 /** The holders of arrays in a trace, with their paths, in document order (as flashviz.tracing.codec walks them). */
@@ -54,13 +60,15 @@ function base64Bytes(text: string): number | null {
 }
 
 function said(x: unknown): string {
-  const s = JSON.stringify(x) ?? String(x);
-  return s.length <= 40 ? s : `${s.slice(0, 39)}…`;
+  return cut(JSON.stringify(x) ?? String(x));
 }
 
 /** What is wrong with one compact array, given the shapes of the arrays before it, or null. */
 export function arrayProblem(a: CompactArray, shapes: Map<string, number[]>): string | null {
   const { dtype, shape } = a;
+  // what only a trace file holds (flashviz.trace_store): the readers in Python make it whole before a page gets it
+  const file = ["drawn", "base85", "compression"].find((k) => k in a);
+  if (file) return `is stored as a trace file stores it (${file}): open the file with flashviz view, export --trace or flashviz.show`;
   if (!(dtype in WIDTH)) return `has dtype ${said(dtype)}; expected one of ${Object.keys(WIDTH).join(", ")}`;
   if (
     !Array.isArray(shape) ||
@@ -163,6 +171,71 @@ export function ownArrayProblem(t: Trace): string | null {
 /** The compact arrays not decoded yet: holder -> key -> flat values' maker. */
 const pending = new WeakMap<object, Map<string, () => ArrayLike<number>>>();
 
+/** A step's array the server left out (arrays on demand, docs/trace-schema.md): its dtype, shape, and the min and
+ *  max of its finite values (null when it has none), which the colour scales read; onDemand.ts fetches the values. */
+export interface Stub {
+  dtype: CompactDtype;
+  shape: number[];
+  on_demand: true;
+  min: number | null;
+  max: number | null;
+}
+
+export function isStub(x: unknown): x is Stub {
+  return !!x && typeof x === "object" && !Array.isArray(x) && (x as { on_demand?: unknown }).on_demand === true;
+}
+
+/** The arrays left out, not fetched yet: holder -> key -> the stub. */
+const stubs = new WeakMap<object, Map<string, Stub>>();
+
+/** What is wrong with a stub (its dtype, shape, min and max), or null. */
+function stubProblem(a: Stub): string | null {
+  if (!(a.dtype in WIDTH)) return `has dtype ${said(a.dtype)}; expected one of ${Object.keys(WIDTH).join(", ")}`;
+  if (!Array.isArray(a.shape) || a.shape.length === 0 || !a.shape.every((s) => Number.isSafeInteger(s) && s >= 0 && s <= MAX_ELEMENTS)) {
+    return `has shape ${said(a.shape)}; expected a list of integers >= 0`;
+  }
+  const bound = (v: unknown) => v === null || (typeof v === "number" && Number.isFinite(v));
+  if (!bound(a.min) || !bound(a.max)) return `has min ${said(a.min)} and max ${said(a.max)}; expected finite numbers or null`;
+  return null;
+}
+
+/** Whether holder[key] is an array the server left out and the page has not fetched. */
+export function isLeftOut(holder: object, key: string): boolean {
+  return !!stubs.get(holder)?.has(key);
+}
+
+/** Put the fetched values of a left-out array in place (decoded the first time a view reads them, as the others): one
+ *  line saying what is wrong with them instead (not a stored array, another shape than the stub's). */
+export function putArray(holder: Record<string, unknown>, key: string, a: unknown): string | null {
+  const stub = stubs.get(holder)?.get(key);
+  if (!stub) return "was not left out";
+  if (!isCompact(a) || a.ref !== undefined) return "is not a stored array ({dtype, shape, base64})";
+  const problem = arrayProblem(a, new Map());
+  if (problem) return problem;
+  if (a.shape.length !== stub.shape.length || a.shape.some((x, k) => x !== stub.shape[k]))
+    return `has shape ${said(a.shape)} where the trace said ${said(stub.shape)}`;
+  stubs.get(holder)!.delete(key);
+  let done: ArrayLike<number> | null = null;
+  lazy(holder, key, () => (done ??= decodeFlat(a)), a.shape);
+  return null;
+}
+
+/** A left-out array read before it was fetched: said on the console (onDemand.ts's list of what a step reads missed
+ *  it), and the stub is what the view gets. */
+function leftOut(holder: Record<string, unknown>, key: string, path: string, stub: Stub): void {
+  const map = stubs.get(holder) ?? new Map<string, Stub>();
+  stubs.set(holder, map);
+  map.set(key, stub);
+  Object.defineProperty(holder, key, {
+    enumerable: true,
+    configurable: true,
+    get() {
+      console.error(`flashviz: ${path} was read before its values were fetched (arrays on demand: onDemand.ts)`);
+      return stub;
+    },
+  });
+}
+
 /** Check every compact array of the trace and make each a lazy property (values decoded on first read). One line
  *  naming the first bad array, or null. A trace with no compact arrays (written by `flashviz trace --plain`) is left
  *  as it is. */
@@ -170,10 +243,18 @@ export function prepareArrays(t: Trace): string | null {
   const shapes = new Map<string, number[]>();
   const flats = new Map<string, () => ArrayLike<number>>();
   const holders: [Record<string, unknown>, string, string, CompactArray][] = [];
+  const left: [Record<string, unknown>, string, string, Stub][] = [];
   for (const [path, group] of groups(t)) {
     for (const [key, v] of Object.entries(group)) {
-      if (!isCompact(v)) continue;
       const here = `${path}/${key}`;
+      if (isStub(v)) {
+        // only a step's arrays are left out (inputs and outputs always come whole; nothing refers to a step's)
+        const problem = path.startsWith("steps/") ? stubProblem(v) : "is left out (on_demand), but only a step's arrays may be";
+        if (problem) return `array ${here} ${problem} (docs/trace-schema.md, arrays on demand)`;
+        left.push([group, key, here, v]);
+        continue;
+      }
+      if (!isCompact(v)) continue;
       const problem = arrayProblem(v, shapes);
       if (problem) return `array ${here} ${problem} (docs/trace-schema.md, compact arrays)`;
       shapes.set(here, v.shape);
@@ -182,7 +263,14 @@ export function prepareArrays(t: Trace): string | null {
     }
   }
   for (const [group, key, here, v] of holders) lazy(group, key, flats.get(here)!, v.shape);
+  for (const [group, key, here, v] of left) leftOut(group, key, here, v);
   return null;
+}
+
+/** Whether any array of the trace was left out (a large launch from the server: onDemand.ts fetches them). */
+export function hasLeftOut(t: Trace): boolean {
+  for (const [, group] of groups(t)) if (stubs.has(group) && stubs.get(group)!.size) return true;
+  return false;
 }
 
 function flatMaker(a: CompactArray, flats: Map<string, () => ArrayLike<number>>): () => ArrayLike<number> {
@@ -229,6 +317,8 @@ function lazy(group: Record<string, unknown>, key: string, flat: () => ArrayLike
 /** Largest |x| over the finite values of holder[key], from its bytes when it is not decoded yet (colors.absMax's
  *  rule: −∞, +∞ and NaN do not set the scale). */
 export function absMaxOf(holder: object, key: string, decoded: (v: unknown) => number): number {
+  const stub = stubs.get(holder)?.get(key);
+  if (stub) return Math.max(Math.abs(stub.min ?? 0), Math.abs(stub.max ?? 0)); // left out: its finite min and max
   const flat = pending.get(holder)?.get(key);
   if (!flat) return decoded((holder as Record<string, unknown>)[key]);
   const values = flat();

@@ -1,6 +1,8 @@
 // Look-ups over what a trace says about its own picture (docs/trace-schema.md): the unit a step belongs to, the pick
 // it shows, the block of Q whose rows it holds, the kernel it runs, Rich text, the picture's shapes. Generic: nothing
 // here knows an algorithm; every answer comes from the trace.
+
+import { cut } from "./echo";
 import { rowCuts } from "./geometry";
 import type { Axis, BlockInfo, Rich, Run, Step, Trace } from "./types";
 
@@ -76,7 +78,7 @@ export function dimOf(sym: string, s: Shape): number {
       return s.nk ?? s.n;
     default: {
       const v = Number(sym);
-      if (!Number.isInteger(v) || v < 1) throw new Error(`a size the viewer cannot read: ${JSON.stringify(sym).slice(0, 40)}`);
+      if (!Number.isInteger(v) || v < 1) throw new Error(`a size the viewer cannot read: ${cut(JSON.stringify(sym))}`);
       return v;
     }
   }
@@ -146,7 +148,7 @@ export function pictureSpec(t: Trace, shape: Shape = traceShape(t)): PictureSpec
   const sram = t.picture.sram_rows.map((row) =>
     row.map((name) => {
       const b = t.buffers[name];
-      if (!b) throw new Error(`picture.sram_rows names ${name.slice(0, 40)}, which buffers does not describe`);
+      if (!b) throw new Error(`picture.sram_rows names ${cut(name)}, which buffers does not describe`);
       const [rows, cols] = rowsCols(b.dims, b.axes, shape);
       return { name, rows, cols, rowAxis: b.axes[0], colAxis: b.axes[1], kernels: b.kernels };
     }),

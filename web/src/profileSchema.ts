@@ -3,6 +3,8 @@
 // panel shows is checked for its type before anything is drawn, and a profile that fails is refused with one
 // line naming the field. Pure: no DOM.
 
+import { cut } from "./echo";
+
 export interface ProfileComparison {
   measured: number;
   model: number;
@@ -72,7 +74,7 @@ export function shown(v: unknown): string {
   } catch {
     text = String(v);
   }
-  return text.length > 40 ? `${text.slice(0, 40)}\u2026` : text;
+  return cut(text);
 }
 
 class Bad extends Error {}

@@ -10,11 +10,13 @@ import {
   fetchCurves,
   fetchLimits,
   fetchProfile,
+  fetchStepArrays,
   fetchTrace,
   parseTrace,
   schemaProblem,
   TRACE_SCHEMA,
 } from "./api";
+import { attachArrays } from "./onDemand";
 import { fetchLadder, isLadder, type LadderDoc } from "./render/ladder";
 import { type ConfigParams, sameConfig, toSearch } from "./state";
 import { got, traceProblem } from "./traceCheck";
@@ -46,11 +48,16 @@ export interface Source {
   provenance?(c: ConfigParams, record: number | null): string | null;
 }
 
-/** The server that served the page (`flashviz serve`). */
+/** The server that served the page (`flashviz serve`). A large launch comes without its steps' arrays, which
+ *  onDemand.ts fetches as the steps are shown (docs/trace-schema.md, "Arrays on demand"). */
 export function serverSource(): Source {
   return {
     limits: () => fetchLimits(),
-    trace: (c, record = null, signal) => fetchTrace(c, record, signal),
+    async trace(c, record = null, signal) {
+      const t = await fetchTrace(c, record, signal, "auto");
+      attachArrays(t, (steps, sig) => fetchStepArrays(c, record, steps, sig));
+      return t;
+    },
     compare: (c, signal) => fetchCompare(c, signal),
     curves: (c, doc, signal) => fetchCurves(c, Object.keys(doc.algorithms), signal),
     profile: () => fetchProfile(),
@@ -118,8 +125,8 @@ function held(doc: Document, id: string): string {
 }
 
 /** The one config field in which `c` differs from every launch held (for the message), or null. */
-function differing(c: ConfigParams, held: ConfigParams[]): keyof ConfigParams {
-  const fields: (keyof ConfigParams)[] = ["algo", "n", "d", "br", "bc", "causal", "seed", "scale"];
+function differing(c: ConfigParams, held: ConfigParams[]): string {
+  const fields = ["algo", "n", "d", "br", "bc", "causal", "seed", "scale"];
   for (const f of fields) if (!held.some((h) => h[f] === c[f])) return f;
   return "algo";
 }

@@ -1,10 +1,13 @@
 // The one state object every frame is drawn from, its URL round trip, and the pure transitions: stepping and
 // clamping, where a URL or a picked block lands, which blocks the picker offers, and what a key means. Nothing here
 // touches the DOM.
+import { cut } from "./echo";
 import { pickId, pickOf } from "./picture";
-import type { Limits, Step, Trace } from "./types";
-import { FALLBACK_LIMITS } from "./validate";
+import type { AlgoInfo, LaunchField, Limits, Step, Trace } from "./types";
+import { accepted, FALLBACK_FIELDS, FALLBACK_LIMITS, fieldsOf, intsProblem, numberRange } from "./validate";
 
+/** A launch: the algorithm and the value of each launch field the API takes (/api/limits' `fields`, from the table
+ *  flashviz.model.fields): those named here, and any other the table lists (read, written and sent as they are). */
 export interface ConfigParams {
   algo: string; // an algorithm of /api/limits' `algos`; "" for the server's default (its `default`)
   n: number; // sequence length N
@@ -14,21 +17,27 @@ export interface ConfigParams {
   seed: number; // random inputs are drawn from this seed
   scale: number | null; // softmax scale; null means the server's default 1/sqrt(D)
   causal: boolean; // mask keys after the query row (tiles wholly above the diagonal are skipped)
-  // the options of real models (absent: none), as the URL and the API write them; the server judges their ranges
-  group?: number; // q heads per K/V head
-  nk?: number; // keys, when not N
-  window?: string; // "left,right"
-  softcap?: number;
-  seqlens?: string; // "50,30,48": packed sequences (N is their sum)
-  seqlens_k?: string;
+  [field: string]: string | number | boolean | null;
 }
 
-/** The option fields of a config, in the order the URL writes them. */
-export const OPTION_FIELDS = ["group", "nk", "window", "softcap", "seqlens", "seqlens_k"] as const;
-const LIST = /^-?[0-9]{1,9}(,-?[0-9]{1,9}){0,31}$/; // "16,0", "50,30,48": the server judges the ranges
+/** The launch's fields: those the page holds in a config (not the algorithm, which the picker holds, nor the block,
+ *  which the block picker does). */
+function launchFields(fields: readonly LaunchField[]): LaunchField[] {
+  return fields.filter((f) => f.kind === "int" || f.kind === "number" || f.kind === "flag" || f.kind === "ints");
+}
+
+/** Each field's default: the algorithm's own (`example`, where the field takes one), else the table's. */
+export function defaultsOf(fields: readonly LaunchField[], algo?: AlgoInfo): ConfigParams {
+  const out: Record<string, unknown> = { algo: "" };
+  for (const f of launchFields(fields)) {
+    if (f.optional) continue; // absent: its default (the options of real models)
+    out[f.name] = (f.own ? algo?.example?.[f.name] : undefined) ?? f.default;
+  }
+  return out as ConfigParams;
+}
 
 /** The seed's example: two blocks of Q, two tiles of K and V, under the server's default algorithm. */
-export const DEFAULT_CONFIG: ConfigParams = { algo: "", n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false };
+export const DEFAULT_CONFIG: ConfigParams = defaultsOf(FALLBACK_FIELDS);
 
 export const SPEEDS = [0.25, 0.5, 1, 2, 4] as const;
 
@@ -40,8 +49,6 @@ export interface ViewState {
 }
 
 export const INITIAL_STATE: ViewState = { config: DEFAULT_CONFIG, step: 0, playing: false, speed: 1 };
-
-const INT_FIELDS = ["n", "d", "br", "bc", "seed"] as const;
 
 /** What a URL asks for; step/block are null when absent. `step` is an index into trace.steps (the URL counts
  *  steps from 1, as the page does: `step=1` is index 0). `problems`: one sentence per value the URL got wrong,
@@ -60,9 +67,15 @@ function parseNonNegInt(raw: string | null): number | null {
   return Number.isSafeInteger(v) ? v : null;
 }
 
+function parseInteger(raw: string | null): number | null {
+  if (raw === null || !/^-?\d+$/.test(raw.trim())) return null;
+  const v = Number(raw);
+  return Number.isSafeInteger(v) ? v : null;
+}
+
 /** A bad value as a message quotes it: cut to about 40 characters. */
 export function quote(raw: string): string {
-  return JSON.stringify(raw.length > 40 ? `${raw.slice(0, 40)}\u2026` : raw);
+  return JSON.stringify(cut(raw));
 }
 
 /** One problem with a URL parameter, in the config bar's words: the parameter, what it accepts, what is shown. */
@@ -70,41 +83,57 @@ export function urlProblem(name: string, raw: string, accepts: string, instead: 
   return `URL ${name}=${quote(raw)}: must be ${accepts}; showing ${instead}`;
 }
 
-/** Read the config, step and block from a query string. A value that is malformed or out of `limits` (the
- *  server's, from /api/limits; its defaults until then) falls back to the default and says so in `problems`. The
- *  server still judges the whole config (its bounds on the work of one request) and answers with its own detail. */
+/** Read the config, step and block from a query string. The launch fields are /api/limits' `fields` (the table
+ *  flashviz.model.fields; its copy in the bundle until the server answers). A value that is malformed or out of
+ *  `limits` falls back to the default (the algorithm's own, where it brings one: fa2-triton's N=128, D=32, Br=64,
+ *  Bc=32) and says so in `problems`; so does a field the URL leaves out. The server still judges the whole config (its
+ *  bounds on the work of one request) and answers with its own detail. */
 export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlRequest {
   const q = new URLSearchParams(search);
   const problems: string[] = [];
-  // the server's default algorithm, once it has said which (before: "", the server picks)
-  const config: ConfigParams = { ...DEFAULT_CONFIG, algo: limits.default ?? DEFAULT_CONFIG.algo };
   const given = (k: string) => q.get(k) !== null;
   // the algorithms are the server's (/api/limits); before it answers any name goes, and the server judges it
-  const algo = (q.get("algo") ?? "").trim();
+  let algo = limits.default ?? DEFAULT_CONFIG.algo; // the server's default algorithm, once it has said which
+  const asked = (q.get("algo") ?? "").trim();
   const names = limits.algos?.map((a) => a.name);
-  if (algo && (!names || names.includes(algo))) config.algo = algo;
+  if (asked && (!names || names.includes(asked))) algo = asked;
   else if (given("algo") && names)
     problems.push(urlProblem("algo", q.get("algo")!, `one of ${names.join(", ")}`, limits.default ?? "the default algorithm"));
-  for (const f of INT_FIELDS) {
-    const v = parseNonNegInt(q.get(f));
-    const [lo, hi] = limits[f];
-    if (v !== null && v >= lo && v <= hi) config[f] = v;
-    else if (given(f)) problems.push(urlProblem(f, q.get(f)!, `an integer in ${lo}..${hi}`, `${f}=${DEFAULT_CONFIG[f]}`));
+  // a field the URL leaves out (or gets wrong) is the algorithm's own default, where it brings one
+  const config: ConfigParams = {
+    ...defaultsOf(
+      fieldsOf(limits),
+      limits.algos?.find((a) => a.name === algo),
+    ),
+    algo,
+  };
+  for (const f of launchFields(fieldsOf(limits))) {
+    const raw = q.get(f.name);
+    if (f.kind === "ints") {
+      if (raw === null || raw.trim() === "") continue;
+      const problem = intsProblem(f, raw.trim());
+      if (problem === null) config[f.name] = raw.trim();
+      else problems.push(urlProblem(f.name, raw, accepted(f), `the default ${f.empty}`));
+    } else if (f.kind === "int") {
+      if (f.empty && raw !== null && raw.trim() === "") continue; // empty: its default
+      const v = parseInteger(raw);
+      if (v !== null && v >= f.min! && v <= f.max!) {
+        if (!(f.optional && v === f.default)) config[f.name] = v;
+      } else if (raw !== null)
+        problems.push(urlProblem(f.name, raw, `an integer in ${f.min}..${f.max}`, `${f.name}=${config[f.name] ?? f.default ?? f.empty}`));
+    } else if (f.kind === "number") {
+      if (raw === null || raw.trim() === "") continue;
+      const v = Number(raw);
+      if (Number.isFinite(v) && Math.abs(v) >= f.least! && Math.abs(v) <= f.most!) {
+        if (!(f.optional && v === f.default)) config[f.name] = v;
+      } else problems.push(urlProblem(f.name, raw, `${numberRange(f)}, or absent for ${f.empty}`, `the default ${f.empty}`));
+    } else {
+      const v = (raw ?? "").trim().toLowerCase();
+      if (v === "true" || v === "1") config[f.name] = true;
+      else if (v === "" || v === "false" || v === "0") config[f.name] = false;
+      else problems.push(urlProblem(f.name, raw!, "true or false", `${f.name}=${f.default}`));
+    }
   }
-  const rawScale = q.get("scale");
-  if (rawScale !== null && rawScale.trim() !== "") {
-    const v = Number(rawScale);
-    if (Number.isFinite(v) && Math.abs(v) >= 1e-6 && Math.abs(v) <= 1e6) config.scale = v;
-    else
-      problems.push(
-        urlProblem("scale", rawScale, "a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D)", "the default 1/\u221aD"),
-      );
-  }
-  readOptions(q, config, problems);
-  const causal = (q.get("causal") ?? "").trim().toLowerCase();
-  if (causal === "true" || causal === "1") config.causal = true;
-  else if (causal === "" || causal === "false" || causal === "0") config.causal = false;
-  else problems.push(urlProblem("causal", q.get("causal")!, "true or false", "causal=false"));
   let speed: number | null = null;
   if (given("speed")) {
     const v = Number(q.get("speed"));
@@ -126,34 +155,12 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   return { config, step, block, speed, problems };
 }
 
-/** The options of real models a URL asks for, into `config` (what is malformed is said in `problems` and left out). */
-function readOptions(q: URLSearchParams, config: ConfigParams, problems: string[]): void {
-  for (const f of ["group", "nk"] as const) {
-    const raw = q.get(f);
-    if (raw === null || raw.trim() === "") continue;
-    const v = parseNonNegInt(raw);
-    if (v !== null && v >= 1) config[f] = v;
-    else problems.push(urlProblem(f, raw, "an integer, at least 1", `no ${f}`));
-  }
-  const cap = q.get("softcap");
-  if (cap !== null && cap.trim() !== "") {
-    const v = Number(cap);
-    if (Number.isFinite(v) && v >= 0) config.softcap = v;
-    else problems.push(urlProblem("softcap", cap, "a number, at least 0", "no soft-capping"));
-  }
-  for (const f of ["window", "seqlens", "seqlens_k"] as const) {
-    const raw = q.get(f);
-    if (raw === null || raw.trim() === "") continue;
-    if (LIST.test(raw.trim())) config[f] = raw.trim();
-    else problems.push(urlProblem(f, raw, "comma-separated integers (window=16,0; seqlens=50,30,48)", `no ${f}`));
-  }
-}
-
-/** The options of a config as query parameters (those it has). */
-function writeOptions(config: ConfigParams, q: URLSearchParams): void {
-  for (const f of OPTION_FIELDS) {
-    const v = config[f];
-    if (v !== undefined && v !== null && v !== "") q.set(f, String(v));
+/** A config's launch fields as query parameters, in its order: a number as it is, true as "true"; null (a number's
+ *  default) and false are left out. */
+function setFields(q: URLSearchParams, config: ConfigParams): void {
+  for (const [k, v] of Object.entries(config)) {
+    if (k === "algo" || v === null || v === undefined || v === false) continue;
+    q.set(k, String(v));
   }
 }
 
@@ -162,10 +169,7 @@ function writeOptions(config: ConfigParams, q: URLSearchParams): void {
 export function toSearch(config: ConfigParams, step: number, block: number, speed = 1, defaultAlgo = ""): string {
   const q = new URLSearchParams();
   if (config.algo && config.algo !== defaultAlgo) q.set("algo", config.algo);
-  for (const f of INT_FIELDS) q.set(f, String(config[f]));
-  if (config.scale !== null) q.set("scale", String(config.scale));
-  if (config.causal) q.set("causal", "true");
-  writeOptions(config, q);
+  setFields(q, config);
   q.set("step", String(step + 1));
   q.set("block", String(block));
   if (speed !== 1) q.set("speed", String(speed));
@@ -175,26 +179,14 @@ export function toSearch(config: ConfigParams, step: number, block: number, spee
 /** The query string for GET /api/trace. `record` asks the server to record one block's values. */
 export function apiQuery(config: ConfigParams, record: number | null = null): string {
   const q = new URLSearchParams(config.algo ? { algo: config.algo } : {});
-  for (const f of INT_FIELDS) q.set(f, String(config[f]));
-  if (config.scale !== null) q.set("scale", String(config.scale));
-  if (config.causal) q.set("causal", "true");
-  writeOptions(config, q);
+  setFields(q, config);
   if (record !== null) q.set("block", String(record));
   return q.toString();
 }
 
 export function sameConfig(a: ConfigParams, b: ConfigParams): boolean {
-  return (
-    a.algo === b.algo &&
-    a.n === b.n &&
-    a.d === b.d &&
-    a.br === b.br &&
-    a.bc === b.bc &&
-    a.seed === b.seed &&
-    a.scale === b.scale &&
-    a.causal === b.causal &&
-    OPTION_FIELDS.every((f) => (a[f] ?? null) === (b[f] ?? null))
-  );
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].every((k) => a[k] === b[k]);
 }
 
 export function clampStep(step: number, total: number): number {

@@ -4,6 +4,7 @@
 // be an object (got null)", not "Cannot read properties of null (reading 'Qi')". Only the shape of what the views
 // read is checked here; values inside are drawn as text nodes whatever they are.
 
+import { cut } from "./echo";
 import { referenceProblem, shapeProblem } from "./traceShape";
 
 type Obj = Record<string, unknown>;
@@ -14,13 +15,9 @@ const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSaf
 /** A value as the message shows it: short values as JSON writes them, long ones by their type. */
 export function got(v: unknown): string {
   if (v === undefined) return "nothing";
-  if (Array.isArray(v)) return v.length > 3 ? `a list of ${v.length}` : clip(JSON.stringify(v) ?? "a list");
+  if (Array.isArray(v)) return v.length > 3 ? `a list of ${v.length}` : cut(JSON.stringify(v) ?? "a list");
   if (isObj(v)) return "an object";
-  return clip(JSON.stringify(v) ?? String(v));
-}
-
-function clip(text: string): string {
-  return text.length > 40 ? `${text.slice(0, 39)}\u2026` : text;
+  return cut(JSON.stringify(v) ?? String(v));
 }
 
 /** An array as the trace stores it: a nested list, a `{dtype, shape, base64}` object, a reference `{dtype, shape, ref}`
@@ -62,7 +59,7 @@ export function traceProblem(t: unknown): string | null {
   for (const [key, what, some] of OBJECTS) {
     const v = t[key];
     if (!isObj(v) || (some && Object.keys(v).length === 0)) return `${key} must be ${what} (got ${got(v)})`;
-    for (const [name, entry] of Object.entries(v)) if (!isObj(entry)) return `${key}.${clip(name)} must be an object (got ${got(entry)})`;
+    for (const [name, entry] of Object.entries(v)) if (!isObj(entry)) return `${key}.${cut(name)} must be an object (got ${got(entry)})`;
   }
   const kernels = t.kernels as Obj;
   const ops = t.ops as Obj;
@@ -76,7 +73,7 @@ export function traceProblem(t: unknown): string | null {
     const v = t[key];
     if (!isObj(v) || Object.keys(v).length === 0) return `${key} must be an object of arrays (got ${got(v)})`;
     for (const [name, a] of Object.entries(v))
-      if (!isArrayLike(a)) return `${key}.${clip(name)} must be an array: a nested list or a {dtype, shape, base64} object (got ${got(a)})`;
+      if (!isArrayLike(a)) return `${key}.${cut(name)} must be an array: a nested list or a {dtype, shape, base64} object (got ${got(a)})`;
   }
   for (const key of ["blocks", "phases"]) {
     const v = t[key];

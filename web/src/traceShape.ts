@@ -4,6 +4,7 @@
 // leaves open (a step's code and lines, a block's rows, a phase's writes, the footprint, the flops and hardware
 // sections, ...): a trace a view cannot read is said in one line naming the field, not drawn into a page that throws.
 import SPEC from "../../src/flashviz/data/trace_shape.json";
+import { cut } from "./echo";
 import { got } from "./traceCheck";
 
 type Shape =
@@ -112,7 +113,7 @@ function walk(v: unknown, shape: Shape, at: string): string | null {
   }
   if (!isObj(v) || Object.keys(v).length < least) return `${at} must be ${words(shape)} (got ${got(v)})`;
   for (const [k, x] of Object.entries(v)) {
-    const wrong = walk(x, shape.map!, `${at}.${k.length <= 40 ? k : `${k.slice(0, 39)}\u2026`}`);
+    const wrong = walk(x, shape.map!, `${at}.${cut(k)}`);
     if (wrong) return wrong;
   }
   return null;

@@ -1,4 +1,4 @@
-// The Trace (schema `flashviz.trace/3`, docs/trace-schema.md) as the viewer reads it. A trace describes its own
+// The Trace (schema `flashviz.trace/4`, docs/trace-schema.md) as the viewer reads it. A trace describes its own
 // picture: its tensors, SRAM buffers, kernels, ops, tiling, veils, writes and texts; the viewer knows no algorithm.
 // `null` inside a numeric array means −∞ (JSON has no infinities). Also the other documents the page reads: GET
 // /api/limits and GET /api/compare.
@@ -399,8 +399,36 @@ export interface AlgoInfo {
   example_why?: string;
 }
 
+/** One launch field as GET /api/limits lists it (`fields`): a row of the table flashviz.model.fields, at the API. */
+export interface LaunchField {
+  name: string;
+  /** int: an integer in min..max; number: finite, its magnitude in least..most, or empty; flag: true or false;
+   *  choice: one of the algorithms (the picker); pick: a block (the block picker); ints: comma-separated integers
+   *  ("16,0"), as many as `items` says, each in min..max, or empty (its default) */
+  kind: "choice" | "int" | "number" | "flag" | "pick" | "ints";
+  /** how the form and its messages name it ("Br"); "" where the form has no input for it */
+  label: string;
+  help: string;
+  default: number | boolean | string | null;
+  min?: number;
+  max?: number;
+  least?: number;
+  most?: number;
+  /** an algorithm may bring its own default for it (AlgoInfo.example) */
+  own: boolean;
+  /** what leaving it out means, where its default is null ("1/sqrt(D)"); an int or ints field with one may be left
+   *  empty (its default) */
+  empty: string;
+  /** ints: how many integers, least and most */
+  items?: [number, number];
+  /** held in a config only where given (the options of real models: absent from plain attention's launches) */
+  optional?: boolean;
+}
+
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */
 export type Limits = Record<"n" | "d" | "br" | "bc" | "seed", [number, number]> & {
+  /** the launch fields the API takes: what the form and the URL accept (validate.ts, state.ts) */
+  fields?: LaunchField[];
   algos?: AlgoInfo[];
   /** the algorithm a launch runs when none is named */
   default?: string;

@@ -85,7 +85,7 @@ describe("validate", () => {
     });
   });
   it("holds an algorithm to its own N limit, saying why in the server's words (standard: S and P are N x N)", () => {
-    const limits = { ...LIMITS, n: [1, 8192] as [number, number] };
+    const limits = { ...LIMITS, fields: LIMITS.fields!.map((f) => (f.name === "n" ? { ...f, max: 8192 } : f)) };
     const std = LIMITS.algos!.find((a) => a.name === "standard")!;
     expect(std.max_n).toBe(4096);
     expect(validate({ ...ok, n: "5000" }, limits, false, "standard").errors.n).toBe(

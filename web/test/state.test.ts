@@ -50,7 +50,8 @@ describe("URL round trip", () => {
       'URL d="-3": must be an integer in 1..256; showing d=4',
       'URL br="4.5": must be an integer in 1..256; showing br=4',
       'URL seed="": must be an integer in 0..4294967295; showing seed=0',
-      'URL scale="zero": must be a finite number with 1e-06 <= |scale| <= 1000000, or absent for 1/sqrt(D); showing the default 1/\u221aD',
+      // the server's words for the range (1e-06 <= |scale| <= 1e+06), and one way of writing the default
+      'URL scale="zero": must be a finite number with 1e-06 <= |scale| <= 1e+06, or absent for 1/sqrt(D); showing the default 1/sqrt(D)',
       'URL step="x": must be an integer, at least 1 (steps count from 1); showing step 1',
     ]);
   });

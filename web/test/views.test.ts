@@ -90,12 +90,13 @@ describe("the URL holds the algorithm", () => {
 });
 
 describe("the schema", () => {
-  it("reads flashviz.trace/3 and refuses any other version, naming both", () => {
-    expect(TRACE_SCHEMA).toBe("flashviz.trace/3");
+  it("reads flashviz.trace/4 and refuses any other version, naming both", () => {
+    expect(TRACE_SCHEMA).toBe("flashviz.trace/4");
     for (const [, t] of ALL) expect(schemaProblem(t)).toBeNull();
-    const old = schemaProblem({ ...FA2C, schema: "flashviz.trace/2" })!;
-    expect(old).toContain("flashviz.trace/2");
+    const old = schemaProblem({ ...FA2C, schema: "flashviz.trace/3" })!; // the last version, before trace files (issue 17)
     expect(old).toContain("flashviz.trace/3");
+    expect(old).toContain("flashviz.trace/4");
+    expect(old.split("\n")).toHaveLength(1);
     expect(schemaProblem({ schema: "flashviz.profile/1" })).toContain("not a flashviz trace");
     expect(schemaProblem(null)).toContain("not a flashviz trace");
     expect(schemaProblem({ schema: `flashviz.trace/${"9".repeat(500)}` })!.length).toBeLessThan(200);

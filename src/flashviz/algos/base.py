@@ -6,7 +6,10 @@ the parts, each a module of the folder imported directly and checked by mypy aga
 - `traffic`  `Traffic`: closed forms `count`, `sram_bytes`, `steps`, `rules`
 - `flops`    `FlopCount`: closed form `count` and its words `FORMULAS`
 - `expect`   `Expect`: its float64 expectation `expected(cfg, inputs)`, `TOLERANCE`, `LOG_DOMAIN`, `ENGINE_TOLERANCE`
-- `picture`  `Picture`: `KERNELS`, `PICKER`, `BUFFERS`, `SRAM_ROWS`, `OPS` and `picture(cfg) -> Texts` (its words)
+- `picture`  `Picture`: `KERNELS`, `PICKER`, `BUFFERS`, `SRAM_ROWS`, `OPS` and `picture(cfg) -> Texts` (the picture's
+             words at a launch)
+- `words`    `Words`: every sentence of its steps as plain text with named slots, said once after the run: `LABELS`,
+             `PARTS` and `say(cfg, step, state) -> Said` (flashviz.algos.words)
 - `gpu`      its launches on a GPU (`flashviz.algos.launch.KernelSpec` for NVRTC, `TritonSpec` for Triton), or None
 - `warps`    `Warps`: how its threads share a step's work (`WORK`), or None
 - `launch_check`: more rules on a launch (the tiles a kernel can run), or None
@@ -45,8 +48,10 @@ if TYPE_CHECKING:
 
     from flashviz.algos.launch import KernelSpec, TritonSpec
     from flashviz.algos.picture import Buffer, Kernel, Op, Picker, Rule, Texts
+    from flashviz.algos.words import Said
 
     from ..engine.recorder import Recorder
+    from ..engine.steps import Record
     from ..hardware.warps import Work
 
 
@@ -114,6 +119,18 @@ class Picture(Protocol):
     def picture(self, cfg: Config) -> Texts: ...
 
 
+class Words(Protocol):
+    """An algorithm's `words.py` (flashviz.algos.words): every sentence of its steps as plain text with named slots,
+    said once after the run from each step's record."""
+
+    @property
+    def LABELS(self) -> Mapping[str, tuple[str, str]]: ...  # op -> its seed-style label and the same in TeX
+    @property
+    def PARTS(self) -> Mapping[str, Sequence[tuple[str, str, str]]]: ...  # op -> its visible parts (name, label, TeX)
+    # a step's narrative sentence, Action column and carries note, from its record and the SRAM its unit holds there
+    def say(self, cfg: Config, step: Record, state: Mapping[str, np.ndarray]) -> Said: ...
+
+
 class Warps(Protocol):
     """An algorithm's `warps.py`: how the threads of a block share each step's work (flashviz.hardware.warps)."""
 
@@ -161,6 +178,7 @@ class Algorithm:
     traffic: Traffic
     expect: Expect
     picture: Picture
+    words: Words
     flops: FlopCount | None  # None: no closed form yet (its trace's flops.model is then null)
     gpu: KernelSpec | TritonSpec | None  # None: no GPU launch yet
     warps: Warps | None = None  # None: no warp split drawn

@@ -1,11 +1,11 @@
 """A trace describes its own picture (docs/trace-schema.md, schema /2): what each algorithm's `picture.py` declares,
 as data (the types below), and the helpers those declarations share. `flashviz.tracing.assemble` puts a declaration
-together
-with one run.
+together with one run and the algorithm's words (its words.py, `flashviz.algos.words`).
 
 An algorithm's folder declares `KERNELS` (its kernels, their ops and grids), `PICKER` (what the page's block picker
 picks), `BUFFERS` (every SRAM buffer of every kernel), `SRAM_ROWS`, `OPS` (per op: its kind, notes, and where each
-transfer lands in SRAM) and `picture(cfg) -> Texts` (the words, which hold the launch's numbers).
+transfer lands in SRAM) and `picture(cfg) -> Texts` (the picture's words at a launch, which hold its numbers, and the
+causal veil of a step's place).
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
 from flashviz.engine.recorder import Where
 from flashviz.model import tiling
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step, Transfer
+    from flashviz.engine.steps import Transfer
     from flashviz.model.config import Config
 
 Axis = Literal["q", "kv", "none"]
@@ -129,6 +127,18 @@ class Move:
     note: str | None = None
 
 
+def moved(t: Transfer, ops: Mapping[str, Op], op: str) -> Transfer:
+    """A transfer of a step of `op` with its SRAM ends from the op's Move of its tensor (and a write's source and
+    note): the trace's transfer."""
+    move = ops[op].moves.get(t.tensor)
+    if move is None:
+        raise ValueError(f"picture: op {op} moves {t.tensor} but declares no Move for it")
+    if t.kind == "read":
+        return t._replace(buffers=tuple(move.buffers))
+    source = move.source or ({"buffer": move.buffers[0]} if move.buffers else None)
+    return t._replace(buffers=tuple(move.buffers), source=source, note=move.note)
+
+
 @dataclass(frozen=True)
 class Op:
     kind: Literal["read", "write", "softmax", "compute"]
@@ -166,8 +176,18 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where a step runs, as the assembly finds it: its kernel, blockIdx.x, and the tile of K/V its unit holds."""
+
+    kernel: str
+    block: int
+    tile: int | None
+
+
+@dataclass(frozen=True)
 class Texts:
-    """An algorithm's words at one launch (they hold its numbers): `picture(cfg)` of its folder."""
+    """An algorithm's picture words at one launch (they hold its numbers): `picture(cfg)` of its folder. The words of
+    each step are its words.py's (`flashviz.algos.words`)."""
 
     tagline: str
     tensors: Mapping[str, Tensor]  # every HBM tensor, in the picture's order
@@ -178,10 +198,8 @@ class Texts:
     substeps_note: Rich
     headline: Sequence[str]  # the outputs the badge names
     against: str  # what the float64 reference is
-    action: Callable[[Step], str]  # the seed's "Action" column for a step
-    # the carries panel's note at a step, given the SRAM state there (buffer -> contents, its unit's latest snapshots)
-    carries_note: Callable[[Step, Mapping[str, np.ndarray]], Rich | None]
-    veil: Callable[[Step], list[dict[str, Any]] | None] = lambda step: None
+    # what the unit of a step at this place never touches under causal masking (rectangles of tensors), or None
+    veil: Callable[[Place], list[dict[str, Any]] | None] = lambda place: None
     launch: Mapping[str, Any] | None = None  # how the kernel is launched beyond N, D, Br, Bc (warps, stages, why)
     tensor_cores: Mapping[str, Any] | None = None  # how its matrix products run on the tensor cores
     schedule: Mapping[str, Any] | None = None  # a modelled schedule of its partitions, or None
@@ -203,7 +221,7 @@ CAUSAL_CHIPS = (
     "(its chip fills sooner)."
 )
 NOT_WRITTEN = "not written yet"
-CAUSAL_SUM = "\u03a3 over the tiles each block visits"  # a rule's formula under causal masking
+CAUSAL_SUM = "Σ over the tiles each block visits"  # a rule's formula under causal masking
 WRITTEN_ONCE = "not written yet:\nwritten once,\nat write-back"
 
 
@@ -254,7 +272,7 @@ def rows_before_veil(
 
 
 def rows_text(first: int, end: int) -> str:
-    return f"{first}\u2013{end - 1}"
+    return f"{first}–{end - 1}"
 
 
 def grouped(n: int) -> str:
@@ -273,29 +291,3 @@ def precision3(x: float) -> str:
         return f"{mant}e{'+' if e >= 0 else '-'}{abs(e)}"
     text = f"{x:.{max(0, 2 - e)}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def hbm_slice(t: Transfer, width: int) -> str:
-    """A transfer's rectangle as the page writes it: Q[0:4], or S[0:4, 4:8] when it is narrower than the tensor."""
-    if t.cols[1] - t.cols[0] < width:
-        return f"{t.tensor}[{t.rows[0]}:{t.rows[1]}, {t.cols[0]}:{t.cols[1]}]"
-    return f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]"
-
-
-def moves_action(step: Step, widths: Mapping[str, int]) -> str:
-    """The Action column from a step's transfers, in the direction they go (`widths`: each tensor's columns), else
-    what changed in SRAM, else its label."""
-    moves = []
-    for t in step.transfers:
-        buf = ", ".join(t.buffers)
-        hbm = hbm_slice(t, widths[t.tensor])
-        if t.kind == "read":
-            moves.append(f"{buf or 'SRAM'} \u2190 {hbm}")
-        else:
-            src = t.source or {}
-            filled = ("\u2212\u221e" if src["fill"] is None else f"{src['fill']:g}") if "fill" in src else ""
-            moves.append(f"{hbm} \u2190 {buf or filled or 'SRAM'}")
-    if moves:
-        return "; ".join(moves)
-    changed = list(step.sram)
-    return f"{', '.join(changed)} in SRAM" if changed else step.math

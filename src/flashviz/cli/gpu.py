@@ -14,40 +14,30 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from flashviz.algos import resolve
-from flashviz.cli.options import Bounded, FilePath, Number, OneOf, algo_option, causal_option, size_options
+from flashviz.cli.options import Bounded, FilePath, OneOf, launch_options, own_defaults
 from flashviz.cli.output import print_line
-from flashviz.model.config import LIMITS, Config, ConfigError, shown
+from flashviz.model.config import Config, ConfigError, shown
+from flashviz.model.fields import MAX_HEADS
 
 if TYPE_CHECKING:
     import numpy as np
 
-MAX_HEADS = 65535  # gridDim.y
 
-
-def build(
-    algo: str,
-    n: int,
-    d: int,
-    br: int,
-    bc: int,
-    causal: bool,
-    seed: int,
-    scale: float | None,
-    inputs_path: Path | None,
-    heads: int,
-    batch: int,
-) -> tuple[Config, dict[str, np.ndarray] | None]:
-    """The validated Config and the inputs from --inputs (None for random ones)."""
+def build(launch: dict[str, Any], inputs_path: Path | None) -> tuple[Config, dict[str, np.ndarray] | None]:
+    """The validated Config (its fields not given on the command line the algorithm's own defaults) and the inputs
+    from --inputs (None for random ones)."""
+    record = resolve(launch["algo"])
+    launch = own_defaults(click.get_current_context(), record, launch)
     inputs = None
     if inputs_path is not None:
         from flashviz.model.inputs import load_npz
 
         inputs = load_npz(inputs_path)
-        n, d = inputs["Q"].shape
+        launch = {**launch, "n": inputs["Q"].shape[0], "d": inputs["Q"].shape[1]}
+    heads, batch = launch["heads"], launch["batch"]
     if heads * batch > MAX_HEADS:
         raise ConfigError("heads", f"batch*heads must be at most {MAX_HEADS} (got {batch}*{heads})")
-    cfg = resolve(algo).validated(Config(algo=algo, n=n, d=d, br=br, bc=bc, seed=seed, scale=scale, causal=causal))
-    return cfg, inputs
+    return record.validated(Config.of(launch)), inputs
 
 
 def write_json(doc: dict[str, Any], output: Path | None) -> None:
@@ -92,16 +82,11 @@ def describe_run(report: dict[str, Any]) -> list[str]:
 def group() -> click.Group:
     """Build the `gpu` group (`flashviz.cli.main` adds it to the root group)."""
 
-    def launch_options(f):
-        """The flags of `flashviz trace` (--algo --n --d --br --bc --causal --seed --scale --inputs), and heads."""
+    def gpu_options(f):
+        """The launch fields at "gpu" (flashviz.model.fields: those of `flashviz trace` but --block, and --heads,
+        --batch), --inputs and --threads."""
         options = [
-            algo_option,
-            size_options(LIMITS),
-            causal_option,
-            click.option(
-                "--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True, help="head g draws from seed + g"
-            ),
-            click.option("--scale", type=Number(), default=None, help="softmax scale  [default: 1/sqrt(D)]"),
+            launch_options("gpu", help={"seed": "random inputs are drawn from this seed; head g draws from seed + g"}),
             click.option(
                 "--inputs",
                 "inputs_path",
@@ -109,8 +94,6 @@ def group() -> click.Group:
                 default=None,
                 help=".npz with float32 Q, K, V of shape (N, D) for one head; N and D are taken from it",
             ),
-            click.option("--heads", type=Bounded(1, MAX_HEADS), default=1, show_default=True, help="heads H"),
-            click.option("--batch", type=Bounded(1, MAX_HEADS), default=1, show_default=True, help="batch B"),
             click.option(
                 "--threads",
                 type=Bounded(1, 1024),
@@ -135,20 +118,18 @@ def group() -> click.Group:
         """Run the kernels on a CUDA GPU (pip install 'flashviz[gpu]'): check, profile, sanitize."""
 
     @gpu.command("run")
-    @launch_options
+    @gpu_options
     @click.option("--check/--no-check", default=True, show_default=True, help="compare with the engine and float64")
     @click.option("--json", "as_json", is_flag=True, help="print the JSON report")
     @output_option
     @click.option("--quiet", is_flag=True, help="print nothing; the exit code says whether it passed")
     @click.pass_context
-    def run_cmd(
-        ctx, algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch, threads, check, as_json, output, quiet
-    ):
+    def run_cmd(ctx, inputs_path, threads, check, as_json, output, quiet, **launch):
         """Launch the kernel on the engine's inputs, B x H heads at once, and compare (exit 1 if it disagrees)."""
         from flashviz.gpu.run import run
 
-        cfg, inputs = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
-        report = run(cfg, heads, batch, inputs, threads, check)
+        cfg, inputs = build(launch, inputs_path)
+        report = run(cfg, launch["heads"], launch["batch"], inputs, threads, check)
         if as_json or output is not None:
             write_json(report, output)
         elif not quiet:
@@ -158,16 +139,17 @@ def group() -> click.Group:
             ctx.exit(1)
 
     @gpu.command("profile")
-    @launch_options
+    @gpu_options
     @output_option
     @click.option("--ncu", default="ncu", show_default=True, help="the Nsight Compute command line")
     @click.pass_context
-    def profile_cmd(ctx, algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch, threads, output, ncu):
+    def profile_cmd(ctx, inputs_path, threads, output, ncu, **launch):
         """Measure global and DRAM bytes with Nsight Compute beside the model's (docs/profile-schema.md)."""
         from flashviz.gpu.device import require_gpu
         from flashviz.gpu.profile import profile
 
-        cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
+        cfg, _ = build(launch, inputs_path)
+        heads, batch = launch["heads"], launch["batch"]
         require_gpu()
         try:
             doc = profile(cfg, heads, batch, threads, str(inputs_path) if inputs_path else None, ncu)
@@ -183,7 +165,7 @@ def group() -> click.Group:
             ctx.exit(1)
 
     @gpu.command("sanitize")
-    @launch_options
+    @gpu_options
     @output_option
     @click.option(
         "--tool",
@@ -197,33 +179,22 @@ def group() -> click.Group:
         "--check/--no-check", default=True, show_default=True, help="the run under the tool checks its output"
     )
     @click.pass_context
-    def sanitize_cmd(
-        ctx,
-        algo,
-        n,
-        d,
-        br,
-        bc,
-        causal,
-        seed,
-        scale,
-        inputs_path,
-        heads,
-        batch,
-        threads,
-        output,
-        tools,
-        sanitizer,
-        check,
-    ):
+    def sanitize_cmd(ctx, inputs_path, threads, output, tools, sanitizer, check, **launch):
         """Run the kernel under compute-sanitizer: memcheck, racecheck, synccheck, initcheck (exit 1 if any fails)."""
         from flashviz.gpu.device import require_gpu
         from flashviz.gpu.sanitize import TOOLS, sanitize
 
-        cfg, _ = build(algo, n, d, br, bc, causal, seed, scale, inputs_path, heads, batch)
+        cfg, _ = build(launch, inputs_path)
         require_gpu()
         doc = sanitize(
-            cfg, heads, batch, threads, str(inputs_path) if inputs_path else None, tools or TOOLS, sanitizer, check
+            cfg,
+            launch["heads"],
+            launch["batch"],
+            threads,
+            str(inputs_path) if inputs_path else None,
+            tools or TOOLS,
+            sanitizer,
+            check,
         )
         if output is not None:
             write_json(doc, output)

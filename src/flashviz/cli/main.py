@@ -10,25 +10,13 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from flashviz.algos import REGISTRY, resolve
 from flashviz.cli.gpu import group as gpu_group
-from flashviz.cli.options import (
-    Bounded,
-    FilePath,
-    Number,
-    algo_option,
-    algorithm_sizes,
-    causal_option,
-    model_options,
-    real_model_options,
-    ring_options,
-    size_options,
-    size_with_seqlens,
-)
+from flashviz.cli.options import Bounded, FilePath, launch_options, own_defaults, take_launch
 from flashviz.cli.output import (
     OutputError,
     flush_stdout,
@@ -42,19 +30,13 @@ from flashviz.cli.output import (
 from flashviz.cli.ring import ring_option
 from flashviz.cli.share import export, view
 from flashviz.cli.yourkernel import kernel_options, reject_kernel_options, run_kernel_trace
-from flashviz.model.config import (
-    COUNT_LIMITS,
-    COUNT_OPTION_LIMITS,
-    LIMITS,
-    OPTION_LIMITS,
-    Config,
-    ConfigError,
-    shown,
-)
+from flashviz.model.config import OPTIONS, Config, ConfigError, shown, with_seqlens
+from flashviz.model.echo import cut
 from flashviz.model.schema_errors import RecordError
 from flashviz.model.units import human_bytes
 
 if TYPE_CHECKING:
+    from flashviz.algos.base import Algorithm
     from flashviz.tracing.trace import Trace
 
 
@@ -74,17 +56,7 @@ def cli(ctx: click.Context) -> None:
 
 
 @cli.command()
-@algo_option
-@size_options(LIMITS)
-@causal_option
-@click.option(
-    "--seed",
-    type=Bounded(*LIMITS["seed"]),
-    default=0,
-    show_default=True,
-    help="random inputs are drawn from this seed",
-)
-@click.option("--scale", type=Number(), default=None, help="softmax scale  [default: 1/sqrt(D)]")
+@launch_options("engine")
 @click.option(
     "--inputs",
     "inputs_path",
@@ -92,13 +64,6 @@ def cli(ctx: click.Context) -> None:
     default=None,
     help=f".npz with float32 arrays Q, K, V (and optionally {optional_inputs()}; random when absent) of shape (N, D); "
     "N and D are taken from it",
-)
-@click.option(
-    "--block",
-    type=Bounded(0, LIMITS["n"][1] - 1),
-    default=None,
-    help="record values for this block only: blockIdx.x of the main kernel (a block of Q; fa2-backward: a tile "
-    "of K/V; fa1, one block per head: the block of Q it visits) (default: all when there are at most 8, else 0)",
 )
 @click.option(
     "-o",
@@ -111,46 +76,28 @@ def cli(ctx: click.Context) -> None:
 @click.option(
     "--plain",
     is_flag=True,
-    help="write arrays as nested lists of numbers (default: compact base64 typed arrays, docs/trace-schema.md)",
+    help="write arrays as nested lists of numbers, inputs included (default: compact base64 typed arrays, deflated, "
+    "the inputs drawn from --seed left out: readers draw them again; docs/trace-schema.md)",
 )
-@real_model_options(OPTION_LIMITS)
 @kernel_options
-@ring_options
-def trace(
-    algo,
-    n,
-    d,
-    br,
-    bc,
-    causal,
-    seed,
-    scale,
-    inputs_path,
-    block,
-    output,
-    indent,
-    plain,
-    kernel,
-    devices,
-    layout,
-    **kernel_opts,
-) -> None:
+def trace(inputs_path, output, indent, plain, kernel, **options) -> None:
     """Run the engine and write one Trace as JSON (schema: docs/trace-schema.md); with --kernel, trace your own
     Triton kernel against float64 (docs/yourkernel.md)."""
-    options = model_options(kernel_opts)
+    launch = take_launch(options, "engine")  # what is left: the options of --kernel
     if kernel is not None:
-        set_ = [k for k, v in options.items() if v != Config().__getattribute__(k)]
+        ctx = click.get_current_context()
+        set_ = [k for k in OPTIONS if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE]
         if set_:
             raise ConfigError(set_[0], "is an option of the algorithms' launches, not of --kernel")
-        return run_kernel_trace(kernel=kernel, n=n, d=d, causal=causal, seed=seed, scale=scale,
-                                inputs_path=inputs_path, output=output, indent=indent, **kernel_opts)  # fmt: skip
+        return run_kernel_trace(kernel=kernel, **{k: launch[k] for k in ("n", "d", "causal", "seed", "scale")},
+                                inputs_path=inputs_path, output=output, indent=indent, **options)  # fmt: skip
     reject_kernel_options()
-    n, d, br, bc = own_sizes(algo, n, d, br, bc)
-    n = size_with_seqlens(click.get_current_context(), n, options)
+    record = resolve(launch["algo"])  # the one lookup: the Algorithm goes down from here
+    launch = own_defaults(click.get_current_context(), record, launch)
     if output is None:
         require_stdout()  # a closed stdout fails before the engine runs, not after
-    trace_ = build_trace(algo, n, d, br, bc, seed, scale, inputs_path, block, causal, devices, layout, options)
-    data = trace_.to_json(indent=indent, compact=not plain)
+    trace_ = build_trace(record, launch, inputs_path)
+    data = trace_.to_json(indent=indent, compact=not plain, file=not plain)
     if output is None:
         try:
             print_bytes(data, b"\n")  # not data + b"\n": a copy of a JSON of 100 MB or more
@@ -166,74 +113,37 @@ def trace(
         click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
 
 
-def own_sizes(algo: str, n: int, d: int, br: int, bc: int) -> tuple[int, int, int, int]:
-    """N, D, Br, Bc with those not given on the command line the algorithm's own defaults (cli_options)."""
-    s = algorithm_sizes(click.get_current_context(), algo, {"n": n, "d": d, "br": br, "bc": bc})
-    return s["n"], s["d"], s["br"], s["bc"]  # type: ignore[return-value]
-
-
-def build_trace(
-    algo: str,
-    n: int,
-    d: int,
-    br: int,
-    bc: int,
-    seed: int,
-    scale: float | None,
-    inputs_path: Path | None,
-    block: int | None,
-    causal: bool = False,
-    devices: int = Config.devices,
-    layout: str = Config.layout,
-    options: dict | None = None,
-) -> Trace:
+def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | None) -> Trace:
+    """The trace of one launch (its fields, flashviz.model.fields), with --inputs' arrays (N and D are theirs)."""
     from flashviz.model.inputs import NAMES, load_npz
     from flashviz.tracing.build import trace_of
 
-    record = resolve(algo)  # the one lookup: the Algorithm goes down from here
     inputs = None
     if inputs_path is not None:
         # Q, K, V must be in the file; the algorithm's other inputs (dO) are optional, drawn from --seed when absent
         optional = tuple(k for k in record.inputs if k not in NAMES)
         inputs = load_npz(inputs_path, NAMES, optional)
-        n, d = inputs["Q"].shape
-        shaped = [k for k in ("group", "nk", "seqlens") if (options or {}).get(k) not in (None, 1)]
+        shaped = [k for k in ("group", "nk", "seqlens") if launch.get(k) not in (None, 1)]
         if shaped:
             raise ConfigError("--inputs", f"takes arrays of one shape (N, D): not with --{shaped[0]}; drop one")
-    cfg = Config(
-        algo=algo,
-        n=n,
-        d=d,
-        br=br,
-        bc=bc,
-        seed=seed,
-        scale=scale,
-        causal=causal,
-        record=None if block is None else (block,),
-        devices=devices,
-        layout=layout,
-        **(options or {}),
-    )
-    return trace_of(record, cfg, inputs)
+        launch = {**launch, "n": inputs["Q"].shape[0], "d": inputs["Q"].shape[1]}
+    return trace_of(record, Config.of(launch), inputs)
 
 
 @cli.command()
-@algo_option
-@size_options(COUNT_LIMITS)
-@causal_option
+@launch_options("count")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-@real_model_options(COUNT_OPTION_LIMITS)
-def count(algo, n, d, br, bc, causal, as_json, **flags) -> None:
+def count(as_json, **options) -> None:
     """HBM reads and writes per tensor from the closed-form traffic model (no engine run); with the options of real
     models, per K/V head."""
-    options = model_options(flags)
-    n, d, br, bc = own_sizes(algo, n, d, br, bc)
-    n = size_with_seqlens(click.get_current_context(), n, options)
-    record = resolve(algo)
-    cfg = Config(algo=algo, n=n, d=d, br=br, bc=bc, causal=causal, **options)
-    cfg.check_options(record.options, algo, COUNT_OPTION_LIMITS)
+    record = resolve(options["algo"])
+    launch = own_defaults(click.get_current_context(), record, take_launch(options, "count"))
+    algo, n, d, br, bc, causal = (launch[k] for k in ("algo", "n", "d", "br", "bc", "causal"))
+    cfg = Config.of(launch)
+    cfg.check_options(record.options, algo, "count")
     record.check_launch(cfg)  # tiles its kernel runs
     model = record.traffic_of(cfg)
+    options = {k: getattr(cfg, k) for k in OPTIONS}
     size = {name: record.bytes_of(name) for name in model}  # bytes per element: 4 (fp32), 2 (bf16)
     totals = {
         "read": sum(t["read"] for t in model.values()),
@@ -301,29 +211,16 @@ def count(algo, n, d, br, bc, causal, as_json, **flags) -> None:
 
 
 @cli.command()
-@algo_option
-@size_options(LIMITS)
-@causal_option
-@click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True)
-@click.option(
-    "--block",
-    type=Bounded(0, LIMITS["n"][1] - 1),
-    default=None,
-    help="the block to show, as --block of `flashviz trace` (default: all when there are at most 8)",
-)
-@ring_options
-@real_model_options(OPTION_LIMITS)
-def steps(algo, n, d, br, bc, causal, seed, block, devices, layout, **flags) -> None:
+@launch_options("engine", help={"block": "the block to show, as --block of `flashviz trace`"})
+def steps(**options) -> None:
     """Print a trace as a step table in the terminal."""
     from rich.console import Console
 
     from flashviz.cli.trace_table import render
 
-    options = model_options(flags)
     require_stdout()  # a closed stdout fails before the engine runs, not after
-    n, d, br, bc = own_sizes(algo, n, d, br, bc)
-    n = size_with_seqlens(click.get_current_context(), n, options)
-    tables = render(build_trace(algo, n, d, br, bc, seed, None, None, block, causal, devices, layout, options))
+    record = resolve(options["algo"])
+    tables = render(build_trace(record, own_defaults(click.get_current_context(), record, options), None))
     with to_stdout() as out:
         Console(file=out).print(*tables)
 
@@ -354,11 +251,11 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 
 
 @cli.command()
-@size_options(COUNT_LIMITS)
-@click.option("--causal", is_flag=True, help="causal attention (an algorithm without a causal variant is left out)")
+@launch_options(
+    "count", skip=("algo",), help={"causal": "causal attention (an algorithm without a causal variant is left out)"}
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 @ring_option
-@real_model_options(COUNT_OPTION_LIMITS)
 def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
     and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run). With the
@@ -368,13 +265,15 @@ def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
     from flashviz.reports.compare import compare as compare_models
     from flashviz.reports.compare import render, render_regimes, render_savings, render_tables
 
-    options = {k: v for k, v in model_options(flags).items() if v != getattr(Config(), k)}
-    n = size_with_seqlens(click.get_current_context(), n, options)
+    ctx = click.get_current_context()
+    given = with_seqlens({"n": n, **flags}, ctx.get_parameter_source("n") == click.core.ParameterSource.COMMANDLINE)
+    n = given.pop("n")
+    options = {k: v for k, v in given.items() if v != getattr(Config(), k)}
     if options and ring is not None:
         raise ConfigError("--ring", "counts one head of plain attention: not with the options of real models")
     if options:
         Config(n=n, d=d, br=br, bc=bc, causal=causal, **options).check_options(
-            frozenset(options) | {"seqlens"}, "compare", COUNT_OPTION_LIMITS
+            frozenset(options) | {"seqlens"}, "compare", "count"
         )
     doc = compare_models(n, d, br, bc, causal, **options)
     if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
@@ -480,8 +379,8 @@ def one_line(text: str) -> str:
     """An error as one line: control characters escaped, each run of more than 60 non-blank characters cut to
     40 (bad values that click echoes itself: an unknown option, an extra argument), at most 400 in all."""
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    text = re.sub(r"\S{61,}", lambda m: m[0][:40] + "…", text)
-    return text if len(text) <= 400 else text[:399] + "…"
+    text = re.sub(r"\S{61,}", lambda m: cut(m[0]), text)
+    return cut(text, 400)
 
 
 if __name__ == "__main__":

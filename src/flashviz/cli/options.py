@@ -1,18 +1,24 @@
 """The flags `flashviz` and `flashviz gpu` share: bounded integers, numbers, choices and file names whose errors
-name the accepted range and echo at most ~40 characters of a bad value, and the --algo, size and --causal options."""
+name the accepted range and echo at most ~40 characters of a bad value, and the launch fields as options, made from
+their table (flashviz.model.fields: --algo, --n, --d, --br, --bc, --seed, --scale, --causal, --block, --heads,
+--batch, each where its scope offers it)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flashviz.algos import ALGOS, DEFAULT
-from flashviz.model.config import DEVICES, Config, shown
-from flashviz.model.ring_layout import LAYOUTS
+from flashviz.algos import ALGOS
+from flashviz.model import fields
+from flashviz.model.config import shown, with_seqlens
+from flashviz.model.fields import Scope
+
+if TYPE_CHECKING:
+    from flashviz.algos.base import Algorithm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,113 +81,57 @@ class FilePath(click.ParamType):
         return Path(value)
 
 
-def size_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
-    """--n --d --br --bc, bounded by `limits`; defaults are the seed's example (an algorithm with defaults of its own,
-    `Algorithm.example`, takes those where a command calls `algorithm_sizes`)."""
-    defaults = Config()
+def field_option(f: fields.Field, scope: Scope, help: str | None = None) -> Callable[[F], F]:
+    """One launch field as a click option (`--name`) with its bounds at `scope`, its default and its help
+    (flashviz.model.fields); `help` in place of the table's, where a command says more."""
+    about, flag = (f.help if help is None else help), "--" + f.name.replace("_", "-")  # seqlens_k: --seqlens-k
+    if f.kind == "choice":
+        return click.option(flag, type=OneOf(f.choices or ALGOS), default=f.default, show_default=True, help=about)
+    if f.kind == "flag":
+        return click.option(flag, is_flag=True, default=f.default, help=about)
+    if f.kind == "number":
+        return click.option(flag, f.name, type=Number(), default=f.default, help=f"{about}  [default: {f.empty}]")
+    lo, hi = f.bounds_at(scope)
+    if f.kind == "ints":  # comma-separated integers, read into Config's tuple (model.config.option_values)
+        least, most = f.items
+        count = str(least) if least == most else f"{least}..{most}"
+        about = f"{about} ({count} integers, each {lo}..{hi})  [default: {f.empty}]"
+        return click.option(flag, f.name, type=click.STRING, default=f.default, help=about)
+    if f.kind == "pick":
+        return click.option(flag, type=Bounded(lo, hi), default=f.default, help=f"{about} (default: {f.empty})")
+    if f.own:
+        about = f"{about} ({lo}..{hi}; an algorithm with defaults of its own runs those unless given)"
+    if f.default is None:  # left out: what `empty` says (nk: N)
+        return click.option(flag, type=Bounded(lo, hi), default=None, help=f"{about}  [default: {f.empty}]")
+    return click.option(flag, type=Bounded(lo, hi), default=f.default, show_default=True, help=about)
+
+
+def launch_options(scope: Scope, skip: tuple[str, ...] = (), help: Mapping[str, str] | None = None) -> Callable[[F], F]:
+    """The launch fields offered at `scope` (flashviz.model.fields), in the table's order, as click options; `skip`
+    leaves some out (a command that declares its own), `help` says more of some."""
 
     def decorate(f: F) -> F:
-        for flag, key, help_ in reversed(
-            (
-                ("--n", "n", "sequence length N"),
-                ("--d", "d", "head dimension D"),
-                ("--br", "br", "rows of Q per block, Br"),
-                ("--bc", "bc", "columns of K/V per tile, Bc"),
-            )
-        ):
-            lo, hi = limits[key]
-            f = click.option(
-                flag,
-                key,
-                type=Bounded(lo, hi),
-                default=getattr(defaults, key),
-                show_default=True,
-                help=f"{help_} ({lo}..{hi}; an algorithm with defaults of its own runs those unless given)",
-            )(f)
+        for field in reversed(fields.at(scope)):
+            if field.name not in skip:
+                f = field_option(field, scope, (help or {}).get(field.name))(f)
         return f
 
     return decorate
 
 
-def algorithm_sizes(ctx: click.Context, algo: str, sizes: dict[str, int | None]) -> dict[str, int | None]:
-    """`sizes` (n, d, br, bc) with each one not given on the command line taken from the algorithm's own defaults,
-    where it has them (`Algorithm.example`), so that an algorithm whose kernel runs no D = 4 runs with no size flags;
-    a flag given is kept."""
-    from flashviz.algos import get
+def take_launch(options: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    """The launch fields at `scope` among a command's options, taken out of `options` (what is left is the command's
+    own: `trace --kernel`'s --heads, say)."""
+    names = {f.name for f in fields.at(scope)}
+    return {k: options.pop(k) for k in list(options) if k in names}
 
-    own = get(algo).example or {}
+
+def own_defaults(ctx: click.Context, algorithm: Algorithm, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with each field not given on the command line the algorithm's own default, where it brings one
+    (flashviz.model.fields.defaults of its `example`), so that an algorithm whose kernel runs no D = 4 runs with no
+    size flags; a flag given is kept."""
+    own = fields.defaults(algorithm.example)
     given = click.core.ParameterSource.COMMANDLINE
-    return {k: (own[k] if k in own and ctx.get_parameter_source(k) != given else v) for k, v in sizes.items()}
-
-
-algo_option = click.option("--algo", type=OneOf(ALGOS), default=DEFAULT, show_default=True, help="algorithm")
-causal_option = click.option(
-    "--causal", is_flag=True, help="causal attention: skip K/V tiles above the diagonal, mask the diagonal ones"
-)
-
-
-def ring_options(f: F) -> F:
-    """--devices P and --layout: ring attention's launch (`--algo ring`; other algorithms ignore them)."""
-    defaults = Config()
-    f = click.option(
-        "--layout",
-        type=OneOf(LAYOUTS),
-        default=defaults.layout,
-        show_default=True,
-        help="--algo ring: how the sequence is laid out on the devices (zigzag: device r holds chunks r and 2P-1-r)",
-    )(f)
-    return click.option(
-        "--devices",
-        type=Bounded(*DEVICES),
-        default=defaults.devices,
-        show_default=True,
-        help=f"--algo ring: P, the devices in the ring ({DEVICES[0]}..{DEVICES[1]}; Br = Bc = N/P)",
-    )(f)
-
-
-# The options of real models (issue 22; flashviz.model.config.OPTION_LIMITS): one decorator for every command that
-# takes a launch, and one function that turns the flags into Config's fields.
-def real_model_options(limits: dict[str, tuple[int, int]]) -> Callable[[F], F]:
-    """--group --nk --window --softcap --seqlens --seqlens-k, bounded by `limits` (OPTION_LIMITS for the engine,
-    COUNT_OPTION_LIMITS for the closed forms alone)."""
-    return lambda f: _model_flags(f, limits)
-
-
-def _model_flags(f: F, limits: dict[str, tuple[int, int]]) -> F:
-    from flashviz.model.config import MAX_SEQS
-
-    w, s = limits["window"], limits["seqlens"]
-    for flag, key, kind, help_ in reversed(
-        (
-            ("--group", "group", Bounded(*limits["group"]), "q heads per K/V head (GQA): the trace runs one "
-             "K/V head and its group"),
-            ("--nk", "nk", Bounded(*limits["nk"]), "keys Nk when not N (a KV cache); causal aligned to the "
-             "bottom-right"),
-            ("--window", "window", click.STRING, f"LEFT,RIGHT: row r sees keys r-LEFT .. r+RIGHT (each -1 unbounded "
-             f"or 0..{w[1]})"),
-            ("--softcap", "softcap", Number(), "soft-capping: scores become C*tanh(s/C) (0: none)"),
-            ("--seqlens", "seqlens", click.STRING, f"packed sequences: their lengths, e.g. 50,30,48 (1..{MAX_SEQS} of "
-             f"{s[0]}..{s[1]}); N is their sum"),
-            ("--seqlens-k", "seqlens_k", click.STRING, "packed sequences' key lengths (default: --seqlens)"),
-        )
-    ):  # fmt: skip
-        f = click.option(flag, key, type=kind, default=None, help=help_)(f)
-    return f
-
-
-def model_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """Config's option fields from the flags of `real_model_options` (popped from `opts`): those not given keep
-    Config's defaults."""
-    from flashviz.model.config import option_values
-
-    given = {k: opts.pop(k) for k in ("group", "nk", "window", "softcap", "seqlens", "seqlens_k")}
-    return option_values(**{k: v for k, v in given.items() if v is not None})
-
-
-def size_with_seqlens(ctx: click.Context, n: int, options: dict[str, Any]) -> int:
-    """N: the sum of --seqlens when they are given and --n is not (a given --n must then be their sum)."""
-    lens = options.get("seqlens")
-    given = ctx.get_parameter_source("n") == click.core.ParameterSource.COMMANDLINE
-    if isinstance(lens, tuple) and not given and all(isinstance(x, int) for x in lens):
-        return sum(lens)
-    return n
+    out = {k: (v if ctx.get_parameter_source(k) == given else own[k]) for k, v in values.items()}
+    # packed sequences: N is their sum unless --n is given (then it must be: Config.check_options)
+    return with_seqlens(out, ctx.get_parameter_source("n") == given)

@@ -11,17 +11,9 @@ from typing import Any
 import click
 
 from flashviz.algos import ALGOS, DEFAULT
-from flashviz.cli.options import (
-    Bounded,
-    FilePath,
-    Number,
-    causal_option,
-    model_options,
-    real_model_options,
-    size_options,
-    size_with_seqlens,
-)
-from flashviz.model.config import LIMITS, OPTION_LIMITS, Config, ConfigError, shown
+from flashviz.cli.options import Bounded, FilePath, launch_options
+from flashviz.model import fields
+from flashviz.model.config import ConfigError, shown
 from flashviz.model.units import human_bytes
 
 EXPORTED_BY = "flashviz export"
@@ -44,19 +36,15 @@ class AlgoList(click.ParamType):
         return names
 
 
-TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs_path", "block",
-               "group", "nk", "window", "softcap", "seqlens", "seqlens_k")  # fmt: skip
+# the flags of one launch, which --trace files replace: --algo (as `algos`), the launch fields and --inputs
+TRACE_FLAGS = ("algos", *(f.name for f in fields.at("engine") if f.name != "algo"), "inputs_path")
 
 
 @click.command("export")
 @click.argument("out", type=FilePath(), metavar="OUT")
 @click.option("--algo", "algos", type=AlgoList(), default=DEFAULT, show_default=True, help="algorithm(s): fa1,fa2,...")
-@size_options(LIMITS)
-@causal_option
-@click.option("--seed", type=Bounded(*LIMITS["seed"]), default=0, show_default=True, help="random inputs' seed")
-@click.option("--scale", type=Number(), default=None, help="softmax scale  [default: 1/sqrt(D)]")
+@launch_options("engine", skip=("algo",))
 @click.option("--inputs", "inputs_path", type=FilePath(), default=None, help=".npz with Q, K, V (as `flashviz trace`)")
-@click.option("--block", type=Bounded(0, LIMITS["n"][1] - 1), default=None, help="record this block only")
 @click.option(
     "--trace",
     "trace_files",
@@ -70,7 +58,6 @@ TRACE_FLAGS = ("algos", "n", "d", "br", "bc", "causal", "seed", "scale", "inputs
 @click.option("--width", type=Bounded(320, 3840), default=900, show_default=True, help="GIF: page width, CSS px")
 @click.option("--delay", type=Bounded(20, 60000), default=700, show_default=True, help="GIF: ms per frame")
 @click.option("--browser", type=FilePath(), default=None, help="GIF: Chromium to run  [default: /usr/bin/chromium]")
-@real_model_options(OPTION_LIMITS)
 @click.pass_context
 def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_compare: bool, gif: bool, **flags) -> None:
     """Write the viewer and its traces into one HTML file that works opened from disk (no network, no server).
@@ -85,7 +72,6 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
         if given:
             raise ConfigError(f"--{given[0]}", "shapes the GIF only: add --gif (or name OUT.gif)")
     frames, width, delay, browser = (flags.pop(f) for f in gif_flags)
-    options = {k: v for k, v in model_options(flags).items() if v != getattr(Config(), k)}
     if trace_files:
         given = [f for f in TRACE_FLAGS if ctx.get_parameter_source(f) == click.core.ParameterSource.COMMANDLINE]
         if given:
@@ -93,7 +79,7 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
             raise ConfigError("--trace", f"holds its own launch: give either --trace files or {flag} and the others")
         held = [_trace_file(path) for path in trace_files]
     else:
-        held = _run(ctx=ctx, options=options, **flags)
+        held = _run(ctx=ctx, **flags)
     if gif and len(held) > 1:
         raise ConfigError("--gif", f"animates one launch (got {len(held)}): give one --algo or one --trace")
     docs = documents(held, compare=not no_compare and not gif)
@@ -135,41 +121,23 @@ def size_line(docs: Any) -> str:
     return ", ".join(parts)
 
 
-def _run(
-    algos: tuple[str, ...],
-    n,
-    d,
-    br,
-    bc,
-    causal,
-    seed,
-    scale,
-    inputs_path,
-    block,
-    ctx: click.Context | None = None,
-    options: dict | None = None,
-) -> list[tuple[dict, bytes]]:
-    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the sizes not
+def _run(algos: tuple[str, ...], inputs_path: Path | None, ctx: click.Context, **launch) -> list[tuple[dict, bytes]]:
+    """Each algorithm's trace, as `flashviz trace` makes it (with --inputs, N and D are the arrays'; the fields not
     given on the command line, the algorithm's own defaults)."""
     from flashviz.algos import resolve
     from flashviz.api import trace
-    from flashviz.cli.options import algorithm_sizes
+    from flashviz.cli.options import own_defaults
     from flashviz.model.inputs import NAMES, load_npz
 
     held = []
-    given = {"n": n, "d": d, "br": br, "bc": bc}
     for algo in algos:
-        if ctx is not None:
-            own = algorithm_sizes(ctx, algo, given)
-            n, d, br, bc = own["n"], own["d"], own["br"], own["bc"]
-            if options:
-                n = size_with_seqlens(ctx, n, options)
+        record = resolve(algo)
+        own = own_defaults(ctx, record, launch)
         inputs = None
         if inputs_path is not None:
-            inputs = load_npz(inputs_path, NAMES, tuple(k for k in resolve(algo).inputs if k not in NAMES))
-            n = d = None
-        made = trace(algo, n, d, br, bc, causal=causal, seed=seed, scale=scale, inputs=inputs, block=block,
-                     **(options or {}))  # fmt: skip
+            inputs = load_npz(inputs_path, NAMES, tuple(k for k in record.inputs if k not in NAMES))
+            own["n"] = own["d"] = None
+        made = trace(algo, inputs=inputs, **own)
         held.append((made.config, made.to_json(compact=True)))
     return held
 

@@ -11,6 +11,7 @@ them; a row max or sum of n elements is n operations (the kernels start from −
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -39,10 +40,12 @@ class Flops:
 
     # ---- tile products ----
     def matmul(self, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """a @ b, (m, k) @ (k, n): 2·m·n·k FLOPs."""
-        (m, k), (k2, n) = a.shape, b.shape
+        """a @ b, (m, k) @ (k, n): 2·m·n·k FLOPs; a stack of them, (..., m, k) @ (..., k, n), counts each matrix of
+        the (broadcast) stack (NumPy runs each as its own product of that shape: the same numbers as one by one)."""
+        (m, k), (k2, n) = a.shape[-2:], b.shape[-2:]
         assert k == k2, (a.shape, b.shape)
-        self.count(MATMUL, 2 * m * n * k)
+        stack = math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        self.count(MATMUL, 2 * m * n * k * stack)
         return np.matmul(a, b, out=out) if out is not None else a @ b
 
     # ---- elementwise: one FLOP per element of the (broadcast) result ----
@@ -90,6 +93,12 @@ class Flops:
         """fmaxf over each row, from −∞ (a row of n elements: n comparisons)."""
         self.count("max", np.size(x))
         return np.fmax.reduce(x, axis=-1, initial=-np.inf)
+
+    def running_max(self, x: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """fmaxf(start, x[0]), then fmaxf of that and x[1], ...: what `fmax` gives tile after tile, for all tiles at
+        once (stacked on the first axis; one comparison per element of x)."""
+        self.count("max", np.size(x))
+        return np.fmax.accumulate(np.concatenate([start[None], x]), axis=0)[1:]
 
     def rowsum(self, x: np.ndarray) -> np.ndarray:
         """The sum of each row, from 0 (a row of n elements: n additions)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,6 +41,31 @@ class HBM:
         self.reads[name][rows, cols] += 1
         return t[rows, cols].copy(), self._transfer(name, "read", rows, cols)
 
+    def read_tiles(self, name: str, spans: list[tuple[int, int]], rows: int) -> tuple[np.ndarray, list[Transfer]]:
+        """Rows [a, b) of each span, one read each (as `read` counts them), stacked as tiles of `rows` rows with the
+        rows past b zero (what a tile of SRAM holds after the kernel's load): (len(spans), rows, cols), and the
+        transfers, in order."""
+        t = self.tensors[name]
+        n_cols = t.shape[1]
+        transfers = [Transfer(name, "read", (a, b), (0, n_cols)) for a, b in spans]
+        if all(b - a == rows for a, b in spans[:-1]) and all(x[1] == y[0] for x, y in itertools.pairwise(spans)):
+            # consecutive tiles of `rows` rows (the last may be short): one count, and the rows themselves (read-only)
+            # when no tile is short, else one copy
+            a, b = (spans[0][0], spans[-1][1]) if spans else (0, 0)
+            self.reads[name][a:b] += 1
+            if b - a == rows * len(spans):
+                view = t[a:b].reshape(len(spans), rows, n_cols)
+                view.flags.writeable = False
+                return view, transfers
+            out = np.zeros((len(spans), rows, n_cols), dtype=t.dtype)
+            out.reshape(-1, n_cols)[: b - a] = t[a:b]
+            return out, transfers
+        out = np.zeros((len(spans), rows, n_cols), dtype=t.dtype)
+        for q, (a, b) in enumerate(spans):
+            self.reads[name][a:b] += 1
+            out[q, : b - a] = t[a:b]
+        return out, transfers
+
     def write(self, name: str, rows: slice, value: np.ndarray, cols: slice = slice(None)) -> Transfer:
         t = self.tensors[name]
         t[rows, cols] = value.reshape(t[rows, cols].shape)
@@ -50,7 +76,7 @@ class HBM:
         n_rows, n_cols = self.tensors[name].shape
         r = rows.indices(n_rows)
         c = cols.indices(n_cols)
-        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]))
+        return Transfer(name, kind, (r[0], r[1]), (c[0], c[1]), width=n_cols)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Elements read and written per tensor, summed over every element's counters."""

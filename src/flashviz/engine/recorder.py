@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashviz.engine import cancel
-from flashviz.engine.steps import Step, Transfer
+from flashviz.engine.steps import Record, Transfer
 from flashviz.model import kernels
 from flashviz.model.tiling import span
 
+from .blas import one_thread
 from .flops import KINDS, Flops
 from .memory import HBM
 
@@ -25,18 +26,21 @@ if TYPE_CHECKING:
 # (an algorithm's picture makes one: flashviz.algos.picture.locator)
 Where = Callable[[str, Mapping[str, int | None]], tuple[str, int, int | None]]
 
+# False: every block runs step by step through its Grid's `run`, even where a vectorised `fast` is given (tests hold
+# the two equal, value for value and counter for counter)
+VECTORISED = True
+
 
 class Recorder:
     """Collects one launch. Steps with values are kept for the recorded blocks only; the counters
     of every block are summed per phase (a phase is a position in a block's program: all blocks of a
     launch run at once, so phase p is when every block has done its p-th step)."""
 
-    def __init__(self, kernel: KernelFile, where: Where, labels: dict[str, tuple[str, str]], recorded: set[int]):
+    def __init__(self, kernel: KernelFile, where: Where, recorded: set[int]):
         self.kernel = kernel  # the kernel file whose step regions the steps show
-        self.labels = labels
         self.recorded = recorded
         self.hbm = HBM()
-        self.steps: list[Step] = []
+        self.steps: list[Record] = []  # the kept steps, as they ran (flashviz.tracing.assemble makes the trace's)
         self.phase_counts: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
         self.phase_ops: dict[int, tuple[str, int | None]] = {}
         self.block_phases: dict[int, int] = {}  # pick -> phases in its program (causal makes them differ)
@@ -46,6 +50,7 @@ class Recorder:
         self.where = where  # (op, indices) -> kernel, blockIdx.x, pick (flashviz.algos.picture.locator of its picture)
         self.sram_footprint: dict[str, Any] | None = None
         self.flops = Flops()  # the executor computes through it; each emit files what it counted under the phase
+        self.vectorised = 0  # blocks (fa1: visits) run vectorised (tests check that the vectorised path ran)
         self.phase_flops: dict[int, Counter[str]] = defaultdict(Counter)
         self.devices: dict[str, Any] | None = None  # a run over several devices: what each held, sent, carried
 
@@ -57,67 +62,97 @@ class Recorder:
         phase: int,
         transfers: list[Transfer],
         sram: dict[str, np.ndarray] | None = None,
-        text: str = "",
         carries: dict[str, np.ndarray] | None = None,
-        substeps: list[dict[str, Any]] | None = None,
+        parts: Sequence[Mapping[str, np.ndarray]] | None = None,
         indices: Mapping[str, int | None] | None = None,
         code: tuple[dict[str, int], str] | None = None,
         mma: dict[str, Any] | None = None,
         schedule: dict[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
     ) -> None:
-        """Count a step's transfers and note its writes; keep the step itself when its block is recorded.
+        """Count a step's transfers and note its writes; keep a Record of the step when its block is recorded.
 
         `i` is the recorded unit the step belongs to (a pick: the block of Q, or the backward's block j); `indices`
         orders the loop indices in the code header (default i then j); `code` adds the kernel's own loop variables
         to substitute and a note for the header (the Triton loop's `start`, its stage). A step of no block of Q
-        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded. `mma`: what the step's
-        matrix multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md);
+        (i None: FA1's outer-loop load of Kj, Vj) is kept whenever any block is recorded. `parts`: the values of
+        each visible part of a compound step, in the order its words name them; `mma`: what the step's matrix
+        multiply-accumulate does on the tensor cores, for a kernel that runs one (docs/trace-schema.md);
         `schedule`: which partition and warpgroups run it and which ring slot holds its tiles (a warp-specialized
-        kernel's, docs/trace-schema.md)."""
+        kernel's, docs/trace-schema.md); `facts`: values its words need that its SRAM and carries do not hold.
+        Its words are said after the run (the algorithm's words.py), never here."""
         cancel.check()  # a server request whose client has gone stops here, between two steps
         self.phase_flops[phase].update(self.flops.take())  # the arithmetic done since the last step is this step's
-        counts = self.phase_counts[phase]
-        for t in transfers:
-            counts[(t.tensor, t.kind)] += t.elements
-        self.phase_ops.setdefault(phase, (op, j))
-        given = indices or {"i": i, "j": j}
-        at = {k: v for k, v in given.items() if v is not None}
-        kernel, block, pick = self.where(op, at)
-        if pick is not None:
-            self.block_phases[pick] = max(self.block_phases.get(pick, 0), phase + 1)
-            self.pick_phases[pick].append(phase)
         keep = i in self.recorded if i is not None else bool(self.recorded)
-        step = len(self.steps) if keep else None
-        for t in transfers:
-            if t.kind == "write":
-                self.writes.append((phase, t.tensor, t.rows, t.cols, op, kernel, block, step))
+        given = indices or {"i": i, "j": j}
+        kernel, block, at = self.tally(j, op, phase, transfers, given, len(self.steps) if keep else None)
         if not keep:
             return
         region = kernels.regions(self.kernel)[op]
         subst, note = code or ({}, "")
-        math, tex = self.labels[op]
         self.steps.append(
-            Step(
+            Record(
                 index=len(self.steps),
-                block=block,
                 kernel=kernel,
+                block=block,
                 j=j,
                 phase=phase,
-                op=op,
-                math=math,
-                tex=tex,
                 indices=at,
+                op=op,
                 code=kernels.step_code(self.kernel, op, subst, note, **given),
                 lines=(region.first, region.last),
                 transfers=transfers,
                 sram={k: v.copy() for k, v in (sram or {}).items()},
                 carries=carries,
-                substeps=substeps,
-                text=text,
+                parts=parts,
                 mma=mma,
                 schedule=schedule,
+                facts=facts or {},
             )
         )
+
+    def tally(
+        self,
+        j: int | None,
+        op: str,
+        phase: int,
+        transfers: list[Transfer],
+        indices: Mapping[str, int | None],
+        step: int | None = None,
+    ) -> tuple[str, int, dict[str, int]]:
+        """The counting half of `emit`, for every step of the launch: its transfers' elements under its phase, the
+        phase's op, its pick's phases, and its writes (`step`: the index of the recorded step, None for a step not
+        kept). A block the engine runs vectorised (`Grid.fast`) tallies its steps here, one by one, with the
+        transfers its step-by-step run would make. Returns (kernel, blockIdx.x, the indices given)."""
+        counts = self.phase_counts[phase]
+        for t in transfers:
+            counts[(t.tensor, t.kind)] += t.elements
+        self.phase_ops.setdefault(phase, (op, j))
+        at = {k: v for k, v in indices.items() if v is not None}
+        kernel, block, pick = self.where(op, at)
+        if pick is not None:
+            if self.block_phases.get(pick, 0) <= phase:
+                self.block_phases[pick] = phase + 1
+            self.pick_phases[pick].append(phase)
+        for t in transfers:
+            if t.kind == "write":
+                self.writes.append((phase, t.tensor, t.rows, t.cols, op, kernel, block, step))
+        return kernel, block, at
+
+    def tally_flops(self, phases: Sequence[int]) -> None:
+        """File the arithmetic counted since the last step (`flops.take()`) evenly under `phases`: a vectorised block
+        that computed the same op on each of its tiles at once (the same shapes on every tile, so the same count);
+        the count must divide evenly, or that was not so."""
+        done = self.flops.take()
+        if not phases:
+            assert not +done, f"arithmetic counted for no step: {dict(done)}"
+            return
+        for kind, n in done.items():
+            each, rest = divmod(n, len(phases))
+            assert rest == 0, f"{kind}: {n} FLOPs do not divide over {len(phases)} steps of one shape"
+            if each:
+                for p in phases:
+                    self.phase_flops[p][kind] += each
 
     def flops_counted(self) -> dict[str, int]:
         """FLOPs of the whole launch by kind (engine.flops.KINDS), as the executor computed them."""
@@ -165,6 +200,9 @@ class Grid:
     blocks: int
     run: Callable[[Recorder, Config, int], None]
     recorded: set[int] | None = None
+    # an unrecorded block run vectorised: the same numbers bit for bit and the same counters, step for step, as
+    # `run` gives (bench/trace_equality.py holds them equal); None: every block runs through `run`
+    fast: Callable[[Recorder, Config, int], None] | None = None
 
 
 def run_launch(
@@ -181,20 +219,18 @@ def run_launch(
         rec.hbm.put(name, value)
     for name, shape in outputs.items():
         rec.hbm.put(name, np.full(shape, np.nan, dtype=np.float32))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_thread():  # small products: one BLAS thread each (engine.blas)
         for grid in grids:
             if grid.recorded is not None:
                 rec.recorded = grid.recorded
             for b in range(grid.blocks):
-                grid.run(rec, cfg, b)
+                if grid.fast is not None and VECTORISED and b not in rec.recorded:
+                    cancel.check()  # between two blocks (a vectorised block has no steps to stop between)
+                    grid.fast(rec, cfg, b)
+                    rec.vectorised += 1
+                else:
+                    grid.run(rec, cfg, b)
     return rec
-
-
-def visible_parts(spec: tuple[tuple[str, str, str], ...], values: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
-    """The visible parts of one step: each (name, seed-style label, TeX) of `spec` with its values."""
-    return [
-        {"name": name, "math": math, "tex": tex, "values": v} for (name, math, tex), v in zip(spec, values, strict=True)
-    ]
 
 
 def blocks_of_q(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flashviz.model.echo import cut
 from flashviz.model.merge import merge
 from flashviz.model.ring_layout import CAUSAL, SKIP, blocks, check_layout, chunk_count, chunks, owner
 
@@ -95,7 +96,7 @@ def simulate(
     if Q.ndim != 2 or not (Q.shape == K.shape == V.shape):
         raise ValueError(f"Q, K and V must share one shape (N, D); got {Q.shape}, {K.shape}, {V.shape}")
     if isinstance(world, bool) or not isinstance(world, int) or world < 1:
-        raise ValueError(f"world must be an integer >= 1; got {str(world)[:40]!r}")
+        raise ValueError(f"world must be an integer >= 1; got {cut(str(world))!r}")
     layout = check_layout(layout)
     N, D = Q.shape
     parts = chunk_count(world, layout)

@@ -31,3 +31,21 @@ def score_tile(
         cols = np.arange(c0, c0 + Sij.shape[1])[None, :]  # (1, Bc) key column of each SRAM column
         rows = np.arange(r0, r0 + Sij.shape[0])[:, None]  # (Br, 1) query row of each SRAM row
         Sij[cols > rows] = -np.inf
+
+
+def score_tiles(
+    Qi: np.ndarray, Kt: np.ndarray, scale: np.float32, r0: int, n: int, causal: bool, fl: Flops, c0: int = 0
+) -> np.ndarray:
+    """`score_tile` for T consecutive tiles of keys at once, the first from key column c0: Kt (T, Bc, D) the tiles as
+    SRAM holds them (rows past N zero); returns S (T, Br, Bc), each tile the same numbers `score_tile` gives it (the
+    same product of shape (Br, D) @ (D, Bc) per tile, the same scaling and masks), counted the same (T tile products,
+    T·Br·Bc multiplications)."""
+    S = fl.matmul(Qi, Kt.swapaxes(-1, -2))  # (T, Br, Bc)
+    S = fl.mul(S, scale)
+    cols = c0 + np.arange(Kt.shape[0] * Kt.shape[1]).reshape(Kt.shape[0], 1, Kt.shape[1])  # (T, 1, Bc) key column
+    masked = cols >= n  # key columns past N
+    if causal:
+        rows = np.arange(r0, r0 + Qi.shape[0])[None, :, None]  # (1, Br, 1) query row of each SRAM row
+        masked = masked | (cols > rows)
+    S[np.broadcast_to(masked, S.shape)] = -np.inf
+    return S

@@ -13,6 +13,8 @@ import re
 import subprocess
 from typing import Any
 
+from flashviz.model.echo import cut
+
 # name in the document -> ncu metric
 METRICS = {
     "load_bytes": "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
@@ -204,7 +206,7 @@ def run_pipe(
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         kernels = parse_ncu_csv(proc.stdout)
     except (OSError, subprocess.TimeoutExpired, ValueError) as e:
-        doc["error"] = f"{type(e).__name__}: {e}"[:400]
+        doc["error"] = cut(f"{type(e).__name__}: {e}", 400)
         return doc
     for k in kernels:
         got = {key: k["metrics"][m] for key, m in asked.items() if m in k["metrics"]}

@@ -28,6 +28,7 @@ import shutil
 from typing import Any
 
 from flashviz.model.config import Config, ConfigError, shown
+from flashviz.model.echo import cut
 
 from ..algos import get
 from ..algos import gpu_spec as spec
@@ -234,7 +235,7 @@ def pipe_summary(pipe: dict[str, Any]) -> list[str]:
         tensor = [f"{key} {got[key]:.1f}%" for key in got if key.startswith("tensor_")]
         stalls = sorted((v, key[6:]) for key, v in got.items() if key.startswith("stall_"))[::-1][:3]
         top = ", ".join(f"{name} {v:.2f}" for v, name in stalls)
-        lines.append(f"{k['name'][:40]}: {'; '.join(tensor) or 'no tensor-pipe metric'}; top stalls {top or 'none'}")
+        lines.append(f"{cut(k['name'])}: {'; '.join(tensor) or 'no tensor-pipe metric'}; top stalls {top or 'none'}")
     return lines
 
 

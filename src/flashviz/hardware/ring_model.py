@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from flashviz.model.echo import cut
 from flashviz.model.ring_layout import block_flops, check_layout, chunk_count, chunks
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def model(
     layout = check_layout(layout)
     for name, x, lo in (("world", world, 1), ("n", n, 1), ("d", d, 1), ("batch", batch, 1), ("heads", heads, 1)):
         if isinstance(x, bool) or not isinstance(x, int) or x < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}; got {str(x)[:40]!r}")
+            raise ValueError(f"{name} must be an integer >= {lo}; got {cut(str(x))!r}")
     parts = chunk_count(world, layout)
     if n % parts:
         raise ValueError(f"N must be a multiple of {parts} ({layout} on {world} ranks: {parts} equal chunks); got {n}")

@@ -24,6 +24,8 @@ Needs `pip install 'flashviz[transformers]'` (transformers) and `flashviz[triton
 
 from __future__ import annotations
 
+from flashviz.model.echo import cut
+
 NAME = "flashviz"
 _INSTALL = "pip install 'flashviz[transformers]'"
 
@@ -34,7 +36,7 @@ def _transformers():
         from transformers import AttentionInterface
         from transformers.masking_utils import AttentionMaskInterface
     except ImportError as e:
-        why = str(e)[:80]
+        why = cut(str(e), 80)
         raise ImportError(f"flashviz.integrations.transformers needs transformers: {_INSTALL} ({why})") from None
     return AttentionInterface, AttentionMaskInterface
 
@@ -89,7 +91,7 @@ def _packed(position_ids, query, key):
     if int(pos[0]) != 0 or not bool(((step == 1) | (pos[1:] == 0)).all()):
         raise ValueError(
             "position_ids of a packed batch must count 0, 1, 2, ... within each sequence and restart at 0; "
-            f"got {str(pos.tolist())[:60]}"
+            f"got {cut(str(pos.tolist()))}"
         )
     starts = torch.nonzero(pos == 0).flatten()
     ends = torch.cat([starts[1:], starts.new_tensor([pos.numel()])])

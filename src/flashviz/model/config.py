@@ -7,64 +7,42 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from flashviz.model import band, tiling
-from flashviz.model.ring_layout import LAYOUTS
+from flashviz.model import band, fields, tiling
+from flashviz.model.echo import ECHO_MAX as ECHO_MAX  # re-exported: the modules that echo a bad value import
+from flashviz.model.echo import shown as shown  # them from here
 
-DEFAULT = "fa2"  # the algorithm a launch runs when none is named: the seed's example (flashviz.algos.DEFAULT)
+DEFAULT: str = fields.BY_NAME["algo"].default  # the algorithm a launch runs when none is named (flashviz.algos)
 
-# Safety limits for running the engine (the traffic model in `count` has its own, far larger).
-# They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per input.
-LIMITS = {
-    "n": (1, 16384),
-    "d": (1, 256),
-    "br": (1, 256),
-    "bc": (1, 256),
-    "seed": (0, 2**32 - 1),
-}
-COUNT_LIMITS = {"n": (1, 2**31 - 1), "d": (1, 4096), "br": (1, 4096), "bc": (1, 4096)}
+# Safety limits for running the engine, from the table of launch fields (flashviz.model.fields; the traffic model in
+# `count` has its own, far larger). They bound the work one trace can cause: N*N*D multiply-adds and an N x D JSON per
+# input.
+LIMITS = fields.limits("engine")
+COUNT_LIMITS = fields.limits("count")
 # The engine spends ~60 us of Python per (block, tile) pair plus the math: this many pairs is about 15-30 s on one core.
 MAX_TILES = 2**18  # Tr*Tc (N=16384 at Br=Bc=32)
 # The web API answers anyone who can reach it, so one request is bounded to about 1-2 s of engine time
 # and ~60 MB of JSON on one core. An algorithm whose engine is slower per pair (its `api_cost`) gets less.
-API_LIMITS = {**LIMITS, "n": (1, 4096)}
+API_LIMITS = fields.limits("api")
 API_MAX_WORK = 2**30  # N*N*D multiply-adds in all the Sij = Qi @ Kj.T (N=4096, D=64)
 API_MAX_TILES = 2**14  # Tr*Tc (block, tile) pairs (N=4096 at Br=Bc=32)
 API_MAX_VALUES = 5_000_000  # numbers in the JSON: inputs, outputs and the recorded blocks' snapshots
 # Above this many Q blocks only one block's values are recorded (counters are kept for all).
 RECORD_ALL_MAX_BLOCKS = 8
-SCALE_RANGE = (1e-6, 1e6)
-DEVICES = (2, 8)  # ring attention's P (Config.devices): a ring of one is no ring; the page draws up to 8 round it
+SCALE_RANGE = fields.SCALE_RANGE
+DEVICES = fields.DEVICES  # ring attention's P (Config.devices)
+_DEFAULTS = fields.defaults()
 
-# The options of real models (issue 22): grouped-query heads, keys != queries, a sliding window, soft-capping, packed
-# sequences. An algorithm runs those its record lists (`Algorithm.options`). Each field's bounds, for every front door
-# (`Config.check_options`); what each means is at its field below.
-OPTION_LIMITS = {
-    "group": (1, 8),  # q heads per K/V head: a trace runs one K/V head and its group
-    "nk": (1, 16384),  # keys Nk
-    "window": (-1, 16384),  # each side (left, right); -1 unbounded
-    "seqlens": (1, 16384),  # one packed sequence's rows (seqlens: of Q; seqlens_k: of K and V)
-}
-# the closed forms alone (`flashviz count`, `compare`) run far larger launches: a KV cache of 128k keys, say
-COUNT_OPTION_LIMITS = {**OPTION_LIMITS, "nk": (1, 2**31 - 1), "window": (-1, 1 << 28), "seqlens": (1, 2**31 - 1)}
-SOFTCAP_RANGE = (0.0, 1e4)  # 0: no soft-capping
-MAX_SEQS = 16  # packed sequences in one launch
+# The options of real models (issue 22): their rows of the table (flashviz.model.fields: group, nk, window, softcap,
+# seqlens, seqlens_k) bound them at every front door; `Config.check_options` holds a launch to them.
 OPTIONS = ("group", "nk", "window", "softcap", "seqlens", "seqlens_k")
-
-
-ECHO_MAX = 40  # characters of a bad value an error message echoes
-
-
-def shown(value: object) -> str:
-    """A bad value as an error message echoes it: strings quoted (control characters escaped), anything cut to
-    about ECHO_MAX characters with an ellipsis, so that a 10,000-character value stays a short line."""
-    try:
-        text = repr(value) if isinstance(value, str) else str(value)
-    except ValueError:  # an int past Python's 4300-digit limit on str()
-        text = f"an integer of {value.bit_length()} bits" if isinstance(value, int) else type(value).__name__
-    return text if len(text) <= ECHO_MAX else text[: ECHO_MAX - 1] + "…"
+LISTS = ("window", "seqlens", "seqlens_k")  # comma-separated integers (the table's kind "ints")
+MAX_SEQS = fields.MAX_SEQS
+SOFTCAP_RANGE = fields.SOFTCAP_RANGE
 
 
 def finite_number(value: object) -> bool:
@@ -77,17 +55,11 @@ def finite_number(value: object) -> bool:
         return False
 
 
-def option_values(
-    group: object = 1,
-    nk: object = None,
-    window: object = (-1, -1),
-    softcap: object = 0.0,
-    seqlens: object = None,
-    seqlens_k: object = None,
-) -> dict[str, Any]:
-    """The option fields as Config holds them, from any front door: a list becomes a tuple, and text ("16,0" of
-    --window or ?window=, "50,30,48" of --seqlens) its integers; what is not read goes on to `check_options`, whose
-    message names the field and its range."""
+def option_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` (launch fields from any front door) with the options of real models as Config holds them: the
+    comma-separated integers of a list field (the table's kind "ints": "16,0" of --window or ?window=, "50,30,48" of
+    --seqlens; a list from Python) a tuple of ints, an empty one or None its default (no window: (-1, -1)); what is not
+    read goes on to `check_options`, whose message names the field and its range."""
 
     def ints(name: str, value: object) -> object:
         if isinstance(value, str):
@@ -99,14 +71,26 @@ def option_values(
             return tuple(int(p) for p in parts)
         return tuple(value) if isinstance(value, list) else value
 
-    return {
-        "group": group,
-        "nk": nk,
-        "window": ints("window", window),
-        "softcap": softcap,
-        "seqlens": None if seqlens is None else ints("seqlens", seqlens),
-        "seqlens_k": None if seqlens_k is None else ints("seqlens_k", seqlens_k),
-    }
+    out = dict(values)
+    for name in LISTS:
+        if name not in out:
+            continue
+        value = out[name]
+        if value is None or value == "":
+            out[name] = (-1, -1) if name == "window" else None
+        else:
+            out[name] = ints(name, value)
+    return out
+
+
+def with_seqlens(values: Mapping[str, Any], n_given: bool) -> dict[str, Any]:
+    """`values` with N the sum of the packed sequences' lengths where they are given and N is not (a given N must then
+    be their sum: `check_options` says so)."""
+    out = option_values(values)
+    lens = out.get("seqlens")
+    if not n_given and isinstance(lens, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in lens):
+        out["n"] = sum(lens)
+    return out
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,9}")
@@ -124,28 +108,40 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Config:
-    """One launch. Defaults are the seed's example: two blocks of Q, two tiles of K and V."""
+    """One launch: the launch fields the engine reads (flashviz.model.fields, whose table gives each its default,
+    here the seed's example: two blocks of Q, two tiles of K and V) and the blocks whose values are recorded."""
 
     algo: str = DEFAULT
-    n: int = 8  # sequence length N
-    d: int = 4  # head dimension D
-    br: int = 4  # rows of Q per block (Br)
-    bc: int = 4  # columns of K/V per tile (Bc)
-    seed: int = 0  # random inputs are drawn from this seed
-    scale: float | None = None  # softmax scale; None means 1/sqrt(D)
-    causal: bool = False  # mask key columns after the query row; skip K/V tiles wholly above the diagonal
-    record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded
-    # the options of real models (OPTION_LIMITS); the defaults are plain attention
-    group: int = 1  # q heads per K/V head (grouped-query attention; 1: one q head per K/V head)
-    nk: int | None = None  # keys Nk (None: N); causal is aligned to the bottom-right: row r sees keys <= r + Nk - N
+    n: int = _DEFAULTS["n"]  # sequence length N
+    d: int = _DEFAULTS["d"]  # head dimension D
+    br: int = _DEFAULTS["br"]  # rows of Q per block (Br)
+    bc: int = _DEFAULTS["bc"]  # columns of K/V per tile (Bc)
+    seed: int = _DEFAULTS["seed"]  # random inputs are drawn from this seed
+    scale: float | None = _DEFAULTS["scale"]  # softmax scale; None means 1/sqrt(D)
+    causal: bool = _DEFAULTS["causal"]  # mask key columns after the query row; skip K/V tiles wholly above the diagonal
+    record: tuple[int, ...] | None = field(default=None)  # blocks whose values are recorded (the field `block`)
+    # the options of real models (their rows of flashviz.model.fields); the defaults are plain attention
+    group: int = _DEFAULTS["group"]  # q heads per K/V head (grouped-query attention; 1: one q head per K/V head)
+    nk: int | None = _DEFAULTS[
+        "nk"
+    ]  # keys Nk (None: N); causal is aligned to the bottom-right: row r sees keys <= r + Nk - N
     window: tuple[int, int] = (-1, -1)  # (left, right): row r sees keys c, -left <= c - (r + Nk - N) <= right
-    softcap: float = 0.0  # > 0: every scaled score s becomes softcap * tanh(s / softcap)
-    seqlens: tuple[int, ...] | None = None  # packed sequences: each one's rows of Q (N is their sum)
-    seqlens_k: tuple[int, ...] | None = None  # ... and of K and V (None: seqlens; Nk is their sum)
+    softcap: float = _DEFAULTS["softcap"]  # > 0: every scaled score s becomes softcap * tanh(s / softcap)
+    seqlens: tuple[int, ...] | None = _DEFAULTS["seqlens"]  # packed sequences: each one's rows of Q (N is their sum)
+    seqlens_k: tuple[int, ...] | None = _DEFAULTS["seqlens_k"]  # ... and of K and V (None: seqlens; Nk their sum)
     # -- ring attention's launch (algos/ring; every other algorithm ignores them): the sequence is split across P
     # devices in a ring, laid out "zigzag" (device r holds chunks r and 2P-1-r of 2P) or "contiguous" (chunk r of P)
-    devices: int = 4  # P, in DEVICES: 4 show the ring's rotation and the zigzag's balance (its example, N = 16)
-    layout: str = "zigzag"  # flashviz.model.ring_layout.LAYOUTS
+    devices: int = _DEFAULTS["devices"]  # P, in DEVICES: 4 show the ring's rotation and the zigzag's balance
+    layout: str = _DEFAULTS["layout"]  # flashviz.model.ring_layout.LAYOUTS
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Config:
+        """The Config of a launch's field values (flashviz.model.fields): the fields it has an attribute for, and
+        `block` as the one block recorded (None: the default); the others (a GPU's heads, batch) are not the
+        engine's."""
+        kept = {k: v for k, v in option_values(values).items() if k in CONFIG_FIELDS}
+        block = values.get("block")
+        return cls(**kept, record=None if block is None else (block,))
 
     @property
     def tr(self) -> int:
@@ -175,16 +171,23 @@ class Config:
         return tuple(range(blocks)) if blocks <= RECORD_ALL_MAX_BLOCKS else (0,)
 
     def check_fields(self, limits: dict[str, tuple[int, int]] = LIMITS) -> None:
-        """`causal` a bool and every integer field within `limits` (ConfigError naming the first that is not)."""
-        if not isinstance(self.causal, bool):
-            raise ConfigError("causal", f"must be true or false (got {shown(self.causal)})")
-        lo, hi = DEVICES
-        if isinstance(self.devices, bool) or not isinstance(self.devices, int) or not lo <= self.devices <= hi:
-            raise ConfigError("devices", f"must be an integer in {lo}..{hi} (got {shown(self.devices)})")
-        if self.layout not in LAYOUTS:
-            raise ConfigError("layout", f"must be one of {', '.join(LAYOUTS)} (got {shown(self.layout)})")
+        """Its fields by their kinds in the table (flashviz.model.fields): each flag (`causal`) a bool, each choice but
+        the algorithm (`layout`) one of its choices, every integer field within `limits` (ConfigError naming the first
+        that is not)."""
+        for f in fields.FIELDS:
+            if f.name not in CONFIG_FIELDS:
+                continue
+            value = getattr(self, f.name)
+            if f.kind == "flag" and not isinstance(value, bool):
+                raise ConfigError(f.name, f"must be true or false (got {shown(value)})")
+            if f.kind == "choice" and f.choices and value not in f.choices:
+                raise ConfigError(f.name, f"must be one of {', '.join(f.choices)} (got {shown(value)})")
         for name, (lo, hi) in limits.items():
+            if name not in CONFIG_FIELDS:  # a launch field the engine does not read (a GPU's heads)
+                continue
             value = getattr(self, name)
+            if value is None and fields.BY_NAME[name].default is None:  # left out: its default (nk: N)
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(name, f"must be an integer in {lo}..{hi} (got {shown(value)})")
             if not lo <= value <= hi:
@@ -279,12 +282,11 @@ class Config:
         """The blocks of Q over every segment: Tr when there are no options."""
         return self.group * sum(tiling.count(nq, self.br) for nq, _ in self.seqs)
 
-    def check_options(
-        self, runs: frozenset[str], algo: str, limits: dict[str, tuple[int, int]] = OPTION_LIMITS
-    ) -> None:
-        """The option fields of types and within `limits` (OPTION_LIMITS; COUNT_OPTION_LIMITS for the closed forms
-        alone), those set among `runs` (what `algo` runs), N and Nk the sums of packed sequences: ConfigError naming
-        the first field that is not."""
+    def check_options(self, runs: frozenset[str], algo: str, scope: fields.Scope = "engine") -> None:
+        """The option fields of types and within their bounds at `scope` (their rows of flashviz.model.fields:
+        "count" for the closed forms alone), those set among `runs` (what `algo` runs), N and Nk the sums of packed
+        sequences: ConfigError naming the first field that is not."""
+        limits = {name: fields.BY_NAME[name].bounds_at(scope) for name in ("group", "nk", "window", "seqlens")}
 
         def bad_int(name: str, value: object) -> bool:
             lo, hi = limits[name]
@@ -343,3 +345,6 @@ class Config:
 
     def replace(self, **changes) -> Config:
         return replace(self, **changes)
+
+
+CONFIG_FIELDS = frozenset(f.name for f in dataclass_fields(Config)) - {"record"}  # the launch fields it holds

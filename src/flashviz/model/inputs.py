@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib import format as fmt
 
 from flashviz.model.config import LIMITS, ConfigError, shown
+from flashviz.model.echo import cut
 from flashviz.model.regular_file import why_not
 
 NAMES = ("Q", "K", "V")
@@ -90,7 +91,7 @@ def _header(npz: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> tuple[t
             else:  # 3.0 only differs for structured dtypes with non-Latin-1 field names: not float data
                 raise ValueError(f"format version {version}")
         except (ValueError, SyntaxError, TypeError, EOFError) as exc:
-            raise ConfigError(name, f"is not an .npy array ({' '.join(str(exc).split())[:60]})") from None
+            raise ConfigError(name, f"is not an .npy array ({cut(' '.join(str(exc).split()), 60)})") from None
     if dtype.hasobject:
         raise ConfigError(name, "holds Python objects (a pickle), which are never loaded; save float arrays")
     if dtype.kind != "f":
@@ -119,7 +120,7 @@ def _read(npz: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> np.ndarra
         try:
             return fmt.read_array(f, allow_pickle=False, max_header_size=MAX_HEADER_BYTES)
         except ValueError as exc:  # shorter than its header says
-            raise ConfigError(name, f"cannot be read ({' '.join(str(exc).split())[:60]})") from None
+            raise ConfigError(name, f"cannot be read ({cut(' '.join(str(exc).split()), 60)})") from None
 
 
 def from_arrays(

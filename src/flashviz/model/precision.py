@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from flashviz.model.echo import cut
+
 DTYPES = ("float32", "bfloat16", "float16")
 
 
 def bf16(x: np.ndarray) -> np.ndarray:
     """x (float32) rounded to bfloat16, returned as float32: the 16 low bits of each value become zero."""
     a = np.ascontiguousarray(x, dtype=np.float32)
-    bits = a.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    bits = a.view(np.uint32)
+    # round to nearest, ties to even, in uint32: only NaNs' bits (past 0xFF800000) can wrap around, and they are
+    # replaced below; every other value rounds as in 64-bit arithmetic
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16 << 16
     out = rounded.view(np.float32).reshape(a.shape)
     return np.where(np.isnan(a), np.float32(np.nan), out)
 
@@ -30,7 +34,7 @@ def stored(x: np.ndarray, dtype: str) -> np.ndarray:
             return np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32)
     if dtype == "float32":
         return np.asarray(x, dtype=np.float32)
-    raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}"[:120])
+    raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {cut(repr(dtype))}")
 
 
 def fma(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray) -> np.ndarray:

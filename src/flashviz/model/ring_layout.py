@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flashviz.model.echo import cut
+
 LAYOUTS = ("zigzag", "contiguous")
 FULL, CAUSAL, SKIP = "full", "causal", "skip"
 
 
 def check_layout(layout: object) -> str:
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {str(layout)[:40]!r}")
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {cut(str(layout))!r}")
     return str(layout)
 
 

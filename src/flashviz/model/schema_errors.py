@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-ECHO = 40  # characters of a bad value an error echoes
+from flashviz.model.echo import cut
 
 
 def describe(error: Mapping[str, Any]) -> str:
@@ -20,12 +20,11 @@ def describe(error: Mapping[str, Any]) -> str:
     if not error.get("loc"):  # the document as a whole: no value to echo
         return f"{where}: {' '.join(str(error.get('msg', 'invalid')).split()).removeprefix('Value error, ')}"
     message = " ".join(str(error.get("msg", "invalid")).split()).removeprefix("Value error, ")
-    return f"{where}: {message[:120]} (got {shown(error.get('input'))})"
+    return f"{where}: {cut(message, 120)} (got {shown(error.get('input'))})"
 
 
 def shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= ECHO else text[: ECHO - 1] + "…"
+    return cut(repr(value))
 
 
 class RecordError(ValueError):

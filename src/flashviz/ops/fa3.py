@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from flashviz.model.echo import ECHO_MAX, cut
+
 SUPPORTED_D = (64, 128)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 BR = 128  # rows of Q per forward block (two consumer warpgroups of 64), rows of K, V per backward block
@@ -126,9 +128,8 @@ def ablation_config(d: int, rung: str) -> FwdConfig:
     return replace(FWD_CONFIGS[d], **ABLATION[rung])
 
 
-def _cut(value: object, limit: int = 40) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _cut(value: object, limit: int = ECHO_MAX) -> str:
+    return cut(str(value), limit)
 
 
 @functools.cache

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flashviz.algos import BASELINE, REGISTRY, Algorithm
-from flashviz.model.config import COUNT_OPTION_LIMITS, Config, ConfigError
+from flashviz.model.config import Config, ConfigError
 from flashviz.model.flop_kinds import total
 from flashviz.model.units import SMEM_OPTIN_BYTES, human_bytes, kib
 from flashviz.reports import regimes
@@ -41,7 +41,7 @@ def model(
         return entry
     cfg = Config(algo=algo.name, n=n, d=d, br=br, bc=bc, causal=causal, **(options or {}))
     try:
-        cfg.check_options(algo.options, algo.name, COUNT_OPTION_LIMITS)
+        cfg.check_options(algo.options, algo.name, "count")
         algo.check_launch(cfg)
     except ConfigError as exc:
         return {**entry, "supported": False, "why": f"{exc.field}: {exc.message}"}
@@ -134,7 +134,7 @@ def savings(n: int, d: int, br: int, bc: int, causal: bool, options: dict[str, A
             continue
         cfg = Config(algo=name, n=n, d=d, br=br, bc=bc, causal=causal, **options)
         try:
-            cfg.check_options(algo.options, name, COUNT_OPTION_LIMITS)
+            cfg.check_options(algo.options, name, "count")
             algo.check_launch(cfg)
         except ConfigError:
             continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from flashviz.algos import ALGOS, BASELINE, REGISTRY
+from flashviz.model import fields
 from flashviz.model.config import (
     API_LIMITS,
     API_MAX_TILES,
@@ -139,14 +140,17 @@ def api_algos() -> list[dict[str, Any]]:
 def limits_document(
     profile: bool = False, algos: list[str] | None = None, default: str | None = None
 ) -> dict[str, Any]:
-    """`GET /api/limits`: the API's bounds and the algorithms (`algos`: only these, for a page that holds some). The
-    server answers it; `flashviz export` and the notebook widget inline it."""
+    """`GET /api/limits`: the API's bounds, its launch fields (`fields`: their table's rows at "api") and the algorithms
+    (`algos`: only these, for a page that holds some; each with its own defaults, `example`). The server answers it;
+    `flashviz export` and the notebook widget inline it."""
     from flashviz.algos import DEFAULT
 
     offered = [a for a in api_algos() if algos is None or a["name"] in algos]
     return {
-        **{name: list(API_LIMITS[name]) for name in ("n", "d", "br", "bc", "seed")},
+        **{name: list(bounds) for name, bounds in API_LIMITS.items()},
         "scale": list(SCALE_RANGE),
+        # the launch fields the API takes (flashviz.model.fields): what the page's form and URL parser accept
+        "fields": fields.document("api"),
         "work": {"n*n*d": API_MAX_WORK, "tr*tc": API_MAX_TILES, "values": API_MAX_VALUES},
         "algos": offered,
         "default": default or DEFAULT,  # the algorithm a launch runs when none is named

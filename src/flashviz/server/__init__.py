@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,11 +23,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 
 from flashviz.model.config import Config, ConfigError
+from flashviz.model.echo import cut
 
 from .. import __version__
 from .gate import Cache, Gate
 from .guard import CSP, SECURITY_HEADERS, Guard, host_name
 from .params import ArraysQuery, CompareQuery, TraceRoute, api_error, config_error, validation_error
+
+if TYPE_CHECKING:
+    from flashviz.tracing.trace import Trace
 
 __all__ = ["CSP", "LOOPBACK_NAMES", "SECURITY_HEADERS", "WarmOnFirstRequest", "create_app", "host_name", "static_dir"]
 
@@ -132,30 +136,36 @@ def create_app(
     @app.get("/api/trace", responses={200: DOCUMENT, 422: ERROR, 503: BUSY})
     async def get_trace(request: Request, query: Annotated[TraceRoute, Query()]) -> Response:
         """One launch as a Trace (docs/trace-schema.md); with `arrays=on-demand`, without the steps' arrays (docs/
-        trace-schema.md, "Arrays on demand")."""
+        trace-schema.md, "Arrays on demand"); with `arrays=auto`, without them when they are large."""
         cfg = query.config()
         if query.arrays == "all":
             return await gate.answer(request, cfg, compute, cfg)
-        key = ("on-demand", cfg)
-        body = skeletons.get(key)
-        if body is None:
-            whole = await gate.made(request, cfg, compute, cfg)  # the full answer, never gzipped here
-            if isinstance(whole, Response):
-                return whole  # busy, abandoned: as /api/trace says it
-            doc = await run_in_threadpool(parsed.get, cfg, whole)
-            body = await run_in_threadpool(skeleton_json, doc)
-            skeletons.put(key, body)
-        return await gate.send(request, body, key)
-
-    parsed = Parsed()
-    skeletons = Cache()
+        key = (query.arrays, cfg)
+        if traces.get(cfg) is None:
+            # an answer without the steps' arrays is sent only while the Trace that holds them is at hand for
+            # /api/trace/arrays: otherwise the engine makes it again (the same numbers: a page whose arrays came back
+            # 404 asks this again, then the arrays)
+            gate.cache.forget(key)
+        return await gate.answer(request, key, compute_part, key)
 
     @app.get("/api/trace/arrays", responses={200: DOCUMENT, 404: ERROR, 422: ERROR})
     async def get_trace_arrays(request: Request, query: Annotated[ArraysQuery, Query()]) -> Response:
-        """The stored arrays of one step of a trace this server answered at /api/trace with the same query (from its
-        cache: the engine never runs here), each array stored on its own (docs/trace-schema.md, "Arrays on
-        demand"). 404 when the trace is not (or no longer) in the cache: ask /api/trace again."""
+        """The stored arrays of one step (`step`), or of several (`steps`), of a trace this server answered at
+        /api/trace with the same query (from its cache: the engine never runs here), each array stored on its own
+        (docs/trace-schema.md, "Arrays on demand"). 404 when the trace is not (or no longer) in the cache: ask
+        /api/trace again."""
         cfg = query.config()
+        asked = query.asked()
+        if asked is None:
+            return api_error("step", "must be an integer in 0..len(steps)-1 (or give steps=K,K,...)")
+        made = traces.get(cfg)
+        if made is not None:
+            steps = len(made.steps)
+            bad = next((k for k in asked if k >= steps), None)
+            if bad is not None:
+                return api_error(query.which(), f"must be an integer in 0..{steps - 1} for this trace (got {bad})")
+            answer = await run_in_threadpool(arrays_of_trace, made, asked, query.step is not None)
+            return await gate.send(request, answer)
         body = gate.cache.get(cfg)
         if body is None:
             return api_error(
@@ -163,10 +173,13 @@ def create_app(
             )
         doc = await run_in_threadpool(parsed.get, cfg, body)
         steps = len(doc["steps"])
-        if query.step >= steps:
-            return api_error("step", f"must be an integer in 0..{steps - 1} for this trace (got {query.step})")
-        answer = await run_in_threadpool(arrays_json, doc, query.step)
+        bad = next((k for k in asked if k >= steps), None)
+        if bad is not None:
+            return api_error(query.which(), f"must be an integer in 0..{steps - 1} for this trace (got {bad})")
+        answer = await run_in_threadpool(arrays_json, doc, asked, query.step is not None)
         return await gate.send(request, answer)
+
+    parsed = Parsed()
 
     closed_forms = Cache(entries=64)  # the comparison's answers: no engine, so never behind the gate
 
@@ -215,7 +228,7 @@ def create_app(
         try:
             return JSONResponse(load())
         except LadderError as exc:
-            return JSONResponse({"detail": str(exc)[:300]}, status_code=404)
+            return JSONResponse({"detail": cut(str(exc), 300)}, status_code=404)
 
     @app.api_route(
         "/api/{rest:path}",
@@ -276,24 +289,34 @@ class Parsed:
         return doc
 
 
-def skeleton_json(doc: dict[str, Any]) -> bytes:
-    import orjson
-
-    from flashviz.tracing.codec import skeleton
-
-    return orjson.dumps(skeleton(doc))
-
-
-def arrays_json(doc: dict[str, Any], k: int) -> bytes:
+def arrays_json(doc: dict[str, Any], asked: list[int], one: bool) -> bytes:
+    """The answer of /api/trace/arrays from a compact document: one step's holders, or {"steps": [...]}."""
     import orjson
 
     from flashviz.tracing.codec import step_arrays
 
-    return orjson.dumps(step_arrays(doc, k))
+    parts = [step_arrays(doc, k) for k in asked]
+    return orjson.dumps(parts[0] if one else {"steps": parts}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def arrays_of_trace(trace: Trace, asked: list[int], one: bool) -> bytes:
+    """The answer of /api/trace/arrays from a Trace the server made."""
+    import orjson
+
+    from flashviz.tracing.on_demand import step_arrays
+
+    parts = [step_arrays(trace, k) for k in asked]
+    return orjson.dumps(parts[0] if one else {"steps": parts}, option=orjson.OPT_SERIALIZE_NUMPY, default=_default)
+
+
+def _default(obj: Any) -> Any:
+    from flashviz.tracing.trace import _default as default
+
+    return default(obj)
 
 
 def clip_path(rest: str) -> str:
-    return rest if len(rest) <= 40 else rest[:39] + "…"
+    return cut(rest)
 
 
 def internal_error(request: Request, exc: Exception) -> JSONResponse:
@@ -328,10 +351,91 @@ def curves_json(params: dict[str, Any]) -> bytes:
     return json.dumps(curves(**params), separators=(",", ":"), allow_nan=False).encode()
 
 
-def compute_json(cfg: Config) -> bytes:
-    from flashviz.tracing.build import make_trace
+class Traces:
+    """The Trace objects of the last few launches the engine ran for /api/trace (by Config): /api/trace/arrays answers
+    a step's arrays from them, and a request of the same launch with other `arrays` makes its answer from them
+    without running the engine again."""
 
-    return make_trace(cfg).to_json(compact=True)
+    ENTRIES = 4
+    BYTES = 256 * 2**20
+
+    def __init__(self) -> None:
+        self.items: OrderedDict[Config, Trace] = OrderedDict()
+        self.sizes: dict[Config, int] = {}
+        self.making: dict[Config, list[Any]] = {}  # [lock, holders]: one engine run per launch at a time
+        self.lock = threading.Lock()
+
+    def get(self, cfg: Config) -> Trace | None:
+        with self.lock:
+            t = self.items.get(cfg)
+            if t is not None:
+                self.items.move_to_end(cfg)
+            return t
+
+    def made(self, cfg: Config) -> Trace:
+        """The launch's Trace: held, or made now by the engine (and held; two requests of one launch at once, with
+        other `arrays`, run the engine once)."""
+        t = self.get(cfg)
+        if t is not None:
+            return t
+        with self.lock:
+            making = self.making.setdefault(cfg, [threading.Lock(), 0])
+            making[1] += 1
+        try:
+            with making[0]:
+                t = self.get(cfg)
+                if t is None:
+                    t = self.make(cfg)
+        finally:
+            with self.lock:
+                making[1] -= 1
+                if not making[1]:
+                    del self.making[cfg]
+        return t
+
+    def make(self, cfg: Config) -> Trace:
+        from flashviz.tracing.build import make_trace
+
+        t = make_trace(cfg)
+        with self.lock:
+            self.items[cfg] = t
+            self.sizes[cfg] = trace_bytes(t)
+            while len(self.items) > self.ENTRIES or sum(self.sizes[c] for c in self.items) > self.BYTES:
+                gone, _ = self.items.popitem(last=False)
+                del self.sizes[gone]
+        return t
+
+
+def trace_bytes(t: Trace) -> int:
+    """The bytes of values a Trace holds (its arrays)."""
+    from flashviz.tracing.on_demand import step_bytes
+
+    return step_bytes(t) + sum(a.nbytes for g in (t.inputs, t.outputs) for a in g.values())
+
+
+traces = Traces()
+
+
+def compute_json(cfg: Config) -> bytes:
+    return traces.made(cfg).to_json(compact=True)
+
+
+def compute_part(key: tuple[str, Config]) -> bytes:
+    return part_json(key)  # looked up at call time, as compute_json
+
+
+def part_json(key: tuple[str, Config]) -> bytes:
+    """/api/trace with `arrays` on-demand (the skeleton: on_demand.skeleton) or auto (the skeleton when the steps'
+    arrays hold more than on_demand.AUTO_BYTES, else the whole trace)."""
+    import orjson
+
+    from flashviz.tracing import on_demand
+
+    arrays, cfg = key
+    t = traces.made(cfg)
+    if arrays == "auto" and on_demand.step_bytes(t) <= on_demand.AUTO_BYTES:
+        return t.to_json(compact=True)
+    return orjson.dumps(on_demand.skeleton(t), option=orjson.OPT_SERIALIZE_NUMPY, default=_default)
 
 
 def warm_trace(gate: Gate) -> None:

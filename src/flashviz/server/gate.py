@@ -69,6 +69,10 @@ class Cache:
                 self.items.move_to_end(key)
             return body
 
+    def forget(self, key: Hashable) -> None:
+        with self.lock:
+            self.items.pop(key, None)
+
     def put(self, key: Hashable, body: bytes) -> None:
         with self.lock:
             self.items[key] = body

@@ -9,7 +9,7 @@ import re
 
 from fastapi.responses import JSONResponse
 
-from .params import clip
+from flashviz.model.echo import cut
 
 # Everything from this server; KaTeX and CodeMirror inject styles and may inline fonts/images as data:.
 CSP = "; ".join(
@@ -62,7 +62,7 @@ class Guard:
         if self.allowed_hosts is not None and host is None:
             return JSONResponse(
                 {
-                    "detail": f"Host {clip(raw.decode('latin-1'))!r} is not a host name and an optional port",
+                    "detail": f"Host {cut(raw.decode('latin-1'))!r} is not a host name and an optional port",
                     "field": "Host",
                 },
                 status_code=400,
@@ -70,7 +70,7 @@ class Guard:
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             return JSONResponse(
                 {
-                    "detail": f"Host {clip(host or '')!r} is not a name this server answers to; "
+                    "detail": f"Host {cut(host or '')!r} is not a name this server answers to; "
                     "add it with `flashviz serve --allow-host NAME`",
                     "field": "Host",
                 },
@@ -80,9 +80,9 @@ class Guard:
             site = headers.get(b"sec-fetch-site")
             origin = headers.get(b"origin")
             if site is not None and site not in SAME_ORIGIN:
-                why = f"Sec-Fetch-Site: {clip(site.decode('latin-1'))}"
+                why = f"Sec-Fetch-Site: {cut(site.decode('latin-1'))}"
             elif origin is not None and origin != b"http://" + headers.get(b"host", b""):
-                why = f"Origin: {clip(origin.decode('latin-1'))}"
+                why = f"Origin: {cut(origin.decode('latin-1'))}"
             else:
                 return None
             return JSONResponse(

@@ -6,44 +6,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
-from flashviz.model.config import (
-    API_LIMITS,
-    COUNT_LIMITS,
-    OPTION_LIMITS,
-    SCALE_RANGE,
-    Config,
-    ConfigError,
-    option_values,
-)
+from flashviz.model import fields
+from flashviz.model.config import API_LIMITS, OPTIONS, Config, ConfigError, with_seqlens
+from flashviz.model.echo import cut
+from flashviz.model.fields import Scope
 
 from ..algos import ALGOS, DEFAULT, resolve
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,30}")  # [0-9] is ASCII: str.isdigit() and int() also take other digits
 NUMBER = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,4})?")
 BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
-ECHO = 40  # at most this many characters of a bad value are echoed back
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
-def clip(text: str, limit: int = ECHO) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def shown(value: Any) -> str:
-    """A bad value as an error line echoes it: quoted and escaped (one line), cut to ECHO characters."""
-    return repr(clip(value)) if isinstance(value, str) else clip(str(value))
+    """A bad value as an error line echoes it: quoted and escaped (one line), cut to ECHO_MAX characters."""
+    return repr(cut(value)) if isinstance(value, str) else cut(str(value))
 
 
 def field_name(name: str) -> str:
     """How an error line names a parameter: as it is when it is a plain name, else quoted and escaped."""
-    return name if NAME.fullmatch(name) else repr(clip(name))
+    return name if NAME.fullmatch(name) else repr(cut(name))
 
 
 def ascii_int(value: Any) -> Any:
@@ -83,6 +73,10 @@ def blank_or(default: int):
     return parse
 
 
+def blank_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
 def blank_none_int(value: Any) -> Any:
     return None if value == "" else ascii_int(value)
 
@@ -92,13 +86,68 @@ def integer(lo: int, hi: int, about: str, parse=ascii_int) -> Any:
     return Annotated[int, Field(ge=lo, le=hi, description=f"{about}: an integer in {lo}..{hi}"), BeforeValidator(parse)]
 
 
-Causal = Annotated[
-    bool,
-    Field(description="causal attention: true or false (also 1 or 0; empty: false)"),
-    BeforeValidator(boolean),
-]
-LO, HI = SCALE_RANGE
-_G, _NK = OPTION_LIMITS["group"], OPTION_LIMITS["nk"]
+def parameter(f: fields.Field, scope: Scope, blank: bool) -> tuple[Any, Any]:
+    """One launch field as a typed, bounded query parameter at `scope`: (annotation, default). `blank`: an empty
+    value means the default (the comparison's form), else an empty integer is refused. A field an algorithm brings
+    its own default for (`own`) defaults to None here, the algorithm's (TraceQuery.config fills it)."""
+    if f.kind == "choice":
+        return Literal[ALGOS], Field(f.default, description=f.help)
+    if f.kind == "flag":
+        about = f"{f.help}: true or false (also 1 or 0; empty: false)"
+        return Annotated[bool, Field(description=about), BeforeValidator(boolean)], f.default
+    if f.kind == "number":
+        assert f.magnitude is not None
+        least, most = f.magnitude
+        return Annotated[
+            float | None,
+            Field(
+                ge=-most,
+                le=most,
+                allow_inf_nan=False,
+                description=f"{f.help}, {least:g} <= |{f.name}| <= {most:g} (empty: {f.empty})",
+            ),
+            BeforeValidator(ascii_number),
+            WithJsonSchema({"type": "number", "minimum": -most, "maximum": most}),  # a query has no null: empty is None
+        ], f.default
+    lo, hi = f.bounds_at(scope)
+    if f.kind == "ints":  # the text as it came: Config reads it (model.config.option_values) and says what is wrong
+        about = f"{f.help}: {f.accepted(scope)}"
+        return Annotated[
+            str | None, Field(description=about), BeforeValidator(blank_none), WithJsonSchema({"type": "string"})
+        ], None
+    if f.kind == "int" and f.empty and not f.own:  # empty: its default (group: 1; nk: None, which is N)
+        about = f"{f.help}: an integer in {lo}..{hi} (empty: {f.empty})"
+        return Annotated[
+            int | None,
+            Field(ge=lo, le=hi, description=about),
+            BeforeValidator(blank_or(f.default) if f.default is not None else blank_none_int),
+            WithJsonSchema({"type": "integer", "minimum": lo, "maximum": hi}),
+        ], f.default
+    if f.kind == "pick":
+        about = f"{f.help}, 0..Tr-1 (empty: {f.empty})"
+        return Annotated[
+            int | None,
+            Field(ge=lo, le=hi, description=about),
+            BeforeValidator(blank_none_int),
+            WithJsonSchema({"type": "integer", "minimum": lo, "maximum": hi}),
+        ], f.default
+    if blank:
+        return integer(lo, hi, f.help, blank_or(f.default)), f.default
+    if f.own:  # absent: the algorithm's own default
+        about = f"{f.help}: an integer in {lo}..{hi} (absent: the algorithm's own, else {f.default})"
+        return Annotated[
+            int | None,
+            Field(ge=lo, le=hi, description=about),
+            BeforeValidator(ascii_int),
+            WithJsonSchema({"type": "integer", "minimum": lo, "maximum": hi}),
+        ], None
+    return integer(lo, hi, f.help), f.default
+
+
+def launch_query(name: str, base: type[Q], scope: Scope, blank: bool = False, skip: tuple[str, ...] = ()) -> type[Q]:
+    """A query model whose parameters are the table's fields at `scope` (flashviz.model.fields), in its order."""
+    params = {f.name: parameter(f, scope, blank) for f in fields.at(scope) if f.name not in skip}
+    return create_model(name, __base__=base, **params)  # type: ignore[call-overload]
 
 
 class Query(BaseModel):
@@ -112,139 +161,121 @@ class Query(BaseModel):
         return cls.ACCEPTED[field]
 
 
-class TraceQuery(Query):
-    """GET /api/trace: one launch of one algorithm, its values recorded for some blocks."""
+Q = TypeVar("Q", bound=Query)
 
-    algo: Literal[ALGOS] = Field(DEFAULT, description="the algorithm")
-    n: integer(*API_LIMITS["n"], "sequence length N") = 8
-    d: integer(*API_LIMITS["d"], "head dimension D") = 4
-    br: integer(*API_LIMITS["br"], "rows of Q per block, Br") = 4
-    bc: integer(*API_LIMITS["bc"], "columns of K/V per tile, Bc") = 4
-    seed: integer(*API_LIMITS["seed"], "random inputs are drawn from this seed") = 0
-    scale: Annotated[
-        float | None,
-        Field(
-            ge=-HI,
-            le=HI,
-            allow_inf_nan=False,
-            description=f"softmax scale, {LO:g} <= |scale| <= {HI:g} (empty: 1/sqrt(D))",
-        ),
-        BeforeValidator(ascii_number),
-        WithJsonSchema({"type": "number", "minimum": -HI, "maximum": HI}),  # a query has no null: empty is None
-    ] = None
-    causal: Causal = False
-    block: Annotated[
-        int | None,
-        Field(
-            ge=0,
-            le=API_LIMITS["n"][1] - 1,
-            description="record this block only: blockIdx.x of the main kernel, 0..Tr-1 (fa2-backward: 0..Tc-1; "
-            "fa1, one block per head: the block of Q it visits) (empty: the default)",
-        ),
-        BeforeValidator(blank_none_int),
-        WithJsonSchema({"type": "integer", "minimum": 0, "maximum": API_LIMITS["n"][1] - 1}),
-    ] = None
 
-    # the options of real models (flashviz.model.config.OPTION_LIMITS), as text: Config.check_options bounds them
-    group: integer(*_G, "q heads per K/V head (grouped-query attention)", blank_or(1)) = 1
-    nk: Annotated[
-        int | None,
-        Field(ge=_NK[0], le=_NK[1], description=f"keys Nk when not N: an integer in {_NK[0]}..{_NK[1]} (empty: N)"),
-        BeforeValidator(blank_none_int),
-        WithJsonSchema({"type": "integer", "minimum": _NK[0], "maximum": _NK[1]}),
-    ] = None
-    window: Annotated[str, Field(description="left,right: each -1 (unbounded) or a number of keys")] = ""
-    softcap: Annotated[float | None, Field(description="soft-capping (0: none)"), BeforeValidator(ascii_number)] = None
-    seqlens: Annotated[str, Field(description="packed sequences' lengths, e.g. 50,30,48 (N is their sum)")] = ""
-    seqlens_k: Annotated[str, Field(description="their keys' lengths (empty: seqlens)")] = ""
+class Launch(Query):
+    """A launch of one algorithm, its values recorded for some blocks: the table's fields at "api"."""
 
     ACCEPTED: ClassVar[dict[str, str]] = {
-        "algo": f"one of {', '.join(ALGOS)}",
-        **{name: f"an integer in {lo}..{hi}" for name, (lo, hi) in API_LIMITS.items()},
-        "scale": f"a finite number with {LO:g} <= |scale| <= {HI:g}, or empty for 1/sqrt(D)",
-        "causal": "true or false",
-        "group": f"an integer in {_G[0]}..{_G[1]}",
-        "nk": f"an integer in {OPTION_LIMITS['nk'][0]}..{OPTION_LIMITS['nk'][1]}, or empty for N",
-        "softcap": "a number, 0 for none",
+        f.name: f.accepted("api", ALGOS) for f in fields.at("api") if f.kind != "pick"
     }
 
     @classmethod
     def accepted(cls, field: str, params) -> str:
-        if field == "block":
+        if fields.BY_NAME.get(field) is fields.BY_NAME["block"]:
             return f"an integer in {block_range(params)}"
         return cls.ACCEPTED[field]
 
-    def options(self) -> dict[str, Any]:
-        """The options of real models the query asks for, as Config's fields (text read by option_values)."""
-        return option_values(
-            group=self.group,
-            nk=self.nk,
-            window=self.window or (-1, -1),
-            softcap=0.0 if self.softcap is None else self.softcap,
-            seqlens=self.seqlens or None,
-            seqlens_k=self.seqlens_k or None,
-        )
-
     def config(self) -> Config:
-        """The launch, checked against the API's bounds on work (a ConfigError names the field)."""
-        options = self.options()
-        lens = options["seqlens"]
-        cfg = Config(
-            **options,
-            algo=self.algo,
-            n=sum(lens) if isinstance(lens, tuple) and "n" not in self.model_fields_set else self.n,
-            d=self.d,
-            br=self.br,
-            bc=self.bc,
-            seed=self.seed,
-            scale=self.scale,
-            causal=self.causal,
-            record=None if self.block is None else (self.block,),
-        )
-        return resolve(cfg.algo).api_validated(cfg)
+        """The launch, with the fields left out the algorithm's own defaults (flashviz.model.fields.filled), checked
+        against the API's bounds on work (a ConfigError names the field)."""
+        given = {k: v for k, v in self.model_dump().items() if k in fields.BY_NAME and v is not None}
+        algorithm = resolve(given["algo"])
+        # packed sequences with n left out: N is their sum (with_seqlens)
+        values = with_seqlens(fields.filled(given, algorithm.example), "n" in given)
+        return algorithm.api_validated(Config.of(values))
+
+
+if TYPE_CHECKING:  # mypy reads the base; its parameters are the table's, made when this module is imported
+    LaunchFields = Launch
+    CountFields = Query
+else:
+    LaunchFields = launch_query("LaunchFields", Launch, "api")
+    # /api/compare: plain attention's closed forms (the options of real models are `flashviz compare`'s; the page's
+    # comparison is of plain launches)
+    CountFields = launch_query("CountFields", Query, "count", blank=True, skip=("algo", *OPTIONS))
+
+
+class TraceQuery(LaunchFields):
+    """GET /api/trace: one launch of one algorithm, its values recorded for some blocks."""
 
 
 class TraceRoute(TraceQuery):
     """GET /api/trace: a TraceQuery and how the steps' arrays come (`arrays`)."""
 
-    arrays: Literal["all", "on-demand"] = Field(
+    arrays: Literal["all", "on-demand", "auto"] = Field(
         "all",
         description="all: every array in the answer; on-demand: the steps' arrays left out (each as its dtype, shape, "
-        "min and max), fetched per step from /api/trace/arrays",
+        "min and max), fetched per step from /api/trace/arrays; auto: on-demand when the steps' arrays hold more "
+        "than 1 MiB of values, else all (what the page asks)",
     )
 
-    ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all or on-demand"}
+    ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all, on-demand or auto"}
 
 
 MAX_STEP = 2**31 - 1
+MAX_STEPS = 256  # steps one request of /api/trace/arrays may name
+
+
+def step_list(value: Any) -> Any:
+    """`steps`: K,K,... (ASCII integers >= 0, at most MAX_STEPS of them, each once); empty: none given. Kept as the
+    text it was (a list-typed query parameter would be a repeated one); `ArraysQuery.asked` reads it."""
+    if not isinstance(value, str):
+        return value
+    if value == "":
+        return None
+    parts = value.split(",")
+    if len(parts) > MAX_STEPS:
+        raise ValueError("too many steps")
+    if not all(re.fullmatch(r"[0-9]{1,10}", part) for part in parts):
+        raise ValueError("not a list of integers")
+    if len({int(part) for part in parts}) != len(parts):
+        raise ValueError("a step named twice")
+    return value
 
 
 class ArraysQuery(TraceQuery):
-    """GET /api/trace/arrays: the stored arrays of one step of a trace the server answered (the same query as
-    /api/trace, and `step`)."""
+    """GET /api/trace/arrays: the stored arrays of one step (`step`) or of several (`steps`) of a trace the server
+    answered (the same query as /api/trace, and the steps)."""
 
-    step: integer(0, MAX_STEP, "the step whose arrays are sent, 0..len(steps)-1")
+    step: Annotated[
+        int | None,
+        Field(ge=0, le=MAX_STEP, description="the step whose arrays are sent, 0..len(steps)-1"),
+        BeforeValidator(blank_none_int),
+        WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_STEP}),
+    ] = None
+    steps: Annotated[
+        str | None,
+        Field(
+            description=f"instead of step: K,K,... ({MAX_STEPS} at most, each 0..len(steps)-1 once); the answer is "
+            '{"steps": [one answer per step, in this order]}'
+        ),
+        BeforeValidator(step_list),
+        WithJsonSchema({"type": "string", "pattern": r"^[0-9]{1,10}(,[0-9]{1,10})*$"}),
+    ] = None
 
     ACCEPTED: ClassVar[dict[str, str]] = {
         **TraceQuery.ACCEPTED,
         "step": "an integer in 0..len(steps)-1 of the trace",
+        "steps": f"a list K,K,... of at most {MAX_STEPS} different steps of the trace (0..len(steps)-1)",
     }
 
+    def asked(self) -> list[int] | None:
+        """The steps asked for, in order; None when neither `step` nor `steps` was given, or both were."""
+        if (self.step is None) == (self.steps is None):
+            return None
+        return [self.step] if self.step is not None else [int(k) for k in (self.steps or "").split(",")]
 
-class CompareQuery(Query):
+    def which(self) -> str:
+        return "step" if self.step is not None else "steps"
+
+
+class CompareQuery(CountFields):
     """GET /api/compare: every algorithm at one config (closed forms; N, D, Br, Bc up to `flashviz compare`'s
     limits). An empty value means the default."""
 
-    n: integer(*COUNT_LIMITS["n"], "sequence length N", blank_or(8)) = 8
-    d: integer(*COUNT_LIMITS["d"], "head dimension D", blank_or(4)) = 4
-    br: integer(*COUNT_LIMITS["br"], "rows of Q per block, Br", blank_or(4)) = 4
-    bc: integer(*COUNT_LIMITS["bc"], "columns of K/V per tile, Bc", blank_or(4)) = 4
-    causal: Causal = False
-
-    ACCEPTED: ClassVar[dict[str, str]] = {
-        **{name: f"an integer in {lo}..{hi}" for name, (lo, hi) in COUNT_LIMITS.items()},
-        "causal": "true or false",
-    }
+    ACCEPTED: ClassVar[dict[str, str]] = {f.name: f.accepted("count") for f in fields.at("count") if f.name != "algo"}
 
 
 QUERIES: dict[str, type[Query]] = {
@@ -256,12 +287,13 @@ QUERIES: dict[str, type[Query]] = {
 
 
 def block_range(params: Mapping[str, str]) -> str:
-    """The picks for the config the other parameters give (as far as they parse), e.g. `0..1 for N=8, Br=4` (a
-    backward: `0..1 for N=8, Bc=4`)."""
+    """The picks for the config the other parameters give (as far as they parse; those left out the algorithm's
+    own), e.g. `0..1 for N=8, Br=4` (a backward: `0..1 for N=8, Bc=4`)."""
     try:
-        fields = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
+        given = {k: ascii_int(params[k]) for k in ("n", "br", "bc") if params.get(k, "") != ""}
         algo = resolve(params.get("algo", DEFAULT))
-        cfg = algo.validated(Config(algo=algo.name, **fields), API_LIMITS, max_tiles=None)
+        sizes = {k: v for k, v in fields.filled(given, algo.example).items() if k in ("n", "d", "br", "bc")}
+        cfg = algo.validated(Config(algo=algo.name, **sizes), API_LIMITS, max_tiles=None)
     except ValueError:  # a ConfigError too: the others are wrong as well, and their errors say so
         return "0..Tr-1"
     return f"0..{algo.blocks(cfg) - 1} for N={cfg.n}, {algo.block_size(cfg)}"
@@ -282,7 +314,7 @@ def validation_error(request: Request, exc: RequestValidationError) -> JSONRespo
     field = str(loc[-1])
     query = QUERIES.get(request.url.path)
     if query is None:  # not one of the query models' routes: name the field, keep pydantic's words
-        return api_error(field, clip(" ".join(str(error.get("msg", "invalid")).split()), 200))
+        return api_error(field, cut(" ".join(str(error.get("msg", "invalid")).split()), 200))
     if error.get("type") == "extra_forbidden" or field not in query.model_fields:
         return api_error(field, f"unknown parameter; accepted: {', '.join(query.model_fields)}")
     return api_error(field, f"must be {query.accepted(field, request.query_params)} (got {shown(error.get('input'))})")

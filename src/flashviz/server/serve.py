@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from flashviz.model.config import ConfigError
+from flashviz.model.echo import cut
 from flashviz.model.regular_file import read_regular
 
 if TYPE_CHECKING:
@@ -20,11 +21,6 @@ if TYPE_CHECKING:
 
 PROFILE_MAX_BYTES = 16 * 2**20  # the recorded profiles are 9-19 kB; ncu's CSV of many kernels stays far below
 HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,62})(\.[a-z0-9]([a-z0-9-]{0,62}))*\.?")
-ECHO = 60
-
-
-def clip(text: str, limit: int = ECHO) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def run(
@@ -71,7 +67,7 @@ def warning(host: str, bound: str, names: tuple[str, ...], local: str) -> str:
     where = "every network interface" if ipaddress.ip_address(bound).is_unspecified else bound
     accepted = ", ".join(dict.fromkeys(n for n in names if n))
     return (
-        f"flashviz: warning: --host {clip(host)} listens on {where}: anyone who can reach this machine can use the "
+        f"flashviz: warning: --host {cut(host)} listens on {where}: anyone who can reach this machine can use the "
         f"page and its API (no password). Host names answered: {accepted}; add others with --allow-host NAME. "
         f"On this machine: {local}"
     )
@@ -104,7 +100,7 @@ def host_name_flag(name: str) -> str:
         pass
     if len(text) <= 253 and HOST_NAME.fullmatch(text):
         return text.rstrip(".")
-    raise ConfigError("--allow-host", f"must be a host name or an IP address, without a port (got {clip(name)!r})")
+    raise ConfigError("--allow-host", f"must be a host name or an IP address, without a port (got {cut(name)!r})")
 
 
 def load_profile(path: Path) -> dict:
@@ -114,12 +110,12 @@ def load_profile(path: Path) -> dict:
 
     from flashviz.gpu.profile_schema import ProfileError, check
 
-    shown = clip(str(path))
+    shown = cut(str(path))
     data = read_regular(path, "--profile", shown, PROFILE_MAX_BYTES, "a profile", "give a JSON file")
     try:
         profile = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise ConfigError("--profile", f"{shown} is not valid JSON: {clip(' '.join(str(exc).split()), 120)}") from None
+        raise ConfigError("--profile", f"{shown} is not valid JSON: {cut(' '.join(str(exc).split()), 120)}") from None
     try:
         check(profile)
     except ProfileError as exc:
@@ -137,7 +133,7 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         family, kind_, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError, ValueError) as exc:
-        raise ConfigError("--host", f"cannot resolve {clip(host)!r}: {exc}") from None
+        raise ConfigError("--host", f"cannot resolve {cut(host)!r}: {exc}") from None
     sock = socket.socket(family, kind_, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -146,8 +142,8 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-            raise ConfigError("--port", f"cannot listen on {clip(host)} port {port}: {exc.strerror}") from None
-        raise ConfigError("--host", f"cannot listen on {clip(host)} port {port}: {exc.strerror}") from None
+            raise ConfigError("--port", f"cannot listen on {cut(host)} port {port}: {exc.strerror}") from None
+        raise ConfigError("--host", f"cannot listen on {cut(host)} port {port}: {exc.strerror}") from None
     return sock
 
 

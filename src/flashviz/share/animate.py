@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flashviz.model.config import ConfigError, shown
+from flashviz.model.echo import cut
 
 if TYPE_CHECKING:
     from flashviz.share.page import Documents
@@ -95,7 +96,7 @@ def _screenshots(sync_api, page_file: Path, executable: str | None, frames: int,
             total = int(counter.get_attribute("data-total") or 0)
             if total == 0:  # the page shows no steps: say what it says instead (no empty GIF, no IndexError)
                 said = " ".join((page.locator("#config-error").text_content() or "").split())
-                said = said if len(said) <= 200 else said[:199] + "…"
+                said = cut(said, 200)
                 raise ConfigError("--gif", f"the page shows no steps to animate ({said or 'it says nothing'})")
             count = min(frames, total)
             # the frame: the step bar and the memory picture (the idea folded away; the code below is left out)

@@ -5,10 +5,12 @@ that the API and the widget both use it without importing each other."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from flashviz.algos import DEFAULT, resolve
-from flashviz.model.config import OPTIONS, Config, ConfigError, option_values, shown
+from flashviz.model import fields
+from flashviz.model.config import Config, ConfigError, shown, with_seqlens
 
 if TYPE_CHECKING:
     from flashviz.algos.base import Algorithm
@@ -16,48 +18,33 @@ if TYPE_CHECKING:
 HEIGHT_RANGE = (120, 10_000)  # the widget's height in CSS pixels
 
 
-def launch(
-    algo: Any = DEFAULT,
-    n: Any = None,
-    d: Any = None,
-    br: Any = 4,
-    bc: Any = 4,
-    seed: Any = 0,
-    scale: Any = None,
-    causal: Any = False,
-    block: Any = None,
-    api: bool = False,
-    **options: Any,
-) -> tuple[Algorithm, Config]:
-    """The Python API's launch arguments as their Algorithm (the front door's one lookup, `resolve`) and a Config
-    checked by it (`api`: under the API's bounds, Algorithm.api_validated): the one path for `flashviz.trace`,
-    `flashviz.show` and the widget's `config` and messages. NumPy's scalars are taken as the Python values they hold
-    (np.int64(8), np.True_, np.float32(0.5)); a bool is no number (block=True, scale=True), and bytes are no number
-    either (scale=b'8'): each is a ConfigError naming the argument and its range (Algorithm.validated says it).
-    `options`: the options of real models (group, nk, window, softcap, seqlens, seqlens_k; Config's fields): with
-    seqlens and no n, N is their sum."""
-    algorithm = resolve(algo)
-    unknown = [k for k in options if k not in OPTIONS]
-    if unknown:
-        raise ConfigError(unknown[0], f"is no launch argument (the options of real models: {', '.join(OPTIONS)})")
-    given = option_values(**{k: _integer(v) if k in ("group", "nk") else v for k, v in options.items()})
-    given["softcap"] = _number(given["softcap"])
-    lens = given["seqlens"]
-    if n is None and isinstance(lens, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in lens):
-        n = sum(lens)
-    cfg = Config(
-        **given,
-        algo=algo,
-        n=8 if n is None else _integer(n),
-        d=4 if d is None else _integer(d),
-        br=_integer(br),
-        bc=_integer(bc),
-        seed=_integer(seed),
-        scale=None if scale is None else _number(scale),
-        causal=_boolean(causal),
-        record=None if block is None else (_integer(block),),
-    )
+def launch(given: Mapping[str, Any], api: bool = False) -> tuple[Algorithm, Config]:
+    """The Python API's launch arguments (`given`: launch fields, flashviz.model.fields) as their Algorithm (the front
+    door's one lookup, `resolve`) and a Config checked by it (`api`: under the API's bounds, Algorithm.api_validated):
+    the one path for `flashviz.trace`, `flashviz.show` and the widget's `config` and messages. A field left out, or
+    None where an algorithm may bring its own default (n, d, br, bc), takes the algorithm's own default, else the
+    table's. NumPy's scalars are taken as the Python values they hold (np.int64(8), np.True_, np.float32(0.5)); a bool
+    is no number (block=True, scale=True), and bytes are no number either (scale=b'8'): each is a ConfigError naming
+    the argument and its range (Algorithm.validated says it)."""
+    algorithm = resolve(given.get("algo", DEFAULT))
+    # None where the field has a default of its own or says what leaving it out means (group, softcap): that default
+    kept = {k: v for k, v in given.items() if not (v is None and (fields.BY_NAME[k].own or fields.BY_NAME[k].empty))}
+    values = fields.filled(kept, algorithm.example)
+    plain = {k: _plain(fields.BY_NAME[k], v) for k, v in values.items()}
+    # packed sequences (seqlens) with n left out: N is their sum
+    cfg = Config.of(with_seqlens(plain, given.get("n") is not None))
     return algorithm, algorithm.api_validated(cfg) if api else algorithm.validated(cfg)
+
+
+def _plain(f: fields.Field, value: Any) -> Any:
+    """A field's value as the Python value it holds, by its kind (anything else goes on to Config's message)."""
+    if value is None or f.kind in ("choice", "ints"):  # ints: text or a list, read by Config (option_values)
+        return value
+    if f.kind == "flag":
+        return _boolean(value)
+    if f.kind == "number":
+        return _number(value)
+    return _integer(value)
 
 
 def height_of(value: Any) -> int:

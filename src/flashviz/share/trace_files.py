@@ -22,15 +22,17 @@ EXPECTED = f"a trace file is one JSON document of schema {SCHEMA} (`flashviz tra
 
 
 def read_trace_file(path: str | Path, flag: str = "--trace") -> tuple[dict[str, Any], bytes]:
-    """(the checked trace, its JSON bytes as read) from `path`; a ConfigError naming `flag` otherwise."""
+    """(the checked trace, made whole; its JSON bytes as the page reads them) from `path`; a ConfigError naming
+    `flag` otherwise. A file's drawn inputs are drawn again and its deflated arrays inflated (flashviz.tracing.store)
+    before the page gets it; a kernel trace is made into the viewer's Trace."""
     data = _read(Path(path), flag)
     doc, made = _checked(data, shown(str(path)), flag)
-    return doc, data if made is None else made  # a kernel trace: the viewer's Trace made of it is what is shown
+    return doc, data if made is None else made
 
 
 def check_trace_bytes(data: bytes, where: str, flag: str) -> dict[str, Any]:
-    """The checked trace of `data`; a kernel trace (`flashviz trace --kernel -o`) is made into the viewer's Trace
-    first (flashviz.yourkernel.viewer)."""
+    """The checked trace of `data`, made whole (flashviz.tracing.store); a kernel trace (`flashviz trace --kernel -o`)
+    is made into the viewer's Trace first (flashviz.yourkernel.viewer)."""
     return _checked(data, where, flag)[0]
 
 
@@ -50,6 +52,11 @@ def _checked(data: bytes, where: str, flag: str) -> tuple[dict[str, Any], bytes 
     if isinstance(doc, dict) and doc.get("schema") == KERNEL_SCHEMA:
         doc, made = _from_kernel(doc, where, flag)
     check_trace(doc, where, flag)
+    from flashviz.tracing.codec import is_packed, restore
+
+    if is_packed(doc):  # a trace file: its drawn inputs drawn again, its arrays inflated, as the page reads them
+        restore(doc, where, flag)
+        made = orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
     return doc, made
 
 
@@ -99,14 +106,14 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
     wrong = problem(doc) or shape_problem(doc) or reference_problem(doc)
     if wrong is not None:
         raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
-    check_compact(doc, where, flag)
+    check_compact(doc, where, flag, own=False)  # the references, each array's own parts judged above
 
 
-def check_compact(doc: dict[str, Any], where: str, flag: str, refs: bool = True) -> None:
+def check_compact(doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True) -> None:
     """The compact arrays' dtypes, shapes, bytes and (`refs`) references (flashviz.tracing.codec)."""
     from flashviz.tracing.codec import check_arrays
 
-    check_arrays(doc, where, flag, refs)
+    check_arrays(doc, where, flag, refs, own)
 
 
 def _read(path: Path, flag: str) -> bytes:

@@ -19,7 +19,9 @@ except ImportError as exc:  # the optional extra
     raise ImportError(f"flashviz.show needs anywidget: pip install 'flashviz[notebook]' ({exc})") from None
 
 from flashviz.algos import BASELINE  # a user's kernel is drawn in its picture (flashviz.yourkernel.viewer)
+from flashviz.model import fields
 from flashviz.model.config import Config, ConfigError
+from flashviz.model.echo import cut
 from flashviz.share.page import PLACEHOLDER, Documents, template
 
 if TYPE_CHECKING:
@@ -118,7 +120,7 @@ class Viewer(anywidget.AnyWidget):
             import logging
 
             logging.getLogger("flashviz.share.widget").exception("flashviz widget: %s", exc)
-            self.send({**reply, "ok": False, "detail": f"internal error ({type(exc).__name__}): {exc}"[:200]})
+            self.send({**reply, "ok": False, "detail": cut(f"internal error ({type(exc).__name__}): {exc}", 200)})
             return
         self.send({**reply, "ok": True}, [data])
 
@@ -181,9 +183,8 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
     return Documents(origin=ORIGIN, limits=limits_document(default=config["algo"]), traces=[(config, data)], host=True)
 
 
-# the page's ConfigParams (web/src/state.ts), and the options of real models (Config.OPTIONS)
-CONFIG_KEYS = ("algo", "n", "d", "br", "bc", "seed", "scale", "causal", "group", "nk", "window", "softcap", "seqlens",
-               "seqlens_k")  # fmt: skip
+# the page's ConfigParams (web/src/state.ts): the launch fields at "api" but the block, which the page picks
+CONFIG_KEYS = tuple(f.name for f in fields.at("api") if f.kind != "pick")
 
 
 def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algorithm, Config]:
@@ -199,18 +200,8 @@ def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algori
     if unknown:
         raise ConfigError("config", f"unknown key {shown_key(unknown[0])}; accepted: {', '.join(CONFIG_KEYS)}")
     algo = params.get("algo")
-    return launch(
-        algo=DEFAULT if algo is None or (isinstance(algo, str) and not algo) else algo,
-        **{k: params[k] for k in ("n", "d", "br", "bc", "seed", "scale") if k in params},
-        causal=params.get("causal", False),
-        block=block,
-        api=api,
-        **{
-            k: params[k]
-            for k in ("group", "nk", "window", "softcap", "seqlens", "seqlens_k")
-            if params.get(k) is not None
-        },
-    )
+    algo = DEFAULT if algo is None or (isinstance(algo, str) and not algo) else algo
+    return launch({**params, "algo": algo, "block": block}, api=api)
 
 
 def shown_key(key: Any) -> str:

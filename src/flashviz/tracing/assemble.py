@@ -1,23 +1,47 @@
-"""The assembly of an algorithm's picture (its `picture.py`, `flashviz.algos.picture`) with one run into the trace's
-picture keys (docs/trace-schema.md): each step's kernel, blockIdx.x, tile held, veil, action and carries note, the
-transfers' SRAM ends, the causal tiling, every write per phase, the picks' idle phases. Machinery: it reads an
-algorithm's declarations through the registry and never names one.
+"""A run made into a Trace (docs/trace-schema.md): `assemble(run, picture, words)`, pure. It puts the algorithm's
+picture (its `picture.py`, `flashviz.algos.picture`) and its words (its `words.py`, `flashviz.algos.words`) together
+with one run (`Run`, from `flashviz.tracing.build`): each recorded step becomes a frozen `Step` (its tile held, veil,
+words, carries note, the transfers' SRAM ends), and the trace's picture keys, the causal tiling, every write per
+phase and the picks' idle phases follow. Nothing it is given is changed. Machinery: it reads an algorithm's
+declarations through the objects it is given and never names one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from flashviz.algos.picture import Kernel, Op, Picker, Rich, Texts, locator
+from flashviz.algos.picture import Kernel, Op, Picker, Place, Rich, Texts, moved, rows_text
+from flashviz.engine.steps import Step
+from flashviz.model import kernels as kernel_files
 from flashviz.model.pairs import tiling_of
+from flashviz.model.units import FLOAT_BYTES
+from flashviz.tracing import flops as flop_view
+from flashviz.tracing import hardware as hardware_view
+from flashviz.tracing.trace import Trace
 
 if TYPE_CHECKING:
-    from flashviz.algos.base import Picture
-    from flashviz.engine.steps import Step
+    from flashviz.algos.base import Algorithm, Picture, Words
+    from flashviz.engine.recorder import Recorder
+    from flashviz.engine.steps import Record
     from flashviz.model.config import Config
+
+
+@dataclass(frozen=True)
+class Run:
+    """One launch run by the engine and checked (`flashviz.tracing.build`): what `assemble` makes a Trace of."""
+
+    algo: Algorithm
+    cfg: Config
+    inputs: dict[str, np.ndarray]  # what HBM held: the inputs drawn or given, stored as the kernel's dtype
+    given: bool  # whether inputs were given (a file), else drawn from cfg.seed
+    drawn: list[str]  # the inputs drawn from cfg.seed (e.g. dO when a file held only Q, K, V)
+    recorder: Recorder  # the engine's launch: HBM, the recorded steps' records, the counters per phase
+    reference: dict[str, Any]  # the outputs against float64 (model.reference.check)
+    model: dict[str, dict[str, int]]  # the closed-form traffic the engine's counters are held to
 
 
 def dims_value(cfg: Config, dims: Sequence[str]) -> list[int]:
@@ -87,64 +111,93 @@ def idle_ranges(phases: Sequence[int], last: int) -> list[list[int]]:
     return out
 
 
-def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], order: Sequence[str]) -> dict[str, Any]:
-    """Fill each step's picture fields (kernel, block, tile, veil, action, carries_note, the transfers' buffers) and
-    return the trace's top-level picture keys. `order`: the tensors in HBM, each of which the picture must describe."""
-    where = locator(module.KERNELS, module.PICKER)
-    layout = layout_of(cfg)
-    rows_of = {"q": "Nq", "kv": "Nk", "none": "N"} if layout is not None else {}  # Q of G heads, K of Nk keys
-    kernels: dict[str, Kernel] = {k.name: k for k in module.KERNELS}
-    ops: Mapping[str, Op] = module.OPS
-    missing = [name for name in order if name not in texts.tensors]
-    if missing:
-        raise ValueError(f"picture: no entry for the HBM tensors {missing}")
+def steps_of(
+    cfg: Config, picture: Picture, words: Words, texts: Texts, records: Sequence[Record]
+) -> tuple[list[Step], list[Rich], list[list[dict[str, Any]]]]:
+    """The trace's frozen steps of the engine's records, with the carries notes and veils they index. Each step's
+    words are said here, once, from its record and the SRAM its unit holds at it (buffer -> contents: the unit's
+    latest snapshots, this step's included)."""
+    units: dict[str, str] = {k.name: k.scope for k in picture.KERNELS}
+    ops: Mapping[str, Op] = picture.OPS
     notes: list[Rich] = []
     note_index: dict[str, int] = {}
-    state: dict[str, np.ndarray] = {}
     veils: list[list[dict[str, Any]]] = []
     veil_index: dict[str, int] = {}
+    veiled = cfg.masks_tiles or layout_of(cfg) is not None  # a band, or segments whose other keys are veiled
+    # the labels and parts: the words' own, or at this launch where they depend on it (fa2-triton's soft-capping)
+    at_launch = getattr(words, "of_launch", None)
+    labels, named_parts = at_launch(cfg) if at_launch is not None else (words.LABELS, words.PARTS)
+    state: dict[str, np.ndarray] = {}
     unit: tuple[str, int] | None = None
     held: int | None = None
-    for s in steps:
-        kernel, block, _ = where(s.op, s.indices)
-        s.kernel, s.block = kernel, block
-        here = (kernels[kernel].scope, block)
+    out: list[Step] = []
+    for r in records:
+        here = (units[r.kernel], r.block)
         if here != unit:
-            unit, held = here, None
-            state = {}
-        state.update(s.sram)
-        if s.j is not None:
-            held = s.j
-        s.tile = held
-        op = ops[s.op]
-        for t in s.transfers:
-            move = op.moves.get(t.tensor)
-            if move is None:
-                raise ValueError(f"picture: op {s.op} moves {t.tensor} but declares no Move for it")
-            t.buffers = list(move.buffers)
-            if t.kind == "write":
-                t.source = move.source or ({"buffer": move.buffers[0]} if move.buffers else None)
-                t.note = move.note
-        s.action = texts.action(s)
-        note = texts.carries_note(s, state)
-        if note is None:
-            s.carries_note = None
-        else:
-            sig = repr(note)
+            unit, held, state = here, None, {}
+        state.update(r.sram)
+        if r.j is not None:
+            held = r.j
+        said = words.say(cfg, r, state)
+        note = None
+        if said.carries_note is not None:
+            sig = repr(said.carries_note)
             if sig not in note_index:
                 note_index[sig] = len(notes)
-                notes.append(note)
-            s.carries_note = note_index[sig]
-        v = texts.veil(s) if cfg.masks_tiles or layout is not None else None
+                notes.append(said.carries_note)
+            note = note_index[sig]
+        veil = None
+        v = texts.veil(Place(r.kernel, r.block, held)) if veiled else None
         if v:
             sig = repr(v)
             if sig not in veil_index:
                 veil_index[sig] = len(veils)
                 veils.append(v)
-            s.veil = veil_index[sig]
-        else:
-            s.veil = None
+            veil = veil_index[sig]
+        math, tex = labels[r.op]
+        parts = None
+        if r.parts is not None:
+            named = named_parts[r.op]
+            parts = [
+                {"name": name, "math": m, "tex": t, "values": dict(v)}
+                for (name, m, t), v in zip(named, r.parts, strict=True)
+            ]
+        out.append(
+            Step(
+                index=r.index,
+                block=r.block,
+                j=r.j,
+                phase=r.phase,
+                indices=dict(r.indices),
+                op=r.op,
+                math=math,
+                tex=tex,
+                code=r.code,
+                lines=r.lines,
+                transfers=tuple(moved(t, ops, r.op) for t in r.transfers),
+                sram=r.sram,
+                carries=r.carries,
+                substeps=parts,
+                text=said.text,
+                kernel=r.kernel,
+                tile=held,
+                veil=veil,
+                action=said.action,
+                carries_note=note,
+                mma=r.mma,
+                schedule=r.schedule,
+            )
+        )
+    return out, notes, veils
+
+
+def picture_keys(cfg: Config, module: Picture, texts: Texts) -> dict[str, Any]:
+    """The trace's top-level picture keys: kernels, picker, tensors (as drawn), buffers, ops and the rest."""
+    kernels: dict[str, Kernel] = {k.name: k for k in module.KERNELS}
+    ops: Mapping[str, Op] = module.OPS
     picker: Picker = module.PICKER
+    layout = layout_of(cfg)
+    rows_of = {"q": "Nq", "kv": "Nk", "none": "N"} if layout is not None else {}  # Q of G heads, K of Nk keys
     return {
         "kernels": {
             k.name: {
@@ -213,13 +266,105 @@ def assemble(cfg: Config, module: Picture, texts: Texts, steps: list[Step], orde
             }
             for name, op in ops.items()
         },
-        "carries": {**texts.carries, "notes": notes},
+        "carries": dict(texts.carries),
         "substeps_note": texts.substeps_note,
         "counting": list(texts.counting),
         "tiling": tiling_of(cfg) if texts.tiling is None else dict(texts.tiling),
-        "veils": veils,
         "layout": layout,
         "options": None if texts.options is None else dict(texts.options),
         "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
         "schedule": None if texts.schedule is None else dict(texts.schedule),
     }
+
+
+def assemble(run: Run, picture: Picture, words: Words) -> Trace:
+    """The Trace of a run: its record, checks and counters, its steps made frozen and said, and its picture.
+    `picture` and `words` are the algorithm's (`run.algo.picture`, `run.algo.words`); nothing of `run` is changed."""
+    algo, cfg, rec = run.algo, run.cfg, run.recorder
+    hbm = rec.hbm
+    order = tuple(hbm.tensors)
+    texts = picture.picture(cfg)
+    missing = [name for name in order if name not in texts.tensors]
+    if missing:
+        raise ValueError(f"picture: no entry for the HBM tensors {missing}")
+    steps, notes, veils = steps_of(cfg, picture, words, texts, rec.steps)
+    pic = picture_keys(cfg, picture, texts)
+    recorded = set(algo.recorded_blocks(cfg))
+    main = next(k for k in picture.KERNELS if k.name == picture.PICKER.kernels[0])  # the picker's kernel
+    along = "keys" if picture.PICKER.letter == "j" else "rows"
+    blocks = []
+    for k, b in enumerate(algo.engine.trace_blocks(cfg, recorded)):
+        its_phases = rec.block_phases.get(k, 0)
+        blocks.append(
+            {
+                "block": 0 if main.letter is None else k,  # blockIdx.x: 0 where one block per head visits them all
+                **b,
+                "phases": its_phases,
+                "idle": idle_ranges(rec.pick_phases.get(k, []), its_phases - 1),
+                "label": b.get("label") or f"{k} \u00b7 {along} {rows_text(*b['rows'])}",
+            }
+        )
+    phases = rec.phases(order)
+    fill_writes(picture, phases)
+    drawn_as = pic.pop("tensors")
+    tensors = {
+        name: {
+            "shape": [int(s) for s in hbm.shapes[name]],
+            "dtype": "float32" if algo.bytes_of(name) == FLOAT_BYTES else algo.dtype,
+            "element_bytes": algo.bytes_of(name),
+            "role": algo.tensors[name],
+            **drawn_as[name],
+        }
+        for name in order
+    }
+    assert rec.sram_footprint is not None, "every engine declares its SRAM"
+    counters = hbm.counters()
+    pic["carries"] = {**pic["carries"], "notes": notes}
+    held_to: dict[str, Any] = {**run.model, "matches": counters == run.model}
+    return Trace(
+        config={
+            "algo": cfg.algo,
+            "n": cfg.n,
+            "d": cfg.d,
+            "br": cfg.br,
+            "bc": cfg.bc,
+            "scale": cfg.softmax_scale,
+            "seed": cfg.seed if run.drawn else None,
+            "causal": cfg.causal,
+            "inputs": "file" if run.given else "random",
+            "random_inputs": run.drawn,
+            "tr": cfg.tr,
+            "tc": cfg.tc,
+            "dtype": algo.dtype,
+            "element_bytes": algo.element_bytes,
+            "recorded_blocks": sorted(recorded),
+            # the options of real models (docs/trace-schema.md: plain attention has group 1, nk = n, no window)
+            "group": cfg.group,
+            "nk": cfg.kv_n,
+            "window": list(cfg.window),
+            "softcap": cfg.softcap,
+            "seqlens": None if cfg.seqlens is None else list(cfg.seqlens),
+            "seqlens_k": None if cfg.seqlens_k is None else list(cfg.seqlens_k),
+            **({} if texts.launch is None else {"launch": dict(texts.launch)}),
+        },
+        kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernel_files.source(algo.kernel)},
+        idea=algo.idea.to_dict(),
+        inputs={k: run.inputs[k] for k in algo.inputs},
+        outputs={name: hbm.value(name) for name in algo.outputs},
+        reference={**run.reference, "headline": list(texts.headline), "against": texts.against},
+        hbm=counters,
+        model=held_to,
+        flops=flop_view.of_launch(algo, cfg, rec.flops_counted()),
+        hardware=hardware_view.of_launch(algo, cfg, None if texts.tensor_cores is None else dict(texts.tensor_cores)),
+        sram=rec.sram_footprint,
+        tensors=tensors,
+        blocks=blocks,  # the picks (docs/trace-schema.md): blockIdx.x of the picker's kernel, or fa1's blocks of Q
+        phases=phases,
+        steps=steps,
+        title=algo.title,
+        tagline=texts.tagline,
+        veils=veils,
+        # a run over several devices: the closed form's part (texts) and the run's (the engine's counters, carries)
+        devices=None if rec.devices is None else {**(texts.devices or {}), **rec.devices},
+        **pic,
+    )

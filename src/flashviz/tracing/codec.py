@@ -18,12 +18,15 @@ import base64
 import binascii
 import hashlib
 import math
+import re
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from flashviz.model.config import ConfigError
+from flashviz.model.echo import cut
 
 # dtype name -> (NumPy dtype of the stored bytes, bytes per element)
 DTYPES: dict[str, tuple[str, int]] = {
@@ -36,7 +39,15 @@ MAX_ELEMENTS = 2**28
 
 
 def is_compact(x: Any) -> bool:
-    return isinstance(x, dict) and "shape" in x and ("base64" in x or "ref" in x)
+    return isinstance(x, dict) and "shape" in x and ("base64" in x or "ref" in x or "base85" in x)
+
+
+def stored_bytes(x: dict[str, Any]) -> bytes:
+    """The bytes of one stored array's values (little-endian, C order): its base64, or in a trace file its base85,
+    undone, and its compression (flashviz.tracing.store) undone. The array must have passed `check_arrays`."""
+    if "base85" in x:
+        return unpacked(x)
+    return base64.b64decode(x["base64"])
 
 
 def encode_array(a: np.ndarray) -> dict[str, Any]:
@@ -54,9 +65,10 @@ def encode_array(a: np.ndarray) -> dict[str, Any]:
 
 
 def decode_array(x: dict[str, Any]) -> np.ndarray:
-    """The values of one stored (not referenced) compact array; bfloat16 comes back as float32."""
+    """The values of one stored (not referenced) compact array, deflated or not (a trace file's:
+    flashviz.tracing.store); bfloat16 comes back as float32."""
     kind, _ = DTYPES[x["dtype"]]
-    raw = np.frombuffer(base64.b64decode(x["base64"]), dtype=kind)
+    raw = np.frombuffer(stored_bytes(x), dtype=kind)
     if x["dtype"] == "bfloat16":
         raw = (raw.astype("<u4") << 16).view("<f4")
     return raw.reshape(x["shape"])
@@ -142,7 +154,10 @@ def _tiles(inputs: dict[str, Any], path: str, steps: list[Any] | None) -> dict[s
 
 def decode_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """Replace, in place, every compact array by its values (NumPy; bfloat16 as float32). The document must have
-    passed `check_arrays`."""
+    passed `check_arrays`. A trace file's drawn inputs are drawn again first (flashviz.tracing.store.restore: a
+    ConfigError when one is not the file's)."""
+    if is_packed(doc):
+        restore(doc, "the trace", "trace")
     done: dict[str, np.ndarray] = {}
     for path, group in _groups(doc):
         for key, v in list(group.items()):
@@ -160,24 +175,34 @@ def _values(x: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
     return a
 
 
-def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True) -> None:
+def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True) -> None:
     """Every compact array of the document is whole: a known dtype, a shape of non-negative integers, as many bytes
     as the shape needs, a reference to an array before it (rows within it, the shape it says). One ConfigError
     naming the first array that is not. `refs=False` judges each array on its own (its references are not
     followed): what tracefile asks before the file's structure is checked, so that a missing `inputs` is named as
-    such rather than as the reference into it."""
+    such rather than as the reference into it. `own=False` follows the references and takes each stored array's own
+    dtype, shape and bytes as judged already (by a call with `refs=False`: a trace file's arrays are inflated to be
+    judged, once is enough)."""
     shapes: dict[str, list[int]] = {}
     for path, group in _groups(doc):
         for key, v in group.items():
-            if not isinstance(v, dict) or not {"dtype", "shape", "base64", "ref"} & v.keys():
+            if not isinstance(v, dict) or not {"dtype", "shape", "base64", "ref", "drawn"} & v.keys():
                 continue  # a plain array (nested lists) or something else: the file's structure check judges it
             here = f"{path}/{key}"
             if not refs and "ref" in v:
                 continue
+            if "drawn" in v and path != "inputs":
+                raise ConfigError(flag, f"{where}: array {here} is drawn, which only an input may be {SEE}")
+            if not own and "ref" not in v:
+                shapes[here] = v["shape"]
+                continue
             problem = _problem(v, shapes)
             if problem is not None:
-                raise ConfigError(flag, f"{where}: array {here} {problem} (docs/trace-schema.md, compact arrays)")
+                raise ConfigError(flag, f"{where}: array {here} {problem} {SEE}")
             shapes[here] = v["shape"]
+
+
+SEE = "(docs/trace-schema.md, compact arrays)"
 
 
 def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
@@ -208,6 +233,8 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
         if target != shape:
             return f"has shape {shape} but its reference {ref} holds {target}"
         return None
+    if "drawn" in v or "base85" in v or "compression" in v:  # a trace file's (flashviz.tracing.store)
+        return file_problem(v, math.prod(shape) * DTYPES[dtype][1])
     text = v.get("base64")
     if not isinstance(text, str):
         return "has no base64 string"
@@ -222,8 +249,7 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
 
 
 def _said(x: Any) -> str:
-    s = repr(x)
-    return s if len(s) <= 40 else s[:39] + "…"
+    return cut(repr(x))
 
 
 def honest(a: Any) -> Any:
@@ -328,3 +354,191 @@ def skeleton(doc: dict[str, Any]) -> dict[str, Any]:
                 subs.append(sub)
             s["substeps"] = subs
     return out
+
+
+# ---- trace files (flashviz.tracing.store writes them): reading their arrays, and restoring a file ----
+
+SHUFFLE_DEFLATE = "shuffle-deflate"
+DIGEST = re.compile(r"[0-9a-f]{32}")
+
+
+# base85 as Python's base64.b85encode writes it (RFC 1924's alphabet; each 4 bytes, big-endian, as 5 digits; the last
+# group padded with zero bytes, whose digits are dropped), in NumPy: the standard library's runs in Python, 2 s a
+# 10 MB file here
+B85 = np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~", np.uint8)
+B85_VALUE = np.full(256, 255, np.uint8)
+B85_VALUE[B85] = np.arange(85, dtype=np.uint8)
+
+
+def b85encode(data: bytes) -> str:
+    """base64.b85encode(data).decode(), fast."""
+    pad = -len(data) % 4
+    words = np.frombuffer(data + bytes(pad), ">u4").astype(np.uint32)  # (groups,)
+    digits = np.empty((words.size, 5), np.uint8)  # (groups, 5), the most significant first
+    for k in range(4, -1, -1):
+        words, digit = np.divmod(words, np.uint32(85))
+        digits[:, k] = digit
+    text = B85[digits].tobytes()
+    return (text[: len(text) - pad] if pad else text).decode("ascii")
+
+
+def b85decode(text: str) -> bytes:
+    """base64.b85decode(text), fast; ValueError for a character outside the alphabet or a group past 2^32 - 1."""
+    raw = text.encode("ascii")
+    pad = -len(raw) % 5
+    values = B85_VALUE[np.frombuffer(raw + b"~" * pad, np.uint8)]
+    if (values == 255).any():
+        raise ValueError("a character outside base85's alphabet")
+    groups = values.reshape(-1, 5)
+    words = groups[:, 0].astype(np.uint64)  # (groups,)
+    for k in range(1, 5):
+        words = words * np.uint64(85) + groups[:, k]
+    if (words > 0xFFFFFFFF).any():
+        raise ValueError("a base85 group past 2^32 - 1")
+    out = words.astype(">u4").tobytes()
+    return out[: len(out) - pad] if pad else out
+
+
+def digest(a: np.ndarray) -> str:
+    """The digest a drawn input carries: BLAKE2b (16 bytes, hex) of its values as little-endian float32, C order."""
+    return hashlib.blake2b(np.ascontiguousarray(a, dtype="<f4").tobytes(), digest_size=16).hexdigest()
+
+
+def shuffled(raw: bytes, width: int) -> bytes:
+    """Byte 0 of every element, then byte 1 of every element, ... (elements of `width` bytes)."""
+    return np.ascontiguousarray(np.frombuffer(raw, np.uint8).reshape(-1, width).T).tobytes()
+
+
+def unshuffled(data: bytes, width: int) -> bytes:
+    return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(width, -1).T).tobytes()
+
+
+def unpacked(v: dict[str, Any]) -> bytes:
+    """The bytes of a file's stored array (base85 or base64, shuffled and deflated or not). It must have passed
+    `file_problem` (trace_codec.check_arrays)."""
+    data = b85decode(v["base85"]) if "base85" in v else base64.b64decode(v["base64"])
+    if v.get("compression") == SHUFFLE_DEFLATE:
+        width = DTYPES[v["dtype"]][1]
+        need = int(np.prod(v["shape"])) * width
+        data = unshuffled(_inflated(data, need) or b"", width)
+    return data
+
+
+def _inflated(data: bytes, need: int) -> bytes | None:
+    """At most need + 1 bytes of the zlib stream `data` (a file cannot make this allocate more than its shape says);
+    None when it is not one."""
+    try:
+        z = zlib.decompressobj()
+        out = z.decompress(data, need + 1)
+    except zlib.error:
+        return None
+    return out if z.eof or len(out) > need else None
+
+
+def file_problem(v: dict[str, Any], need: int) -> str | None:
+    """What is wrong with an array only a trace file holds (drawn, base85, compressed), `need` the bytes its dtype and
+    shape take; None when it is whole."""
+    if "drawn" in v:
+        return _drawn_problem(v)
+    compression = v.get("compression")
+    if compression not in (None, SHUFFLE_DEFLATE):
+        return f"has compression {cut(str(compression))!r}; expected {SHUFFLE_DEFLATE} (or none)"
+    if "base85" in v:
+        if "base64" in v:
+            return "holds both base64 and base85"
+        if not isinstance(v["base85"], str):
+            return "has a base85 that is not a string"
+        try:
+            data = b85decode(v["base85"])
+        except (ValueError, UnicodeEncodeError):
+            return "holds base85 that does not decode"
+    else:
+        if not isinstance(v.get("base64"), str):
+            return "has no base64 or base85 string"
+        try:
+            data = base64.b64decode(v["base64"], validate=True)
+        except (binascii.Error, ValueError):
+            return "holds base64 that does not decode"
+    if compression is None:
+        return None if len(data) == need else f"holds {len(data):,} bytes; its shape and dtype need {need:,}"
+    out = _inflated(data, need)
+    if out is None:
+        return "holds bytes that do not inflate (not a zlib stream)"
+    if len(out) != need:
+        return f"inflates to {len(out):,}{'+' if len(out) > need else ''} bytes; its shape and dtype need {need:,}"
+    return None
+
+
+def _drawn_problem(v: dict[str, Any]) -> str | None:
+    drawn = v.get("drawn")
+    if "base64" in v or "base85" in v or "ref" in v:
+        return "is drawn and stored at once (a drawn input holds no values)"
+    if not isinstance(drawn, dict) or set(drawn) != {"seed", "blake2b"}:
+        return 'has drawn that is not {"seed", "blake2b"}'
+    if type(drawn["seed"]) is not int or drawn["seed"] < 0:
+        return f"has drawn.seed {cut(str(drawn['seed']))!r}; expected an integer >= 0"
+    if not isinstance(drawn["blake2b"], str) or not DIGEST.fullmatch(drawn["blake2b"]):
+        return "has drawn.blake2b that is not 32 hex digits"
+    if v.get("dtype") not in ("float32", "bfloat16"):
+        return f"has dtype {cut(str(v.get('dtype')))!r}; a drawn input is float32 or bfloat16"
+    return None
+
+
+def is_packed(doc: Any) -> bool:
+    """Whether a document holds anything only a trace file holds (a drawn input, base85, compression)."""
+    if not isinstance(doc, dict):
+        return False
+    keys = ("drawn", "base85", "compression")
+    return any(isinstance(v, dict) and any(k in v for k in keys) for _, g in _groups(doc) for v in g.values())
+
+
+def _option_rows(cfg: dict[str, Any], name: str, plain: int) -> int:
+    """A config's `group` or `nk` (the options of real models) where it is an integer within its field's bounds
+    (flashviz.model.fields), else `plain`: a drawn input of other rows then fails its digest, in one line."""
+    from flashviz.model.fields import BY_NAME
+
+    value = cfg.get(name)
+    lo, hi = BY_NAME[name].bounds_at("engine")
+    ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    return value if ok else plain  # type: ignore[return-value]
+
+
+def restore(doc: dict[str, Any], where: str, flag: str) -> None:
+    """Make a file's document whole, in place: each drawn input drawn again from its seed and checked against its
+    digest, each array stored as the server sends it (plain base64). The document must have passed
+    trace_codec.check_arrays and, for drawn inputs, have a config with integers n, d, seed (tracefile's checks). One
+    ConfigError naming the input otherwise."""
+    from flashviz.model.inputs import random_inputs
+    from flashviz.model.precision import stored
+
+    held = doc.get("inputs")
+    inputs: dict[str, Any] = held if isinstance(held, dict) else {}
+    drawn = {k: v for k, v in inputs.items() if isinstance(v, dict) and "drawn" in v}
+    if drawn:
+        cfg = doc.get("config") or {}
+        seed = cfg["seed"] if isinstance(cfg.get("seed"), int) else -1  # -1: no seed, so no drawn input is its
+        for name, v in drawn.items():
+            if v["drawn"]["seed"] != seed:
+                said = f"inputs/{name} was drawn from seed {v['drawn']['seed']}, but config.seed is {cfg.get('seed')!r}"
+                raise ConfigError(flag, f"{where}: {said}")
+        # the rows of each input where the launch ran the options of real models (Config.input_rows: Q of a group
+        # of q heads, K and V of Nk keys); a plain launch's are N
+        heads, nk = _option_rows(cfg, "group", 1), _option_rows(cfg, "nk", cfg["n"])
+        rows = {"Q": heads * cfg["n"], "K": nk, "V": nk, "dO": heads * cfg["n"]}
+        again = random_inputs(cfg["n"], cfg["d"], seed, tuple(inputs), rows)  # the algorithm's inputs, in its order
+        for name, v in drawn.items():
+            a = stored(again[name], cfg.get("dtype") or "float32")
+            if list(a.shape) != v["shape"]:
+                raise ConfigError(flag, f"{where}: inputs/{name} has shape {v['shape']}, but N x D is {list(a.shape)}")
+            if digest(a) != v["drawn"]["blake2b"]:
+                raise ConfigError(
+                    flag,
+                    f"{where}: inputs/{name} drawn again from seed {seed} is not the one the file was made with (its "
+                    "digest differs: this NumPy draws other numbers); write the trace again here, or with --plain, "
+                    "which stores its inputs",
+                )
+            inputs[name] = encode_array(a)
+    for _, group in _groups(doc):
+        for key, v in group.items():
+            if isinstance(v, dict) and ("base85" in v or "compression" in v):
+                group[key] = encode_array(decode_array(v))

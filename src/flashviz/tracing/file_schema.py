@@ -62,7 +62,24 @@ class EncodedArray(Model):
     base64: StrictStr
 
 
-Array = list[Any] | EncodedArray
+class FileArray(Model):
+    """An array as a trace file stores it (flashviz.tracing.store: base85, perhaps shuffled and deflated)."""
+
+    dtype: StrictStr
+    shape: list[Annotated[StrictInt, Field(ge=0)]]
+    base85: StrictStr
+
+
+class DrawnArray(Model):
+    """A trace file's input drawn from its seed (flashviz.tracing.store): drawn again and checked where it is read."""
+
+    dtype: StrictStr
+    shape: list[Annotated[StrictInt, Field(ge=0)]]
+    drawn: Open
+
+
+Array = list[Any] | EncodedArray | FileArray
+InputArray = list[Any] | EncodedArray | FileArray | DrawnArray
 
 
 class Kernel(Model):
@@ -107,7 +124,7 @@ class TraceFile(Model):
     buffers: dict[StrictStr, Open]
     picture: Picture
     ops: Annotated[dict[StrictStr, Open], Field(min_length=1)]
-    inputs: Annotated[dict[StrictStr, Array], Field(min_length=1)]
+    inputs: Annotated[dict[StrictStr, InputArray], Field(min_length=1)]
     outputs: Annotated[dict[StrictStr, Array], Field(min_length=1)]
     steps: Annotated[list[Step], Field(min_length=1)]
     blocks: Annotated[list[Block], Field(min_length=1)]
@@ -138,8 +155,9 @@ ACCEPTS = {
     "picture": "an object {sram_rows: [[buffer, ...], ...]}",
     "picker": "an object {kernels, index, label, ...}",
     "kernel": "an object {file, name, source}",
-    "inputs": "an object of arrays (nested lists, or {dtype, shape, base64} objects)",
-    "outputs": "an object of arrays (nested lists, or {dtype, shape, base64} objects)",
+    "inputs": "an object of arrays (nested lists, {dtype, shape, base64}, {dtype, shape, base85} or {dtype, shape, "
+    "drawn} objects)",
+    "outputs": "an object of arrays (nested lists, {dtype, shape, base64} or {dtype, shape, base85} objects)",
 }
 for _k in ("kernels", "tensors", "ops"):
     ACCEPTS[_k] = "an object of at least one entry (name → object)"

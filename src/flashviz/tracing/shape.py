@@ -11,6 +11,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from flashviz.model.echo import cut
 from flashviz.tracing.file_schema import kind_of
 
 MAX_SAFE = 2**53 - 1
@@ -140,7 +141,7 @@ def _walk(v: Any, shape: Any, at: str, defs: dict[str, Any]) -> str | None:
 
 
 def _name(key: str) -> str:
-    return key if len(key) <= 40 else key[:39] + "…"
+    return cut(key)
 
 
 def reference_problem(doc: dict[str, Any]) -> str | None:

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from flashviz.engine.steps import Step, Transfer
+from flashviz.model.echo import cut
 from flashviz.tracing.codec import honest as _honest
 
-SCHEMA = "flashviz.trace/3"
+SCHEMA = "flashviz.trace/4"
 
 
 class SchemaError(ValueError):
@@ -21,7 +22,7 @@ def check_schema(doc: dict[str, Any]) -> None:
     """Refuse a trace of another version, naming both: there is no compatibility path for older traces."""
     found = doc.get("schema") if isinstance(doc, dict) else None
     if found != SCHEMA:
-        shown = repr(found)[:40] if found is not None else "no schema key"
+        shown = cut(repr(found)) if found is not None else "no schema key"
         raise SchemaError(
             f"schema: this flashviz reads {SCHEMA} traces; this trace is {shown} "
             "(make it again with this version's `flashviz trace`)"
@@ -47,7 +48,8 @@ class Trace:
     steps: list[Step] = field(default_factory=list)
     hardware: dict[str, Any] | None = None  # the launch on the H200: grid, occupancy, waves, warps (flashviz.hardware)
     idea: dict[str, Any] = field(default_factory=dict)  # the algorithm's idea: {summary, body} (algos.Idea)
-    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, assembled by flashviz.algos.picture
+    # the picture (docs/trace-schema.md, /2): decided by the algorithm's picture.py, put together with the run and its
+    # words.py by flashviz.tracing.assemble
     title: str = ""
     tagline: str = ""
     kernels: dict[str, Any] = field(default_factory=dict)
@@ -68,15 +70,21 @@ class Trace:
     )
     options: dict[str, Any] | None = None  # the options of real models it runs, in words and numbers, else None
 
-    def to_json(self, indent: bool = False, compact: bool = False) -> bytes:
+    def to_json(self, indent: bool = False, compact: bool = False, file: bool = False) -> bytes:
         """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references
-        (flashviz.tracing.codec; what `flashviz trace` writes unless --plain, and what /api/trace sends)."""
+        (flashviz.tracing.codec; what /api/trace sends); with `file` too, as a trace file holds it
+        (flashviz.tracing.store:
+        the inputs drawn from its seed left out, the arrays deflated; what `flashviz trace` writes unless --plain)."""
         # here, not at the top: every algorithm's engine imports this module (through the registry), and the GPU
         # machine's image, which runs the benches, has no orjson
         import orjson
 
         option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
         doc = _compact(self) if compact else _plain(self)
+        if compact and file:
+            from flashviz.tracing.store import pack
+
+            pack(doc, self.config, self.inputs)
         return orjson.dumps(doc, option=option, default=_default)
 
 

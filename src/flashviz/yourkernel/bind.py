@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flashviz.model.config import ConfigError, shown
+from flashviz.model.echo import cut
 
 TENSORS = ("Q", "K", "V", "O", "L")
 SPELLINGS: dict[str, tuple[str, ...]] = {
@@ -156,7 +157,7 @@ def _conventional(fn_params: list[Param], renames: Mapping[str, str], kernel: st
 
 def _list(names: set[str]) -> str:
     text = ", ".join(sorted(names))
-    return text if len(text) <= 120 else text[:119] + "…"
+    return cut(text, 120)
 
 
 def _role_of(name: str) -> str | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from flashviz.model.config import ConfigError, shown
+from flashviz.model.echo import cut
 
 from . import source as sources
 
@@ -83,7 +84,7 @@ def _import(path: Path, where: str) -> Any:
         raise ConfigError("--kernel", f"{where} does not parse: {exc.msg} (line {exc.lineno})") from None
     except Exception as exc:
         sys.modules.pop(name, None)
-        text = " ".join(str(exc).split())[:120]
+        text = cut(" ".join(str(exc).split()), 120)
         raise ConfigError("--kernel", f"importing {where} raised {type(exc).__name__}: {text}") from None
     finally:
         if before is None:

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from flashviz.model.echo import cut
+
 from .memory import Memory
 from .source import Function, KernelSource, Loop
 
@@ -352,7 +354,7 @@ def raised(recorder: Recorder, exc: BaseException) -> Fault:
     while isinstance(root, InterpreterError) and root.__cause__ is not None:
         root = root.__cause__
     text = " ".join(str(root).split()) or type(root).__name__
-    text = text if len(text) <= 160 else text[:159] + "…"
+    text = cut(text, 160)
     prog = recorder.programs[-1] if recorder.programs else None
     line = prog.raised_at if prog is not None else None
     if prog is not None and line is None and prog.lines:

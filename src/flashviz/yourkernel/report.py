@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from flashviz.model.echo import cut
+
 from . import carries, steps, traffic, verdict
 from .run import Run
 
@@ -74,7 +76,7 @@ class KernelTrace:
 def _value(v: Any) -> Any:
     if hasattr(v, "shape") and hasattr(v, "dtype"):
         return f"tensor {tuple(v.shape)} {str(v.dtype).removeprefix('torch.')}"
-    return v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)[:60]
+    return v if isinstance(v, (bool, int, float, str)) or v is None else cut(repr(v), 60)
 
 
 def _array(a: np.ndarray) -> list:

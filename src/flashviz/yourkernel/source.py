@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from flashviz.model.echo import cut
+
 _BEGIN = re.compile(r"^\s*# step: (\w+)\s*$")
 _END = re.compile(r"^\s*# end step\s*$")
 STATEMENT_CHARS = 72  # a statement quoted in a one-line message is cut to about this many characters
@@ -71,7 +73,7 @@ class KernelSource:
         first, last = self.spans.get(line, (line, line))
         text = " ".join(" ".join(self.code.get(k, "") for k in range(first, last + 1)).split())
         text = re.sub(r"([(\[]) ", r"\1", re.sub(r" ([)\]])", r"\1", text))  # `f( a, b )` of a wrapped call
-        return text if len(text) <= STATEMENT_CHARS else text[: STATEMENT_CHARS - 1] + "…"
+        return cut(text, STATEMENT_CHARS)
 
     def statement_start(self, line: int) -> int:
         return self.spans.get(line, (line, line))[0]

@@ -1,4 +1,4 @@
-"""A traced user kernel (`flashviz.kernel-trace/1`) as the viewer's Trace (`flashviz.trace/3`), so that every view
+"""A traced user kernel (`flashviz.kernel-trace/1`) as the viewer's Trace (`flashviz.trace/4`), so that every view
 draws it unchanged: `flashviz view t.json`, `flashviz export page.html --trace t.json`, `flashviz.show(kernel=...)`.
 
 The picture is fa2's (`algos/fa2/picture.py`: the tensors Q, K, V, O, L, the tiles Qi, Kj, Vj, the carries mi, li, Oi,
@@ -218,7 +218,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
                 if t not in ("Q", "K", "V"):
                     continue
                 rows = (r0, r1) if t == "Q" else keys if keys is not None else (0, max(1, e["elements"] // d))
-                transfers.append(Transfer(t, "read", rows, (0, d), [TILE_OF[t]]))  # type: ignore[list-item]
+                transfers.append(Transfer(t, "read", rows, (0, d), (TILE_OF[t],)))  # type: ignore[arg-type]
                 size = br if t == "Q" else bc
                 sram[TILE_OF[t]] = _pad(arrays[t][rows[0] : rows[1]], size)  # type: ignore[index]
                 moved.append(f"{TILE_OF[t]} \u2190 {t}[{rows[0]}:{rows[1]}]")
@@ -227,11 +227,11 @@ def to_trace(doc: dict[str, Any]) -> Trace:
             for e in s["stores"]:
                 t = e["tensor"]
                 if t == "O":
-                    transfers.append(Transfer("O", "write", (r0, r1), (0, d), ["Oi"], {"buffer": "Oi"}))
+                    transfers.append(Transfer("O", "write", (r0, r1), (0, d), ("Oi",), {"buffer": "Oi"}))
                     sram["Oi"] = _pad(arrays["O"][r0:r1], br)
                     moved.append(f"O[{r0}:{r1}] \u2190 Oi")
                 elif t == "L" and has_l:
-                    transfers.append(Transfer("L", "write", (r0, r1), (0, 1), ["mi", "li"], {"carry": "L"}))
+                    transfers.append(Transfer("L", "write", (r0, r1), (0, 1), ("mi", "li"), {"carry": "L"}))
                     moved.append(f"L[{r0}:{r1}] \u2190 mi, li")
                     carries = _l_carries(arrays, ref_l, r0, r1, br, units["L"])
             if tile is not None and last_step_of_tile.get(s["tile"]) == k:
@@ -261,7 +261,7 @@ def to_trace(doc: dict[str, Any]) -> Trace:
                 tex=tex,
                 code=_code(s, text, header),
                 lines=(first, last),
-                transfers=transfers,
+                transfers=tuple(transfers),
                 sram=sram,
                 carries=carries,
                 substeps=None,

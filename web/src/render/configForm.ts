@@ -1,17 +1,18 @@
-// The config form: the algorithm, N, D, Br, Bc, seed, scale and causal, validated in place against /api/limits. A server 4xx
-// shows its `detail` here while the last good trace stays on screen; what the user typed stays too.
-import { type ConfigParams, DEFAULT_CONFIG, OPTION_FIELDS } from "../state";
-import type { AlgoInfo, Limits } from "../types";
-import { allows, configToRaw, FIELDS, type Field, validate } from "../validate";
+// The config form: the algorithm and the launch fields (N, D, Br, Bc, seed, scale, causal: /api/limits' `fields`, the
+// table flashviz.model.fields), validated in place against /api/limits. A field the page's HTML has no input for gets
+// one here. A server 4xx shows its `detail` here while the last good trace stays on screen; what the user typed stays
+// too.
+import { type ConfigParams, defaultsOf } from "../state";
+import type { AlgoInfo, LaunchField, Limits } from "../types";
+import { allows, configToRaw, FALLBACK_FIELDS, type Field, fieldsOf, flagFields, typedFields, validate } from "../validate";
 
 export class ConfigForm {
   private limits: Limits;
   private readonly inputs = new Map<Field, HTMLInputElement>();
   private readonly hints = new Map<Field, HTMLElement>();
-  private readonly causal: HTMLInputElement;
+  private readonly flags = new Map<Field, HTMLInputElement>();
   private readonly algo: HTMLSelectElement;
   private picked = ""; // the algorithm the fields were last filled or switched for
-  private options: { algo: string; values: Partial<ConfigParams> } | null = null; // the launch's options (see check)
 
   constructor(
     private readonly form: HTMLFormElement,
@@ -20,14 +21,6 @@ export class ConfigForm {
     private readonly onApply: (c: ConfigParams, note?: string) => void,
   ) {
     this.limits = limits;
-    for (const f of FIELDS) {
-      const input = form.querySelector<HTMLInputElement>(`[name="${f}"]`)!;
-      const hint = form.querySelector<HTMLElement>(`#cfg-${f}-err`)!;
-      this.inputs.set(f, input);
-      this.hints.set(f, hint);
-      input.addEventListener("input", () => this.check(false));
-    }
-    this.causal = form.querySelector<HTMLInputElement>('[name="causal"]')!;
     this.algo = form.querySelector<HTMLSelectElement>('[name="algo"]')!;
     // picking an algorithm runs it at once (with the numbers typed, if they are good)
     this.algo.addEventListener("change", () => {
@@ -50,7 +43,52 @@ export class ConfigForm {
     this.check(false);
   }
 
+  /** The inputs of the limits' fields: the page's own (index.html), or one made for a field it has none for. */
+  private bind(): void {
+    for (const f of typedFields(this.limits)) {
+      if (this.inputs.has(f.name)) continue;
+      const input = this.form.querySelector<HTMLInputElement>(`[name="${f.name}"]`) ?? this.addInput(f);
+      this.inputs.set(f.name, input);
+      this.hints.set(f.name, this.form.querySelector<HTMLElement>(`#cfg-${f.name}-err`) ?? this.addHint(f));
+      input.addEventListener("input", () => this.check(false));
+    }
+    for (const f of flagFields(this.limits)) {
+      if (!this.flags.has(f.name))
+        this.flags.set(f.name, this.form.querySelector<HTMLInputElement>(`[name="${f.name}"]`) ?? this.addInput(f));
+    }
+  }
+
+  private addInput(f: LaunchField): HTMLInputElement {
+    const input = document.createElement("input");
+    input.name = f.name;
+    input.dataset.testid = `cfg-${f.name}`;
+    const label = document.createElement("label");
+    label.title = f.help;
+    if (f.kind === "flag") {
+      input.type = "checkbox";
+      label.className = "check";
+      label.append(input, ` ${f.label || f.name}`);
+    } else {
+      input.type = f.kind === "int" ? "number" : "text";
+      input.inputMode = f.kind === "int" ? "numeric" : f.kind === "ints" ? "text" : "decimal";
+      input.setAttribute("aria-describedby", `cfg-${f.name}-err`);
+      if (f.empty) input.placeholder = f.empty;
+      label.append(`${f.label || f.name} `, input);
+    }
+    this.form.querySelector("button[type=submit]")!.before(label);
+    return input;
+  }
+
+  private addHint(f: LaunchField): HTMLElement {
+    const hint = document.createElement("span");
+    hint.id = `cfg-${f.name}-err`;
+    const others = this.form.querySelector<HTMLElement>("[id^=cfg-][id$=-err]");
+    (others?.parentElement ?? this.form).append(hint);
+    return hint;
+  }
+
   private applyLimits(): void {
+    this.bind();
     const algos = this.limits.algos ?? [];
     const current = this.algo.value;
     if (algos.length && (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name))) {
@@ -63,37 +101,42 @@ export class ConfigForm {
       );
     }
     if (current) this.algo.value = current;
-    for (const f of ["n", "d", "br", "bc", "seed"] as const) {
-      const input = this.inputs.get(f)!;
-      const [lo, hi] = this.limits[f];
-      input.min = String(lo);
-      input.max = String(hi);
-      input.title = `${lo}..${hi}`;
+    for (const f of typedFields(this.limits)) {
+      if (f.kind !== "int") continue;
+      const input = this.inputs.get(f.name)!;
+      input.min = String(f.min);
+      input.max = String(f.max);
+      input.title = `${f.min}..${f.max}`;
     }
   }
 
   private raw(): Record<Field, string> {
-    const out = {} as Record<Field, string>;
-    for (const f of FIELDS) out[f] = this.inputs.get(f)!.value;
+    const out: Record<Field, string> = {};
+    for (const f of typedFields(this.limits)) out[f.name] = this.inputs.get(f.name)?.value ?? "";
+    return out;
+  }
+
+  private ticked(): Record<Field, boolean> {
+    const out: Record<Field, boolean> = {};
+    for (const [name, input] of this.flags) out[name] = input.checked;
     return out;
   }
 
   /** Validate what is typed; mark bad fields. `submit` also puts the first problem in the message. */
   check(submit: boolean): ConfigParams | null {
-    const v = validate(this.raw(), this.limits, this.causal.checked, this.algo.value);
-    // the options of real models the launch on screen runs (the URL's; the form has no fields for them) stay while
-    // its algorithm does
-    if (v.config && this.options && this.algo.value === this.options.algo) Object.assign(v.config, this.options.values);
-    for (const f of FIELDS) {
-      const err = v.errors[f];
-      const input = this.inputs.get(f)!;
+    const ticked = this.ticked();
+    const v = validate(this.raw(), this.limits, ticked.causal ?? false, this.algo.value, ticked);
+    const typed = typedFields(this.limits);
+    for (const f of typed) {
+      const err = v.errors[f.name];
+      const input = this.inputs.get(f.name)!;
       input.setAttribute("aria-invalid", err ? "true" : "false");
-      this.hints.get(f)!.textContent = err ? `${label(f)} ${err}` : "";
+      this.hints.get(f.name)!.textContent = err ? `${label(f)} ${err}` : "";
     }
-    const first = FIELDS.find((f) => v.errors[f]);
+    const first = typed.find((f) => v.errors[f.name]);
     if (first) {
-      this.setMessage(`${label(first)}: ${v.errors[first]}`, "invalid");
-      if (submit) this.inputs.get(first)!.focus();
+      this.setMessage(`${label(first)}: ${v.errors[first.name]}`, "invalid");
+      if (submit) this.inputs.get(first.name)!.focus();
     } else if (this.message.dataset.kind === "invalid") {
       this.setMessage("", "");
     }
@@ -108,10 +151,11 @@ export class ConfigForm {
     const next = this.limits.algos?.find((a) => a.name === to);
     if (!next) return null;
     const prev = this.limits.algos?.find((a) => a.name === from);
-    const changed = switchedSizes(this.raw(), prev, next, (f, v) => allows(this.limits, to, f, v));
+    const fields = fieldsOf(this.limits);
+    const changed = switchedSizes(this.raw(), prev, next, (f, v) => allows(this.limits, to, f, v), fields);
     if (!changed.length) return null;
     for (const c of changed) this.inputs.get(c.field)!.value = String(c.to);
-    return sizesNote(next, changed);
+    return sizesNote(next, changed, fields);
   }
 
   /** The algorithm of the trace on screen is one of the picker's, even before /api/limits has listed them. */
@@ -124,11 +168,9 @@ export class ConfigForm {
 
   /** Fill the form from a config (on load and on back/forward); leaves what the user typed otherwise. */
   fill(c: ConfigParams): void {
-    const values = Object.fromEntries(OPTION_FIELDS.filter((f) => c[f] !== undefined).map((f) => [f, c[f]]));
-    this.options = Object.keys(values).length ? { algo: c.algo, values } : null;
-    const raw = configToRaw(c);
-    for (const f of FIELDS) this.inputs.get(f)!.value = raw[f];
-    this.causal.checked = c.causal;
+    const raw = configToRaw(c, this.limits);
+    for (const [name, input] of this.inputs) input.value = raw[name] ?? "";
+    for (const [name, input] of this.flags) input.checked = c[name] === true;
     this.algo.value = c.algo;
     this.picked = c.algo;
     this.check(false);
@@ -137,10 +179,10 @@ export class ConfigForm {
   /** The server refused: show its detail, mark its field, keep the typed values. */
   serverError(detail: string, field: string | null): void {
     this.setMessage(detail, "server");
-    if (field && (FIELDS as readonly string[]).includes(field)) {
-      const input = this.inputs.get(field as Field)!;
+    const input = field === null ? undefined : this.inputs.get(field);
+    if (field !== null && input) {
       input.setAttribute("aria-invalid", "true");
-      this.hints.get(field as Field)!.textContent = detail;
+      this.hints.get(field)!.textContent = detail;
     }
   }
 
@@ -156,16 +198,19 @@ export class ConfigForm {
   }
 }
 
-function label(f: Field): string {
-  return { n: "N", d: "D", br: "Br", bc: "Bc", seed: "seed", scale: "scale" }[f];
+/** How the form names a field in its messages: the table's label ("Br"), else its name. */
+function label(f: LaunchField): string {
+  return f.label || f.name;
 }
 
-const SIZES = ["n", "d", "br", "bc"] as const;
-type Size = (typeof SIZES)[number];
+/** An algorithm's own default for a field: its `example`'s, where the field takes one, else the table's. */
+export function ownDefault(a: AlgoInfo | undefined, f: Field, fields: readonly LaunchField[]): number {
+  return defaultsOf(fields, a)[f] as number;
+}
 
-/** An algorithm's own default for a size: its `example`'s, else the seed's (N=8, D=4, Br=Bc=4). */
-export function ownDefault(a: AlgoInfo | undefined, f: Size): number {
-  return a?.example?.[f] ?? DEFAULT_CONFIG[f];
+/** The fields an algorithm may bring its own defaults for (N, D, Br, Bc), in the table's order. */
+function ownFields(fields: readonly LaunchField[]): LaunchField[] {
+  return fields.filter((f) => f.own && f.kind === "int");
 }
 
 /** The sizes to change when the picker goes from `prev` to `next`: those at prev's default, or that next's kernel
@@ -174,21 +219,27 @@ export function switchedSizes(
   raw: Record<string, string>,
   prev: AlgoInfo | undefined,
   next: AlgoInfo,
-  runs: (f: Size, v: number) => boolean,
-): { field: Size; from: number; to: number }[] {
-  const out: { field: Size; from: number; to: number }[] = [];
-  for (const f of SIZES) {
+  runs: (f: Field, v: number) => boolean,
+  fields: readonly LaunchField[] = FALLBACK_FIELDS,
+): { field: Field; from: number; to: number }[] {
+  const out: { field: Field; from: number; to: number }[] = [];
+  for (const { name: f } of ownFields(fields)) {
     const v = Number(raw[f]);
-    const to = ownDefault(next, f);
-    const atDefault = raw[f] === "" || v === ownDefault(prev, f);
+    const to = ownDefault(next, f, fields);
+    const atDefault = raw[f] === "" || v === ownDefault(prev, f, fields);
     if (to !== v && (atDefault || !Number.isInteger(v) || !runs(f, v))) out.push({ field: f, from: v, to });
   }
   return out;
 }
 
 /** The config bar's note on a switch: what changed, and why (the algorithm's `example_why`, its `launch_rule`). */
-export function sizesNote(next: AlgoInfo, changed: { field: Size; from: number; to: number }[]): string {
-  const what = changed.map((c) => `${label(c.field)} ${Number.isNaN(c.from) ? "\u2014" : c.from} \u2192 ${c.to}`).join(", ");
+export function sizesNote(
+  next: AlgoInfo,
+  changed: { field: Field; from: number; to: number }[],
+  fields: readonly LaunchField[] = FALLBACK_FIELDS,
+): string {
+  const named = (f: Field) => fields.find((x) => x.name === f)?.label || f;
+  const what = changed.map((c) => `${named(c.field)} ${Number.isNaN(c.from) ? "\u2014" : c.from} \u2192 ${c.to}`).join(", ");
   const why = next.example_why || next.launch_rule || "";
   const own = next.example ? `${next.name}'s own defaults` : "the seed's example";
   return `Switched to ${next.name}: ${what} (${own}${why ? `: ${why}` : ""})`; // the config bar adds the full stop

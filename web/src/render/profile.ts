@@ -4,6 +4,7 @@
 // drawn (profileSchema.ts); every string from it lands as text. Shows what the JSON says; computes only
 // differences and ratios of its own numbers.
 import { fill, frag, h, sub } from "../dom";
+import { cut } from "../echo";
 import { bytes, int } from "../format";
 import { cacheEffect, checkProfile, launchOf, type Profile, type ProfileComparison } from "../profileSchema";
 
@@ -58,7 +59,7 @@ export class ProfileView {
   }
 
   async readFile(f: File): Promise<void> {
-    const name = f.name.length > 40 ? `${f.name.slice(0, 40)}\u2026` : f.name;
+    const name = cut(f.name);
     if (f.size > MAX_PROFILE_BYTES) {
       this.say(`${name}: ${bytes(f.size)} is too large for a profile (at most ${bytes(MAX_PROFILE_BYTES)})`, true);
       return;
@@ -67,7 +68,7 @@ export class ProfileView {
     try {
       doc = JSON.parse(await f.text()) as unknown;
     } catch (e) {
-      this.say(`${name}: not valid JSON (${(e as Error).message.slice(0, 80)})`, true);
+      this.say(`${name}: not valid JSON (${cut((e as Error).message, 80)})`, true);
       return;
     }
     this.set(doc, `dropped file ${name}`);

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
-from . import engine, expect, flops, gpu, picture, traffic, warps
+from . import engine, expect, flops, gpu, picture, traffic, warps, words
 from .record import KERNEL, NAME
 
 IDEA = Idea(
@@ -46,6 +46,7 @@ ALGORITHM = Algorithm(
     traffic=traffic,
     expect=expect,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
     warps=warps,

@@ -15,10 +15,10 @@ import numpy as np
 from flashviz.algos.picture import locator
 from flashviz.model.tiling import span
 
+from ...engine import recorder
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile
-from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 
@@ -28,49 +28,10 @@ if TYPE_CHECKING:
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
-# op -> (label, TeX)
-LABELS = {
-    "init": (
-        "O[i], l[i], m[i] = 0, 0, -inf",
-        r"O[i] \leftarrow 0;\; \ell[i] \leftarrow 0;\; m[i] \leftarrow -\infty",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "load_qi": (
-        "Qi, Oi, li, mi = Q[i], O[i], l[i], m[i]",
-        r"Q_i, O_i, \ell_i, m_i \leftarrow Q[i], O[i], \ell[i], m[i]",
-    ),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "update": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{update}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_back": ("O[i], l[i], m[i] = Oi, li, mi", r"O[i], \ell[i], m[i] \leftarrow O_i, \ell_i, m_i"),
-}
-SUBSTEPS = (
-    (
-        "tile max and sum",
-        "m_ij = Sij.max(-1); Pij = exp(Sij - m_ij); l_ij = Pij.sum(-1)",
-        r"\tilde m_{ij} = \mathrm{rowmax}(S_{ij}),\ \tilde P_{ij} = e^{S_{ij} - \tilde m_{ij}},\ "
-        r"\tilde \ell_{ij} = \mathrm{rowsum}(\tilde P_{ij})",
-    ),
-    (
-        "new max and sum",
-        "mi_new = max(mi, m_ij); li_new = exp(mi - mi_new)*li + exp(m_ij - mi_new)*l_ij",
-        r"m_i^{\text{new}} = \max(m_i, \tilde m_{ij}),\ \ell_i^{\text{new}} = e^{m_i - m_i^{\text{new}}}\ell_i"
-        r" + e^{\tilde m_{ij} - m_i^{\text{new}}}\tilde\ell_{ij}",
-    ),
-    (
-        "normalised output",
-        "Oi = (li*exp(mi - mi_new)*Oi + exp(m_ij - mi_new)*Pij @ Vj) / li_new",
-        r"O_i = \big(\ell_i e^{m_i - m_i^{\text{new}}} O_i + e^{\tilde m_{ij} - m_i^{\text{new}}}"
-        r" \tilde P_{ij} V_j\big) / \ell_i^{\text{new}}",
-    ),
-)
-
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the launch (one block per head) on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d = cfg.n, cfg.d
     return run_launch(rec, cfg, qkv, {"O": (n, d), "l": (n,), "m": (n,)}, [Grid(1, program)])  # one block per head
@@ -108,7 +69,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
             phase,
             [to, tl, tm],
             {},
-            narrative.init(i, r0, r1, d) if keep else "",
             indices={"i": i},
         )
         phase += 1
@@ -129,12 +89,21 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
             phase,
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, cfg.tc, c0, c1, bc, d, cfg.tr - i0) if rec.recorded else "",
             indices={"j": j},
         )
         phase += 1
 
-        for i in range(i0, cfg.tr):
+        run: list[int] = []  # blocks of Q not recorded, visited next: run at once (visit_all) before a recorded one
+        for i in [*range(i0, cfg.tr), None]:
+            if i is not None and i not in rec.recorded and recorder.VECTORISED:
+                run.append(i)
+                continue
+            if run:
+                visit_all(rec, cfg, j, run, phase, Kj, Vj)
+                phase += 4 * len(run)
+                run = []
+            if i is None:
+                break
             keep = i in rec.recorded
             r0, r1 = span(i, br, n)
             nr = r1 - r0
@@ -155,7 +124,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 phase,
                 [tq, to, tl, tm],
                 {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-                narrative.load_qi(i, j, r0, r1, d, li[:nr], mi[:nr]) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
@@ -170,7 +138,6 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 phase,
                 [],
                 {"Sij": Sij},
-                narrative.scores(j, Sij, nr, nc, float(scale), causal=cfg.causal) if keep else "",
                 indices=at,
             )
             phase += 1
@@ -202,20 +169,17 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                     "l_ij": l_ij,
                     "li": li.copy(),
                 }
-                substeps = visible_parts(
-                    SUBSTEPS,
-                    (
-                        {"m_ij": m_ij, "l_ij": l_ij},
-                        {
-                            "m_old": m_old,
-                            "m_new": mi.copy(),
-                            "alpha": alpha,
-                            "beta": beta,
-                            "l_old": l_old,
-                            "l_new": li.copy(),
-                        },
-                        {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
-                    ),
+                parts = (  # the values of words.PARTS's three
+                    {"m_ij": m_ij, "l_ij": l_ij},
+                    {
+                        "m_old": m_old,
+                        "m_new": mi.copy(),
+                        "alpha": alpha,
+                        "beta": beta,
+                        "l_old": l_old,
+                        "l_new": li.copy(),
+                    },
+                    {"PV": pv},  # Oi before and after: the neighbouring sram snapshots
                 )
                 rec.emit(
                     i,
@@ -224,9 +188,8 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                     phase,
                     [],
                     {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-                    narrative.update(j, m_old, mi, alpha, l_old, li, nr),
                     carries=carries,
-                    substeps=substeps,
+                    parts=parts,
                     indices=at,
                 )
             else:
@@ -244,11 +207,69 @@ def program(rec: Recorder, cfg: Config, block: int) -> None:
                 phase,
                 [to, tl, tm],
                 {},
-                narrative.write_back(i, j, cfg.tiles_of_block(i), r0, r1, d) if keep else "",
                 carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
                 indices=at,
             )
             phase += 1
+
+
+def visit_all(
+    rec: Recorder, cfg: Config, j: int, blocks: list[int], phase: int, Kj: np.ndarray, Vj: np.ndarray
+) -> None:
+    """The visits of tile j to `blocks` (consecutive blocks of Q, none recorded; phases from `phase`), at once: each
+    visit's load_qi, scores, update and write_back as `program` runs them, vectorised over the visits (per visit the
+    same operations and products of the same shapes: the same numbers bit for bit, tests/test_engine_vectorised.py),
+    the steps tallied in the program's order."""
+    n, br = cfg.n, cfg.br
+    scale = np.float32(cfg.softmax_scale)
+    fl = rec.flops
+    rec.vectorised += len(blocks)
+    c0, c1 = span(j, cfg.bc, n)
+    spans = [span(i, br, n) for i in blocks]
+    B = len(blocks)
+    # load_qi: Qi, Oi, li, mi of each visit; rows past N: 0, 0, 0, -inf
+    Qt, tq = rec.hbm.read_tiles("Q", spans, br)  # (B, Br, D)
+    Ot, to = rec.hbm.read_tiles("O", spans, br)  # (B, Br, D)
+    lt, tl = rec.hbm.read_tiles("l", spans, br)
+    mt, tm = rec.hbm.read_tiles("m", spans, br)
+    li, mi = lt[:, :, 0].copy(), mt[:, :, 0].copy()  # (B, Br)
+    for q, (r0, r1) in enumerate(spans):
+        mi[q, r1 - r0 :] = -np.inf
+    # scores
+    S = fl.matmul(Qt, Kj.T)  # (B, Br, Bc)
+    S = fl.mul(S, scale)
+    S[:, :, c1 - c0 :] = -np.inf
+    if cfg.causal:
+        cols = np.arange(c0, c0 + S.shape[2])[None, None, :]  # (1, 1, Bc)
+        rows = np.array([r0 for r0, _ in spans])[:, None, None] + np.arange(br)[None, :, None]  # (B, Br, 1)
+        crossing = np.array([c1 - 1 > r0 for r0, _ in spans])[:, None, None]  # the tiles that cross the diagonal
+        S[np.broadcast_to(crossing & (cols > rows), S.shape)] = -np.inf
+    rec.tally_flops([phase + 4 * q + 1 for q in range(B)])
+    # update: tile max and sum, new max and sum, normalised output
+    m_ij = fl.rowmax(S)  # (B, Br)
+    m_sub = np.where(np.isneginf(m_ij), np.float32(0), m_ij)  # (B, Br)
+    P = fl.exp(fl.sub(S, m_sub[:, :, None]))  # (B, Br, Bc)
+    l_ij = fl.rowsum(P)  # (B, Br)
+    m_new = fl.fmax(mi, m_ij)  # (B, Br)
+    alpha = fl.exp(fl.sub(mi, m_new))
+    beta = fl.exp(fl.sub(m_ij, m_new))
+    l_new = fl.add(fl.mul(alpha, li), fl.mul(beta, l_ij))  # (B, Br)
+    pv = fl.matmul(P, Vj)  # (B, Br, D)
+    kept = fl.mul(fl.mul(li, alpha)[:, :, None], Ot)
+    Oi = fl.div(fl.add(kept, fl.mul(beta[:, :, None], pv)), l_new[:, :, None])  # (B, Br, D)
+    rec.tally_flops([phase + 4 * q + 2 for q in range(B)])
+    # write_back
+    for q, (i, (r0, r1)) in enumerate(zip(blocks, spans, strict=True)):
+        nr = r1 - r0
+        tow = rec.hbm.write("O", slice(r0, r1), Oi[q, :nr])
+        tlw = rec.hbm.write("l", slice(r0, r1), l_new[q, :nr])
+        tmw = rec.hbm.write("m", slice(r0, r1), m_new[q, :nr])
+        at = {"j": j, "i": i}
+        base = phase + 4 * q
+        rec.tally(j, "load_qi", base, [tq[q], to[q], tl[q], tm[q]], at)
+        rec.tally(j, "scores", base + 1, [], at)
+        rec.tally(j, "update", base + 2, [], at)
+        rec.tally(j, "write_back", base + 3, [tow, tlw, tmw], at)
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

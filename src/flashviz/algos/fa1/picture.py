@@ -3,10 +3,7 @@ picks a block of Q (its `indices.i`), and O, l, m are carried through HBM."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from flashviz.algos.picture import (
     NOT_WRITTEN,
@@ -15,18 +12,15 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     code,
     grouped,
-    moves_action,
     plural,
     rows_before_veil,
     slot,
     sub,
-    widths,
 )
 from flashviz.model.tiling import first_block
 
@@ -34,7 +28,6 @@ from ..fa2 import picture as fa2
 from . import traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa1"
@@ -56,7 +49,7 @@ SRAM_ROWS = fa2.SRAM_ROWS
 OPS = {
     "init": Op(
         "write",
-        "FA1 begins by writing O = 0, l = 0, m = \u2212\u221e to HBM: the carries live there between visits.",
+        "FA1 begins by writing O = 0, l = 0, m = −∞ to HBM: the carries live there between visits.",
         moves={"O": Move((), {"fill": 0}), "l": Move((), {"fill": 0}), "m": Move((), {"fill": None})},
     ),
     "load_kv": fa2.OPS["load_kv"],
@@ -71,7 +64,7 @@ OPS = {
         "softmax",
         "The update: the tile's own max and sum, the new running max and sum, and Oi rescaled and divided by the "
         "new sum.",
-        notes={"Sij": "holds P\u0303 = exp(S \u2212 m\u0303)"},
+        notes={"Sij": "holds P\u0303 = exp(S − m\u0303)"},
         value_tex={**fa2.ONLINE_TEX, "l_ij": r"\tilde\ell_{ij}", "beta": r"\beta = e^{\tilde m_{ij} - m^{\text{new}}}"},
         online={"rescales": True},
     ),
@@ -95,39 +88,14 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    """The online carries' note: what the step does to mi, li, Oi (they live in HBM between visits)."""
-    if s.op == "update":
-        first = s.j == 0 or (s.carries is not None and bool(np.isneginf(s.carries["m_old"]).all()))
-        text = fa2.FIRST if first else STALE
-    else:
-        text = {
-            "init": "FA1 starts by writing O = 0, \u2113 = 0, m = \u2212\u221e to HBM: the carries live there between "
-            "visits.",
-            "load_kv": fa2.WAIT.format(what="brings in tile j"),
-            "load_qi": "The carries come back from HBM: O\u1d62, \u2113\u1d62, m\u1d62 as the last visit (tile "
-            "j \u2212 1) left them. This is the trip FA2 removes.",
-            "scores": fa2.WAIT.format(what="computes S\u1d62\u2c7c"),
-            "write_back": "The carries go back to HBM: O\u1d62, \u2113\u1d62, m\u1d62 written, to be read again by "
-            "the next tile's visit.",
-        }[s.op]
-    return [text + fa2.no_score_note(state, "li", s, cfg)]
-
-
-STALE = fa2.STALE + ", and O\u1d62 is divided by the new \u2113\u1d62 (FA1 normalises on every visit)."
-
-
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     head = "SRAM of the one block per head"
     size = f"{grouped(traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc))} bytes"
     return Texts(
         tagline="FlashAttention-1 forward: O, l, m carried through HBM",
         tensors=t,
-        sram_titles={
-            K: [f"{head} \u00b7 now on block i = {{i}} \u00b7 {size}", f"{head} \u00b7 outer loop over j \u00b7 {size}"]
-        },
+        sram_titles={K: [f"{head} · now on block i = {{i}} · {size}", f"{head} · outer loop over j · {size}"]},
         summaries={
             K: [
                 "FlashAttention-1 runs ",
@@ -154,18 +122,18 @@ def picture(cfg: Config) -> Texts:
                 ", ",
                 sub("O", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 ", ",
                 sub("m", "i"),
                 " from HBM and writes ",
                 sub("O", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 ", ",
                 sub("m", "i"),
                 " back: the carries make ",
                 sub("T", "c"),
-                " round trips, and O is divided by \u2113 on every visit.",
+                " round trips, and O is divided by ℓ on every visit.",
             ],
             [
                 b("What FA2 changes:"),
@@ -176,8 +144,8 @@ def picture(cfg: Config) -> Texts:
                 ", ",
                 sub("m", "i"),
                 ", ",
-                sub("\u2113", "i"),
-                " never make the trip; the division happens once, and m and \u2113 leave as the single array L. "
+                sub("ℓ", "i"),
+                " never make the trip; the division happens once, and m and ℓ leave as the single array L. "
                 "It also runs ",
                 sub("T", "r"),
                 ' blocks per head where this kernel runs one ("On the GPU"). FA2 does not always move fewer '
@@ -195,13 +163,13 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (normalised each visit)",
+            "o_heading": "Oᵢ row (normalised each visit)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "l", "m"],
         against="plain softmax attention",
-        action=lambda s: moves_action(s, cols),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
         # the tile held skips the blocks of Q before the one holding its first column
-        veil=lambda s: None if s.tile is None else rows_before_veil(cfg, t, first_block(s.tile, cfg.br, cfg.bc, True)),
+        veil=lambda at: (
+            None if at.tile is None else rows_before_veil(cfg, t, first_block(at.tile, cfg.br, cfg.bc, True))
+        ),
     )

@@ -15,9 +15,9 @@ from flashviz.algos.picture import locator
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
+from ...engine.online import online_tiles
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile
-from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 
@@ -26,41 +26,6 @@ if TYPE_CHECKING:
 
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
-
-# op -> (the seed's label, TeX)
-LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "online_softmax": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_back": (
-        "O[i], L[i] = Oi/li, mi + log(li)",
-        r"O[i] \leftarrow O_i / \ell_i,\; L[i] \leftarrow m_i + \log \ell_i",
-    ),
-}
-SUBSTEPS = (
-    (
-        "new max",
-        "mi = max(mi, Sij.max(-1))",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = rescale(li) + exp(Sij - mi).sum(-1)",
-        r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-    (
-        "rescaled output",
-        "Oi = rescale(Oi) + exp(Sij - mi) @ Vj",
-        r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
-    ),
-)
 
 
 def phase_of(op: str, j: int | None, tc: int) -> int:
@@ -102,7 +67,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, r0, r1, br, d) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
     )
 
@@ -121,7 +85,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("load_kv", j, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale; columns past N (and, causal, past the row) score -inf
@@ -133,7 +96,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("scores", j, tc),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, float(scale), causal=cfg.causal) if keep else "",
         )
 
         # step: online_softmax -- new max, rescaled sum, rescaled output
@@ -161,13 +123,10 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             "rowsum": lsum,
             "li": li.copy(),
         }
-        substeps = visible_parts(
-            SUBSTEPS,
-            (
-                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                {"alpha": alpha, "PV": pv},  # Oi before and after: the neighbouring sram snapshots
-            ),
+        parts = (  # the values of words.PARTS's three
+            {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+            {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+            {"alpha": alpha, "PV": pv},  # Oi before and after: the neighbouring sram snapshots
         )
         rec.emit(
             i,
@@ -176,9 +135,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase,
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j, m_old, m_new, alpha, l_old, li, nr),
             carries=carries,
-            substeps=substeps,
+            parts=parts,
         )
 
     # step: write_back -- O[i], L[i] = Oi/li, mi + log(li); rows past N are not stored
@@ -193,16 +151,53 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_back(i, r0, r1, d, L_i[:nr]) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles (engine.online: the same numbers bit for
+    bit), its steps tallied as `block` emits them."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    tc = cfg.tiles_of_block(i)
+    fl = rec.flops
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+
+    # load_q; load_kv of every tile: Kt, Vt (Tc, Bc, D), rows past N zero
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    spans = [span(j, bc, n) for j in range(tc)]
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)
+    # scores, then online_softmax, of every tile
+    scores = [phase_of("scores", j, tc) for j in range(tc)]
+    scale = np.float32(cfg.softmax_scale)
+    mi, li, Oi = online_tiles(fl, Qi, Kt, Vt, scale, r0, n, cfg.causal, lambda: rec.tally_flops(scores))
+    rec.tally_flops([phase_of("online_softmax", j, tc) for j in range(tc)])
+    # write_back
+    Oi = fl.div(Oi, li[:, None])  # (Br, D)
+    L_i = fl.add(mi, fl.log(li))  # (Br,)
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    rec.tally_flops([phase_of("write_back", None, tc)])
+
+    # the steps, in the block's order
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {"i": i})
+    for j in range(tc):
+        at = {"i": i, "j": j}
+        rec.tally(j, "load_kv", phase_of("load_kv", j, tc), [tk[j], tv[j]], at)
+        rec.tally(j, "scores", phase_of("scores", j, tc), [], at)
+        rec.tally(j, "online_softmax", phase_of("online_softmax", j, tc), [], at)
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {"i": i})
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
+    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block, fast=fast_block)])
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -15,14 +12,12 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     code,
     grouped,
     plural,
-    precision3,
     slot,
     sub,
     when,
@@ -32,7 +27,6 @@ from flashviz.algos.picture import (
 from . import flops, traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa2"
@@ -40,13 +34,13 @@ KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_ba
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
 
@@ -64,8 +58,8 @@ ONLINE_TEX = {
 SCORES = Op(
     "compute",
     "One matrix product in SRAM: the scores of this block's Br queries against the tile's Bc keys.",
-    notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
-    notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+    notes={"Sij": "= τ QᵢKⱼᵀ"},
+    notes_masked={"Sij": "masked: key > query → −∞"},
 )
 OPS = {
     "load_q": Op(
@@ -84,7 +78,7 @@ OPS = {
     "online_softmax": Op(
         "softmax",
         "The online softmax: a new running max, the sum and the output rescaled to it, this tile added.",
-        notes={"Sij": "holds P = exp(S \u2212 m\u1d62)", "Oi": "rescaled + PV"},
+        notes={"Sij": "holds P = exp(S − mᵢ)", "Oi": "rescaled + PV"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
@@ -93,26 +87,16 @@ OPS = {
         "After the loop: one division, and mi and li leave as the single array L.",
         moves={
             "L": Move(("mi", "li"), {"carry": "L"}),
-            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62)"),
+            "O": Move(("Oi",), note=" (÷ ℓᵢ)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L = m\u1d62 + log \u2113\u1d62",
-            "o_heading": "O row = O\u1d62 / \u2113\u1d62",
+            "out_heading": "L = mᵢ + log ℓᵢ",
+            "o_heading": "O row = Oᵢ / ℓᵢ",
         },
     ),
 }
-
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
-FIRST = (
-    "First tile: m_old = \u2212\u221e, so \u03b1 = e^(\u2212\u221e) = 0 wipes the empty carries and the tile's "
-    "values move in."
-)
-STALE = (
-    "Everything held is stale: where the max grew (\u03b1 < 1, highlighted), \u2113\u1d62 and O\u1d62 are rescaled "
-    "by \u03b1 before this tile is added"
-)
 
 
 def tensors(cfg: Config) -> dict[str, Tensor]:
@@ -126,53 +110,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-def action(cfg: Config, s: Step) -> str:
-    """The seed's Action column, in its own words."""
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    if s.op == "load_q":
-        return f"Qi \u2190 {at['Q']}; Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0"
-    if s.op == "load_kv":
-        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']}"
-    if s.op == "scores":
-        return f"Sij \u2190 Qi\u00b7Kj\u1d40 \u00d7 {precision3(cfg.softmax_scale)}  ({cfg.br}\u00d7{cfg.bc} in SRAM)"
-    if s.op == "online_softmax":
-        return f"new max, rescale li and Oi by \u03b1, add tile j = {s.j}"
-    return f"{at['O']} \u2190 Oi/li; {at['L']} \u2190 mi + log(li)"
-
-
-def no_score_note(state: Mapping[str, np.ndarray], buffer: str, s: Step, cfg: Config) -> str:
-    """The online carries' note on rows with no finite score: the real rows whose running sum is NaN at the step."""
-    held = state.get(buffer)
-    if held is None:
-        return ""
-    i = s.indices.get("i")
-    first = 0 if i is None else i * cfg.br
-    lost = [first + r for r in np.flatnonzero(np.isnan(held)) if i is None or first + r < cfg.n]
-    if not lost:
-        return ""
-    return (
-        f" Row{'' if len(lost) == 1 else 's'} {', '.join(map(str, lost))}: no finite score (every score \u2212\u221e), "
-        "so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and "
-        "O\u1d62 are NaN from then on, as the kernel computes them."
-    )
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    """The online carries' note: what the step does to mi, li, Oi, and the rows that have no softmax."""
-    if s.op == "online_softmax":
-        text = FIRST if s.j == 0 else STALE + "."
-    else:
-        text = {
-            "load_q": "The carries start empty: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0. They stay in "
-            "SRAM for the whole loop.",
-            "load_kv": WAIT.format(what="brings in tile j"),
-            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
-            "write_back": f"The only division: O = O\u1d62 / \u2113\u1d62, once. m\u1d62 and \u2113\u1d62 leave "
-            f"together as L = m\u1d62 + log \u2113\u1d62 ({cfg.br} values per block).",
-        }[s.op]
-    return [text + no_score_note(state, "li", s, cfg)]
-
-
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
     causal = CAUSAL_CHIPS if cfg.causal else ""
@@ -181,7 +118,7 @@ def picture(cfg: Config) -> Texts:
         tagline="FlashAttention-2 forward, tile by tile",
         tensors=t,
         sram_titles={
-            K: [f"SRAM of block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(sram_bytes(cfg))} bytes"],
+            K: [f"SRAM of block i = {{block}} · rows {{rows}} · {grouped(sram_bytes(cfg))} bytes"],
         },
         summaries={
             K: [
@@ -210,11 +147,11 @@ def picture(cfg: Config) -> Texts:
                 ", ",
                 sub("m", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 " never make the trip. (FlashAttention-1 loops over K/V outside and re-reads and re-writes ",
                 sub("O", "i"),
                 ", ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 ", ",
                 sub("m", "i"),
                 " on every inner iteration.)",
@@ -222,15 +159,15 @@ def picture(cfg: Config) -> Texts:
             [
                 b("Fewer non-matmul FLOPs."),
                 " The division by ",
-                sub("\u2113", "i"),
+                sub("ℓ", "i"),
                 f" happens once per row, at write-back: {divisions:,} divisions in this launch, where "
                 "FlashAttention-1 divides ",
                 sub("O", "i"),
                 " on every visit; and ",
                 sub("m", "i"),
                 " and ",
-                sub("\u2113", "i"),
-                ' leave as the single array L = m + log \u2113, which is what the backward pass needs. "Counting '
+                sub("ℓ", "i"),
+                ' leave as the single array L = m + log ℓ, which is what the backward pass needs. "Counting '
                 'FLOPs" counts every kind.',
             ],
             [
@@ -246,21 +183,19 @@ def picture(cfg: Config) -> Texts:
                 ' FA1 moves fewer bytes ("Compare the algorithms"). What the recorded H200 run measures instead is '
                 "parallelism: FA2's ",
                 sub("T", "r"),
-                ' \u00d7 B\u00b7H blocks fill the SMs where FA1 runs one block per head ("On the GPU"). The '
+                ' × B·H blocks fill the SMs where FA1 runs one block per head ("On the GPU"). The '
                 "FlashAttention-2 paper adds its split of the work between warps and its fewer non-matmul FLOPs.",
             ],
         ],
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised)",
+            "o_heading": "Oᵢ row (unnormalised)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "L"],
         against="plain softmax attention",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
     )
 
 

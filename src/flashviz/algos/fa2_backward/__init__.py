@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..base import Algorithm, Idea
-from . import engine, expect, flops, gpu, picture, traffic
+from . import engine, expect, flops, gpu, picture, traffic, words
 from .record import KERNEL, NAME
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ ALGORITHM = Algorithm(
     expect=expect,
     magnitudes=expect.magnitudes,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
     trace_values=trace_values,

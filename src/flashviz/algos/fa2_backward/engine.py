@@ -20,7 +20,6 @@ from flashviz.model.tiling import span
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, run_launch
 from ..fa2 import engine as fa2
-from . import narrative
 from . import picture as drawing
 from .record import KERNEL, NAME
 
@@ -30,31 +29,6 @@ if TYPE_CHECKING:
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
-# op -> (label, TeX)
-LABELS = {
-    "load_do_o": ("dOi, Oi = dO[i], O[i]", r"dO_i, O_i \leftarrow dO[i], O[i]"),
-    "write_delta": (
-        "Delta[i] = rowsum(dOi * Oi); dQ[i] = 0",
-        r"\Delta[i] \leftarrow \mathrm{rowsum}(dO_i \circ O_i);\; dQ[i] \leftarrow 0",
-    ),
-    "load_kv": (
-        "Kj, Vj = K[j], V[j]; dKj = dVj = 0",
-        r"K_j, V_j \leftarrow K[j], V[j];\; dK_j, dV_j \leftarrow 0",
-    ),
-    "load_q": (
-        "Qi, dOi, Li, Deltai = Q[i], dO[i], L[i], Delta[i]",
-        r"Q_i, dO_i, L_i, \Delta_i \leftarrow Q[i], dO[i], L[i], \Delta[i]",
-    ),
-    "probs": ("Pij = exp(Qi @ Kj.T * scale - Li)", r"P_{ij} = \exp\!\big(\tau\, Q_i K_j^{\top} - L_i\big)"),
-    "dv": ("dVj += Pij.T @ dOi", r"dV_j \mathrel{+}= P_{ij}^{\top} dO_i"),
-    "ds": (
-        "dSij = Pij * (dOi @ Vj.T - Deltai)",
-        r"dS_{ij} = P_{ij} \circ \big(dO_i V_j^{\top} - \Delta_i\big)",
-    ),
-    "dk": ("dKj += scale * dSij.T @ Qi", r"dK_j \mathrel{+}= \tau\, dS_{ij}^{\top} Q_i"),
-    "dq": ("dQ[i] += scale * dSij @ Kj (atomicAdd)", r"dQ[i] \mathrel{+}= \tau\, dS_{ij} K_j"),
-    "write_back": ("dK[j], dV[j] = dKj, dVj", r"dK[j], dV[j] \leftarrow dK_j, dV_j"),
-}
 INNER = ("load_q", "probs", "dv", "ds", "dk", "dq")  # one visit of block i by block j
 PRE_PHASES = 2  # the preprocessing kernel's program: load_do_o, write_delta
 
@@ -101,7 +75,6 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_do_o", i, 0, 0),
         [tdo, to],
         {"dOi": dOi, "Oi": Oi},
-        narrative.load_do_o(i, r0, r1, d) if keep else "",
         indices={"i": i},
     )
 
@@ -116,7 +89,6 @@ def preprocess_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_delta", i, 0, 0),
         [td, tq],
         {"Deltai": Deltai},
-        narrative.write_delta(i, r0, r1, d, Deltai[:nr]) if keep else "",
         carries={"Deltai": Deltai.copy()} if keep else None,
         indices={"i": i},
     )
@@ -156,7 +128,6 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         phase_of("load_kv", None, i0, visits),
         [tk, tv],
         {"Kj": Kj, "Vj": Vj, "dKj": dKj, "dVj": dVj},
-        narrative.load_kv(j, c0, c1, bc, d, cfg.tr, i0) if keep else "",
         indices={"j": j},
     )
 
@@ -166,8 +137,8 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         rows = np.arange(r0, r0 + br)[:, None]  # (Br, 1) query row of each SRAM row
         at = {"j": j, "i": i}
 
-        def emit(op, transfers, sram_changed, text, carries=None, i=i, at=at):
-            rec.emit(j, j, op, phase_of(op, i, i0, visits), transfers, sram_changed, text, carries, indices=at)
+        def emit(op, transfers, sram_changed, carries=None, i=i, at=at):
+            rec.emit(j, j, op, phase_of(op, i, i0, visits), transfers, sram_changed, carries, indices=at)
 
         # step: load_q -- Qi, dOi, Li, Deltai = Q[i], dO[i], L[i], Delta[i]; padding rows zero
         q, tq = rec.hbm.read("Q", slice(r0, r1))
@@ -182,7 +153,6 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "load_q",
             [tq, tdo, tl, td],
             {"Qi": Qi, "dOi": dOi, "Li": Li, "Deltai": Deltai},
-            narrative.load_q(i, r0, r1, d, cfg.tiles_of_block(i), Li[:nr]) if keep else "",
             {"Li": Li.copy(), "Deltai": Deltai.copy()} if keep else None,
         )
 
@@ -196,13 +166,12 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "probs",
             [],
             {"Pij": Pij},
-            narrative.probs(Pij, live, nr, nc, cfg.causal) if keep else "",
             {"Sij": np.where(live, S, -np.inf).astype(np.float32)} if keep else None,
         )
 
         # step: dv -- dVj += Pij.T @ dOi
         dVj[:] = fl.add(dVj, fl.matmul(Pij.T, dOi))  # (Bc, D)
-        emit("dv", [], {"dVj": dVj}, narrative.accumulate("dVj", dVj, nc, i, i0, cfg.tr) if keep else "")
+        emit("dv", [], {"dVj": dVj})
 
         # step: ds -- dPij = dOi @ Vj.T; dSij = Pij * (dPij - Deltai)
         dP = fl.matmul(dOi, Vj.T)  # (Br, Bc) dPij, in registers
@@ -211,13 +180,12 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "ds",
             [],
             {"dSij": dSij},
-            narrative.ds(dSij, dP, Deltai, nr, nc) if keep else "",
             {"dPij": dP} if keep else None,
         )
 
         # step: dk -- dKj += scale * dSij.T @ Qi
         dKj[:] = fl.add(dKj, fl.mul(scale, fl.matmul(dSij.T, Qi)))  # (Bc, D)
-        emit("dk", [], {"dKj": dKj}, narrative.accumulate("dKj", dKj, nc, i, i0, cfg.tr) if keep else "")
+        emit("dk", [], {"dKj": dKj})
 
         # step: dq -- dQ[i] += scale * dSij @ Kj, one atomicAdd per element: a read and a write of dQ
         # the kernel skips the rows past N (`continue`): counted on the nr real rows
@@ -230,7 +198,6 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
             "dq",
             [tqr, tqw],
             {},
-            narrative.dq(i, j, r0, r1, d, cfg.tiles_of_block(i)) if keep else "",
             {"dQi_add": add[:nr].copy(), "dQi": dq} if keep else None,
         )
 
@@ -244,15 +211,88 @@ def main_block(rec: Recorder, cfg: Config, j: int) -> None:
         phase_of("write_back", None, i0, visits),
         [tk, tv],
         {},
-        narrative.write_back(j, c0, c1, d, visits) if keep else "",
         indices={"j": j},
     )
+
+
+def fast_main_block(rec: Recorder, cfg: Config, j: int) -> None:
+    """Block j of fa2_bwd, not recorded: `main_block`'s arithmetic vectorised over the blocks of Q it visits (every
+    visit's scores, P, Pᵀ dOi, dP, dS, dSᵀ Qi and dS Kj at once: per visit the same operations and products of the same
+    shapes), dKj and dVj summed visit after visit, dQ's rows added to in HBM as the atomics add them; its steps tallied
+    as `main_block` emits them. The same numbers bit for bit (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    fl = rec.flops
+    c0, c1 = span(j, bc, n)
+    nc = c1 - c0
+    i0 = cfg.first_block(j)
+    visits = cfg.tr - i0
+    here = {"j": j}
+
+    Kj = np.zeros((bc, d), np.float32)  # (Bc, D)
+    Vj = np.zeros((bc, d), np.float32)  # (Bc, D)
+    k, tk = rec.hbm.read("K", slice(c0, c1))
+    v, tv = rec.hbm.read("V", slice(c0, c1))
+    Kj[:nc], Vj[:nc] = k, v
+    steps: list[tuple[Any, ...]] = [(j, "load_kv", phase_of("load_kv", None, i0, visits), [tk, tv], here)]
+    # load_q of every visit: Qi, dOi (visits, Br, D), Li, Deltai (visits, Br); padding rows zero
+    spans = [span(i, br, n) for i in range(i0, cfg.tr)]
+    Qt, tq = rec.hbm.read_tiles("Q", spans, br)
+    dOt, tdo = rec.hbm.read_tiles("dO", spans, br)
+    Lt, tl = rec.hbm.read_tiles("L", spans, br)
+    Dt, td = rec.hbm.read_tiles("Delta", spans, br)
+    Lt, Dt = Lt[:, :, 0], Dt[:, :, 0]  # (visits, Br)
+    phases = {op: [phase_of(op, i, i0, visits) for i in range(i0, cfg.tr)] for op in INNER}
+    # probs: Pij = exp(Sij - Li) where live, else 0
+    S = fl.mul(fl.matmul(Qt, Kj.T), scale)  # (visits, Br, Bc)
+    rows = (np.arange(i0, cfg.tr) * br)[:, None, None] + np.arange(br)[None, :, None]  # (visits, Br, 1)
+    cols = np.arange(c0, c0 + bc)[None, None, :]  # (1, 1, Bc)
+    live = (rows < n) & (cols < n)  # (visits, Br, Bc)
+    if cfg.causal:
+        live &= cols <= rows
+    P = np.where(live, fl.exp(np.where(live, fl.sub(S, Lt[:, :, None]), 0.0)), 0.0).astype(np.float32)
+    rec.tally_flops(phases["probs"])
+    # dv: dVj += Pijᵀ @ dOi, visit after visit
+    pv = fl.matmul(P.swapaxes(-1, -2), dOt)  # (visits, Bc, D)
+    dVj = np.zeros((bc, d), np.float32)
+    for q in range(visits):
+        dVj = np.add(dVj, pv[q])
+    fl.count("add", visits * bc * d)
+    rec.tally_flops(phases["dv"])
+    # ds: dSij = Pij * (dOi @ Vjᵀ - Deltai)
+    dS = fl.mul(P, fl.sub(fl.matmul(dOt, Vj.T), Dt[:, :, None]))  # (visits, Br, Bc)
+    rec.tally_flops(phases["ds"])
+    # dk: dKj += scale * dSijᵀ @ Qi, visit after visit
+    kq = fl.mul(scale, fl.matmul(dS.swapaxes(-1, -2), Qt))  # (visits, Bc, D)
+    dKj = np.zeros((bc, d), np.float32)
+    for q in range(visits):
+        dKj = np.add(dKj, kq[q])
+    fl.count("add", visits * bc * d)
+    rec.tally_flops(phases["dk"])
+    # dq: dQ[i] += scale * dSij @ Kj on the real rows, one visit after another (each its own rows of dQ)
+    dk_rows = np.matmul(dS, Kj)  # (visits, Br, D)
+    for q, (r0, r1) in enumerate(spans):
+        nr = r1 - r0
+        fl.count("matmul", 2 * nr * bc * d)
+        add = fl.mul(scale, dk_rows[q, :nr])  # (nr, D)
+        dq, tqr = rec.hbm.read("dQ", slice(r0, r1))
+        tqw = rec.hbm.write("dQ", slice(r0, r1), fl.add(dq, add))
+        rec.tally_flops([phases["dq"][q]])
+        at = {"j": j, "i": i0 + q}
+        transfers = {"load_q": [tq[q], tdo[q], tl[q], td[q]], "dq": [tqr, tqw]}
+        for op in INNER:
+            steps.append((j, op, phases[op][q], transfers.get(op, []), at))
+    tkw = rec.hbm.write("dK", slice(c0, c1), dKj[:nc])
+    tvw = rec.hbm.write("dV", slice(c0, c1), dVj[:nc])
+    steps.append((j, "write_back", phase_of("write_back", None, i0, visits), [tkw, tvw], here))
+    for step in steps:
+        rec.tally(*step)
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run the forward for O and L, then every block of both backward kernels on the memory model."""
     forward = fa2.execute(cfg.replace(algo=fa2.ALGO, record=()), inputs).hbm.tensors  # records no steps
-    rec = Recorder(KERNEL, WHERE, LABELS, recorded_preprocess_blocks(cfg))
+    rec = Recorder(KERNEL, WHERE, recorded_preprocess_blocks(cfg))
     given = {
         **{name: inputs[name] for name in ("Q", "K", "V")},
         "O": forward["O"],  # (N, D) the forward's output, an input here
@@ -266,7 +306,10 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
         given,
         {"Delta": (n,), "dQ": (n, d), "dK": (n, d), "dV": (n, d)},
         # the preprocessing kernel's blocks of Q, then the main kernel's, whose blocks are the tiles j
-        [Grid(cfg.tr, preprocess_block), Grid(cfg.tc, main_block, set(cfg.recorded_blocks(cfg.tc)))],
+        [
+            Grid(cfg.tr, preprocess_block),
+            Grid(cfg.tc, main_block, set(cfg.recorded_blocks(cfg.tc)), fast=fast_main_block),
+        ],
     )
 
 

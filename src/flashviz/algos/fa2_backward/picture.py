@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -14,25 +14,22 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
+    Place,
     Tensor,
     Texts,
     b,
     code,
     grouped,
-    moves_action,
     plural,
     rows_before_veil,
     slot,
     sub,
-    widths,
 )
 from flashviz.model.tiling import first_block
 
 from . import traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 PRE, BWD = "fa2_bwd_preprocess", "fa2_bwd"
@@ -50,29 +47,29 @@ KERNELS = (
 PICKER = Picker((BWD,), index="block", letter="j", label="block j")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "V\u2c7c", copy_of="V", align_under="dOi"),
-    "dKj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "dK\u2c7c"),
-    "dVj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "dV\u2c7c"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (BWD,), "Q\u1d62", copy_of="Q"),
-    "dOi": Buffer(("Br", "D"), ("q", "none"), (PRE, BWD), "dO\u1d62", copy_of="dO"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (PRE,), "O\u1d62"),
-    "Pij": Buffer(("Br", "Bc"), ("q", "kv"), (BWD,), "P\u1d62\u2c7c"),
-    "dSij": Buffer(("Br", "Bc"), ("q", "kv"), (BWD,), "dS\u1d62\u2c7c"),
-    "Li": Buffer(("Br", "1"), ("q", "none"), (BWD,), "L\u1d62", copy_of="L"),
-    "Deltai": Buffer(("Br", "1"), ("q", "none"), (PRE, BWD), "\u0394\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "Vⱼ", copy_of="V", align_under="dOi"),
+    "dKj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "dKⱼ"),
+    "dVj": Buffer(("Bc", "D"), ("kv", "none"), (BWD,), "dVⱼ"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (BWD,), "Qᵢ", copy_of="Q"),
+    "dOi": Buffer(("Br", "D"), ("q", "none"), (PRE, BWD), "dOᵢ", copy_of="dO"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (PRE,), "Oᵢ"),
+    "Pij": Buffer(("Br", "Bc"), ("q", "kv"), (BWD,), "Pᵢⱼ"),
+    "dSij": Buffer(("Br", "Bc"), ("q", "kv"), (BWD,), "dSᵢⱼ"),
+    "Li": Buffer(("Br", "1"), ("q", "none"), (BWD,), "Lᵢ", copy_of="L"),
+    "Deltai": Buffer(("Br", "1"), ("q", "none"), (PRE, BWD), "Δᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj", "dKj", "dVj"), ("Qi", "dOi", "Oi", "Pij", "dSij", "Li", "Deltai"))
 
 OPS = {
     "load_do_o": Op(
         "read",
-        "Preprocessing: dOi and Oi come in to compute \u0394 = rowsum(dO \u2218 O).",
+        "Preprocessing: dOi and Oi come in to compute Δ = rowsum(dO ∘ O).",
         moves={"dO": Move(("dOi",)), "O": Move(("Oi",))},
     ),
     "write_delta": Op(
         "write",
-        "\u0394 goes out (N values) and dQ is zeroed for the atomic adds to come.",
+        "Δ goes out (N values) and dQ is zeroed for the atomic adds to come.",
         moves={"Delta": Move(("Deltai",), {"carry": "Deltai"}), "dQ": Move((), {"fill": 0})},
     ),
     "load_kv": Op(
@@ -82,20 +79,20 @@ OPS = {
     ),
     "load_q": Op(
         "read",
-        "A block of Q streams in with its dOi, Li and \u0394i: everything this visit needs.",
+        "A block of Q streams in with its dOi, Li and Δi: everything this visit needs.",
         moves={"Q": Move(("Qi",)), "dO": Move(("dOi",)), "L": Move(("Li",)), "Delta": Move(("Deltai",))},
     ),
     "probs": Op(
         "softmax",
-        "Pij is recomputed from the forward's L: exp(Qi Kj\u1d40 \u00b7 scale \u2212 Li); P was never stored.",
+        "Pij is recomputed from the forward's L: exp(Qi Kjᵀ · scale − Li); P was never stored.",
         notes_masked={"Pij": "0 where key > query"},
     ),
-    "dv": Op("compute", "dVj += Pij\u1d40 dOi, in SRAM."),
-    "ds": Op("softmax", "dSij = Pij \u2218 (dOi Vj\u1d40 \u2212 \u0394i)."),
-    "dk": Op("compute", "dKj += scale \u00b7 dSij\u1d40 Qi, in SRAM."),
+    "dv": Op("compute", "dVj += Pijᵀ dOi, in SRAM."),
+    "ds": Op("softmax", "dSij = Pij ∘ (dOi Vjᵀ − Δi)."),
+    "dk": Op("compute", "dKj += scale · dSijᵀ Qi, in SRAM."),
     "dq": Op(
         "write",
-        "dQ[i] += scale \u00b7 dSij Kj, with atomicAdd in HBM: a read and a write of each element.",
+        "dQ[i] += scale · dSij Kj, with atomicAdd in HBM: a read and a write of each element.",
         moves={"dQ": Move(("dSij",), {"carry": "dQi"})},
     ),
     "write_back": Op(
@@ -118,7 +115,7 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
             writes.get(name, "none"),  # type: ignore[arg-type]
             r[name],
             cols="1" if name in vector else "D",
-            label="\u0394" if name == "Delta" else None,
+            label="Δ" if name == "Delta" else None,
             scale_like="Deltai" if name == "Delta" else None,
             unwritten_note=NOT_WRITTEN if name in writes else None,
         )
@@ -126,35 +123,16 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-NO_CARRIES: Rich = [
-    "The backward's per-row values: ",
-    sub("L", "i"),
-    " and ",
-    sub("\u0394", "i"),
-    " on ",
-    code("load_q"),
-    ", the scores on ",
-    code("probs"),
-    ", dP on ",
-    code("ds"),
-    ", dQ's share on ",
-    code("dq"),
-    ".",
-]
-PER_ROW: Rich = ["Per row of the block: what this step carries, from the Trace."]
-
-
-def veil(cfg: Config, t: dict[str, Tensor], s: Step):
+def veil(cfg: Config, t: dict[str, Tensor], at: Place) -> list[dict[str, Any]] | None:
     """Block j of fa2_bwd never visits the blocks of Q before the one holding its first column (O: read only by the
     preprocessing kernel, every row of it)."""
-    if s.kernel != BWD:
+    if at.kernel != BWD:
         return None
-    return rows_before_veil(cfg, t, first_block(s.block, cfg.br, cfg.bc, True), skip=("O",))
+    return rows_before_veil(cfg, t, first_block(at.block, cfg.br, cfg.bc, True), skip=("O",))
 
 
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     summary = [
         "After the preprocessing kernel, all ",
         *plural(cfg.tc, "block"),
@@ -173,8 +151,8 @@ def picture(cfg: Config) -> Texts:
         tagline="FlashAttention-2 backward, tile by tile",
         tensors=t,
         sram_titles={
-            PRE: ["SRAM of fa2_bwd_preprocess block i = {block} \u00b7 rows {rows}"],
-            BWD: [f"SRAM of fa2_bwd block j = {{block}} \u00b7 K/V rows {{rows}} \u00b7 {size} bytes"],
+            PRE: ["SRAM of fa2_bwd_preprocess block i = {block} · rows {rows}"],
+            BWD: [f"SRAM of fa2_bwd block j = {{block}} · K/V rows {{rows}} · {size} bytes"],
         },
         summaries={PRE: summary, BWD: summary},
         counting=[
@@ -184,13 +162,13 @@ def picture(cfg: Config) -> Texts:
                 sub("P", "ij"),
                 " = exp(",
                 sub("S", "ij"),
-                " \u2212 ",
+                " − ",
                 sub("L", "i"),
                 ") is recomputed tile by tile, never stored.",
             ],
             [
-                b("\u0394"),
-                " = rowsum(dO \u2218 O) is computed once by a small preprocessing kernel and read by every tile.",
+                b("Δ"),
+                " = rowsum(dO ∘ O) is computed once by a small preprocessing kernel and read by every tile.",
             ],
             [
                 b("K/V on the outer loop:"),
@@ -207,10 +185,10 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "table",
             "labels": {
-                "Li": "L\u1d62",
-                "Deltai": "\u0394\u1d62 = rowsum(dO\u2218O)",
-                "Sij": "S\u1d62\u2c7c row",
-                "dPij": "dP\u1d62\u2c7c row",
+                "Li": "Lᵢ",
+                "Deltai": "Δᵢ = rowsum(dO∘O)",
+                "Sij": "Sᵢⱼ row",
+                "dPij": "dPᵢⱼ row",
                 "dQi_add": "this block's share of dQ row",
                 "dQi": "dQ row after the add",
             },
@@ -218,7 +196,5 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["this algorithm's steps have no sub-operations"],
         headline=["dQ", "dK", "dV"],
         against="the float64 gradients of plain softmax attention",
-        action=lambda s: moves_action(s, cols),
-        carries_note=lambda s, state: PER_ROW if s.carries else NO_CARRIES,
-        veil=lambda s: veil(cfg, t, s),
+        veil=lambda at: veil(cfg, t, at),
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from flashviz.model.config import Config, ConfigError
 
 from ..base import Algorithm, Idea
-from . import decoding, engine, expect, flops, gpu, picture, traffic
+from . import decoding, engine, expect, flops, gpu, picture, traffic, words
 from .record import CHUNK, KERNEL, NAME, splits
 
 IDEA = Idea(
@@ -65,6 +65,7 @@ ALGORITHM = Algorithm(
     traffic=traffic,
     expect=expect,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
     trace_values=split_values,

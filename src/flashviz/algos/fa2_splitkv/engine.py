@@ -11,7 +11,7 @@ recorded for the chosen blocks; counters are kept for all.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,9 +19,9 @@ from flashviz.algos.picture import locator
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
+from ...engine.online import online_tiles
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from ...engine.scores import score_tile
-from . import narrative
 from . import picture as drawing
 from .record import CHUNK, KERNEL, chunk, splits
 
@@ -29,52 +29,6 @@ if TYPE_CHECKING:
     from flashviz.model.config import Config
 
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
-
-# op -> (the seed-style label, TeX)
-LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "online_softmax": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_partial": (
-        "Opart[s][i], Lpart[s][i] = Oi/li, mi + log(li)",
-        r"O^{(s)}[i] \leftarrow O_i / \ell_i,\; L^{(s)}[i] \leftarrow m_i + \log \ell_i",
-    ),
-    "load_first": ("Oc, Lc = Opart[0][i], Lpart[0][i]", r"O_c, L_c \leftarrow O^{(0)}[i], L^{(0)}[i]"),
-    "load_partial": ("Os, Ls = Opart[s][i], Lpart[s][i]", r"O_s, L_s \leftarrow O^{(s)}[i], L^{(s)}[i]"),
-    "merge": (
-        "Lc, Oc = lse(Lc, Ls), weighted Oc + Os",
-        r"L' = \log(e^{L_c} + e^{L_s}),\; O_c \leftarrow e^{L_c - L'} O_c + e^{L_s - L'} O_s",
-    ),
-    "write_out": ("O[i], L[i] = Oc, Lc", r"O[i] \leftarrow O_c,\; L[i] \leftarrow L_c"),
-}
-SUBSTEPS = (
-    (
-        "new max",
-        "mi = max(mi, Sij.max(-1))",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = rescale(li) + exp(Sij - mi).sum(-1)",
-        r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-    (
-        "rescaled output",
-        "Oi = rescale(Oi) + exp(Sij - mi) @ Vj",
-        r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
-    ),
-)
-MERGE_PARTS = (
-    ("weights", "wc, ws = exp(Lc - m), exp(Ls - m)", r"m = \max(L_c, L_s),\; w_c = e^{L_c - m},\; w_s = e^{L_s - m}"),
-    ("new lse", "Lc = m + log(wc + ws)", r"L_c \leftarrow m + \log(w_c + w_s)"),
-)
 
 
 def split_phases(cfg: Config) -> int:
@@ -107,7 +61,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
     keep = i in rec.recorded
     j0, j1 = chunk(s, n, bc)
     tiles = j1 - j0
-    S = splits(n, bc)
     fl = rec.flops
     sram = SRAM()
     Qi = sram.alloc("Qi", (br, d))  # (Br, D)
@@ -133,7 +86,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
         phase_of("load_q", None, tiles, 0),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, s, r0, r1, br, d, S) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
         indices=at,
     )
@@ -154,7 +106,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             phase_of("load_kv", j - j0, tiles, 0),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, j0, j1, s, c0, c1, bc, d, cfg.tr) if keep else "",
             indices={**at, "j": j},
         )
         yield
@@ -168,7 +119,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             phase_of("scores", j - j0, tiles, 0),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, float(scale), causal=False) if keep else "",
             indices={**at, "j": j},
         )
         yield
@@ -198,13 +148,10 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             "rowsum": lsum,
             "li": li.copy(),
         }
-        substeps = visible_parts(
-            SUBSTEPS,
-            (
-                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                {"alpha": alpha, "PV": pv},
-            ),
+        parts = (  # the values of words.PARTS's three
+            {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+            {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+            {"alpha": alpha, "PV": pv},
         )
         rec.emit(
             i,
@@ -213,9 +160,8 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
             phase,
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j - j0, m_old, m_new, alpha, l_old, li, nr),
             carries=carries,
-            substeps=substeps,
+            parts=parts,
             indices={**at, "j": j},
         )
         yield
@@ -232,7 +178,6 @@ def split_block(rec: Recorder, cfg: Config, i: int, s: int) -> Iterator[None]:
         phase_of("write_partial", None, tiles, 0),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_partial(i, s, r0, r1, d, L_i[:nr], S) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
         indices=at,
     )
@@ -245,6 +190,49 @@ def split_blocks(rec: Recorder, cfg: Config, i: int) -> None:
     programs = [split_block(rec, cfg, i, s) for s in range(splits(cfg.n, cfg.bc))]
     while programs:
         programs = [p for p in programs if next(p, StopIteration) is not StopIteration]
+
+
+def fast_split_blocks(rec: Recorder, cfg: Config, i: int) -> None:
+    """The S blocks (i, s) of the split kernel for a block i not recorded: each chunk's FA2 loop vectorised over its
+    tiles (engine.online: the same numbers bit for bit), the steps tallied in `split_blocks`' order (the S programs
+    step for step)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    fl = rec.flops
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    programs = []
+    for s in range(splits(n, bc)):
+        j0, j1 = chunk(s, n, bc)
+        tiles = j1 - j0
+        at = {"i": i, "s": s}
+        Qi = np.zeros((br, d), np.float32)  # (Br, D)
+        q, tq = rec.hbm.read("Q", slice(r0, r1))
+        Qi[:nr] = q
+        spans = [span(j, bc, n) for j in range(j0, j1)]
+        Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (tiles, Bc, D)
+        Vt, tv = rec.hbm.read_tiles("V", spans, bc)
+        scores = [phase_of("scores", t, tiles, 0) for t in range(tiles)]
+        tally = lambda p=scores: rec.tally_flops(p)  # noqa: E731
+        mi, li, Oi = online_tiles(fl, Qi, Kt, Vt, scale, r0, n, False, tally, c0=j0 * bc)
+        rec.tally_flops([phase_of("online_softmax", t, tiles, 0) for t in range(tiles)])
+        Oi = fl.div(Oi, li[:, None])  # (Br, D)
+        L_i = fl.add(mi, fl.log(li))  # (Br,)
+        to = rec.hbm.write("Opart", slice(s * n + r0, s * n + r1), Oi[:nr])
+        tl = rec.hbm.write("Lpart", slice(s * n + r0, s * n + r1), L_i[:nr])
+        rec.tally_flops([phase_of("write_partial", None, tiles, 0)])
+        steps: list[tuple[Any, ...]] = [(None, "load_q", phase_of("load_q", None, tiles, 0), [tq], at)]
+        for t, j in enumerate(range(j0, j1)):
+            here = {**at, "j": j}
+            steps.append((j, "load_kv", phase_of("load_kv", t, tiles, 0), [tk[t], tv[t]], here))
+            steps.append((j, "scores", phase_of("scores", t, tiles, 0), [], here))
+            steps.append((j, "online_softmax", phase_of("online_softmax", t, tiles, 0), [], here))
+        steps.append((None, "write_partial", phase_of("write_partial", None, tiles, 0), [tl, to], at))
+        programs.append(steps)
+    for r in range(max(len(p) for p in programs)):  # split_blocks' order: step r of each program in turn
+        for steps in programs:
+            if r < len(steps):
+                rec.tally(*steps[r])
 
 
 def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
@@ -273,7 +261,6 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_first", None, S, first),
         [to, tl],
         {"Oc": Oc, "Lc": Lc},
-        narrative.load_first(i, r0, r1, d, S) if keep else "",
         indices={"i": i},
     )
 
@@ -289,7 +276,6 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("load_partial", s, S, first),
             [to, tl],
             {"Os": Os, "Ls": Ls},
-            narrative.load_partial(s, S, r0, r1, d) if keep else "",
             indices={"i": i, "s": s},
         )
 
@@ -310,11 +296,8 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("merge", s, S, first),
             [],
             {"Oc": Oc, "Lc": Lc},
-            narrative.merge(s, S, L_old[:nr], Ls[:nr], ac[:nr], as_[:nr], Lc[:nr]) if keep else "",
             carries={"Lc": Lc.copy(), "weight_c": ac, "weight_s": as_} if keep else None,
-            substeps=visible_parts(MERGE_PARTS, ({"m": m, "wc": wc, "ws": ws}, {"Lc_old": L_old, "Lc": Lc.copy()}))
-            if keep
-            else None,
+            parts=({"m": m, "wc": wc, "ws": ws}, {"Lc_old": L_old, "Lc": Lc.copy()}) if keep else None,
             indices={"i": i, "s": s},
         )
 
@@ -328,18 +311,18 @@ def combine_block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_out", None, S, first),
         [to, tl],
         {"Oc": Oc, "Lc": Lc},
-        narrative.write_out(i, r0, r1, d, Lc[:nr], S) if keep else "",
         indices={"i": i},
     )
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of both kernels on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d, S = cfg.n, cfg.d, splits(cfg.n, cfg.bc)
     outputs = {"Opart": (S * n, d), "Lpart": (S * n,), "O": (n, d), "L": (n,)}
-    return run_launch(rec, cfg, qkv, outputs, [Grid(cfg.tr, split_blocks), Grid(cfg.tr, combine_block)])
+    grids = [Grid(cfg.tr, split_blocks, fast=fast_split_blocks), Grid(cfg.tr, combine_block)]
+    return run_launch(rec, cfg, qkv, outputs, grids)
 
 
 trace_blocks = blocks_of_q  # the pick is the block of Q, i, of both kernels

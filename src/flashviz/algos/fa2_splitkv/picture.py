@@ -3,10 +3,7 @@ over one chunk of K/V, and the combine kernel; their SRAM and their words."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from flashviz.algos.picture import (
     WRITTEN_ONCE,
@@ -15,14 +12,12 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     code,
     grouped,
     plural,
-    precision3,
     slot,
     sub,
     when,
@@ -32,7 +27,6 @@ from . import traffic
 from .record import CHUNK, splits
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K, C = "fa2_splitkv", "fa2_splitkv_combine"
@@ -43,17 +37,17 @@ KERNELS = (
 PICKER = Picker((K, C), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
-    "Oc": Buffer(("Br", "D"), ("q", "none"), (C,), "O\u1d9c"),
-    "Os": Buffer(("Br", "D"), ("q", "none"), (C,), "O\u209b"),
-    "Lc": Buffer(("Br", "1"), ("q", "none"), (C,), "L\u1d9c"),
-    "Ls": Buffer(("Br", "1"), ("q", "none"), (C,), "L\u209b"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
+    "Oc": Buffer(("Br", "D"), ("q", "none"), (C,), "Oᶜ"),
+    "Os": Buffer(("Br", "D"), ("q", "none"), (C,), "Oₛ"),
+    "Lc": Buffer(("Br", "1"), ("q", "none"), (C,), "Lᶜ"),
+    "Ls": Buffer(("Br", "1"), ("q", "none"), (C,), "Lₛ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"), ("Oc", "Os", "Lc", "Ls"))
 
@@ -89,12 +83,12 @@ OPS = {
     "scores": Op(
         "compute",
         "One matrix product in SRAM: the scores of this block's Br queries against the tile's Bc keys.",
-        notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
+        notes={"Sij": "= τ QᵢKⱼᵀ"},
     ),
     "online_softmax": Op(
         "softmax",
         "FA2's online softmax, over this chunk's tiles only: a new running max, the sum and the output rescaled.",
-        notes={"Sij": "holds P = exp(S \u2212 m\u1d62)", "Oi": "rescaled + PV"},
+        notes={"Sij": "holds P = exp(S − mᵢ)", "Oi": "rescaled + PV"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
@@ -103,13 +97,13 @@ OPS = {
         "After the chunk: Oi / li and L = mi + log li leave as a partial result, to be merged by the combine kernel.",
         moves={
             "Lpart": Move(("mi", "li"), {"carry": "L"}),
-            "Opart": Move(("Oi",), note=" (\u00f7 \u2113\u1d62)"),
+            "Opart": Move(("Oi",), note=" (÷ ℓᵢ)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L\u209b = m\u1d62 + log \u2113\u1d62",
-            "o_heading": "partial O row = O\u1d62 / \u2113\u1d62",
+            "out_heading": "Lₛ = mᵢ + log ℓᵢ",
+            "o_heading": "partial O row = Oᵢ / ℓᵢ",
         },
     ),
     "load_first": Op(
@@ -124,8 +118,8 @@ OPS = {
     ),
     "merge": Op(
         "compute",
-        "The log-sum-exp rule: two normalised partials, weighted by e^(L \u2212 L'), become one.",
-        notes={"Oc": "= w\u1d9c O\u1d9c + w\u209b O\u209b", "Lc": "= log(e^L\u1d9c + e^L\u209b)"},
+        "The log-sum-exp rule: two normalised partials, weighted by e^(L − L'), become one.",
+        notes={"Oc": "= wᶜ Oᶜ + wₛ Oₛ", "Lc": "= log(e^Lᶜ + e^Lₛ)"},
         value_tex=MERGE_TEX,
     ),
     "write_out": Op(
@@ -136,8 +130,6 @@ OPS = {
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
-
 
 def tensors(cfg: Config) -> dict[str, Tensor]:
     r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
@@ -146,53 +138,11 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "Q": Tensor(("q", "none"), "none", r["Q"]),
         "K": Tensor(("kv", "none"), "none", r["K"]),
         "V": Tensor(("kv", "none"), "none", r["V"]),
-        "Opart": Tensor(("none", "none"), "once", r["Opart"], label="Opart (S\u00b7N rows)", unwritten_note=partial),
+        "Opart": Tensor(("none", "none"), "once", r["Opart"], label="Opart (S·N rows)", unwritten_note=partial),
         "Lpart": Tensor(("none", "none"), "once", r["Lpart"], cols="1", label="Lpart", unwritten_note=partial),
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def action(cfg: Config, s: Step) -> str:
-    """The seed-style Action column."""
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    split = s.indices.get("s")
-    if s.op == "load_q":
-        return f"Qi \u2190 {at['Q']}; Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0 (chunk s = {split})"
-    if s.op == "load_kv":
-        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']}"
-    if s.op == "scores":
-        return f"Sij \u2190 Qi\u00b7Kj\u1d40 \u00d7 {precision3(cfg.softmax_scale)}  ({cfg.br}\u00d7{cfg.bc} in SRAM)"
-    if s.op == "online_softmax":
-        return f"new max, rescale li and Oi by \u03b1, add tile j = {s.j} of chunk s = {split}"
-    if s.op == "write_partial":
-        return f"{at['Opart']} \u2190 Oi/li; {at['Lpart']} \u2190 mi + log(li)"
-    if s.op == "load_first":
-        return f"Oc \u2190 {at['Opart']}, Lc \u2190 {at['Lpart']}"
-    if s.op == "load_partial":
-        return f"Os \u2190 {at['Opart']}, Ls \u2190 {at['Lpart']}"
-    if s.op == "merge":
-        return f"Lc, Oc \u2190 log-sum-exp merge with partial s = {split}"
-    return f"{at['O']} \u2190 Oc; {at['L']} \u2190 Lc"
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    """The online carries' note: what the step does to mi, li, Oi (or, in the combine, to Oc and Lc)."""
-    return [
-        {
-            "load_q": "The carries start empty for this chunk: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0.",
-            "load_kv": WAIT.format(what="brings in tile j"),
-            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
-            "online_softmax": "As in FA2, within this chunk: where the max grew (\u03b1 < 1) \u2113\u1d62 and O\u1d62 "
-            "are rescaled by \u03b1 before this tile is added.",
-            "write_partial": "The chunk's carries leave: O\u1d62 / \u2113\u1d62 and L = m\u1d62 + log \u2113\u1d62 "
-            "go to HBM as this chunk's partial.",
-            "load_first": "The combine's carries are partial 0: L\u1d9c and O\u1d9c.",
-            "load_partial": "L\u1d9c and O\u1d9c wait while the next partial arrives.",
-            "merge": "L\u1d9c becomes the log-sum-exp of both; O\u1d9c the weighted sum of both partials.",
-            "write_out": "L\u1d9c and O\u1d9c are the answer: written once.",
-        }[s.op]
-    ]
 
 
 def picture(cfg: Config) -> Texts:
@@ -202,8 +152,8 @@ def picture(cfg: Config) -> Texts:
         tagline="Flash-Decoding: FA2 with the keys split into chunks, then a log-sum-exp combine",
         tensors=t,
         sram_titles={
-            K: [f"SRAM of split block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(sram_bytes(cfg))} bytes"],
-            C: ["SRAM of combine block i = {block} \u00b7 rows {rows}"],
+            K: [f"SRAM of split block i = {{block}} · rows {{rows}} · {grouped(sram_bytes(cfg))} bytes"],
+            C: ["SRAM of combine block i = {block} · rows {rows}"],
         },
         summaries={
             K: [
@@ -240,27 +190,24 @@ def picture(cfg: Config) -> Texts:
                 b("Opart"),
                 ", ",
                 b("Lpart"),
-                ") is written to HBM and read back once by the combine: 2\u00b7S\u00b7N\u00b7(D + 1) elements that FA2 "
-                "never moves. ",
+                ") is written to HBM and read back once by the combine: 2·S·N·(D + 1) elements that FA2 never moves. ",
                 b("What it buys."),
                 " ",
                 sub("T", "r"),
-                " \u00d7 S \u00d7 B\u00b7H blocks instead of ",
+                " × S × B·H blocks instead of ",
                 sub("T", "r"),
-                " \u00d7 B\u00b7H: when N of queries is small (decoding, one block of Q) FA2 leaves most SMs idle, "
+                " × B·H: when N of queries is small (decoding, one block of Q) FA2 leaves most SMs idle, "
                 'and the split fills them ("Compare the algorithms").',
             ],
         ],
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised)",
+            "o_heading": "Oᵢ row (unnormalised)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " and merge step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " and merge step"],
         headline=["O", "L"],
         against="plain softmax attention",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
     )
 
 

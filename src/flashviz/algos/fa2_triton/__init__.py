@@ -10,7 +10,7 @@ tiles masked). Only the forward's functions of kernel.py (`fa2_fwd`, `_fwd_tiles
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
-from . import engine, expect, flops, gpu, models, picture, tiles, traffic
+from . import engine, expect, flops, gpu, models, picture, tiles, traffic, words
 from .record import KERNEL, NAME
 
 IDEA = Idea(
@@ -56,6 +56,7 @@ ALGORITHM = Algorithm(
     traffic=traffic,
     expect=expect,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
     trace_values=forward_trace_values,

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashviz.algos.picture import locator
-from flashviz.model import band
+from flashviz.model import band, precision
 from flashviz.model.precision import bf16
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from . import narrative
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from . import picture as drawing
+from . import segments as segment_words
 from .loops import NO_MASK, plan, stages
 from .record import KERNEL, NAME
 from .tiles import padded
@@ -47,55 +47,6 @@ LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
 LN2 = np.float32(0.6931471805599453)
 TWO_LOG2E = np.float32(2.0 * LOG2E)  # _tanh's constant, folded by Triton (a constexpr product) and taken as fp32
 
-# op -> (the seed's label, TeX)
-LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = tl.dot(Qi, Kj.T)", r"S_{ij} = Q_i K_j^{\top}\ \text{(tensor cores, fp32)}"),
-    "online_softmax": (
-        "mi, li, Oi = ... (exp2; Oi += bf16(P) @ Vj)",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}_2(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
-    "write_back": (
-        "O[i], L[i] = bf16(Oi/li), (mi + log2(li))·ln 2",
-        r"O[i] \leftarrow \mathrm{bf16}(O_i / \ell_i),\; L[i] \leftarrow (m_i + \log_2 \ell_i) \ln 2",
-    ),
-}
-SUBSTEPS = (
-    (
-        "new max",
-        "m_new = max(mi, Sij.max(1) * qk_scale)",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \tau \log_2 e \cdot \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = li * alpha + exp2(Sij * qk_scale - m_new).sum(1)",
-        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i"
-        r" + \mathrm{rowsum}\big(2^{\,\tau \log_2 e\, S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-    (
-        "rescaled output",
-        "Oi = tl.dot(bf16(Pij), Vj, Oi * alpha)",
-        r"O_i = 2^{\,m_i - m_i^{\text{new}}}\,O_i + \mathrm{bf16}(P)\,V_j",
-    ),
-)
-SUBSTEPS_FIRST = (  # SCALE_FIRST (soft-capping, or a scale <= 0): the scores are scaled (and capped) already
-    (
-        "new max",
-        "m_new = max(mi, Sij.max(1))",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = li * alpha + exp2(Sij - m_new).sum(1)",
-        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(2^{\,S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-    SUBSTEPS[2],
-)
-
 
 def phase_of(op: str, k: int | None, tc: int) -> int:
     """load_q, then 3 per tile, then write_back (k: the tile's place in the block's loop; tc: its tile count)."""
@@ -105,21 +56,6 @@ def phase_of(op: str, k: int | None, tc: int) -> int:
         return 1 + 3 * tc
     assert k is not None, op
     return 1 + 3 * k + ("load_kv", "scores", "online_softmax").index(op)
-
-
-def labels(cfg: Config) -> dict[str, tuple[str, str]]:
-    """LABELS at this launch: with soft-capping the scores step says the cap it applies (SCALE_FIRST)."""
-    if cfg.softcap <= 0:
-        return LABELS
-    c = f"{cfg.softcap:g}"
-    return {
-        **LABELS,
-        "scores": (
-            f"Sij = {c}·log2e·tanh(tl.dot(Qi, Kj.T)·scale/{c})",
-            rf"S_{{ij}} = {c}\log_2 e\cdot\tanh\!\big(\tau\, Q_i K_j^{{\top}} / {c}\big)"
-            r"\ \text{(soft-capped, in units of }\log_2\text{)}",
-        ),
-    }
 
 
 def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -164,8 +100,7 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
     rows = np.arange(r0, r0 + br)  # (Br,) query row of each row of Qi, padding rows included
     segmented = cfg.group > 1 or cfg.seqlens is not None
     at = {"block": pick} if segmented else {}  # the pick, where it is not block i (picture.Kernel.block_index)
-    where = narrative.where_words(cfg, seg) if segmented else ""
-    skipped = narrative.skipped(cfg, seg, tiles) if keep else None
+    where = segment_words.where_words(cfg, seg) if segmented else ""
 
     # step: load_q -- Qi = desc_q.load([i * Br, 0]); rows past the sequence's N read as zeros
     q, t = rec.hbm.read("Q", slice(q0 + r0, q0 + r1))
@@ -177,7 +112,6 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, q0 + r0, q0 + r1, br, d, where) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
         indices={**at, "i": i},
         code=({}, where) if where else None,
@@ -202,7 +136,6 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
             phase_of("load_kv", k, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(k, tc, k0 + c0, k0 + c1, bc, d, stage, skipped) if keep else "",
             indices=idx,
             code=code,
         )
@@ -229,7 +162,6 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
             phase_of("scores", k, tc),
             [],
             {"Sij": Sij},
-            narrative.scores(Sij, nr, nc, stage, float(qk_scale), cfg.softcap, scale_first) if keep else "",
             indices=idx,
             code=code,
             mma=mma,
@@ -273,13 +205,10 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
             "rowsum": lsum,
             "li": li.copy(),
         }
-        substeps = visible_parts(
-            SUBSTEPS_FIRST if scale_first else SUBSTEPS,
-            (
-                {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
-                {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
-                {"alpha": alpha, "PV": pv},
-            ),
+        shown = (  # the values of words.PARTS's three
+            {"m_old": m_old, "m_ij": m_ij, "m_new": m_new},
+            {"alpha": alpha, "l_old": l_old, "rowsum": lsum, "l_new": li.copy()},
+            {"alpha": alpha, "PV": pv},
         )
         rounding = float(np.abs(P - P16)[:nr].max()) if nr else 0.0
         rec.emit(
@@ -289,12 +218,12 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
             phase,
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(k, m_old, m_new, alpha, l_old, li, nr, rounding),
             carries=carries,
-            substeps=substeps,
+            parts=shown,
             indices=idx,
             code=code,
             mma={"dot": "pv", "row": q0 + r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
+            facts={"rounding": rounding},  # the largest change bf16 made to P, for its words
         )
 
     # step: write_back -- Oi / li (a row that saw no key: O = 0, L = -inf), stored as bf16 (rows past N are not
@@ -312,23 +241,114 @@ def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment,
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_back(q0 + r0, q0 + r1, d, L_i[:nr]) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
         indices={**at, "i": i},
         code=({}, where) if where else None,
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment, int]] | None = None) -> None:
+    """Pick `pick`, not recorded: `block`'s arithmetic vectorised over the tiles it visits, its steps tallied as
+    `block` emits them: the tiles' scores, (SCALE_FIRST) their scale and soft cap, each stage's band mask, maxima, P,
+    its bf16 rounding and P @ Vj at once (per tile the same operations and products of the same shapes), the running
+    max by fmaxf tile after tile, and li, Oi (which each tile rescales) in the kernel's order; with every option of
+    real models (a segment's rows and keys, the band, the rows that see no key). The same numbers bit for bit
+    (tests/test_engine_vectorised.py)."""
+    seg, i = (picks or plan(cfg))[pick]
+    n, nk, d, br, bc = seg.nq, seg.nk, cfg.d, cfg.br, cfg.bc
+    left, right = cfg.sides
+    capped = cfg.softcap > 0
+    if capped:
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale / cfg.softcap), np.float32(cfg.softcap * LOG2E)
+    else:
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale * LOG2E), np.float32(0.0)
+    scale_first = bool(qk_scale <= 0) or capped
+    tiles = stages(cfg, seg, i)
+    tc = len(tiles)
+    fl = rec.flops
+    pad = padded(d) - d
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    q0, k0 = seg.q0, seg.k0
+    rows = np.arange(r0, r0 + br)  # (Br,)
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    at = {"block": pick} if segmented else {}
+
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(q0 + r0, q0 + r1))
+    Qi[:nr] = q
+    starts = np.array([start for start, _ in tiles], dtype=np.int64)
+    spans = [(k0 + int(start), k0 + min(int(start) + bc, nk)) for start in starts]
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
+    # scores: tl.dot(Qi, Kj.T) per tile, then (SCALE_FIRST) the scale and the cap, then each tile's stage's mask
+    S = fl.matmul(Qi, Kt.swapaxes(-1, -2))  # (Tc, Br, Bc)
+    fl.count("matmul", tc * 2 * br * bc * pad)
+    if scale_first:
+        S = fl.mul(S, qk_scale)
+        if capped:
+            S = fl.mul(softcap2, tanh(fl, S))
+    masked_stage = np.array([stage != NO_MASK for _, stage in tiles], dtype=bool).reshape(tc, 1, 1)
+    cols = starts.reshape(tc, 1, 1) + np.arange(bc).reshape(1, 1, bc)  # (Tc, 1, Bc) key column of each column
+    hidden = ~band.visible(rows[None, :, None], cols, nk, seg.off, left, right)  # (Tc, Br, Bc)
+    S[np.broadcast_to(masked_stage & hidden, S.shape)] = -np.inf
+    rec.tally_flops([phase_of("scores", k, tc) for k in range(tc)])
+    # online_softmax, in units of log2
+    start = np.full(br, -np.inf, np.float32)
+    if scale_first:
+        m_ij = fl.rowmax(S)  # (Tc, Br)
+    else:
+        m_ij = fl.mul(fl.rowmax(S), qk_scale)  # (Tc, Br)
+    m_new = fl.running_max(m_ij, start)  # (Tc, Br) mi after tile k
+    # a row that has seen no key yet, in a masked stage: P = 0, not NaN
+    m_use = np.where(masked_stage[:, :, 0] & (m_new == -np.inf), np.float32(0.0), m_new).astype(np.float32)
+    if scale_first:
+        P = fl.exp2(fl.sub(S, m_use[:, :, None]))  # (Tc, Br, Bc)
+    else:
+        P = fl.exp2(fl.fma(S, qk_scale, -m_use[:, :, None]))  # (Tc, Br, Bc)
+    m_old = np.concatenate([start[None], m_new[:-1]])  # (Tc, Br) mi before tile k
+    alpha = fl.exp2(fl.sub(m_old, m_use))  # (Tc, Br)
+    lsum = fl.rowsum(P)  # (Tc, Br)
+    pv = fl.matmul(bf16(P), Vt)  # (Tc, Br, D) fp32 accumulation of bf16(P) @ Vj
+    fl.count("matmul", tc * 2 * br * bc * pad)
+    li = np.zeros(br, np.float32)  # (Br,)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for k in range(tc):  # the carries, tile after tile: li = fma(li, alpha, rowsum), Oi = Oi * alpha + P @ Vj
+        li = precision.fma(li, alpha[k], lsum[k])
+        Oi = np.multiply(Oi, alpha[k][:, None]) + pv[k]
+    fl.count("mul", tc * (br + br * d + br * pad))  # as `block` counts: the fma's, Oi * alpha, the padding's
+    fl.count("add", tc * br)
+    rec.tally_flops([phase_of("online_softmax", k, tc) for k in range(tc)])
+    # write_back: a row that saw no key: O = 0, L = -inf
+    mi = m_new[-1] if tc else start
+    safe = np.where(li == 0.0, np.float32(1.0), li).astype(np.float32)
+    Oi = bf16(fl.div(Oi, safe[:, None]))
+    fl.count("div", br * pad)
+    L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
+    to = rec.hbm.write("O", slice(q0 + r0, q0 + r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(q0 + r0, q0 + r1), L_i[:nr])
+    rec.tally_flops([phase_of("write_back", None, tc)])
+
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {**at, "i": i})
+    for k, (begin, _) in enumerate(tiles):
+        idx = {**at, "i": i, "j": begin // bc}
+        rec.tally(begin // bc, "load_kv", phase_of("load_kv", k, tc), [tk[k], tv[k]], idx)
+        rec.tally(begin // bc, "scores", phase_of("scores", k, tc), [], idx)
+        rec.tally(begin // bc, "online_softmax", phase_of("online_softmax", k, tc), [], idx)
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {**at, "i": i})
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded.
     With the options of real models, the blocks of every q head of one K/V head and every packed sequence."""
     blocks = cfg.q_blocks
-    rec = Recorder(KERNEL, WHERE, labels(cfg), set(cfg.recorded_blocks(blocks)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(blocks)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
     rows = cfg.q_rows
     picks = plan(cfg)
     run = lambda r, c, b: block(r, c, b, picks)  # noqa: E731
-    return run_launch(rec, cfg, qkv, {"O": (rows, cfg.d), "L": (rows,)}, [Grid(blocks, run)])
+    fast = lambda r, c, b: fast_block(r, c, b, picks)  # noqa: E731
+    return run_launch(rec, cfg, qkv, {"O": (rows, cfg.d), "L": (rows,)}, [Grid(blocks, run, fast=fast)])
 
 
 def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
@@ -347,7 +367,7 @@ def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
                 "recorded": pick in recorded,
                 "segment": index[(seg.head, seg.seq)],
                 "keys": [seg.k0, seg.k0 + seg.nk],
-                "label": f"{pick} \u00b7 {narrative.short(cfg, seg)} i = {i} \u00b7 rows "
+                "label": f"{pick} \u00b7 {segment_words.short(cfg, seg)} i = {i} \u00b7 rows "
                 f"{seg.q0 + r0}\u2013{seg.q0 + r1 - 1}",
             }
         )

@@ -21,7 +21,6 @@ from . import models, traffic
 
 if TYPE_CHECKING:
     from flashviz.algos.picture import Tensor
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 BYTES = {"Q": 2, "K": 2, "V": 2, "O": 2, "L": 4}  # the record's tensor_bytes
@@ -248,7 +247,7 @@ def section(cfg: Config, pairs: list[str]) -> dict[str, Any] | None:
     return {"title": "The options of real models in this launch", "items": items}
 
 
-def veil(cfg: Config, tensors: Mapping[str, Tensor], s: Step, tiles: list[tuple[int, str]], keys: tuple[int, int]):
+def veil(cfg: Config, tensors: Mapping[str, Tensor], tiles: list[tuple[int, str]], keys: tuple[int, int]):
     """What the step's block never touches: the keys of its sequence outside the tiles it visits ("skipped", left
     and right of its band) and the keys of the other sequences ("other sequence"), on K and V."""
     k0, k1 = keys

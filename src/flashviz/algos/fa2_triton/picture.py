@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
     WRITTEN_ONCE,
@@ -17,6 +15,7 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
+    Place,
     Rich,
     Tensor,
     Texts,
@@ -36,7 +35,6 @@ from . import options as option_words
 from .loops import plan, stages
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa2_fwd"
@@ -53,13 +51,13 @@ KERNELS = (
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
 
@@ -91,13 +89,13 @@ OPS = {
         "compute",
         "One tl.dot on the tensor cores: this block's Br queries against the tile's Bc keys, bf16 in, fp32 out, not "
         "yet scaled.",
-        notes={"Sij": "= Q\u1d62K\u2c7c\u1d40 (unscaled)"},
-        notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+        notes={"Sij": "= QᵢKⱼᵀ (unscaled)"},
+        notes_masked={"Sij": "masked: key > query → −∞"},
     ),
     "online_softmax": Op(
         "softmax",
-        "The online softmax in base 2 (scale·log\u2082e folded in), then the second tl.dot: bf16(P)·Vj added into Oi.",
-        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)", "Oi": "rescaled + bf16(P)V"},
+        "The online softmax in base 2 (scale·log₂e folded in), then the second tl.dot: bf16(P)·Vj added into Oi.",
+        notes={"Sij": "holds P = exp2(S·qk_scale − mᵢ)", "Oi": "rescaled + bf16(P)V"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
@@ -106,25 +104,24 @@ OPS = {
         "After the loop: one division; O leaves in bf16 by TMA, L in fp32.",
         moves={
             "L": Move(("mi", "li"), {"carry": "L"}),
-            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62, bf16)"),
+            "O": Move(("Oi",), note=" (÷ ℓᵢ, bf16)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L = (m\u1d62 + log\u2082 \u2113\u1d62)\u00b7ln 2",
-            "o_heading": "O row = bf16(O\u1d62 / \u2113\u1d62)",
+            "out_heading": "L = (mᵢ + log₂ ℓᵢ)·ln 2",
+            "o_heading": "O row = bf16(Oᵢ / ℓᵢ)",
         },
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
 HIDDEN = [
     "Which thread holds which element of a warp's 16 rows is fixed by the PTX ISA's fragment layout for the "
     "instruction; how Triton arranges the operands in shared memory (swizzling) and whether bf16(P) is fed to the "
     "second dot from registers is its compiler's choice, not visible in kernel.py.",
     "The instruction shapes and the warps' rows follow Triton 3.x's rules (supportMMA, mmaVersionToInstrShape, "
     "warpsPerTileV3), read from its source, not from this launch's compiled code; the ladder's H200 run found wgmma "
-    "in the compiled code of its 64\u00d764 and 128\u00d764 tiles (8 warps).",
+    "in the compiled code of its 64×64 and 128×64 tiles (8 warps).",
 ]
 
 
@@ -137,43 +134,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def stage_note(cfg: Config, s: Step) -> str:
-    first = s.code.split("\n", 1)[0]
-    return first.rpartition("\u00b7 ")[2] if "\u00b7 " in first else ""
-
-
-def action(cfg: Config, s: Step) -> str:
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    if s.op == "load_q":
-        return f"Qi \u2190 {at['Q']} (TMA, bf16); Oi \u2190 0; mi \u2190 \u2212\u221e; li \u2190 0"
-    if s.op == "load_kv":
-        return f"Kj \u2190 {at['K']}, Vj \u2190 {at['V']} (TMA, bf16; {stage_note(cfg, s)})"
-    if s.op == "scores":
-        return f"Sij \u2190 tl.dot(Qi, Kj\u1d40)  ({cfg.br}\u00d7{cfg.bc}, tensor cores; {stage_note(cfg, s)})"
-    if s.op == "online_softmax":
-        return f"exp2 softmax, rescale li and Oi, Oi += bf16(P)\u00b7Vj, tile j = {s.j}"
-    return f"{at['O']} \u2190 bf16(Oi/li); {at['L']} \u2190 (mi + log2 li)\u00b7ln 2"
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    if s.op == "online_softmax":
-        text = (
-            "First tile: m_old = \u2212\u221e, so \u03b1 = 2^(\u2212\u221e) = 0 wipes the empty carries."
-            if s.j == 0
-            else "Where the max grew (\u03b1 < 1), \u2113\u1d62 and O\u1d62 are rescaled by \u03b1 = "
-            "2^(m_old \u2212 m_new) before this tile is added; m\u1d62 is in units of log\u2082."
-        )
-    else:
-        text = {
-            "load_q": "The carries start empty in registers: m\u1d62 = \u2212\u221e, \u2113\u1d62 = 0, O\u1d62 = 0.",
-            "load_kv": WAIT.format(what="brings in tile j"),
-            "scores": WAIT.format(what="computes S\u1d62\u2c7c"),
-            "write_back": "The only division: O = O\u1d62 / \u2113\u1d62, rounded to bf16. L = (m\u1d62 + log\u2082 "
-            "\u2113\u1d62)\u00b7ln 2 in fp32, the natural log-sum-exp.",
-        }[s.op]
-    return [text]
 
 
 def launch(cfg: Config) -> dict[str, Any]:
@@ -197,7 +157,7 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
     dp = tiles.padded(cfg.d)
     scores = tiles.dot(cfg.br, cfg.bc, dp, warps, "Qi", "Kj", "Sij")
     pv = tiles.dot(cfg.br, dp, cfg.bc, warps, "Sij", "Vj", "Oi")
-    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "\u1d40"]
+    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "ᵀ"]
     pv["title"] = [sub("O", "i"), " += bf16(P) ", sub("V", "j")]
     scores["b_transposed"], pv["b_transposed"] = True, False
     return {
@@ -208,23 +168,23 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
         "d_padded": dp,
         "hidden": HIDDEN,
         "why": "A CUDA core does one fused multiply-add per thread per instruction; one tensor-core instruction of a "
-        "warpgroup does 64\u00b7N\u00b716 of them at once. " + tensor_core_words(),
+        "warpgroup does 64·N·16 of them at once. " + tensor_core_words(),
     }
 
 
-def veil_of(cfg: Config, t: Mapping[str, Tensor]) -> Callable[[Step], list[dict[str, Any]] | None]:
+def veil_of(cfg: Config, t: Mapping[str, Tensor]) -> Callable[[Place], list[dict[str, Any]] | None]:
     """What a step's block never touches: one head of plain causal attention as fa2 draws it (`width_veil`), else
     the keys outside its band and the other sequences' keys (options.veil)."""
     if not cfg.has_options:
-        return lambda s: width_veil(cfg, t, s.block)
+        return lambda place: width_veil(cfg, t, place.block)
     picks = plan(cfg)
     cache: dict[int, list[dict[str, Any]] | None] = {}
 
-    def veil(s: Step) -> list[dict[str, Any]] | None:
-        if s.block not in cache:
-            seg, i = picks[s.block]
-            cache[s.block] = option_words.veil(cfg, t, s, stages(cfg, seg, i), (seg.k0, seg.k0 + seg.nk))
-        return cache[s.block]
+    def veil(place: Place) -> list[dict[str, Any]] | None:
+        if place.block not in cache:
+            seg, i = picks[place.block]
+            cache[place.block] = option_words.veil(cfg, t, stages(cfg, seg, i), (seg.k0, seg.k0 + seg.nk))
+        return cache[place.block]
 
     return veil
 
@@ -241,7 +201,7 @@ def picture(cfg: Config) -> Texts:
         tensors=t,
         sram_titles={
             K: [
-                f"On chip, {program} \u00b7 rows {{rows}} \u00b7 {grouped(smem)} bytes of shared memory "
+                f"On chip, {program} · rows {{rows}} · {grouped(smem)} bytes of shared memory "
                 "(one stage), accumulators in registers"
             ],
         },
@@ -278,13 +238,11 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised, fp32)",
+            "o_heading": "Oᵢ row (unnormalised, fp32)",
         },
-        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = \u2026"), " step"],
+        substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "L"],
         against="float64 attention of the bf16 inputs",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
         veil=veil_of(cfg, t),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),

@@ -9,7 +9,7 @@ fa2-triton, run by a producer warp (every TMA load, into a ring of shared-memory
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
-from . import engine, expect, flops, gpu, picture, tiles, traffic
+from . import engine, expect, flops, gpu, picture, tiles, traffic, words
 from .record import KERNEL, NAME
 
 IDEA = Idea(
@@ -54,6 +54,7 @@ ALGORITHM = Algorithm(
     traffic=traffic,
     expect=expect,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
     trace_values=forward_trace_values,

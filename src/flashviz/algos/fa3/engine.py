@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashviz.algos.picture import locator
+from flashviz.model import precision
 from flashviz.model.precision import bf16
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
-from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch, visible_parts
-from . import narrative
+from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from . import picture as drawing
 from .record import KERNEL, NAME
 from .tiles import NUM_WG, WG_ROWS, stages
@@ -46,45 +46,6 @@ LOG2E = 1.4426950408889634  # kernel.py's LOG2E
 LN2 = np.float32(0.6931471805599453)  # kernel.py's LN2
 SMS = 132  # the H200's SMs: the persistent launch runs min(blocks, SMS) programs
 
-LABELS = {
-    "load_q": (
-        "Qi = Q[i] (two halves of 64 rows, by TMA)",
-        r"Q_i \leftarrow Q[i]\ \text{(two halves, TMA)}",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j] (TMA into ring slot s)", r"K_j, V_j \leftarrow K[j], V[j]\ \text{(ring slot } s)"),
-    "first_tile": (
-        "Sij = Qi @ Kj.T; mi, li, Pij = softmax2(Sij) (tile 0, peeled)",
-        r"S_{i0} = Q_i K_0^{\top};\; m_i, \ell_i, P \leftarrow \mathrm{softmax}_2(S_{i0})",
-    ),
-    "scores": ("Sij = wgmma(Qi, Kj.T) (issued, async)", r"S_{ij} = Q_i K_j^{\top}\ \text{(wgmma, async)}"),
-    "online_softmax": (
-        "Oi = alpha·Oi + bf16(P)@V(j-1); mi, li, Pij = softmax2(Sij)",
-        r"O_i \leftarrow \alpha O_i + \mathrm{bf16}(P) V_{j-1};\; m_i, \ell_i, P \leftarrow \mathrm{online}_2(S_{ij})",
-    ),
-    "last_pv": ("Oi = alpha·Oi + bf16(P)@Vj (the last tile)", r"O_i \leftarrow \alpha O_i + \mathrm{bf16}(P) V_j"),
-    "write_back": (
-        "O[i], L[i] = bf16(Oi/li), (mi + log2(li))·ln 2",
-        r"O[i] \leftarrow \mathrm{bf16}(O_i / \ell_i),\; L[i] \leftarrow (m_i + \log_2 \ell_i) \ln 2",
-    ),
-}
-SUBSTEPS = (
-    (
-        "previous tile's P·V",
-        "Oi = wgmma(bf16(Pij), V(j-1), Oi * alpha)",
-        r"O_i = 2^{\,m^{\text{prev}} - m_i}\,O_i + \mathrm{bf16}(P_{j-1})\,V_{j-1}",
-    ),
-    (
-        "new max",
-        "m_new = max(mi, Sij.max(1) * qk_scale)",
-        r"m_i^{\text{new}} = \max\!\big(m_i,\ \tau \log_2 e \cdot \mathrm{rowmax}(S_{ij})\big)",
-    ),
-    (
-        "rescaled sum",
-        "li = li * alpha + exp2(Sij * qk_scale - m_new).sum(1)",
-        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i"
-        r" + \mathrm{rowsum}\big(2^{\,\tau \log_2 e\, S_{ij} - m_i^{\text{new}}}\big)",
-    ),
-)
 NO_MASK, MASK_COLUMNS, MASK_CAUSAL = "NO_MASK", "MASK_COLUMNS", "MASK_CAUSAL"  # kernel.py's masks
 
 
@@ -203,7 +164,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
-        narrative.load_q(i, r0, r1, br, d, program) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
         schedule={"partition": "producer", "program": program, "warpgroups": wg},
     )
@@ -226,7 +186,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("load_kv", j, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
-            narrative.load_kv(j, tc, c0, c1, bc, d, cfg.tr, slot, skipped=cfg.tc - tc) if keep else "",
             code=({"s": slot["slot"], "phase": slot["phase"]}, f"ring slot {slot['slot']} of {slot['stages']}"),
             schedule={"partition": "producer", "program": program, "ring": slot},
         )
@@ -244,13 +203,13 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
                 phase_of("first_tile", 0, tc),
                 [],
                 {"Sij": Sij, "mi": mi, "li": li},
-                narrative.first_tile(raw, mi, li, nr, nc, mask, float(qk_scale)) if keep and raw is not None else "",
                 carries={k_: v_ for k_, v_ in parts.items()} | {"mi": mi.copy(), "li": li.copy()} if keep else None,
                 code=({"s": slot["slot"], "phase": slot["phase"]}, f"{mask}; ring slot {slot['slot']}"),
                 schedule=consumers(ring=slot, mask=mask, pv_of=None),
                 mma={"dot": "scores", "row": r0, "col": c0, "parts": chunks(Qi[0], Kj[0]), "value": float(raw[0, 0])}
                 if keep and raw is not None and np.isfinite(raw[0, 0])
                 else None,
+                facts={"raw": raw},  # the scores before the mask and the softmax, for its words
             )
             continue
 
@@ -264,7 +223,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("scores", j, tc),
             [],
             {"Sij": Sij},
-            narrative.scores(j, Sij, nr, nc, float(qk_scale)) if keep else "",
             code=({"s": slot["slot"]}, f"ring slot {slot['slot']}"),
             schedule=consumers(ring=slot, pv_of=None),
             mma={"dot": "scores", "row": r0, "col": c0, "parts": chunks(Qi[0], Kj[0]), "value": float(Sij[0, 0])}
@@ -282,13 +240,10 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         if not keep or p_prev is None:
             rec.emit(i, j, "online_softmax", phase_of("online_softmax", j, tc), [], code=code, schedule=sched)
             continue
-        substeps = visible_parts(
-            SUBSTEPS,
-            (
-                {"alpha": alpha_prev, "PV": out},
-                {"m_old": parts["m_old"], "m_ij": parts["m_ij"], "m_new": parts["m_new"]},
-                {"alpha": parts["alpha"], "l_old": parts["l_old"], "rowsum": parts["rowsum"], "l_new": li.copy()},
-            ),
+        shown = (  # the values of words.PARTS's three
+            {"alpha": alpha_prev, "PV": out},
+            {"m_old": parts["m_old"], "m_ij": parts["m_ij"], "m_new": parts["m_new"]},
+            {"alpha": parts["alpha"], "l_old": parts["l_old"], "rowsum": parts["rowsum"], "l_new": li.copy()},
         )
         rec.emit(
             i,
@@ -297,9 +252,8 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of("online_softmax", j, tc),
             [],
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
-            narrative.online_softmax(j, parts["m_old"], parts["m_new"], parts["alpha"], parts["l_old"], li, nr, mask),
             carries={**parts, "mi": mi.copy(), "li": li.copy()},
-            substeps=substeps,
+            parts=shown,
             code=code,
             schedule=sched,
             mma={
@@ -322,12 +276,12 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("last_pv", tc - 1, tc),
         [],
         {"Oi": Oi},
-        narrative.last_pv(tc - 1, out, nr) if keep else "",
         code=({"sp": last["slot"], "phase_p": last["phase"]}, f"ring slot {last['slot']}"),
         schedule=consumers(ring=last, pv_of=tc - 1, pv_ring=last),
         mma={"dot": "pv", "row": r0, "col": 0, "parts": chunks(p_last, V_ring[tc - 1][:, 0]), "value": float(out[0, 0])}
         if keep and p_last is not None
         else None,
+        facts={"pv": out} if keep else None,  # the last tile's P·V, for its words
     )
 
     # step: write_back -- Oi / li, stored as bf16 by TMA (rows past N dropped); L = (mi + log2(li)) * ln 2, fp32
@@ -342,17 +296,87 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
-        narrative.write_back(i, r0, r1, d, L_i[:nr]) if keep else "",
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
         schedule=consumers(),
     )
 
 
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles, its steps tallied as `block` emits them:
+    every tile's scores, mask, softmax, bf16(P) and P @ Vj at once (per tile the same operations and products of the
+    same shapes), the running max by fmaxf tile after tile, and li, Oi in the kernel's order (Oi takes tile j's P·V
+    under tile j+1's scores: the same sums in the same order). The same numbers bit for bit
+    (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    qk_scale = np.float32(cfg.softmax_scale * LOG2E)
+    tc = cfg.tiles_of_block(i)
+    fl = rec.flops
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    rows = np.arange(r0, r0 + br)  # (Br,)
+    first = phase_of("first_tile", 0, tc)
+    later = [phase_of("online_softmax", j, tc) for j in range(1, tc)]
+
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    spans = [span(j, bc, n) for j in range(tc)]
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
+    S = fl.matmul(Qi, Kt.swapaxes(-1, -2))  # (Tc, Br, Bc) wgmma(Qi, Kjᵀ): tile 0's at first_tile, the rest at scores
+    rec.tally_flops([first] + [phase_of("scores", j, tc) for j in range(1, tc)])
+    # softmax of every tile: its mask, max, P, alpha, rowsum (tile 0's at first_tile, tile j's at online_softmax j)
+    cols = np.arange(tc * bc).reshape(tc, 1, bc)  # (Tc, 1, Bc)
+    masks = np.array([mask_of(cfg, i, j) for j in range(tc)]).reshape(tc, 1, 1)
+    masked = ((masks == MASK_CAUSAL) & (rows[None, :, None] < cols)) | ((masks == MASK_COLUMNS) & (cols >= n))
+    S[np.broadcast_to(masked, S.shape)] = -np.inf
+    start = np.full(br, -np.inf, np.float32)
+    m_ij = fl.mul(fl.rowmax(S), qk_scale)  # (Tc, Br)
+    m_new = fl.running_max(m_ij, start)  # (Tc, Br) mi after tile j
+    P = fl.exp2(fl.fma(S, qk_scale, -m_new[:, :, None]))  # (Tc, Br, Bc)
+    m_old = np.concatenate([start[None], m_new[:-1]])  # (Tc, Br)
+    alpha = fl.exp2(fl.sub(m_old, m_new))  # (Tc, Br)
+    lsum = fl.rowsum(P)  # (Tc, Br)
+    li = np.zeros(br, np.float32)  # (Br,)
+    for j in range(tc):
+        li = precision.fma(li, alpha[j], lsum[j])
+    fl.count("mul", tc * br)  # the fma's, as `block` counts them
+    fl.count("add", tc * br)
+    rec.tally_flops([first, *later])
+    # P·V of every tile, each rescaling Oi first (tile j's at online_softmax j+1, the last tile's at last_pv)
+    pv = fl.matmul(bf16(P), Vt)  # (Tc, Br, D)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for j in range(tc):
+        Oi = np.multiply(Oi, alpha[j][:, None]) + pv[j]
+    fl.count("mul", tc * br * d)
+    rec.tally_flops([*later, phase_of("last_pv", tc - 1, tc)])
+    # write_back
+    mi = m_new[-1] if tc else start
+    Oi = bf16(fl.div(Oi, li[:, None]))
+    L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    rec.tally_flops([phase_of("write_back", None, tc)])
+
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {"i": i})
+    for j in range(tc):
+        at = {"i": i, "j": j}
+        rec.tally(j, "load_kv", phase_of("load_kv", j, tc), [tk[j], tv[j]], at)
+        if j == 0:
+            rec.tally(0, "first_tile", first, [], at)
+            continue
+        rec.tally(j, "scores", phase_of("scores", j, tc), [], at)
+        rec.tally(j, "online_softmax", phase_of("online_softmax", j, tc), [], at)
+    rec.tally(tc - 1, "last_pv", phase_of("last_pv", tc - 1, tc), [], {"i": i, "j": tc - 1})
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {"i": i})
+
+
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [Grid(cfg.tr, block)])
+    grid = Grid(cfg.tr, block, fast=fast_block)
+    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [grid])
 
 
 trace_blocks = blocks_of_q  # one block of Q per program's turn (and head)

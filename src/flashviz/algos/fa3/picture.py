@@ -6,10 +6,7 @@ the tensor cores and the softmax in registers; the steps in the order the overla
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
@@ -19,7 +16,6 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
@@ -36,7 +32,6 @@ from ..fa2_triton.tiles import dot
 from . import measured, schedule, tiles, traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = "fa3_fwd"
@@ -45,13 +40,13 @@ KERNELS = (Kernel(K, OPS_IN_ORDER, grid="Tr", scope=K, main=True),)
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "S\u1d62\u2c7c"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "m\u1d62"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "\u2113\u1d62"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
+    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
+    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
 
@@ -69,7 +64,7 @@ OPS = {
     "load_q": Op(
         "read",
         "The producer warp: two TMA loads bring Qi's halves (64 rows each, one per consumer warpgroup) into shared "
-        "memory; the consumers start Oi = 0, mi = \u2212\u221e, li = 0 in their registers.",
+        "memory; the consumers start Oi = 0, mi = −∞, li = 0 in their registers.",
         moves={"Q": Move(("Qi",))},
         online={"reloads": True},
     ),
@@ -81,31 +76,31 @@ OPS = {
     ),
     "first_tile": Op(
         "softmax",
-        "Tile 0, peeled: S = QiK\u2080\u1d40 on the tensor cores (waited: nothing to overlap yet), masked, and the "
-        "first softmax in base 2; its P\u00b7V waits for tile 1.",
-        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)"},
-        notes_masked={"Sij": "masked \u2192 \u2212\u221e, then P"},
+        "Tile 0, peeled: S = QiK₀ᵀ on the tensor cores (waited: nothing to overlap yet), masked, and the "
+        "first softmax in base 2; its P·V waits for tile 1.",
+        notes={"Sij": "holds P = exp2(S·qk_scale − mᵢ)"},
+        notes_masked={"Sij": "masked → −∞, then P"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
     "scores": Op(
         "compute",
-        "Each consumer warpgroup, in its ping-pong turn, issues S = Q\u1d62K\u2c7c\u1d40 for its 64 rows "
+        "Each consumer warpgroup, in its ping-pong turn, issues S = QᵢKⱼᵀ for its 64 rows "
         "(wgmma, asynchronous): fp32, unscaled, unmasked.",
-        notes={"Sij": "= Q\u1d62K\u2c7c\u1d40 (in flight)"},
+        notes={"Sij": "= QᵢKⱼᵀ (in flight)"},
     ),
     "online_softmax": Op(
         "softmax",
-        "Tile j\u22121's rescale and P\u00b7V are issued under tile j's product; then tile j's mask and softmax run "
-        "while P\u00b7V is still on the tensor cores.",
-        notes={"Sij": "holds P = exp2(S\u00b7qk_scale \u2212 m\u1d62)", "Oi": "rescaled + bf16(P\u2c7c\u208b\u2081)V"},
-        notes_masked={"Sij": "masked \u2192 \u2212\u221e, then P"},
+        "Tile j−1's rescale and P·V are issued under tile j's product; then tile j's mask and softmax run "
+        "while P·V is still on the tensor cores.",
+        notes={"Sij": "holds P = exp2(S·qk_scale − mᵢ)", "Oi": "rescaled + bf16(Pⱼ₋₁)V"},
+        notes_masked={"Sij": "masked → −∞, then P"},
         value_tex=ONLINE_TEX,
         online={"rescales": True},
     ),
     "last_pv": Op(
         "compute",
-        "After the loop: the last tile's rescale and P\u00b7V into Oi.",
+        "After the loop: the last tile's rescale and P·V into Oi.",
         notes={"Oi": "rescaled + bf16(P)V (last tile)"},
     ),
     "write_back": Op(
@@ -113,18 +108,17 @@ OPS = {
         "Each warpgroup: one division, its 64 rows of O staged in shared memory and stored by TMA in bf16; L in fp32.",
         moves={
             "L": Move(("mi", "li"), {"carry": "L"}),
-            "O": Move(("Oi",), note=" (\u00f7 \u2113\u1d62, bf16)"),
+            "O": Move(("Oi",), note=" (÷ ℓᵢ, bf16)"),
         },
         after_loop=True,
         online={
             "out": "L",
-            "out_heading": "L = (m\u1d62 + log\u2082 \u2113\u1d62)\u00b7ln 2",
-            "o_heading": "O row = bf16(O\u1d62 / \u2113\u1d62)",
+            "out_heading": "L = (mᵢ + log₂ ℓᵢ)·ln 2",
+            "o_heading": "O row = bf16(Oᵢ / ℓᵢ)",
         },
     ),
 }
 
-WAIT = "The carries wait: this step {what} and leaves m\u1d62, \u2113\u1d62, O\u1d62 as they were."
 HIDDEN = [
     "The register layouts are kernel.py's own (Gluon states them): each consumer warpgroup's accumulators are "
     "NVMMADistributedLayout v3 with 4 warps along M, so warp w of warpgroup g holds rows 64g + 16w .. 64g + 16w + 15 "
@@ -143,52 +137,6 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
     }
-
-
-def note_of(s: Step) -> str:
-    first = s.code.split("\n", 1)[0]
-    return first.rpartition("\u00b7 ")[2] if "\u00b7 " in first else ""
-
-
-def action(cfg: Config, s: Step) -> str:
-    at = {t.tensor: f"{t.tensor}[{t.rows[0]}:{t.rows[1]}]" for t in s.transfers}
-    if s.op == "load_q":
-        return f"producer: Qi \u2190 {at['Q']} (two TMA halves, bf16); consumers: Oi \u2190 0, mi \u2190 \u2212\u221e"
-    if s.op == "load_kv":
-        return f"producer: Kj \u2190 {at['K']}, Vj \u2190 {at['V']} (TMA, {note_of(s)})"
-    if s.op == "first_tile":
-        return f"consumers: Sij \u2190 Qi\u00b7K0\u1d40, mask, exp2 softmax (tile 0; {note_of(s)})"
-    if s.op == "scores":
-        return f"consumers: issue Sij \u2190 Qi\u00b7Kj\u1d40 ({cfg.br}\u00d7{cfg.bc} as 2 \u00d7 64 rows, async)"
-    if s.op == "online_softmax":
-        return f"consumers: Oi += bf16(P)\u00b7V{(s.j or 1) - 1}; mask and exp2 softmax of tile {s.j}"
-    if s.op == "last_pv":
-        return f"consumers: Oi += bf16(P)\u00b7V{s.j} (the last tile)"
-    return f"consumers: {at['O']} \u2190 bf16(Oi/li) by TMA; {at['L']} \u2190 (mi + log2 li)\u00b7ln 2"
-
-
-def carries_note(cfg: Config, s: Step, state: Mapping[str, np.ndarray]) -> Rich:
-    if s.op == "first_tile":
-        text = (
-            "First tile: m_old = \u2212\u221e, so \u03b1 = 0; \u03b1 waits to be applied to O\u1d62 (still 0) "
-            "with P\u00b7V."
-        )
-    elif s.op == "online_softmax":
-        text = (
-            "O\u1d62 took tile j\u22121's \u03b1 and P\u00b7V first; then where tile j's max grew (\u03b1 < 1) "
-            "\u2113\u1d62 is rescaled now, O\u1d62 at the next step; m\u1d62 is in units of log\u2082."
-        )
-    else:
-        text = {
-            "load_q": "The carries start empty in each warpgroup's registers: m\u1d62 = \u2212\u221e, "
-            "\u2113\u1d62 = 0, O\u1d62 = 0.",
-            "load_kv": WAIT.format(what="brings in tile j (the producer's work)"),
-            "scores": WAIT.format(what="issues S\u1d62\u2c7c"),
-            "last_pv": "The last \u03b1 and P\u00b7V reach O\u1d62; m\u1d62 and \u2113\u1d62 are final.",
-            "write_back": "The only division: O = O\u1d62 / \u2113\u1d62, rounded to bf16. L = (m\u1d62 + log\u2082 "
-            "\u2113\u1d62)\u00b7ln 2 in fp32.",
-        }[s.op]
-    return [text]
 
 
 def launch(cfg: Config) -> dict[str, Any]:
@@ -213,7 +161,7 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
     warps = 8  # the two consumer warpgroups: warp w holds rows 16w .. 16w + 15 of the block's 128
     scores = dot(cfg.br, cfg.bc, cfg.d, warps, "Qi", "Kj", "Sij")
     pv = dot(cfg.br, cfg.d, cfg.bc, warps, "Sij", "Vj", "Oi")
-    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "\u1d40"]
+    scores["title"] = [sub("S", "ij"), " = ", sub("Q", "i"), " ", sub("K", "j"), "ᵀ"]
     pv["title"] = [sub("O", "i"), " += bf16(P) ", sub("V", "j")]
     scores["b_transposed"], pv["b_transposed"] = True, False
     return {
@@ -238,7 +186,7 @@ def picture(cfg: Config) -> Texts:
         tensors=t,
         sram_titles={
             K: [
-                f"On chip, program of block i = {{block}} \u00b7 rows {{rows}} \u00b7 {grouped(smem)} bytes of shared "
+                f"On chip, program of block i = {{block}} · rows {{rows}} · {grouped(smem)} bytes of shared "
                 f"memory ({tiles.stages(cfg.d)} ring slots of Kj, Vj, Qi, O staging), accumulators in registers"
             ],
         },
@@ -269,14 +217,12 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "online",
             "buffers": {"m": "mi", "l": "li", "o": "Oi"},
-            "o_heading": "O\u1d62 row (unnormalised, fp32)",
+            "o_heading": "Oᵢ row (unnormalised, fp32)",
         },
         substeps_note=["the sub-operations appear on each ", code("online_softmax"), " step"],
         headline=["O", "L"],
         against="float64 attention of the bf16 inputs",
-        action=lambda s: action(cfg, s),
-        carries_note=lambda s, state: carries_note(cfg, s, state),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
         # the model's lanes, and the recorded H200 run's measured lanes and tensor pipe beside them

@@ -9,7 +9,7 @@ from flashviz.model.config import DEVICES, Config, ConfigError
 from flashviz.model.ring_layout import chunk_count
 
 from ..base import Algorithm, Idea
-from . import engine, expect, flops, gpu, picture, traffic
+from . import engine, expect, flops, gpu, picture, traffic, words
 from .record import KERNEL, KERNEL_NAME, NAME
 
 IDEA = Idea(
@@ -84,6 +84,7 @@ ALGORITHM = Algorithm(
     traffic=traffic,
     expect=expect,
     picture=picture,
+    words=words,
     flops=flops,
     gpu=gpu.SPEC,
     trace_values=ring_values,

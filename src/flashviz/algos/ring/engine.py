@@ -30,7 +30,6 @@ from flashviz.model.units import FLOAT_BYTES
 
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
-from . import narrative
 from . import picture as drawing
 from .record import KERNEL, calls_per_step
 
@@ -40,22 +39,6 @@ if TYPE_CHECKING:
     from ...engine.flops import Flops
 
 WHERE = locator(drawing.KERNELS, drawing.PICKER)
-
-# op -> (the seed-style label, TeX)
-LABELS = {
-    "init": (
-        "Oi = 0; Li = -inf; Kj, Vj = own K, V shard",
-        r"O_i \leftarrow 0;\; L_i \leftarrow -\infty;\; K_j, V_j \leftarrow K[i], V[i]",
-    ),
-    "send": ("post: send Kj, Vj to i+1, receive from i-1", r"K_j, V_j \rightarrow \text{device } i{+}1"),
-    "attend": ("Ob, Lb = attention(Qi, Kj, Vj)", r"O_b, L_b \leftarrow \mathrm{attention}(Q_i, K_j, V_j)"),
-    "merge": (
-        "Li, Oi = lse(Li, Lb), weighted Oi + Ob",
-        r"L' = \log(e^{L_i} + e^{L_b}),\; O_i \leftarrow e^{L_i - L'} O_i + e^{L_b - L'} O_b",
-    ),
-    "wait": ("wait: Kj, Vj = the shard from i-1", r"K_j, V_j \leftarrow \text{device } i{-}1\text{'s}"),
-    "finish": ("O[i], L[i] = Oi, Li", r"O[i] \leftarrow O_i,\; L[i] \leftarrow L_i"),
-}
 
 
 def phases_per_step(cfg: Config) -> int:
@@ -132,7 +115,6 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
     rec.emit(
         r, held, "init", phase, [tq, tk, tv],
         {"Qi": Qi, "Kj": Kj, "Vj": Vj, "Oi": Oi, "Li": Li},
-        narrative.init(r, P, layout, chunks(r, P, layout), c) if keep else "",
         carries={"Li": Li.copy()} if keep else None,
         indices={"i": r, "j": held},
     )  # fmt: skip
@@ -145,7 +127,6 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
             sent += 2 * n * d * FLOAT_BYTES  # K and V shards, fp32
         rec.emit(
             r, held, "send", phase_of(cfg, "send", s), [], {},
-            narrative.send(r, s, P, held, chunks(held, P, layout), last, 2 * n * d * FLOAT_BYTES) if keep else "",
             indices=at,
         )  # fmt: skip
         work = blocks(r, s, P, layout, causal)
@@ -157,13 +138,11 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
             count_partial(fl, rows.stop - rows.start, cols.stop - cols.start, d)
             Ob[:], Lb[:] = 0.0, -np.inf  # an empty partial: rows outside the call change nothing when merged
             Ob[rows], Lb[rows] = o_b, l_b
-            q_chunks = chunks(r, P, layout)[call.q0 : call.q1]
-            k_chunks = chunks(held, P, layout)[call.k0 : call.k1]
             rec.emit(
                 r, held, "attend", phase_of(cfg, "attend", s, k_), [], {"Ob": Ob, "Lb": Lb},
-                narrative.attend(r, s, k_, len(todo), q_chunks, k_chunks, call.causal, rows, l_b) if keep else "",
                 carries={"Lb": Lb.copy()} if keep else None,
                 indices=at,
+                facts={"call": k_},  # which of the step's calls, for its words
             )  # fmt: skip
 
             # step: merge -- the log-sum-exp rule: the call's partial merged into the device's carries
@@ -177,10 +156,10 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
                 w_b = np.where(np.isneginf(Lb), 0.0, np.exp(Lb - Li))
             rec.emit(
                 r, held, "merge", phase, [], {"Oi": Oi, "Li": Li},
-                narrative.merge(r, s, rows, L_old, Lb, Li, q_chunks) if keep else "",
                 carries={"Li": Li.copy(), "Lb": Lb.copy(), "w_i": w_i.astype(np.float32),
                          "w_b": w_b.astype(np.float32)} if keep else None,
                 indices=at,
+                facts={"call": k_, "L_old": L_old},  # the carries' L before the merge, for its words
             )  # fmt: skip
         out["work"][s][r] = [{"q": b.q_chunk, "k": b.k_chunk, "kind": b.kind} for b in work]
         out["holds"][s][r] = held
@@ -195,7 +174,6 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
             transfers = [tk, tv]
         rec.emit(
             r, held, "wait", phase_of(cfg, "wait", s), transfers, {"Kj": Kj, "Vj": Vj} if transfers else {},
-            narrative.wait(r, s, P, held, chunks(held, P, layout), last) if keep else "",
             indices={**at, "j": held},  # the shard now held
         )  # fmt: skip
 
@@ -204,7 +182,6 @@ def device(rec: Recorder, cfg: Config, r: int, out: dict[str, Any]) -> None:
     tl = rec.hbm.write("L", slice(r0, r1), Li)
     rec.emit(
         r, held, "finish", phase_of(cfg, "finish"), [to, tl], {"Oi": Oi, "Li": Li},
-        narrative.finish(r, P, r0, r1, Li) if keep else "",
         carries={"Li": Li.copy()} if keep else None,
         indices={"i": r, "j": held},
     )  # fmt: skip
@@ -256,7 +233,7 @@ def run_picture(cfg: Config, out: dict[str, Any]) -> dict[str, Any]:
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every device's program on the memory model; the recorder's `devices` holds the ring's own picture."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.devices)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.devices)))
     P = cfg.devices
     out: dict[str, Any] = {
         "carries": [[] for _ in range(P)],
@@ -274,4 +251,4 @@ def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
 trace_blocks = blocks_of_q  # device r is block r of Q: rows [r·N/P, (r+1)·N/P) of the laid-out sequence
 
 
-__all__ = ["LABELS", "execute", "phase_of", "trace_blocks"]
+__all__ = ["execute", "phase_of", "trace_blocks"]

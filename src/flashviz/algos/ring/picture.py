@@ -6,7 +6,6 @@ adds to the page, the devices round the ring, the shards in flight and each devi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from flashviz.algos.picture import (
@@ -16,17 +15,14 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
     grouped,
-    moves_action,
     plural,
     slot,
     sub,
     when,
-    widths,
 )
 from flashviz.model.ring_layout import FULL, SKIP, blocks, chunk_count, owner
 
@@ -34,7 +30,6 @@ from . import traffic
 from .record import KERNEL_NAME, calls_per_step
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 K = KERNEL_NAME
@@ -44,13 +39,13 @@ KERNELS = (
 PICKER = Picker((K,), index="block", letter="i", label="device i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "K\u2c7c (shard held)", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "V\u2c7c (shard held)", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Q\u1d62 (own shard)", copy_of="Q"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ (shard held)", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ (shard held)", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ (own shard)", copy_of="Q"),
     "Ob": Buffer(("Br", "D"), ("q", "none"), (K,), "O_b (a call's partial)"),
     "Lb": Buffer(("Br", "1"), ("q", "none"), (K,), "L_b"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "O\u1d62 (carried)"),
-    "Li": Buffer(("Br", "1"), ("q", "none"), (K,), "L\u1d62 (carried)"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ (carried)"),
+    "Li": Buffer(("Br", "1"), ("q", "none"), (K,), "Lᵢ (carried)"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Ob", "Lb", "Oi", "Li"))
 
@@ -58,7 +53,7 @@ OPS = {
     "init": Op(
         "read",
         "Each device starts with its own shard: its Q rows (kept), its K and V (the first shard it holds), and empty "
-        "carries O = 0, L = \u2212\u221e.",
+        "carries O = 0, L = −∞.",
         moves={"Q": Move(("Qi",)), "K": Move(("Kj",)), "V": Move(("Vj",))},
     ),
     "send": Op(
@@ -75,7 +70,7 @@ OPS = {
     "merge": Op(
         "softmax",
         "The log-sum-exp rule merges the partial into the device's carries: the seed's rescaling, one level up.",
-        notes={"Oi": "= w\u1d62 O\u1d62 + w_b O_b", "Li": "= log(e^L\u1d62 + e^L_b)"},
+        notes={"Oi": "= wᵢ Oᵢ + w_b O_b", "Li": "= log(e^Lᵢ + e^L_b)"},
     ),
     "wait": Op(
         "read",
@@ -124,40 +119,13 @@ def tiling(cfg: Config) -> dict[str, Any]:
     }
 
 
-def action(cfg: Config, s: Step, cols: Mapping[str, int]) -> str:
-    P = cfg.devices
-    step = s.indices.get("step")
-    if s.op == "send":
-        if step == P - 1:
-            return "last step: nothing posted"
-        return f"shard of device {s.j} \u2192 device {(s.block + 1) % P}; receive from device {(s.block - 1) % P}"
-    if s.op == "attend":
-        return f"O_b, L_b \u2190 attention(Q\u1d62, shard of device {s.j})"
-    if s.op == "merge":
-        return "L\u1d62, O\u1d62 \u2190 log-sum-exp merge with O_b, L_b"
-    if s.op == "wait" and not s.transfers:
-        return "nothing in flight: done"
-    return moves_action(s, cols)
-
-
-NOTES = {
-    "init": "The carries start empty: O\u1d62 = 0, L\u1d62 = \u2212\u221e on every row (no key seen yet).",
-    "send": "The carries wait while the shard held is posted to the next device.",
-    "attend": "The call's partial L_b, over the held keys only; the carries L\u1d62 are not touched yet.",
-    "merge": "L\u1d62 becomes the log-sum-exp of both; each row's O\u1d62 the mean of both partials, weighted by "
-    "w\u1d62 = e^(L\u1d62 \u2212 L') and w_b = e^(L_b \u2212 L'), which sum to 1.",
-    "wait": "The carries wait while the next shard arrives.",
-    "finish": "L\u1d62 and O\u1d62 are the answer over the whole sequence: written once.",
-}
-
-
 def devices(cfg: Config) -> dict[str, Any]:
     """The closed-form part of the trace's `devices`: how the devices stand, what a device is called, the link's
     bytes per device from flashviz.hardware.ring_model, and the words the section shows."""
     P, layout = cfg.devices, cfg.layout
     parts = chunk_count(P, layout)
     how = (
-        f"zigzag: the sequence is cut into 2P = {parts} chunks and device r holds chunks r and {2 * P - 1}\u2212r, one "
+        f"zigzag: the sequence is cut into 2P = {parts} chunks and device r holds chunks r and {2 * P - 1}−r, one "
         "early and one late, so that under a causal mask every device computes the same number of blocks"
         if layout == "zigzag"
         else f"contiguous: the sequence is cut into P = {parts} chunks and device r holds chunk r; under a causal "
@@ -177,13 +145,8 @@ def devices(cfg: Config) -> dict[str, Any]:
     }
 
 
-def carries_note(s: Step) -> Rich:
-    return [NOTES[s.op]]
-
-
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     P = cfg.devices
     bytes_ = traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc)
     link = traffic.link(cfg.n, cfg.d, P, cfg.layout, cfg.causal)
@@ -193,10 +156,7 @@ def picture(cfg: Config) -> Texts:
         "carries merged by log-sum-exp",
         tensors=t,
         sram_titles={
-            K: [
-                f"device {{block}}'s working set \u00b7 rows {{rows}} \u00b7 {grouped(bytes_)} bytes "
-                "(in its own memory)"
-            ]
+            K: [f"device {{block}}'s working set · rows {{rows}} · {grouped(bytes_)} bytes (in its own memory)"]
         },
         summaries={
             K: [
@@ -228,7 +188,7 @@ def picture(cfg: Config) -> Texts:
             ],
             [
                 b("The link."),
-                f" Each device sends the shard it holds at every step but the last: {P - 1} \u00d7 "
+                f" Each device sends the shard it holds at every step but the last: {P - 1} × "
                 f"{grouped(link['shard_bytes'])} bytes = {grouped(link['sent_bytes'][0])} bytes of fp32 K and V per "
                 "device (flashviz.hardware.ring_model, what ",
                 {"code": "flashviz compare --ring"},
@@ -238,17 +198,15 @@ def picture(cfg: Config) -> Texts:
         carries={
             "view": "table",
             "labels": {
-                "Li": "L\u1d62 (carried log-sum-exp)",
+                "Li": "Lᵢ (carried log-sum-exp)",
                 "Lb": "L_b (the call's)",
-                "w_i": "w\u1d62 (weight of O\u1d62)",
+                "w_i": "wᵢ (weight of Oᵢ)",
                 "w_b": "w_b (weight of O_b)",
             },
         },
         substeps_note=["the ring's steps have no sub-operations"],
         headline=["O", "L"],
         against="plain softmax attention over the whole sequence, in float64",
-        action=lambda s: action(cfg, s, cols),
-        carries_note=lambda s, state: carries_note(s),
         launch={"devices": P, "layout": cfg.layout},
         tiling=tiling(cfg),
         devices=devices(cfg),

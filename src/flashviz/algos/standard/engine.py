@@ -18,8 +18,7 @@ from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
-from ...engine.scores import score_tile
-from . import narrative
+from ...engine.scores import score_tile, score_tiles
 from . import picture as drawing
 from .record import KERNEL, NAME
 
@@ -29,16 +28,6 @@ if TYPE_CHECKING:
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 
-# op -> (label, TeX)
-LABELS = {
-    "load_q": ("Qi = Q[i]", r"Q_i \leftarrow Q[i]"),
-    "load_k": ("Kj = K[j]", r"K_j \leftarrow K[j]"),
-    "scores": ("S[i][j] = Sij = Qi @ Kj.T", r"S[i][j] \leftarrow S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "softmax_row": ("P[r] = softmax(S[r])", r"P[r] \leftarrow \mathrm{softmax}(S[r])"),
-    "load_pv": ("Pij, Vj = P[i][j], V[j]", r"P_{ij}, V_j \leftarrow P[i][j], V[j]"),
-    "accumulate": ("Oi += Pij @ Vj", r"O_i \leftarrow O_i + P_{ij} V_j"),
-    "write_o": ("O[i] = Oi", r"O[i] \leftarrow O_i"),
-}
 KERNELS = ("standard_scores", "standard_softmax", "standard_pv")
 
 
@@ -92,7 +81,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "load_q"),
         [t],
         {"Qi": Qi},
-        narrative.load_q(i, r0, r1, br, d) if keep else "",
     )
 
     for j in range(tc):
@@ -108,7 +96,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_k", j),
             [tk],
             {"Kj": Kj},
-            narrative.load_k(j, tc, c0, c1, bc, d, cfg.tr, skipped=cfg.tc - tc) if keep else "",
         )
 
         # step: scores -- Sij = Qi @ Kj.T * scale (past N, and causal past the row: -inf); S[i][j] = Sij
@@ -121,7 +108,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "scores", j),
             [ts],
             {"Sij": Sij},
-            narrative.scores(Sij, nr, nc, float(scale), r0, c0, causal=cfg.causal) if keep else "",
         )
 
     # kernel 2: standard_softmax -- one row of S at a time, whole in SRAM; P = softmax(S) stored to HBM
@@ -144,7 +130,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "softmax_row", k=k),
             [ts, tp],
             {"Sr": Sr, "mr": mr, "lr": lr},
-            narrative.softmax_row(r, w, n, Sr[:w], float(mr[0]), float(lr[0])) if keep else "",
             carries={"mr": mr.copy(), "lr": lr.copy()} if keep else None,
             indices={"i": i, "r": r},
         )
@@ -172,7 +157,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "load_pv", j),
             [tp, tv],
             {"Pij": Pij, "Vj": Vj},
-            narrative.load_pv(j, tc, r0, r1, c0, c1, d) if keep else "",
         )
 
         # step: accumulate -- Oi += Pij @ Vj (P is already normalised: nothing to rescale)
@@ -184,7 +168,6 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             phase_of(cfg, "accumulate", j),
             [],
             {"Oi": Oi},
-            narrative.accumulate(j, tc, Oi[:nr]) if keep else "",
         )
 
     # step: write_o -- O[i] = Oi; rows past N are not stored
@@ -196,16 +179,77 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         phase_of(cfg, "write_o", tc=tc),
         [to],
         {},
-        narrative.write_o(i, r0, r1, d, w) if keep else "",
     )
+
+
+def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
+    """Block i of the three kernels, not recorded: `block`'s arithmetic vectorised (every tile's scores at once, every
+    row's softmax at once, every tile's Pij @ Vj at once: per tile and per row the same operations and products of the
+    same shapes; Oi summed tile after tile), its steps tallied as `block` emits them. The same numbers bit for bit
+    (tests/test_engine_vectorised.py)."""
+    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
+    scale = np.float32(cfg.softmax_scale)
+    tc = cfg.tiles_of_block(i)
+    w = min(n, tc * bc)
+    r0, r1 = span(i, br, n)
+    nr = r1 - r0
+    fl = rec.flops
+    spans = [span(j, bc, n) for j in range(tc)]
+    steps: list[tuple[Any, ...]] = []
+
+    # kernel 1: S = scale * Q K^T, every tile at once, each tile stored to HBM
+    Qi = np.zeros((br, d), np.float32)  # (Br, D)
+    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    Qi[:nr] = q
+    Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
+    S = score_tiles(Qi, Kt, scale, r0, n, cfg.causal, fl)  # (Tc, Br, Bc)
+    rec.tally_flops([phase_of(cfg, "scores", j) for j in range(tc)])
+    steps.append((None, "load_q", phase_of(cfg, "load_q"), [tq], {"i": i}))
+    for j, (c0, c1) in enumerate(spans):
+        ts = rec.hbm.write("S", slice(r0, r1), S[j, :nr, : c1 - c0], cols=slice(c0, c1))
+        steps.append((j, "load_k", phase_of(cfg, "load_k", j), [tk[j]], {"i": i, "j": j}))
+        steps.append((j, "scores", phase_of(cfg, "scores", j), [ts], {"i": i, "j": j}))
+
+    # kernel 2: every row of the block at once (each row's max, sum and P as the row kernel computes them)
+    rows = rec.hbm.tensors["S"][r0:r1, :w].copy()  # (nr, w)
+    mr = fl.rowmax(rows)  # (nr,)
+    lr = fl.rowsum(fl.exp(fl.sub(rows, mr[:, None])))  # (nr,)
+    P = fl.div(fl.exp(fl.sub(rows, mr[:, None])), lr[:, None])  # (nr, w): the kernel computes each exp twice
+    rec.tally_flops([phase_of(cfg, "softmax_row", k=k) for k in range(nr)])
+    for k, r in enumerate(range(r0, r1)):
+        _, ts = rec.hbm.read("S", slice(r, r + 1), cols=slice(0, w))
+        tp = rec.hbm.write("P", slice(r, r + 1), P[k], cols=slice(0, w))
+        steps.append((None, "softmax_row", phase_of(cfg, "softmax_row", k=k), [ts, tp], {"i": i, "r": r}))
+
+    # kernel 3: every tile's Pij @ Vj at once; Oi summed tile after tile
+    Pt = np.zeros((tc, br, bc), np.float32)  # (Tc, Br, Bc) rows and columns past N zero
+    pt = []
+    for j, (c0, c1) in enumerate(spans):
+        p, tp = rec.hbm.read("P", slice(r0, r1), cols=slice(c0, c1))
+        Pt[j, :nr, : c1 - c0] = p
+        pt.append(tp)
+    Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
+    pv = fl.matmul(Pt, Vt)  # (Tc, Br, D)
+    Oi = np.zeros((br, d), np.float32)  # (Br, D)
+    for j in range(tc):
+        Oi = np.add(Oi, pv[j])
+    fl.count("add", tc * br * d)
+    rec.tally_flops([phase_of(cfg, "accumulate", j) for j in range(tc)])
+    for j in range(tc):
+        steps.append((j, "load_pv", phase_of(cfg, "load_pv", j), [pt[j], tv[j]], {"i": i, "j": j}))
+        steps.append((j, "accumulate", phase_of(cfg, "accumulate", j), [], {"i": i, "j": j}))
+    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
+    steps.append((None, "write_o", phase_of(cfg, "write_o", tc=tc), [to], {"i": i}))
+    for step in steps:
+        rec.tally(*step)
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
     """Run every block of the three kernels on the memory model; return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, LABELS, set(cfg.recorded_blocks(cfg.tr)))
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
     qkv = {name: inputs[name] for name in ("Q", "K", "V")}
     n, d = cfg.n, cfg.d
-    return run_launch(rec, cfg, qkv, {"S": (n, n), "P": (n, n), "O": (n, d)}, [Grid(cfg.tr, block)])
+    return run_launch(rec, cfg, qkv, {"S": (n, n), "P": (n, n), "O": (n, d)}, [Grid(cfg.tr, block, fast=fast_block)])
 
 
 trace_blocks = blocks_of_q  # one CUDA block per block of Q

@@ -14,24 +14,19 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
-    Rich,
     Tensor,
     Texts,
     b,
-    code,
     grouped,
-    moves_action,
     plural,
     slot,
     sub,
     width_veil,
-    widths,
 )
 
 from . import traffic
 
 if TYPE_CHECKING:
-    from flashviz.engine.steps import Step
     from flashviz.model.config import Config
 
 S1, S2, S3 = "standard_scores", "standard_softmax", "standard_pv"
@@ -44,15 +39,15 @@ KERNELS = (
 PICKER = Picker((S1, S2, S3), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (S1,), "K\u2c7c", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (S3,), "V\u2c7c", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (S1,), "Q\u1d62", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (S1,), "S\u1d62\u2c7c"),
-    "Pij": Buffer(("Br", "Bc"), ("q", "kv"), (S3,), "P\u1d62\u2c7c"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (S3,), "O\u1d62"),
-    "Sr": Buffer(("1", "N"), ("none", "none"), (S2,), "S\u1d63", row_index="r", row_of="S, then of P"),
-    "mr": Buffer(("1", "1"), ("none", "none"), (S2,), "m\u1d63"),
-    "lr": Buffer(("1", "1"), ("none", "none"), (S2,), "\u2113\u1d63"),
+    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (S1,), "Kⱼ", copy_of="K", align_under="Qi"),
+    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (S3,), "Vⱼ", copy_of="V", align_under="Oi"),
+    "Qi": Buffer(("Br", "D"), ("q", "none"), (S1,), "Qᵢ", copy_of="Q"),
+    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (S1,), "Sᵢⱼ"),
+    "Pij": Buffer(("Br", "Bc"), ("q", "kv"), (S3,), "Pᵢⱼ"),
+    "Oi": Buffer(("Br", "D"), ("q", "none"), (S3,), "Oᵢ"),
+    "Sr": Buffer(("1", "N"), ("none", "none"), (S2,), "Sᵣ", row_index="r", row_of="S, then of P"),
+    "mr": Buffer(("1", "1"), ("none", "none"), (S2,), "mᵣ"),
+    "lr": Buffer(("1", "1"), ("none", "none"), (S2,), "ℓᵣ"),
 }
 SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "Pij", "Oi"), ("Sr", "mr", "lr"))
 
@@ -68,8 +63,8 @@ OPS = {
         "One matrix product in SRAM, the scores of this block's Br queries against the tile's Bc keys, stored to "
         "HBM as a tile of S (kernel 1 of 3).",
         moves={"S": Move(("Sij",))},
-        notes={"Sij": "= \u03c4 Q\u1d62K\u2c7c\u1d40"},
-        notes_masked={"Sij": "masked: key > query \u2192 \u2212\u221e"},
+        notes={"Sij": "= τ QᵢKⱼᵀ"},
+        notes_masked={"Sij": "masked: key > query → −∞"},
     ),
     "softmax_row": Op(
         "write",
@@ -82,9 +77,7 @@ OPS = {
         moves={"P": Move(("Pij",)), "V": Move(("Vj",))},
     ),
     "accumulate": Op("compute", "Oi += Pij Vj in SRAM."),
-    "write_o": Op(
-        "write", "O leaves once. S and P, N\u00d7N each, have made two trips each.", moves={"O": Move(("Oi",))}
-    ),
+    "write_o": Op("write", "O leaves once. S and P, N×N each, have made two trips each.", moves={"O": Move(("Oi",))}),
 }
 
 
@@ -100,28 +93,10 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
     }
 
 
-NO_CARRIES: Rich = [
-    "Standard attention keeps no running carries: each row's max and sum are computed in one go by the softmax "
-    "kernel (",
-    code("softmax_row"),
-    " steps).",
-]
-
-
-def carries_note(s: Step) -> Rich:
-    if not s.carries:
-        return NO_CARRIES
-    return [
-        f"Row {s.indices['r']} of S: its max m\u1d63 and sum \u2113\u1d63 of exp(S \u2212 m\u1d63), computed from the "
-        "whole row at once (the row was written to HBM first, and is read back whole)."
-    ]
-
-
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    cols = widths(cfg, t)
     most = grouped(traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc))
-    title = [f"SRAM of block i = {{block}} \u00b7 rows {{rows}} \u00b7 three kernels, {most} bytes at most"]
+    title = [f"SRAM of block i = {{block}} · rows {{rows}} · three kernels, {most} bytes at most"]
     summary = [
         "Three kernels, one after another; in each, all ",
         *plural(cfg.tr, "block"),
@@ -143,10 +118,10 @@ def picture(cfg: Config) -> Texts:
                 b("S"),
                 " and ",
                 b("P"),
-                " are N\u00d7N: written to HBM and read back, once each, by three separate kernels. That is 4N\u00b2 "
+                " are N×N: written to HBM and read back, once each, by three separate kernels. That is 4N² "
                 "elements against FA2's O(",
                 sub("T", "r"),
-                "\u00b7N\u00b7D), and N\u00b2 floats of memory each.",
+                "·N·D), and N² floats of memory each.",
             ],
             [
                 b("K"),
@@ -157,14 +132,12 @@ def picture(cfg: Config) -> Texts:
             [
                 b("What FlashAttention changes:"),
                 " one fused kernel keeps each tile of S and P in SRAM and never writes them; the online softmax (m, "
-                "\u2113 carried per row) is what makes the row-at-a-time softmax unnecessary.",
+                "ℓ carried per row) is what makes the row-at-a-time softmax unnecessary.",
             ],
         ],
-        carries={"view": "table", "labels": {"mr": "m\u1d63 (row max)", "lr": "\u2113\u1d63 (row sum)"}},
+        carries={"view": "table", "labels": {"mr": "mᵣ (row max)", "lr": "ℓᵣ (row sum)"}},
         substeps_note=["this algorithm's steps have no sub-operations"],
         headline=["O"],
         against="plain softmax attention",
-        action=lambda s: moves_action(s, cols),
-        carries_note=lambda s, state: carries_note(s),
-        veil=lambda s: width_veil(cfg, t, s.block),
+        veil=lambda place: width_veil(cfg, t, place.block),
     )
