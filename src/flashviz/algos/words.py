@@ -285,6 +285,21 @@ def online_softmax(j: int, carries: Mapping[str, np.ndarray], valid_rows: int) -
 
 # ---- the carries panel's notes (fa2, fa1, fa2-splitkv) ----
 
+# the labels of the seed's loop, op -> (label, TeX), as FlashAttention-2's kernels with its loop say them (fa2,
+# fa2-splitkv): Qi claimed, each tile of K, V loaded, scored and folded into the carries
+FA2_LOOP_LABELS = {
+    "load_q": (
+        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
+        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
+    ),
+    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
+    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
+    "online_softmax": (
+        "mi, li, Oi = ...",
+        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
+    ),
+}
+
 CARRIES_WAIT = "The carries wait: this step {what} and leaves mᵢ, ℓᵢ, Oᵢ as they were."
 CARRIES_FIRST = "First tile: m_old = −∞, so α = e^(−∞) = 0 wipes the empty carries and the tile's values move in."
 CARRIES_STALE = (

@@ -13,6 +13,7 @@ from flashviz.algos.words import (
     CARRIES_FIRST,
     CARRIES_STALE,
     CARRIES_WAIT,
+    FA2_LOOP_LABELS,
     Said,
     keys_of,
     no_score_note,
@@ -32,16 +33,7 @@ if TYPE_CHECKING:
 
 # op -> (the seed's label, TeX)
 LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "online_softmax": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
+    **FA2_LOOP_LABELS,
     "write_back": (
         "O[i], L[i] = Oi/li, mi + log(li)",
         r"O[i] \leftarrow O_i / \ell_i,\; L[i] \leftarrow m_i + \log \ell_i",

@@ -12,6 +12,7 @@ import numpy as np
 from flashviz.algos.picture import Rich, precision3
 from flashviz.algos.words import (
     CARRIES_WAIT,
+    FA2_LOOP_LABELS,
     Said,
     keys_of,
     num,
@@ -33,16 +34,7 @@ if TYPE_CHECKING:
 
 # op -> (the seed-style label, TeX)
 LABELS = {
-    "load_q": (
-        "Qi = Q[i]; Oi = 0; mi = -inf; li = 0",
-        r"Q_i \leftarrow Q[i];\; O_i \leftarrow 0;\; m_i \leftarrow -\infty;\; \ell_i \leftarrow 0",
-    ),
-    "load_kv": ("Kj, Vj = K[j], V[j]", r"K_j, V_j \leftarrow K[j], V[j]"),
-    "scores": ("Sij = Qi @ Kj.T", r"S_{ij} = \tau\, Q_i K_j^{\top}"),
-    "online_softmax": (
-        "mi, li, Oi = ...",
-        r"m_i, \ell_i, O_i \leftarrow \mathrm{online\_softmax}(m_i, \ell_i, O_i, S_{ij}, V_j)",
-    ),
+    **FA2_LOOP_LABELS,
     "write_partial": (
         "Opart[s][i], Lpart[s][i] = Oi/li, mi + log(li)",
         r"O^{(s)}[i] \leftarrow O_i / \ell_i,\; L^{(s)}[i] \leftarrow m_i + \log \ell_i",
