@@ -26,6 +26,11 @@ TRITON = [
     {"n": 300, "d": 32, "br": 32, "bc": 16},
     {"n": 333, "d": 96, "br": 16, "bc": 16, "scale": -0.4},
     {"n": 190, "d": 64, "br": 16, "bc": 16, "block": 5},
+    # the options of real models (issue 22): a window (tiles skipped both sides, the left edge's stage), Nq > Nk
+    # (rows that see no key under causal: O = 0, L = -inf), a group of q heads, packed sequences, soft-capping
+    {"n": 200, "d": 32, "br": 16, "bc": 16, "window": (40, 8)},
+    {"n": 160, "d": 32, "br": 16, "bc": 16, "nk": 72, "softcap": 5.0},
+    {"n": 96, "d": 32, "br": 16, "bc": 16, "group": 3, "seqlens": (20, 44, 32), "seqlens_k": (40, 9, 70), "block": 4},
 ]
 # fa3 runs Br = Bc = 128, D of 64 or 128, a positive scale
 FA3 = [

@@ -131,21 +131,23 @@ def test_steps_show_the_kernel_files_own_lines():
             assert "start" not in body and "start" in original
             assert f"[{s.j * cfg.bc}, 0]" in body or s.op == "scores"
         if s.op in ("load_kv", "scores", "online_softmax"):
-            stage = "MASK_CAUSAL" if s.j * cfg.bc >= s.indices["i"] * cfg.br else "NO_MASK"
+            stage = "MASK_BAND" if s.j * cfg.bc >= s.indices["i"] * cfg.br else "NO_MASK"
             assert header.endswith(f"{stage} stage"), header
     # the backward's regions of the same file are not this algorithm's
     assert "probs" not in regions and regions["load_kv"].first < regions["load_q"].first < 140
 
 
 def test_causal_runs_in_two_stages_and_ragged_n_in_a_masked_last_tile():
+    """kernel.py's stages: causal, the tiles below the diagonal NO_MASK and the diagonal ones MASK_BAND (its right
+    edge); not causal, the ragged last tile MASK_BAND (past N). No window: no left-edge stage (BAND_LEFT off)."""
     cfg = every_block(Config(algo=ALGO, n=100, d=32, br=64, bc=32, causal=True))
     stages = {(s.indices["i"], s.j): s.code.split("\n", 1)[0].rsplit(" ", 2)[1] for s in make_trace(cfg).steps
               if s.op == "scores"}  # fmt: skip
-    assert stages == {(0, 0): "MASK_CAUSAL", (0, 1): "MASK_CAUSAL", (1, 0): "NO_MASK", (1, 1): "NO_MASK",
-                      (1, 2): "MASK_CAUSAL", (1, 3): "MASK_CAUSAL"}  # fmt: skip
+    assert stages == {(0, 0): "MASK_BAND", (0, 1): "MASK_BAND", (1, 0): "NO_MASK", (1, 1): "NO_MASK",
+                      (1, 2): "MASK_BAND", (1, 3): "MASK_BAND"}  # fmt: skip
     cfg = every_block(Config(algo=ALGO, n=100, d=32, br=64, bc=32))
     stages = {s.j: s.code.split("\n", 1)[0].rsplit(" ", 2)[1] for s in make_trace(cfg).steps if s.op == "scores"}
-    assert stages == {0: "NO_MASK", 1: "NO_MASK", 2: "NO_MASK", 3: "MASK_COLUMNS"}
+    assert stages == {0: "NO_MASK", 1: "NO_MASK", 2: "NO_MASK", 3: "MASK_BAND"}
 
 
 def test_the_scores_and_pv_steps_carry_their_tensor_core_sums():

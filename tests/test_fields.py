@@ -61,9 +61,11 @@ def test_the_click_options_are_the_tables(path):
     assert [f.name for f in expected] == [n for n in options if n in fields.BY_NAME], path
     for f in expected:
         option = options[f.name]
-        assert option.opts == [f"--{f.name}"]
+        assert option.opts == ["--" + f.name.replace("_", "-")]  # seqlens_k: --seqlens-k
         assert option.default == f.default, f.name
-        if f.kind in ("int", "pick"):
+        if f.kind == "ints":  # the text, read into Config's tuple (model.config.option_values)
+            assert option.type is click.STRING
+        elif f.kind in ("int", "pick"):
             assert isinstance(option.type, Bounded) and (option.type.lo, option.type.hi) == f.bounds_at(scope)
         elif f.kind == "number":
             assert isinstance(option.type, Number)
@@ -95,9 +97,10 @@ def test_the_servers_queries_are_the_tables():
             assert bounds[f.name] == f.bounds_at("api"), f.name
     assert {n: b for n, b in bounds.items() if fields.BY_NAME[n].kind == "int"} == API_LIMITS
     assert bounds["scale"] == (-SCALE_RANGE[1], SCALE_RANGE[1])
-    count = [f for f in fields.at("count") if f.name != "algo"]
+    # /api/compare: plain attention's closed forms (the options of real models are `flashviz compare`'s)
+    count = [f for f in fields.at("count") if f.name != "algo" and not f.optional]
     assert list(CompareQuery.model_fields) == [f.name for f in count]
-    assert schema_bounds(CompareQuery) == COUNT_LIMITS
+    assert schema_bounds(CompareQuery) == {k: v for k, v in COUNT_LIMITS.items() if not fields.BY_NAME[k].optional}
     # what an error says a field accepts: the table's words
     assert {f.name: f.accepted("api", ALGOS) for f in api if f.kind != "pick"} == TraceQuery.ACCEPTED
     assert TraceQuery.ACCEPTED["scale"] == "a finite number with 1e-06 <= |scale| <= 1e+06, or empty for 1/sqrt(D)"
@@ -132,7 +135,11 @@ def test_config_holds_the_tables_bounds_and_defaults():
     assert (fields.limits("engine"), fields.limits("api"), fields.limits("count")) == (LIMITS, API_LIMITS, COUNT_LIMITS)
     assert fields.BY_NAME["scale"].magnitude == SCALE_RANGE
     defaults = fields.defaults()
-    assert {k: getattr(Config(), k) for k in CONFIG_FIELDS} == {k: defaults[k] for k in CONFIG_FIELDS}
+    # the window's default is None in the table (no window: empty), (-1, -1) as Config holds it (option_values)
+    assert {k: getattr(Config(), k) for k in CONFIG_FIELDS - {"window"}} == {
+        k: defaults[k] for k in CONFIG_FIELDS - {"window"}
+    }
+    assert defaults["window"] is None and Config.of(defaults).window == Config().window == (-1, -1)
     # every field the engine's front doors take is a Config attribute; the block is `record`, heads and batch a GPU's
     engine = {f.name for f in fields.at("engine")} | {f.name for f in fields.at("api")}
     assert engine - CONFIG_FIELDS == {"block"}
@@ -199,7 +206,7 @@ def test_every_front_door_takes_an_algorithms_own_defaults():
 ROW = """
 import dataclasses, json, sys
 from flashviz.model import fields as F
-row = F.Field("window", "int", "keys each query sees", 0, frozenset(("engine", "api")), {"engine": (0, 64)}, label="W")
+row = F.Field("sinks", "int", "keys each query sees", 0, frozenset(("engine", "api")), {"engine": (0, 64)}, label="W")
 F.FIELDS = (*F.FIELDS, row)
 F.BY_NAME[row.name] = row
 from click.testing import CliRunner
@@ -212,10 +219,10 @@ trace = client.get("/api/openapi.json").json()["paths"]["/api/trace"]["get"]
 params = {p["name"]: p["schema"] for p in trace["parameters"]}
 print(json.dumps({
     "help": CliRunner().invoke(cli, ["trace", "--help"]).output,
-    "bad": CliRunner().invoke(cli, ["count", "--window", "1"]).output,
-    "refused": CliRunner().invoke(cli, ["trace", "--window", "65"]).output,
-    "schema": params.get("window"),
-    "api": client.get("/api/trace?window=65").json(),
+    "bad": CliRunner().invoke(cli, ["count", "--sinks", "1"]).output,
+    "refused": CliRunner().invoke(cli, ["trace", "--sinks", "65"]).output,
+    "schema": params.get("sinks"),
+    "api": client.get("/api/trace?sinks=65").json(),
     "limits": [f["name"] for f in client.get("/api/limits").json()["fields"]],
     "widget": CONFIG_KEYS,
 }))
@@ -223,19 +230,19 @@ print(json.dumps({
 
 
 def test_a_row_added_to_the_table_reaches_every_door():
-    """Adding a launch field is one row: with a row `window` added (before anything reads the table), `flashviz trace`
-    has --window within its bounds (and `count`, whose scope it is not in, has none), /api/trace takes it typed and
+    """Adding a launch field is one row: with a row `sinks` added (before anything reads the table), `flashviz trace`
+    has --sinks within its bounds (and `count`, whose scope it is not in, has none), /api/trace takes it typed and
     bounded in its OpenAPI schema, /api/limits lists it for the page (whose form and URL then take it:
     web/test/fields.test.ts) and the widget's config takes it."""
     out = subprocess.run([sys.executable, "-c", ROW], capture_output=True, text=True, env={**os.environ, "CI": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout)
-    assert re.search(r"--window INTEGER\s+keys each query sees", got["help"]), got["help"]
-    assert "No such option '--window'" in got["bad"]
+    assert re.search(r"--sinks INTEGER\s+keys each query sees", got["help"]), got["help"]
+    assert "No such option '--sinks'" in got["bad"]
     assert "must be an integer in 0..64 (got 65)" in got["refused"]
     assert (got["schema"]["minimum"], got["schema"]["maximum"]) == (0, 64)
-    assert got["api"] == {"detail": "window: must be an integer in 0..64 (got 65)", "field": "window"}
-    assert got["limits"][-1] == "window" and got["widget"][-1] == "window"
+    assert got["api"] == {"detail": "sinks: must be an integer in 0..64 (got 65)", "field": "sinks"}
+    assert got["limits"][-1] == "sinks" and got["widget"][-1] == "sinks"
 
 
 # ---- one helper cuts a shown value ----

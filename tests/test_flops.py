@@ -69,20 +69,28 @@ def test_closed_form_equals_the_engine_counters(algo, n, d, br, bc, causal, seed
 )
 def test_fa2_triton_closed_form_equals_the_engine_counters(n, d, br, bc, causal, seed):
     """Over the tiles kernel.py accepts (tiles.check): ragged N, D = 96 run 128 wide, causal with Br a multiple of
-    Bc; and the pairs of the closed form's stages are the pairs the engine ran in each stage."""
-    from flashviz.algos.fa2_triton import engine
+    Bc; and the engine's stages are the kernel's: a NO_MASK tile is wholly inside every real row's band, a masked
+    one is not, and a tile the block skips holds no key any of its rows sees (judged from the mask itself)."""
     from flashviz.algos.fa2_triton import flops as fa2_triton_flops
+    from flashviz.algos.fa2_triton import loops
 
     if causal and br % bc:
         br, bc = bc, br  # the kernel's causal rule: Br a multiple of Bc
     want = fa2_triton_flops.count(n=n, d=d, br=br, bc=bc, causal=causal)
     assert counted("fa2-triton", n, d, br, bc, causal, seed) == want
     cfg = Config(algo="fa2-triton", n=n, d=d, br=br, bc=bc, causal=causal)
-    ran: dict[str, int] = {}
     for i in range(cfg.tr):
-        for j in range(cfg.tiles_of_block(i)):
-            ran[engine.stage_of(cfg, i, j)] = ran.get(engine.stage_of(cfg, i, j), 0) + 1
-    assert {k: v for k, v in fa2_triton_flops.stages(n, br, bc, causal).items() if v} == ran
+        rows = np.arange(i * br, min(n, (i + 1) * br))[:, None]
+        for j in range(cfg.tc):
+            cols = np.arange(j * bc, min(n, (j + 1) * bc))[None, :]
+            seen = (cols <= rows) if causal else np.ones((rows.size, cols.size), bool)
+            stage = loops.stage_of(cfg, i, j)
+            if stage is None:
+                assert not seen.any(), (i, j)
+            elif stage == "NO_MASK":
+                assert seen.all() and (j + 1) * bc <= n, (i, j)
+            else:
+                assert stage == "MASK_BAND" and (not seen.all() or (j + 1) * bc > n), (i, j, stage)
 
 
 def test_fa2_triton_counts_what_the_kernel_computes_by_hand():

@@ -34,6 +34,12 @@ def trace(
     layout: str = ...,
     *,
     kernel: None = ...,
+    group: int = ...,
+    nk: int | None = ...,
+    window: tuple[int, int] | str | None = ...,
+    softcap: float = ...,
+    seqlens: tuple[int, ...] | str | None = ...,
+    seqlens_k: tuple[int, ...] | str | None = ...,
 ) -> Trace: ...
 @overload
 def trace(*, kernel: Any, **options: Any) -> KernelTrace: ...
@@ -52,6 +58,12 @@ def trace(
     layout: str = Config.layout,
     *,
     kernel: Any = None,
+    group: Any = 1,
+    nk: Any = None,
+    window: Any = None,
+    softcap: Any = 0.0,
+    seqlens: Any = None,
+    seqlens_k: Any = None,
     **options: Any,
 ) -> Trace | KernelTrace:
     """Run the engine on one launch and return its Trace (`trace.to_json()` is what `flashviz trace` writes).
@@ -68,9 +80,20 @@ def trace(
 
     kernel: your own @triton.jit attention forward (or 'FILE.py:FUNCTION') instead of an algorithm: it runs under
     Triton's interpreter and a KernelTrace comes back (flashviz.yourkernel.trace_kernel: n, d, causal, seed, scale,
-    inputs, and its own options grid, meta, bind, carry, heads, batch, dtype, budget)."""
+    inputs, and its own options grid, meta, bind, carry, heads, batch, dtype, budget).
+
+    The options of real models (algorithms that run them: fa2-triton): group (q heads per K/V head: the trace runs
+    one K/V head and its group), nk (keys, when not N), window=(left, right) (-1 unbounded), softcap (> 0: scores
+    become softcap·tanh(s/softcap)), seqlens and seqlens_k (packed sequences' lengths; N is their sum)."""
+    model_opts = {"group": group, "nk": nk, "window": window, "softcap": softcap, "seqlens": seqlens}
+    model_opts["seqlens_k"] = seqlens_k
     if kernel is not None:
         from .yourkernel import trace_kernel
+
+        plain = {"group": 1, "nk": None, "window": None, "softcap": 0.0, "seqlens": None, "seqlens_k": None}
+        for name, value in model_opts.items():
+            if value is not plain[name] and value != plain[name]:
+                raise ConfigError(name, "is an option of the algorithms' launches, not of kernel=")
 
         tiles_and_block = (("br", br), ("bc", bc), ("block", block))
         for name, value, default in (("algo", algo, DEFAULT), *((k, v, None) for k, v in tiles_and_block)):
@@ -92,7 +115,7 @@ def trace(
                 raise ConfigError(name, f"must match the inputs' {name.upper()}={found} (got {shown(given)})")
         n, d = rows, cols
     launched = {"algo": algo, "n": n, "d": d, "br": br, "bc": bc, "seed": seed, "scale": scale, "causal": causal}
-    algorithm, cfg = launch({**launched, "block": block, "devices": devices, "layout": layout})
+    algorithm, cfg = launch({**launched, "block": block, "devices": devices, "layout": layout, **model_opts})
     return trace_of(algorithm, cfg, arrays)
 
 

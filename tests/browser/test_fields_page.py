@@ -30,8 +30,8 @@ def test_a_url_naming_an_algorithm_opens_its_own_launch(page, server_url, log):
     assert_clean(log)
 
 
-WINDOW = {
-    "name": "window",
+SINKS = {
+    "name": "sinks",
     "kind": "int",
     "label": "W",
     "help": "keys each query sees",
@@ -52,27 +52,27 @@ def test_a_field_the_table_adds_is_in_the_form_and_the_url(page, server_url, log
     def limits(route):
         doc = route.fetch().json()
         route.fulfill(
-            status=200, content_type="application/json", body=json.dumps({**doc, "fields": [*doc["fields"], WINDOW]})
+            status=200, content_type="application/json", body=json.dumps({**doc, "fields": [*doc["fields"], SINKS]})
         )
 
     def trace(route):
         url = urlsplit(route.request.url)
         query = parse_qs(url.query)
         sent.append(query)
-        rest = urlencode({k: v[0] for k, v in query.items() if k != "window"})
+        rest = urlencode({k: v[0] for k, v in query.items() if k != "sinks"})
         route.continue_(url=urlunsplit(url._replace(query=rest)))
 
     page.route("**/api/limits", limits)
     page.route("**/api/trace?*", trace)
-    open_viewer(page, server_url, "n=16&window=3")
-    field = page.locator("#config [name=window]")
+    open_viewer(page, server_url, "n=16&sinks=3")
+    field = page.locator("#config [name=sinks]")
     expect(field).to_have_value("3")
-    assert any(q.get("window") == ["3"] and q.get("n") == ["16"] for q in sent), sent
-    assert "window=3" in page.url
+    assert any(q.get("sinks") == ["3"] and q.get("n") == ["16"] for q in sent), sent
+    assert "sinks=3" in page.url
     field.fill("65")
     expect(field).to_have_attribute("aria-invalid", "true")
-    expect(page.locator("#cfg-window-err")).to_have_text("W must be an integer in 0..64 (got 65)")
+    expect(page.locator("#cfg-sinks-err")).to_have_text("W must be an integer in 0..64 (got 65)")
     field.fill("5")
-    with page.expect_request(lambda r: "/api/trace?" in r.url and "window=5" in r.url):
+    with page.expect_request(lambda r: "/api/trace?" in r.url and "sinks=5" in r.url):
         page.click("[data-testid=cfg-apply]")
     assert_clean(log)

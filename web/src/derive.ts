@@ -1,6 +1,7 @@
 // Look-ups over a Trace: the SRAM contents at a step, the launch-wide counters at a step, which rows and columns
 // are padding, what each pick is doing at a phase. Indexing only: the numbers and the judgements all come from the
 // Trace.
+import { blockRows, tileKeys } from "./geometry";
 import { pickId, unitKey } from "./picture";
 import type { BufferName, Counters, Mat, Trace, Vec } from "./types";
 
@@ -56,14 +57,21 @@ export function sramBefore(trace: Trace, idx: TraceIndex, k: number, buf: Buffer
   return sramAt(trace, idx, k - 1, buf);
 }
 
-/** Is row r of block i of Q a real row (not padding past N)? */
+/** Is row r of block i of Q a real row (not padding past N, or past its sequence's end)? */
 export function rowValid(trace: Trace, block: number | null, r: number): boolean {
-  return block === null ? true : block * trace.config.br + r < trace.config.n;
+  if (block === null) return true;
+  if (trace.layout) {
+    const [a, b] = blockRows(trace, block);
+    return r < b - a;
+  }
+  return block * trace.config.br + r < trace.config.n;
 }
 
-/** Is row c of tile j a real key (not padding past N)? */
-export function keyValid(trace: Trace, j: number | null, c: number): boolean {
-  return j === null ? true : j * trace.config.bc + c < trace.config.n;
+/** Is row c of tile j a real key (not padding past Nk, or past the sequence of block i)? */
+export function keyValid(trace: Trace, j: number | null, c: number, block: number | null = null): boolean {
+  if (j === null) return true;
+  const [a, b] = tileKeys(trace, block, j);
+  return c < b - a;
 }
 
 // ---- the picks at a phase ----

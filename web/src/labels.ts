@@ -44,7 +44,12 @@ export function crosses(box: Rect, seg: Rect): boolean {
 export function separators(b: GridBox, bc: number): { ys: number[]; xs: number[] } {
   const ys: number[] = [];
   const xs: number[] = [];
-  if (b.group > 0 && b.group * b.ch >= 3) {
+  if (b.cuts) {
+    // a trace with a layout: its blocks' (tiles') own boundaries, when they are at least 3 px apart on average
+    if (b.cuts.length === 0 || (b.rows * b.ch) / (b.cuts.length + 1) >= 3) {
+      for (const r of b.cuts) if (r > 0 && r < b.rows) ys.push(Math.round(b.y + r * b.ch) + 0.5);
+    }
+  } else if (b.group > 0 && b.group * b.ch >= 3) {
     for (let r = b.group; r < b.rows + b.padRows; r += b.group) ys.push(Math.round(b.y + r * b.ch) + 0.5);
   }
   if (b.colAxis === "kv" && b.area === "hbm" && bc > 0 && bc * b.cw >= 3) {

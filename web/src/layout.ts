@@ -24,6 +24,9 @@ export interface GridBox {
   text: boolean; // cells are big enough to print their numbers
   padRows: number; // HBM only: rows past N that the last block/tile covers (drawn hatched)
   group: number; // rows per block (Br) or tile (Bc) for the separators, 0 for none
+  cuts?: number[]; // HBM, a trace with a layout: the rows where block (or tile) boundaries go, instead of every `group`
+  bounds?: number[]; // ... and where its segments (q heads, packed sequences) begin, drawn bolder
+  marks?: { row: number; text: string }[]; // ... and the words left of each segment
   axis: Axis; // what its rows follow: rows of a block of Q (q), keys of a tile (kv), or neither
   colAxis: Axis; // kv: its columns are keys (Sij, S, P)
   kernels?: string[]; // SRAM: the kernels whose shared memory holds it
@@ -74,6 +77,12 @@ const ceilDiv = (a: number, b: number) => Math.floor((a + b - 1) / b);
 /** Rows past N covered by the last block of Q (Tr*Br - N) and by the last tile of K/V (Tc*Bc - N). */
 export function padding(s: Shape): { q: number; kv: number } {
   return { q: ceilDiv(s.n, s.br) * s.br - s.n, kv: ceilDiv(s.n, s.bc) * s.bc - s.n };
+}
+
+/** HBM's height in rows: its tallest tensor with the padding rows below it (N + the larger padding, one head). */
+function hbmRowsOf(spec: PictureSpec, s: Shape): number {
+  const pad = padding(s);
+  return Math.max(...spec.tensors.map((t) => t.rows + (t.padRows ?? (t.axis === "kv" ? pad.kv : pad.q))));
 }
 
 interface Panel {
@@ -309,10 +318,11 @@ function placeHbm(spec: PictureSpec, s: Shape, hbm: Panel, x0: number, y0: numbe
       cw,
       ch: hbm.ch,
       text: hbm.text,
-      padRows: t.axis === "kv" ? pad.kv : pad.q,
+      padRows: t.padRows ?? (t.axis === "kv" ? pad.kv : pad.q),
       group,
       axis: t.axis,
       colAxis: t.colAxis,
+      ...(t.cuts ? { cuts: t.cuts, bounds: t.bounds ?? [], marks: t.marks ?? [] } : {}),
     });
     x += t.cols * cw + (k < spec.tensors.length - 1 ? GAP : 0);
   });
@@ -366,8 +376,7 @@ export function layoutMemory(spec: PictureSpec, s: Shape, width: number, maxHeig
 
 function layoutSideBySide(spec: PictureSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
   const avail = Math.max(200, width - 2 * PAD - PANEL_GAP);
-  const pad = padding(s);
-  const hbmRows = s.n + Math.max(...spec.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
+  const hbmRows = hbmRowsOf(spec, s);
   const sramRows = sramRowsOf(spec);
   const nRows = spec.sram.length;
   const top = BAND; // the panels start under the connectors' band
@@ -416,8 +425,7 @@ function layoutSideBySide(spec: PictureSpec, s: Shape, width: number, maxHeight:
  */
 function layoutStacked(spec0: PictureSpec, s: Shape, width: number, maxHeight: number): MemoryLayout {
   const avail = Math.max(200, width - 2 * PAD);
-  const pad = padding(s);
-  const hbmRows = s.n + Math.max(...spec0.tensors.map((t) => (t.axis === "kv" ? pad.kv : pad.q)));
+  const hbmRows = hbmRowsOf(spec0, s);
   const hbmCellsH = Math.max(60, 0.42 * maxHeight - HEAD - TITLE);
   const sramBudget = (sp: PictureSpec) => Math.max(80, 0.9 * maxHeight - HEAD - sp.sram.length * TITLE - (sp.sram.length - 1) * GAP);
   const textFor = (sp: PictureSpec): Panel | null => {

@@ -3,6 +3,7 @@
 // here knows an algorithm; every answer comes from the trace.
 
 import { cut } from "./echo";
+import { rowCuts } from "./geometry";
 import type { Axis, BlockInfo, Rich, Run, Step, Trace } from "./types";
 
 /** The steps whose SRAM belongs together: the same kernel scope and the same block. */
@@ -55,6 +56,9 @@ export interface Shape {
   d: number;
   br: number;
   bc: number;
+  /** rows of Q (a group of q heads one above the other) and of K, V, where a trace has a layout */
+  nq?: number;
+  nk?: number;
 }
 
 /** A size in the trace's symbols (N, D, Br, Bc, or a number) at a shape. */
@@ -68,6 +72,10 @@ export function dimOf(sym: string, s: Shape): number {
       return s.br;
     case "Bc":
       return s.bc;
+    case "Nq":
+      return s.nq ?? s.n;
+    case "Nk":
+      return s.nk ?? s.n;
     default: {
       const v = Number(sym);
       if (!Number.isInteger(v) || v < 1) throw new Error(`a size the viewer cannot read: ${cut(JSON.stringify(sym))}`);
@@ -91,6 +99,12 @@ export interface TensorSpec {
   cols: number; // D, N or 1
   axis: Axis; // rows grouped by Br (q) or Bc (kv)
   colAxis: Axis; // kv: its columns are keys
+  /** a trace with a layout: where its block (or tile) boundaries go, where its segments begin, the words left of
+   *  each, and no padding rows below it (geometry.ts's rowCuts) */
+  cuts?: number[];
+  bounds?: number[];
+  marks?: { row: number; text: string }[];
+  padRows?: number;
 }
 
 /** The picture's contents at a shape: the layout's input. */
@@ -109,6 +123,12 @@ function rowsCols(dims: string[], axes: [Axis, Axis], s: Shape): [number, number
   return axes[0] === "none" ? [1, len] : [len, 1];
 }
 
+/** A trace's own shape: its N, D, Br, Bc, and where it has a layout the rows of Q and of K, V. */
+export function traceShape(t: Trace): Shape {
+  const c = t.config;
+  return { n: c.n, d: c.d, br: c.br, bc: c.bc, nq: t.layout?.q_rows ?? c.n, nk: t.layout?.kv_rows ?? c.nk ?? c.n };
+}
+
 /** A buffer of one long row (standard's Sr): its values, a vector, run along its columns. */
 export function isOneRow(t: Trace, name: string): boolean {
   const b = t.buffers[name];
@@ -118,10 +138,12 @@ export function isOneRow(t: Trace, name: string): boolean {
 }
 
 /** What the memory picture holds, from the trace's own description, laid out at `shape` (its own by default). */
-export function pictureSpec(t: Trace, shape: Shape = t.config): PictureSpec {
+export function pictureSpec(t: Trace, shape: Shape = traceShape(t)): PictureSpec {
   const tensors = Object.entries(t.tensors).map(([name, x]) => {
     const [rows, cols] = rowsCols(x.dims, x.axes, shape);
-    return { name, rows, cols, axis: x.axes[0], colAxis: x.axes[1] };
+    const cut = rowCuts(t, x.axes[0]);
+    const spec: TensorSpec = { name, rows, cols, axis: x.axes[0], colAxis: x.axes[1] };
+    return cut ? { ...spec, ...cut, padRows: 0 } : spec;
   });
   const sram = t.picture.sram_rows.map((row) =>
     row.map((name) => {

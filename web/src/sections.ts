@@ -16,6 +16,7 @@ import { IdeaView } from "./render/idea";
 import { LadderView } from "./render/ladder";
 import { MemoryView } from "./render/memory/view";
 import { NarrativeView } from "./render/narrative";
+import { showOptions } from "./render/options";
 import { type Profile, ProfileView } from "./render/profile";
 import { DevicesView } from "./render/ring";
 import { ScheduleView } from "./render/schedule";
@@ -172,6 +173,7 @@ export function buildSections(ctx: SectionContext): Sections {
     { name: "narrative-detail", lazy: { card: "narrative-detail", margin: near }, step: ({ t, s }) => narrative.showSubsteps(t, s) },
     { name: "carries", lazy: { card: "carries", margin: near }, step: ({ t, idx, s }) => carries.show(t, idx, s) },
     { name: "blocks", step: ({ t, idx, s }) => blocks.show(t, idx, s), retheme: () => tileMap.retheme() },
+    { name: "options", trace: ({ t }) => showOptions(find("options"), t) },
     {
       name: "counters",
       trace: ({ t }) => counters.showSaving(t, ctx.compared()),

@@ -4,7 +4,7 @@
 import { cut } from "./echo";
 import { pickId, pickOf } from "./picture";
 import type { AlgoInfo, LaunchField, Limits, Step, Trace } from "./types";
-import { FALLBACK_FIELDS, FALLBACK_LIMITS, fieldsOf, numberRange } from "./validate";
+import { accepted, FALLBACK_FIELDS, FALLBACK_LIMITS, fieldsOf, intsProblem, numberRange } from "./validate";
 
 /** A launch: the algorithm and the value of each launch field the API takes (/api/limits' `fields`, from the table
  *  flashviz.model.fields): those named here, and any other the table lists (read, written and sent as they are). */
@@ -23,13 +23,16 @@ export interface ConfigParams {
 /** The launch's fields: those the page holds in a config (not the algorithm, which the picker holds, nor the block,
  *  which the block picker does). */
 function launchFields(fields: readonly LaunchField[]): LaunchField[] {
-  return fields.filter((f) => f.kind === "int" || f.kind === "number" || f.kind === "flag");
+  return fields.filter((f) => f.kind === "int" || f.kind === "number" || f.kind === "flag" || f.kind === "ints");
 }
 
 /** Each field's default: the algorithm's own (`example`, where the field takes one), else the table's. */
 export function defaultsOf(fields: readonly LaunchField[], algo?: AlgoInfo): ConfigParams {
   const out: Record<string, unknown> = { algo: "" };
-  for (const f of launchFields(fields)) out[f.name] = (f.own ? algo?.example?.[f.name] : undefined) ?? f.default;
+  for (const f of launchFields(fields)) {
+    if (f.optional) continue; // absent: its default (the options of real models)
+    out[f.name] = (f.own ? algo?.example?.[f.name] : undefined) ?? f.default;
+  }
   return out as ConfigParams;
 }
 
@@ -106,15 +109,24 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
   };
   for (const f of launchFields(fieldsOf(limits))) {
     const raw = q.get(f.name);
-    if (f.kind === "int") {
+    if (f.kind === "ints") {
+      if (raw === null || raw.trim() === "") continue;
+      const problem = intsProblem(f, raw.trim());
+      if (problem === null) config[f.name] = raw.trim();
+      else problems.push(urlProblem(f.name, raw, accepted(f), `the default ${f.empty}`));
+    } else if (f.kind === "int") {
+      if (f.empty && raw !== null && raw.trim() === "") continue; // empty: its default
       const v = parseInteger(raw);
-      if (v !== null && v >= f.min! && v <= f.max!) config[f.name] = v;
-      else if (raw !== null) problems.push(urlProblem(f.name, raw, `an integer in ${f.min}..${f.max}`, `${f.name}=${config[f.name]}`));
+      if (v !== null && v >= f.min! && v <= f.max!) {
+        if (!(f.optional && v === f.default)) config[f.name] = v;
+      } else if (raw !== null)
+        problems.push(urlProblem(f.name, raw, `an integer in ${f.min}..${f.max}`, `${f.name}=${config[f.name] ?? f.default ?? f.empty}`));
     } else if (f.kind === "number") {
       if (raw === null || raw.trim() === "") continue;
       const v = Number(raw);
-      if (Number.isFinite(v) && Math.abs(v) >= f.least! && Math.abs(v) <= f.most!) config[f.name] = v;
-      else problems.push(urlProblem(f.name, raw, `${numberRange(f)}, or absent for ${f.empty}`, `the default ${f.empty}`));
+      if (Number.isFinite(v) && Math.abs(v) >= f.least! && Math.abs(v) <= f.most!) {
+        if (!(f.optional && v === f.default)) config[f.name] = v;
+      } else problems.push(urlProblem(f.name, raw, `${numberRange(f)}, or absent for ${f.empty}`, `the default ${f.empty}`));
     } else {
       const v = (raw ?? "").trim().toLowerCase();
       if (v === "true" || v === "1") config[f.name] = true;
@@ -146,7 +158,10 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
 /** A config's launch fields as query parameters, in its order: a number as it is, true as "true"; null (a number's
  *  default) and false are left out. */
 function setFields(q: URLSearchParams, config: ConfigParams): void {
-  for (const [k, v] of Object.entries(config)) if (k !== "algo" && v !== null && v !== false) q.set(k, String(v));
+  for (const [k, v] of Object.entries(config)) {
+    if (k === "algo" || v === null || v === undefined || v === false) continue;
+    q.set(k, String(v));
+  }
 }
 
 /** The query string for a state: config first (in the form's order; algo only when not the server's default,
@@ -328,7 +343,8 @@ export function blockChoices(t: Picks): { label: string; options: [string, strin
   for (const b of blocks) {
     const id = pickId(t, b);
     if (many && !b.recorded && id % Math.ceil(blocks.length / 256) !== 0) continue;
-    options.push([`${id} \u00b7 ${rows} ${b.rows[0]}\u2013${b.rows[1] - 1}${b.recorded ? "" : " (fetch)"}`, String(id)]);
+    const words = b.segment !== undefined && b.label ? b.label : `${id} \u00b7 ${rows} ${b.rows[0]}\u2013${b.rows[1] - 1}`;
+    options.push([`${words}${b.recorded ? "" : " (fetch)"}`, String(id)]);
   }
   return { label: t.picker.label, options };
 }

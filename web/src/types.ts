@@ -47,6 +47,14 @@ export interface TraceConfig {
   recorded_blocks: number[];
   /** how the kernel is launched beyond N, D, Br, Bc (a Triton kernel: warps, stages, and where they come from) */
   launch?: Record<string, string | number | null>;
+  /** the options of real models (absent in older traces: plain attention): q heads per K/V head, keys, the window,
+   *  soft-capping, packed sequences */
+  group?: number;
+  nk?: number;
+  window?: [number, number];
+  softcap?: number;
+  seqlens?: number[] | null;
+  seqlens_k?: number[] | null;
 }
 
 export interface ErrorCheck {
@@ -197,6 +205,38 @@ export interface BlockInfo {
   /** [from, to) phase ranges before its last in which it runs no step */
   idle: [number, number][];
   first_i?: number;
+  /** in a trace with a layout: its segment (an index into layout.segments) and its sequence's rows of K and V */
+  segment?: number;
+  keys?: [number, number];
+  /** the picker's words for it */
+  label?: string;
+}
+
+/** One (q head, sequence) of a launch with a layout: its rows of Q (O, L) and its sequence's rows of K and V. */
+export interface Segment {
+  q: [number, number];
+  kv: [number, number];
+  head: number;
+  seq: number;
+  label: string;
+  short: string;
+}
+
+/** How a launch's rows are cut when it is more than one head of one sequence (docs/trace-schema.md `layout`). */
+export interface Layout {
+  q_rows: number;
+  kv_rows: number;
+  group: number;
+  seqs: [number, number][];
+  segments: Segment[];
+}
+
+/** One option of real models the launch runs, in words and numbers (docs/trace-schema.md `options`). */
+export interface OptionItem {
+  option: string;
+  title: string;
+  text: Rich;
+  rows: [string, string][];
 }
 
 /** What an algorithm does (section 1): paragraphs of text with inline TeX between `$`; a paragraph that is one
@@ -285,7 +325,8 @@ export interface Veil {
 }
 
 export interface Tiling {
-  /** Tr strings of Tc characters: f (full), m (masked), s (skipped) */
+  /** per pick a string of its sequence's tiles: f (full), m (masked past the right edge), l (masked before the
+   *  window's left edge), b (both), s (skipped) */
   pairs: string[];
   last_tile: number[];
   kv_width: number[];
@@ -329,6 +370,10 @@ export interface Trace {
   schedule?: ScheduleDoc | null;
   /** A run spread over several devices (the ring); checked by render/ringLayout.ts devicesProblem before it is drawn. */
   devices?: unknown;
+  /** how its rows are cut (several q heads, packed sequences, Nq ≠ Nk), else null or absent */
+  layout?: Layout | null;
+  /** the options of real models it runs, in words and numbers, else null or absent */
+  options?: { title: string; items: OptionItem[] } | null;
   blocks: BlockInfo[];
   phases: Phase[];
   steps: Step[];
@@ -358,8 +403,9 @@ export interface AlgoInfo {
 export interface LaunchField {
   name: string;
   /** int: an integer in min..max; number: finite, its magnitude in least..most, or empty; flag: true or false;
-   *  choice: one of the algorithms (the picker); pick: a block (the block picker) */
-  kind: "choice" | "int" | "number" | "flag" | "pick";
+   *  choice: one of the algorithms (the picker); pick: a block (the block picker); ints: comma-separated integers
+   *  ("16,0"), as many as `items` says, each in min..max, or empty (its default) */
+  kind: "choice" | "int" | "number" | "flag" | "pick" | "ints";
   /** how the form and its messages name it ("Br"); "" where the form has no input for it */
   label: string;
   help: string;
@@ -370,8 +416,13 @@ export interface LaunchField {
   most?: number;
   /** an algorithm may bring its own default for it (AlgoInfo.example) */
   own: boolean;
-  /** what leaving it out means, where its default is null ("1/sqrt(D)") */
+  /** what leaving it out means, where its default is null ("1/sqrt(D)"); an int or ints field with one may be left
+   *  empty (its default) */
   empty: string;
+  /** ints: how many integers, least and most */
+  items?: [number, number];
+  /** held in a config only where given (the options of real models: absent from plain attention's launches) */
+  optional?: boolean;
 }
 
 /** GET /api/limits: inclusive integer ranges per field, and the algorithms. */

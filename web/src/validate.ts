@@ -33,9 +33,24 @@ export function fieldsOf(limits: Limits): LaunchField[] {
   });
 }
 
-/** The fields the form types into: integers and numbers, in the table's order. */
+/** The fields the form types into: integers, numbers and lists of integers, in the table's order. */
 export function typedFields(limits: Limits): LaunchField[] {
-  return fieldsOf(limits).filter((f) => f.kind === "int" || f.kind === "number");
+  return fieldsOf(limits).filter((f) => f.kind === "int" || f.kind === "number" || f.kind === "ints");
+}
+
+/** What an ints field accepts, in the server's words (flashviz.model.fields.Field.accepted). */
+export function accepted(f: LaunchField): string {
+  const [least, most] = f.items ?? [1, 1];
+  const count = least === most ? String(least) : `${least}..${most}`;
+  return `${count} comma-separated integers, each in ${f.min}..${f.max}, or empty for ${f.empty}`;
+}
+
+/** Why `text` (trimmed, not empty) is no value of an ints field, or null when it is one. */
+export function intsProblem(f: LaunchField, text: string): string | null {
+  const parts = text.split(",").map((p) => p.trim());
+  const [least, most] = f.items ?? [1, 1];
+  if (parts.length < least || parts.length > most || !parts.every((p) => /^-?\d{1,9}$/.test(p))) return accepted(f);
+  return parts.every((p) => Number(p) >= f.min! && Number(p) <= f.max!) ? null : accepted(f);
 }
 
 /** The fields the form ticks: true or false. */
@@ -79,9 +94,20 @@ export function validate(
   for (const field of typedFields(limits)) {
     const f = field.name;
     const text = (raw[f] ?? "").trim();
+    if (field.kind === "ints") {
+      if (text === "") out[f] = null;
+      else if (intsProblem(field, text) !== null) errors[f] = `must be ${accepted(field)} (got ${text})`;
+      else out[f] = text;
+      continue;
+    }
+    if (field.kind === "int" && field.empty && text === "") {
+      out[f] = field.default; // empty: its default (group: 1; nk: null, which is N)
+      continue;
+    }
     if (field.kind === "number") {
       const v = Number(text);
-      if (text === "") out[f] = null;
+      if (text === "")
+        out[f] = field.default ?? null; // empty: its default (scale: null, 1/sqrt(D); softcap: 0)
       else if (!Number.isFinite(v) || Math.abs(v) < field.least! || Math.abs(v) > field.most!)
         errors[f] = `must be ${numberRange(field)}, or empty for ${field.empty}`;
       else out[f] = v;
@@ -102,6 +128,8 @@ export function validate(
       out[f] = v;
     }
   }
+  // a field held only where given (the options of real models) is left out at its default
+  for (const field of typedFields(limits)) if (field.optional && (out[field.name] ?? null) === field.default) delete out[field.name];
   const ok = Object.keys(errors).length === 0;
   return { config: ok ? (out as ConfigParams) : null, errors };
 }

@@ -9,8 +9,9 @@ import { configToRaw, FALLBACK_FIELDS, FALLBACK_LIMITS, typedFields, validate } 
 import { LIMITS } from "./fixtures";
 
 const FIELDS = LIMITS.fields!;
-const launch = (f: LaunchField) => f.kind === "int" || f.kind === "number" || f.kind === "flag";
-const ints = FIELDS.filter((f) => f.kind === "int");
+// the fields a config holds always (the options of real models, `optional`, only where given)
+const launch = (f: LaunchField) => (f.kind === "int" || f.kind === "number" || f.kind === "flag") && !f.optional;
+const ints = FIELDS.filter((f) => f.kind === "int" && !f.optional);
 
 describe("the launch fields come from /api/limits", () => {
   it("the bundle's copy (used until the server answers) is the server's table", () => {
@@ -50,9 +51,31 @@ describe("the launch fields come from /api/limits", () => {
     );
   });
 
+  it("the options of real models are held only where given, read and written as the server takes them", () => {
+    const r = parseUrl("?algo=fa2-triton&n=64&window=16,0&group=2&softcap=5&seqlens=20,44&nk=", LIMITS);
+    expect(r.problems).toEqual([]);
+    expect(r.config).toMatchObject({ window: "16,0", group: 2, softcap: 5, seqlens: "20,44" });
+    expect(r.config.nk).toBeUndefined(); // empty: its default (N)
+    expect(parseUrl("?group=1&softcap=0", LIMITS).config).toEqual(parseUrl("", LIMITS).config); // their defaults: left out
+    expect(apiQuery(r.config)).toContain("window=16%2C0");
+    const group = FIELDS.find((f) => f.name === "group")!;
+    expect(parseUrl("?group=9", LIMITS).problems).toEqual([
+      `URL group="9": must be an integer in ${group.min}..${group.max}; showing group=1`,
+    ]);
+    const window = FIELDS.find((f) => f.name === "window")!;
+    expect(parseUrl("?window=3", LIMITS).problems).toEqual([
+      `URL window="3": must be 2 comma-separated integers, each in ${window.min}..${window.max}, or empty for -1,-1; showing the default -1,-1`,
+    ]);
+    const raw = configToRaw(DEFAULT_CONFIG, LIMITS);
+    expect(validate({ ...raw, window: "1,2,3" }, LIMITS).errors.window).toBe(
+      `must be 2 comma-separated integers, each in ${window.min}..${window.max}, or empty for -1,-1 (got 1,2,3)`,
+    );
+    expect(validate({ ...raw, window: "8,-1", group: "" }, LIMITS).config).toEqual({ ...DEFAULT_CONFIG, window: "8,-1" });
+  });
+
   it("a field the table adds is read, checked, written and sent with no other change to the page", () => {
     const window: LaunchField = {
-      name: "window",
+      name: "sinks",
       kind: "int",
       label: "W",
       help: "keys each query sees",
@@ -63,17 +86,17 @@ describe("the launch fields come from /api/limits", () => {
       empty: "",
     };
     const wide: Limits = { ...LIMITS, fields: [...FIELDS, window] };
-    const r = parseUrl("?n=16&window=3", wide);
-    expect(r).toMatchObject({ config: { n: 16, window: 3 }, problems: [] });
-    expect(parseUrl("?window=65", wide).problems).toEqual(['URL window="65": must be an integer in 0..64; showing window=0']);
-    expect(parseUrl("?window=3", LIMITS).config.window).toBeUndefined(); // a server without it: not the page's either
-    expect(toSearch(r.config, 0, 0, 1, LIMITS.default)).toBe("?n=16&d=4&br=4&bc=4&seed=0&window=3&step=1&block=0");
-    expect(apiQuery(r.config)).toContain("window=3");
-    expect(sameConfig(r.config, { ...r.config, window: 4 })).toBe(false);
+    const r = parseUrl("?n=16&sinks=3", wide);
+    expect(r).toMatchObject({ config: { n: 16, sinks: 3 }, problems: [] });
+    expect(parseUrl("?sinks=65", wide).problems).toEqual(['URL sinks="65": must be an integer in 0..64; showing sinks=0']);
+    expect(parseUrl("?sinks=3", LIMITS).config.sinks).toBeUndefined(); // a server without it: not the page's either
+    expect(toSearch(r.config, 0, 0, 1, LIMITS.default)).toBe("?n=16&d=4&br=4&bc=4&seed=0&sinks=3&step=1&block=0");
+    expect(apiQuery(r.config)).toContain("sinks=3");
+    expect(sameConfig(r.config, { ...r.config, sinks: 4 })).toBe(false);
     const raw = configToRaw(r.config, wide);
-    expect(raw.window).toBe("3");
-    expect(validate({ ...raw, window: "99" }, wide).errors.window).toBe("must be an integer in 0..64 (got 99)");
-    expect(validate(raw, wide).config).toMatchObject({ window: 3 });
+    expect(raw.sinks).toBe("3");
+    expect(validate({ ...raw, sinks: "99" }, wide).errors.sinks).toBe("must be an integer in 0..64 (got 99)");
+    expect(validate(raw, wide).config).toMatchObject({ sinks: 3 });
   });
 });
 

@@ -79,6 +79,17 @@ class FlopCount(Protocol):
     def count(self, n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, int]: ...
 
 
+class LaunchModels(Protocol):
+    """The closed forms of an algorithm that runs the options of real models (`Algorithm.options`; Config's group,
+    nk, window, softcap, seqlens): the same counts as `Traffic` and `FlopCount`, taking the whole launch. The
+    machinery uses these, when an algorithm has them, at every launch of it (`Algorithm.traffic_of` ...)."""
+
+    def count(self, cfg: Config) -> dict[str, dict[str, int]]: ...
+    def steps(self, cfg: Config) -> int: ...
+    def rules(self, cfg: Config) -> dict[str, Rule]: ...
+    def flops(self, cfg: Config) -> dict[str, int]: ...
+
+
 class Expect(Protocol):
     """An algorithm's `expect.py`: its outputs in float64, and how close the engine (and a GPU) must come."""
 
@@ -199,6 +210,10 @@ class Algorithm:
     # the launch fields beyond (n, d, br, bc, causal) its closed forms take, as keyword arguments (ring: its layout,
     # which decides the calls each step makes); None: none. The FLOP view passes them to `flops.count`.
     closed_form_fields: Callable[[Config], Mapping[str, Any]] | None = None
+    # the options of real models it runs (Config.OPTIONS' names: group, nk, window, softcap, seqlens; issue 22) and
+    # its closed forms that take them (None: it runs none, and `traffic`, `flops` are its closed forms)
+    options: frozenset[str] = frozenset()
+    launch_models: LaunchModels | None = None
 
     @property
     def package(self) -> str:
@@ -235,8 +250,29 @@ class Algorithm:
     def blocks(self, cfg: Config) -> int:
         """What --block and the API's `block` choose among, and a trace's `blocks` lists (its picks): the blocks of the
         main kernel, one per block of Q (Tr) or per tile of K/V (Tc); for fa1, whose one block per head visits the
-        blocks of Q in turn, the Tr blocks of Q (docs/trace-schema.md, `picker`)."""
-        return cfg.tc if self.grid == "Tc" else cfg.tr
+        blocks of Q in turn, the Tr blocks of Q (docs/trace-schema.md, `picker`). With the options of real models,
+        the blocks of Q of every q head of the K/V head and every packed sequence (Config.q_blocks)."""
+        return cfg.tc if self.grid == "Tc" else cfg.q_blocks
+
+    # ---- its closed forms at a launch (the launch's options where it runs them) ----
+
+    def traffic_of(self, cfg: Config) -> dict[str, dict[str, int]]:
+        if self.launch_models is not None:
+            return self.launch_models.count(cfg)
+        return self.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+
+    def steps_of(self, cfg: Config) -> int:
+        if self.launch_models is not None:
+            return self.launch_models.steps(cfg)
+        return self.traffic.steps(cfg.n, cfg.d, cfg.br, cfg.bc, causal=cfg.causal)
+
+    def flops_of(self, cfg: Config) -> dict[str, int] | None:
+        if self.launch_models is not None:
+            return self.launch_models.flops(cfg)
+        if self.flops is None:
+            return None
+        more = self.closed_form_args(cfg)  # a launch field its count needs (the ring's layout)
+        return self.flops.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal, **more)
 
     def block_size(self, cfg: Config) -> str:
         """What sets the number of blocks, as an error message names it: `Br=4` (blocks of Q) or `Bc=4` (tiles)."""
@@ -258,6 +294,7 @@ class Algorithm:
         if cfg.algo != self.name:
             raise ValueError(f"a Config of {cfg.algo!r} validated as {self.name!r}")
         cfg.check_fields(limits)
+        cfg.check_options(self.options, self.name)
         if self.max_n is not None and cfg.n > self.max_n:
             raise ConfigError(
                 "n",
@@ -281,16 +318,16 @@ class Algorithm:
         """`validated` under API_LIMITS, plus the API's bounds on work and on the size of the trace."""
         cfg = self.validated(cfg, API_LIMITS, max_tiles=None)  # the API's own, tighter bounds on work follow
         cost = self.api_cost  # e.g. 3 for a backward that runs the forward first
-        if cfg.n * cfg.n * cfg.d > API_MAX_WORK // cost:
+        if cfg.q_rows * cfg.kv_n * cfg.d > API_MAX_WORK // cost:
             raise ConfigError(
                 "n",
-                f"N*N*D must be at most {API_MAX_WORK // cost:,} for {self.name} (got {cfg.n}*{cfg.n}*{cfg.d}); "
-                "lower n or d",
+                f"N*N*D must be at most {API_MAX_WORK // cost:,} for {self.name} (got {cfg.q_rows}*{cfg.kv_n}*{cfg.d}"
+                "); lower n or d",
             )
-        if cfg.tr * cfg.tc > API_MAX_TILES // cost:
+        if cfg.q_blocks * cfg.tc > API_MAX_TILES // cost:
             raise ConfigError(
                 "br" if cfg.br <= cfg.bc else "bc",
-                f"Tr*Tc must be at most {API_MAX_TILES // cost:,} for {self.name} (got {cfg.tr}*{cfg.tc} for "
+                f"Tr*Tc must be at most {API_MAX_TILES // cost:,} for {self.name} (got {cfg.q_blocks}*{cfg.tc} for "
                 f"N={cfg.n}); raise br or bc",
             )
         recorded = self.recorded_blocks(cfg)
@@ -310,4 +347,4 @@ def forward_trace_values(cfg: Config, recorded: tuple[int, ...]) -> int:
     """The numbers in a trace of a forward pass (fa2, fa1, standard): the N x D inputs and outputs, and per recorded
     block and tile: Kj Vj, Sij twice, Oi and PV, and the carries (docs/trace-schema.md)."""
     per_tile = 2 * cfg.bc * cfg.d + 2 * cfg.br * cfg.bc + 2 * cfg.br * cfg.d + 24 * cfg.br
-    return 4 * cfg.n * cfg.d + len(recorded) * cfg.tc * per_tile
+    return (2 * cfg.q_rows + 2 * cfg.kv_n) * cfg.d + len(recorded) * cfg.tc * per_tile

@@ -60,6 +60,10 @@ class Kernel:
     tile_loop: str | None = "j"  # the loop index of its loop over tiles of K/V, or None
     main: bool = False
     lockstep: bool = True  # its blocks run at once, op for op (false: one block visits the blocks of Q in turn)
+    # the index of a step that names its block where its grid is cut into segments (fa2-triton with several q heads
+    # or packed sequences: "block", the pick, while `i` stays the kernel's block within its sequence); absent from a
+    # step's indices, the block is its letter's index
+    block_index: str | None = None
 
     @property
     def letter(self) -> str | None:
@@ -87,7 +91,8 @@ def locator(kernels: Sequence[Kernel], picker: Picker) -> Where:
 
     def where(op: str, indices: Mapping[str, int | None]) -> tuple[str, int, int | None]:
         k = kernel_of[op]
-        block = 0 if k.letter is None else indices.get(k.letter)
+        key = k.block_index if k.block_index is not None and k.block_index in indices else k.letter
+        block = 0 if key is None else indices.get(key)
         if block is None:
             raise ValueError(f"step {op} of kernel {k.name} has no index {k.letter}")
         pick = None
@@ -204,6 +209,9 @@ class Texts:
     # a run spread over devices: their closed-form part (the ring's link bytes per device, words); the engine's
     # run adds what happened (Recorder.devices). None: one device (docs/trace-schema.md, `devices`)
     devices: Mapping[str, Any] | None = None
+    # the options of real models the launch runs (a group of q heads, Nq ≠ Nk, a window, packed sequences,
+    # soft-capping): the page's section on them, its words and numbers (docs/trace-schema.md `options`), or None
+    options: Mapping[str, Any] | None = None
 
 
 # ---- helpers the algorithms' picture modules share ----

@@ -30,7 +30,7 @@ from flashviz.cli.output import (
 from flashviz.cli.ring import ring_option
 from flashviz.cli.share import export, view
 from flashviz.cli.yourkernel import kernel_options, reject_kernel_options, run_kernel_trace
-from flashviz.model.config import Config, ConfigError, shown
+from flashviz.model.config import OPTIONS, Config, ConfigError, shown, with_seqlens
 from flashviz.model.echo import cut
 from flashviz.model.schema_errors import RecordError
 from flashviz.model.units import human_bytes
@@ -85,6 +85,10 @@ def trace(inputs_path, output, indent, plain, kernel, **options) -> None:
     Triton kernel against float64 (docs/yourkernel.md)."""
     launch = take_launch(options, "engine")  # what is left: the options of --kernel
     if kernel is not None:
+        ctx = click.get_current_context()
+        set_ = [k for k in OPTIONS if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE]
+        if set_:
+            raise ConfigError(set_[0], "is an option of the algorithms' launches, not of --kernel")
         return run_kernel_trace(kernel=kernel, **{k: launch[k] for k in ("n", "d", "causal", "seed", "scale")},
                                 inputs_path=inputs_path, output=output, indent=indent, **options)  # fmt: skip
     reject_kernel_options()
@@ -119,6 +123,9 @@ def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | N
         # Q, K, V must be in the file; the algorithm's other inputs (dO) are optional, drawn from --seed when absent
         optional = tuple(k for k in record.inputs if k not in NAMES)
         inputs = load_npz(inputs_path, NAMES, optional)
+        shaped = [k for k in ("group", "nk", "seqlens") if launch.get(k) not in (None, 1)]
+        if shaped:
+            raise ConfigError("--inputs", f"takes arrays of one shape (N, D): not with --{shaped[0]}; drop one")
         launch = {**launch, "n": inputs["Q"].shape[0], "d": inputs["Q"].shape[1]}
     return trace_of(record, Config.of(launch), inputs)
 
@@ -127,12 +134,16 @@ def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | N
 @launch_options("count")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def count(as_json, **options) -> None:
-    """HBM reads and writes per tensor from the closed-form traffic model (no engine run)."""
+    """HBM reads and writes per tensor from the closed-form traffic model (no engine run); with the options of real
+    models, per K/V head."""
     record = resolve(options["algo"])
     launch = own_defaults(click.get_current_context(), record, take_launch(options, "count"))
     algo, n, d, br, bc, causal = (launch[k] for k in ("algo", "n", "d", "br", "bc", "causal"))
-    record.check_launch(Config.of(launch))  # tiles its kernel runs
-    model = record.traffic.count(n, d, br, bc, causal)
+    cfg = Config.of(launch)
+    cfg.check_options(record.options, algo, "count")
+    record.check_launch(cfg)  # tiles its kernel runs
+    model = record.traffic_of(cfg)
+    options = {k: getattr(cfg, k) for k in OPTIONS}
     size = {name: record.bytes_of(name) for name in model}  # bytes per element: 4 (fp32), 2 (bf16)
     totals = {
         "read": sum(t["read"] for t in model.values()),
@@ -153,8 +164,9 @@ def count(as_json, **options) -> None:
                 "br": br,
                 "bc": bc,
                 "causal": causal,
-                "tr": -(-n // br),
-                "tc": -(-n // bc),
+                "tr": cfg.tr,
+                "tc": cfg.tc,
+                **{k: list(v) if isinstance(v, tuple) else v for k, v in options.items()},
             },
             "bytes_per_element": record.element_bytes,
             "dtype": record.dtype,
@@ -177,7 +189,10 @@ def count(as_json, **options) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{algo}: HBM traffic, N={n} D={d} Br={br} Bc={bc} (Tr={-(-n // br)}, Tc={-(-n // bc)})")
+    extra = "".join(f", {k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in options.items()
+                    if v != getattr(Config(), k))  # fmt: skip
+    per = " per K/V head" if cfg.group > 1 else ""
+    table = Table(title=f"{algo}: HBM traffic{per}, N={n} D={d} Br={br} Bc={bc} (Tr={cfg.tr}, Tc={cfg.tc}){extra}")
     for col in ("tensor", "read (elements)", "written (elements)", "read", "written"):
         table.add_column(col, justify="left" if col == "tensor" else "right")
     in_bytes = {name: {k: t[k] * size[name] for k in ("read", "written")} for name, t in model.items()}
@@ -241,14 +256,26 @@ def serve(host, port, no_browser, profile_path, allow_hosts=()) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 @ring_option
-def compare(n, d, br, bc, causal, as_json, ring) -> None:
+def compare(n, d, br, bc, causal, as_json, ring, **flags) -> None:
     """Every algorithm side by side: HBM reads and writes per tensor and in total, bytes, SRAM per block, steps
-    and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run)."""
+    and FLOPs (matmul, non-matmul), and a sweep of Bc/Br, from the closed-form models (no engine run). With the
+    options of real models (--group, --nk, --window, --softcap, --seqlens) the algorithms that run them are counted
+    per K/V head, and a table says what each option saves."""
     from flashviz.cli.ring import RING_KEY, render_ring, ring_doc
     from flashviz.reports.compare import compare as compare_models
-    from flashviz.reports.compare import render, render_regimes, render_tables
+    from flashviz.reports.compare import render, render_regimes, render_savings, render_tables
 
-    doc = compare_models(n, d, br, bc, causal)
+    ctx = click.get_current_context()
+    given = with_seqlens({"n": n, **flags}, ctx.get_parameter_source("n") == click.core.ParameterSource.COMMANDLINE)
+    n = given.pop("n")
+    options = {k: v for k, v in given.items() if v != getattr(Config(), k)}
+    if options and ring is not None:
+        raise ConfigError("--ring", "counts one head of plain attention: not with the options of real models")
+    if options:
+        Config(n=n, d=d, br=br, bc=bc, causal=causal, **options).check_options(
+            frozenset(options) | {"seqlens"}, "compare", "count"
+        )
+    doc = compare_models(n, d, br, bc, causal, **options)
     if ring is not None:  # issue 23: the ring of flashviz.ring_attention in closed form, beside one device
         doc[RING_KEY] = ring_doc(n, d, ring, causal)
     if as_json:
@@ -262,7 +289,8 @@ def compare(n, d, br, bc, causal, as_json, ring) -> None:
         # a column per algorithm: wider than a terminal's default 80 when written to a file or a pipe with no
         # COLUMNS; narrower than the table, it is cut into tables of fewer algorithms each (issue 17 item 17)
         con = console(out, wide=132)
-        print_fitted(con, render(doc), render_regimes(doc), *render_tables(doc))  # issue 11: when each moves fewer
+        regimes = [] if options else [render_regimes(doc)]  # the sweep of Bc/Br is plain attention's
+        print_fitted(con, render(doc), *render_savings(doc), *regimes, *render_tables(doc))
         if ring is not None:
             print_fitted(con, render_ring(doc[RING_KEY]))
 
@@ -334,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except ConfigError as exc:
         flag = exc.field if exc.field.startswith("-") or not exc.field.islower() else f"--{exc.field}"  # Q, dO: arrays
+        flag = flag.replace("_", "-") if flag.startswith("--") else flag  # seqlens_k: --seqlens-k
         click.echo(one_line(f"flashviz: error: {flag}: {exc.message}"), err=True)
         return 2
     except OutputError as exc:

@@ -14,7 +14,7 @@ import click
 
 from flashviz.algos import ALGOS
 from flashviz.model import fields
-from flashviz.model.config import shown
+from flashviz.model.config import shown, with_seqlens
 from flashviz.model.fields import Scope
 
 if TYPE_CHECKING:
@@ -84,18 +84,25 @@ class FilePath(click.ParamType):
 def field_option(f: fields.Field, scope: Scope, help: str | None = None) -> Callable[[F], F]:
     """One launch field as a click option (`--name`) with its bounds at `scope`, its default and its help
     (flashviz.model.fields); `help` in place of the table's, where a command says more."""
-    about, flag = (f.help if help is None else help), f"--{f.name}"
+    about, flag = (f.help if help is None else help), "--" + f.name.replace("_", "-")  # seqlens_k: --seqlens-k
     if f.kind == "choice":
         return click.option(flag, type=OneOf(f.choices or ALGOS), default=f.default, show_default=True, help=about)
     if f.kind == "flag":
         return click.option(flag, is_flag=True, default=f.default, help=about)
     if f.kind == "number":
-        return click.option(flag, type=Number(), default=f.default, help=f"{about}  [default: {f.empty}]")
+        return click.option(flag, f.name, type=Number(), default=f.default, help=f"{about}  [default: {f.empty}]")
     lo, hi = f.bounds_at(scope)
+    if f.kind == "ints":  # comma-separated integers, read into Config's tuple (model.config.option_values)
+        least, most = f.items
+        count = str(least) if least == most else f"{least}..{most}"
+        about = f"{about} ({count} integers, each {lo}..{hi})  [default: {f.empty}]"
+        return click.option(flag, f.name, type=click.STRING, default=f.default, help=about)
     if f.kind == "pick":
         return click.option(flag, type=Bounded(lo, hi), default=f.default, help=f"{about} (default: {f.empty})")
     if f.own:
         about = f"{about} ({lo}..{hi}; an algorithm with defaults of its own runs those unless given)"
+    if f.default is None:  # left out: what `empty` says (nk: N)
+        return click.option(flag, type=Bounded(lo, hi), default=None, help=f"{about}  [default: {f.empty}]")
     return click.option(flag, type=Bounded(lo, hi), default=f.default, show_default=True, help=about)
 
 
@@ -125,4 +132,6 @@ def own_defaults(ctx: click.Context, algorithm: Algorithm, values: dict[str, Any
     size flags; a flag given is kept."""
     own = fields.defaults(algorithm.example)
     given = click.core.ParameterSource.COMMANDLINE
-    return {k: (v if ctx.get_parameter_source(k) == given else own[k]) for k, v in values.items()}
+    out = {k: (v if ctx.get_parameter_source(k) == given else own[k]) for k, v in values.items()}
+    # packed sequences: N is their sum unless --n is given (then it must be: Config.check_options)
+    return with_seqlens(out, ctx.get_parameter_source("n") == given)

@@ -75,7 +75,7 @@ def export(ctx: click.Context, out: Path, trace_files: tuple[Path, ...], no_comp
     if trace_files:
         given = [f for f in TRACE_FLAGS if ctx.get_parameter_source(f) == click.core.ParameterSource.COMMANDLINE]
         if given:
-            flag = "--" + given[0].replace("_path", "").replace("algos", "algo")
+            flag = "--" + given[0].replace("_path", "").replace("algos", "algo").replace("_", "-")
             raise ConfigError("--trace", f"holds its own launch: give either --trace files or {flag} and the others")
         held = [_trace_file(path) for path in trace_files]
     else:

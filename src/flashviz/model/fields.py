@@ -28,13 +28,16 @@ from typing import Any, Literal
 from flashviz.model.ring_layout import LAYOUTS
 
 Scope = Literal["engine", "api", "gpu", "count"]
-Kind = Literal["choice", "int", "number", "flag", "pick"]
+Kind = Literal["choice", "int", "number", "flag", "pick", "ints"]
 # choice: one of a list of names (`choices`; the algorithm: the registry's names, which the front door passes in)
-# int:    an integer within bounds
+# int:    an integer within bounds (None for its default, where it has an `empty`: an empty query value is that)
 # number: a finite real number whose magnitude is within `magnitude`, or None for what `empty` says
 # flag:   true or false
 # pick:   an integer naming one of the launch's blocks: bounded by `bounds` as an integer, then by the algorithm
 #         (its blocks for this launch), None for its default (`empty`)
+# ints:   comma-separated integers ("16,0", "50,30,48"), as many as `items` says, each within bounds; as text from
+#         the command line, the query and the URL, or a list or tuple from Python (Config holds a tuple), None for its
+#         default (`empty`)
 
 EVERYWHERE: frozenset[Scope] = frozenset(("engine", "api", "gpu", "count"))
 RUNS: frozenset[Scope] = frozenset(("engine", "api", "gpu"))  # the engine or a kernel runs: inputs are drawn
@@ -56,6 +59,10 @@ class Field:
     own: bool = False  # an algorithm may bring its own default (Algorithm.example)
     label: str = ""  # how the page's form and its messages name it ("Br"); "" where the page has no input for it
     empty: str = ""  # what leaving it out means, where the default is None ("1/sqrt(D)")
+    items: tuple[int, int] = (1, 1)  # ints: how many integers it takes, least and most
+    # the page holds it in a launch only where it is given (its default, the field left out: the options of real
+    # models, absent from plain attention's launches and URLs)
+    optional: bool = False
 
     def bounds_at(self, scope: Scope) -> tuple[int, int]:
         return self.bounds[scope] if scope in self.bounds else self.bounds["engine"]
@@ -66,7 +73,12 @@ class Field:
             return f"one of {', '.join(self.choices or choices)}"
         if self.kind in ("int", "pick"):
             lo, hi = self.bounds_at(scope)
-            return f"an integer in {lo}..{hi}"
+            return f"an integer in {lo}..{hi}" + (f", or empty for {self.empty}" if self.empty else "")
+        if self.kind == "ints":
+            lo, hi = self.bounds_at(scope)
+            fewest, most_items = self.items
+            count = str(fewest) if fewest == most_items else f"{fewest}..{most_items}"
+            return f"{count} comma-separated integers, each in {lo}..{hi}, or empty for {self.empty}"
         if self.kind == "number":
             assert self.magnitude is not None
             least, most = self.magnitude
@@ -93,6 +105,20 @@ RING_LAYOUT = "--algo ring: how the sequence is laid out on the devices (zigzag:
 GPU: frozenset[Scope] = frozenset(("gpu",))
 ENGINE: frozenset[Scope] = frozenset(("engine",))  # the command line and flashviz.trace only
 TRACED: frozenset[Scope] = frozenset(("engine", "api"))  # a trace records values: --block picks whose
+# The options of real models (issue 22): grouped-query heads, keys != queries, a sliding window, soft-capping, packed
+# sequences. Offered wherever the engine runs or the closed forms count (not `gpu`: flashviz gpu runs plain launches);
+# an algorithm runs those its record lists (`Algorithm.options`), and Config.check_options says the rest (the sums of
+# packed sequences, "X does not run this option"). The closed forms alone take far larger launches: a KV cache of
+# 128k keys, say.
+OPTIONS_AT: frozenset[Scope] = frozenset(("engine", "api", "count"))
+MAX_SEQS = 16  # packed sequences in one launch
+GROUP: dict[Scope, tuple[int, int]] = {"engine": (1, 8)}  # q heads per K/V head: a trace runs one K/V head's group
+NK: dict[Scope, tuple[int, int]] = {"engine": (1, N_MAX), "count": (1, 2**31 - 1)}
+WINDOW: dict[Scope, tuple[int, int]] = {"engine": (-1, N_MAX), "count": (-1, 1 << 28)}  # each side; -1 unbounded
+SEQLEN: dict[Scope, tuple[int, int]] = {"engine": (1, N_MAX), "count": (1, 2**31 - 1)}  # one packed sequence's rows
+SOFTCAP_RANGE = (0.0, 1e4)  # 0: no soft-capping
+WINDOW_HELP = "LEFT,RIGHT: row r sees keys r-LEFT .. r+RIGHT (each -1 unbounded)"
+SEQLENS_HELP = "packed sequences: their lengths, e.g. 50,30,48 (N is their sum)"
 
 # fmt: off
 FIELDS: tuple[Field, ...] = (
@@ -107,6 +133,18 @@ FIELDS: tuple[Field, ...] = (
     Field("devices", "int", RING_P, 4, ENGINE, {"engine": DEVICES}),
     Field("layout", "choice", RING_LAYOUT, "zigzag", ENGINE, choices=LAYOUTS),
     Field("block", "pick", BLOCK_HELP, None, TRACED, BLOCK, empty="all when there are at most 8, else 0"),
+    Field("group", "int", "q heads per K/V head (GQA): the trace runs one K/V head and its group", 1, OPTIONS_AT,
+          GROUP, label="group", empty="1", optional=True),
+    Field("nk", "int", "keys Nk when not N (a KV cache); causal aligned to the bottom-right", None, OPTIONS_AT, NK,
+          label="Nk", empty="N", optional=True),
+    Field("window", "ints", WINDOW_HELP, None, OPTIONS_AT, WINDOW, label="window", empty="-1,-1", items=(2, 2),
+          optional=True),
+    Field("softcap", "number", "soft-capping: scores become C*tanh(s/C)", 0.0, OPTIONS_AT, magnitude=SOFTCAP_RANGE,
+          label="softcap", empty="0 (none)", optional=True),
+    Field("seqlens", "ints", SEQLENS_HELP, None, OPTIONS_AT, SEQLEN, label="seqlens", empty="one sequence",
+          items=(1, MAX_SEQS), optional=True),
+    Field("seqlens_k", "ints", "packed sequences' key lengths", None, OPTIONS_AT, SEQLEN, label="seqlens_k",
+          empty="seqlens", items=(1, MAX_SEQS), optional=True),
     Field("heads", "int", "heads H", 1, GPU, {"gpu": (1, MAX_HEADS)}),
     Field("batch", "int", "batch B", 1, GPU, {"gpu": (1, MAX_HEADS)}),
 )
@@ -142,14 +180,18 @@ def document(scope: Scope) -> list[dict[str, Any]]:
     out = []
     for f in at(scope):
         entry: dict[str, Any] = {"name": f.name, "kind": f.kind, "label": f.label, "help": f.help, "default": f.default}
-        if f.kind in ("int", "pick"):
+        if f.kind in ("int", "pick", "ints"):
             entry["min"], entry["max"] = f.bounds_at(scope)
+        if f.kind == "ints":
+            entry["items"] = list(f.items)
         if f.magnitude is not None:
             entry["least"], entry["most"] = f.magnitude
         if f.choices:
             entry["choices"] = list(f.choices)
         entry["own"] = f.own
         entry["empty"] = f.empty
+        if f.optional:
+            entry["optional"] = True
         out.append(entry)
     return out
 

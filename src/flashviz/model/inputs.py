@@ -17,12 +17,16 @@ from flashviz.model.regular_file import why_not
 NAMES = ("Q", "K", "V")
 
 
-def random_inputs(n: int, d: int, seed: int, names: tuple[str, ...] = NAMES) -> dict[str, np.ndarray]:
+def random_inputs(
+    n: int, d: int, seed: int, names: tuple[str, ...] = NAMES, rows: dict[str, int] | None = None
+) -> dict[str, np.ndarray]:
     """Standard-normal float32 (N, D) arrays drawn in a fixed order (Q, K, V first, then e.g. dO), so that
-    one seed gives every algorithm the same Q, K and V."""
+    one seed gives every algorithm the same Q, K and V. `rows`: an array's rows when not N (the options of real
+    models: Q of a group of q heads, K and V of Nk keys; `Config.input_rows`)."""
     rng = np.random.default_rng(seed)
     order = [*NAMES, *(k for k in names if k not in NAMES)]
-    drawn = {name: rng.standard_normal((n, d), dtype=np.float32) for name in order}  # (N, D) each
+    rows = rows or {}
+    drawn = {name: rng.standard_normal((rows.get(name, n), d), dtype=np.float32) for name in order}  # (N, D) each
     return {name: drawn[name] for name in names}
 
 

@@ -16,30 +16,69 @@ def bands(n_rows: int, n_cols: int) -> list[tuple[int, int]]:
     return [(r0, min(n_rows, r0 + rows)) for r0 in range(0, n_rows, rows)]
 
 
-def scores(Q: np.ndarray, K: np.ndarray, scale: float, r0: int, r1: int, causal: bool) -> np.ndarray:
-    """S = scale * Q[r0:r1] K^T in float64, keys after the query row masked to -inf under causal."""
-    S = Q[r0:r1] @ K.T  # (rows, N)
-    S *= scale
+def seen(nq: int, nk: int, r0: int, r1: int, causal: bool, window: tuple[int, int] = (-1, -1)) -> np.ndarray:
+    """Which keys each query row of [r0, r1) sees, (rows, Nk): key c against row r when c - (r + Nk - Nq) lies in
+    [-left, right] (a side of -1 unbounded; causal: right at most 0), aligned to the bottom-right as
+    FlashAttention-2 aligns queries shorter or longer than the keys. Written on its own, not with the kernels'
+    geometry (flashviz.model.band), so that the engine is held to an independent statement of the mask."""
+    d = np.arange(nk)[None, :] - (np.arange(r0, r1)[:, None] + (nk - nq))  # (rows, Nk) key minus aligned row
+    ok = np.ones(d.shape, dtype=bool)
+    left, right = window
     if causal:
-        S[np.arange(r0, r1)[:, None] < np.arange(K.shape[0])[None, :]] = -np.inf
+        ok &= d <= 0
+    if right >= 0:
+        ok &= d <= right
+    if left >= 0:
+        ok &= d >= -left
+    return ok
+
+
+def scores(
+    Q: np.ndarray,
+    K: np.ndarray,
+    scale: float,
+    r0: int,
+    r1: int,
+    causal: bool,
+    window: tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
+) -> np.ndarray:
+    """S = scale * Q[r0:r1] K^T in float64 (softcap > 0: softcap * tanh(S / softcap)), keys a row does not see
+    masked to -inf (`seen`: causal, a window, Nq != Nk aligned to the bottom-right)."""
+    S = Q[r0:r1] @ K.T  # (rows, Nk)
+    S *= scale
+    if softcap > 0:
+        S = softcap * np.tanh(S / softcap)
+    if causal or tuple(window) != (-1, -1):
+        S[~seen(Q.shape[0], K.shape[0], r0, r1, causal, window)] = -np.inf
     return S
 
 
 def attention(
-    Q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float, causal: bool = False
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    scale: float,
+    causal: bool = False,
+    window: tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """O = softmax(scale * Q K^T) V and L = logsumexp(scale * Q K^T), in float64 (causal: key > query masked)."""
+    """O = softmax(scale * Q K^T) V and L = logsumexp(scale * Q K^T), in float64 (causal: key > query masked; Q of
+    Nq rows against K, V of Nk, a window and soft-capping as `scores` says). A row that sees no key has O = 0 and
+    L = -inf, as FlashAttention-2 leaves it."""
     Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
     n = Q.shape[0]
-    O, L = np.empty((n, V.shape[1])), np.empty(n)  # (N, D), (N,)
+    O, L = np.empty((n, V.shape[1])), np.empty(n)  # (Nq, D), (Nq,)
     for r0, r1 in bands(n, K.shape[0]):
-        S = scores(Q, K, scale, r0, r1, causal)  # (rows, N)
-        m = S.max(axis=1, keepdims=True)  # (rows, 1)
+        S = scores(Q, K, scale, r0, r1, causal, window, softcap)  # (rows, Nk)
+        m = S.max(axis=1, keepdims=True, initial=-np.inf)  # (rows, 1)
+        empty = np.isneginf(m[:, 0])  # rows that see no key
+        m[empty] = 0.0
         S -= m
-        P = np.exp(S, out=S)  # (rows, N), in place
+        P = np.exp(S, out=S)  # (rows, Nk), in place
         l = P.sum(axis=1, keepdims=True)  # (rows, 1)
-        O[r0:r1] = (P @ V) / l
-        L[r0:r1] = (m + np.log(l))[:, 0]
+        O[r0:r1] = (P @ V) / np.where(l == 0, 1.0, l)
+        L[r0:r1] = np.where(empty, -np.inf, (m + np.log(np.where(l == 0, 1.0, l)))[:, 0])
     return O, L
 
 
@@ -101,10 +140,14 @@ def row_stats(Q: np.ndarray, K: np.ndarray, scale: float, causal: bool = False) 
 
 
 def errors(got: np.ndarray, ref: np.ndarray, floor: float = 0.0) -> dict[str, float]:
-    """Max abs error, and max abs error relative to max(floor, the reference's largest magnitude)."""
-    diff = np.abs(np.asarray(got, dtype=np.float64) - ref)
+    """Max abs error, and max abs error relative to max(floor, the reference's largest magnitude). An infinity where
+    the reference has the same one (L = -inf: a row that sees no key) is no error; the scale is over finite values."""
+    got = np.asarray(got, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(got == ref, 0.0, np.abs(got - ref))
     max_abs = float(diff.max()) if diff.size else 0.0
-    scale = max(floor, float(np.abs(ref).max()) if ref.size else 0.0)
+    finite = np.abs(ref[np.isfinite(ref)])
+    scale = max(floor, float(finite.max()) if finite.size else 0.0)
     return {"max_abs": max_abs, "max_rel": max_abs / scale if scale > 0 else max_abs}
 
 
@@ -145,8 +188,10 @@ def check(
             e["over"] = "max(1, max |ref|)" if floor else "max |ref|"
         e["max_rel"] = max_rel
         e["tolerance_rel"] = tolerance[name]
-        # NaN or inf where float64 has a number (float32 overflow; a row with no finite score): max_abs is NaN then
-        nonfinite = int(np.size(outputs[name]) - np.isfinite(outputs[name]).sum())
+        # NaN or inf where float64 has a number (float32 overflow; a row with no finite score): max_abs is NaN then;
+        # the -inf of L where float64's is -inf too (a row that sees no key under a window) is the right value
+        got = np.asarray(outputs[name])
+        nonfinite = int(np.sum(~np.isfinite(got) & ~(got == r)))
         e["nonfinite"] = nonfinite
         verdict = bool(nonfinite == 0 and max_rel <= tolerance[name])
         e["ok"] = verdict

@@ -20,10 +20,14 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any]:
+def model(
+    algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One algorithm's entry: its traffic per tensor and in total, SRAM per block and steps, or only
     `supported: False` when it has no causal variant. `pass` is "backward" for a backward pass (a different
-    computation: its numbers are not a rival to the forward's)."""
+    computation: its numbers are not a rival to the forward's). `options`: the options of real models (Config's
+    group, nk, window, softcap, seqlens): counted per K/V head by an algorithm that runs them, unsupported by the
+    others."""
     entry: dict[str, Any] = {
         "title": algo.title,
         "short": algo.short,
@@ -35,12 +39,14 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
     if not entry["supported"]:
         entry["why"] = "no causal variant"
         return entry
+    cfg = Config(algo=algo.name, n=n, d=d, br=br, bc=bc, causal=causal, **(options or {}))
     try:
-        algo.check_launch(Config(algo=algo.name, n=n, d=d, br=br, bc=bc, causal=causal))
+        cfg.check_options(algo.options, algo.name, "count")
+        algo.check_launch(cfg)
     except ConfigError as exc:
         return {**entry, "supported": False, "why": f"{exc.field}: {exc.message}"}
     module = algo.traffic
-    counts = module.count(n=n, d=d, br=br, bc=bc, causal=causal)
+    counts = algo.traffic_of(cfg)
     tensors = {
         name: {
             **t,
@@ -67,26 +73,27 @@ def model(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> di
         },
         "sram_bytes": sram,
         "sram_fits": sram <= SMEM_OPTIN_BYTES,
-        "steps": module.steps(n, d, br, bc, causal=causal),
-        "flops": flops_of(algo, n, d, br, bc, causal),
-        "terms": regimes.terms(algo.name, n, d, br, bc, causal),
+        "steps": algo.steps_of(cfg),
+        "flops": flops_of(algo, cfg),
+        "terms": regimes.terms(algo.name, n, d, br, bc, causal) if not cfg.has_options else [],
     }
 
 
-def flops_of(algo: Algorithm, n: int, d: int, br: int, bc: int, causal: bool) -> dict[str, Any] | None:
-    """Its FLOPs per head in closed form (algos/<name>/flops.py): by kind, `matmul` and `non_matmul`; None when
-    its folder has no closed form."""
-    if algo.flops is None:
+def flops_of(algo: Algorithm, cfg: Config) -> dict[str, Any] | None:
+    """Its FLOPs per head in closed form (algos/<name>/flops.py; per K/V head with the options of real models): by
+    kind, `matmul` and `non_matmul`; None when its folder has no closed form."""
+    by_kind = algo.flops_of(cfg)
+    if by_kind is None:
         return None
-    by_kind = algo.flops.count(n=n, d=d, br=br, bc=bc, causal=causal)
     return {"by_kind": by_kind, **total(by_kind)}
 
 
-def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, Any]:
+def compare(n: int, d: int, br: int, bc: int, causal: bool = False, **options: Any) -> dict[str, Any]:
     """The comparison document (`flashviz compare --json`): every registered algorithm that is a rival of the
     single-GPU kernels (`Algorithm.rival`: not the ring, one forward spread over devices, which `--ring P` models
-    beside them), in registry order."""
-    algos = {name: model(a, n, d, br, bc, causal) for name, a in REGISTRY.items() if a.rival}
+    beside them), in registry order. With the options of real models (Config's group, nk, window, softcap, seqlens)
+    the algorithms that run them are counted per K/V head, and `options` says what each option saves (`savings`)."""
+    algos = {name: model(a, n, d, br, bc, causal, options) for name, a in REGISTRY.items() if a.rival}
     base = algos.get(BASELINE, {}).get("total", {}).get("bytes")
     for entry in algos.values():
         mine = entry.get("total", {}).get("bytes")
@@ -103,7 +110,109 @@ def compare(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str,
         "tables": {
             a.name: a.compare_table(d, br, bc) for a in REGISTRY.values() if a.rival and a.compare_table is not None
         },
+        "options": savings(n, d, br, bc, causal, options) if options else None,
     }
+
+
+def _bytes(algo: Algorithm, cfg: Config) -> int:
+    return sum(algo.bytes_of(t) * (c["read"] + c["written"]) for t, c in algo.traffic_of(cfg).items())
+
+
+def _flops(algo: Algorithm, cfg: Config) -> int:
+    by_kind = algo.flops_of(cfg) or {}
+    return sum(by_kind.values())
+
+
+def savings(n: int, d: int, br: int, bc: int, causal: bool, options: dict[str, Any]) -> dict[str, Any]:
+    """What the options save, per K/V head, for each forward algorithm that runs them, from its closed forms at this
+    launch and at the launch without the option: `gqa` (K and V in HBM against as many K/V heads as q heads; the
+    least DRAM traffic, each byte once; the loads, which each q head's programs issue), `window` (bytes and FLOPs
+    without the window, and with no mask at all), `varlen` (the sequences padded to the longest)."""
+    out: dict[str, Any] = {"launch": {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()}}
+    for name, algo in REGISTRY.items():
+        if algo.direction != "forward" or not algo.options:
+            continue
+        cfg = Config(algo=name, n=n, d=d, br=br, bc=bc, causal=causal, **options)
+        try:
+            cfg.check_options(algo.options, name, "count")
+            algo.check_launch(cfg)
+        except ConfigError:
+            continue
+        here = {"bytes": _bytes(algo, cfg), "flops": _flops(algo, cfg)}
+        entry: dict[str, Any] = {"this launch": here}
+        counts = algo.traffic_of(cfg)
+        if cfg.group > 1:
+            kv = 2 * cfg.kv_n * d * algo.bytes_of("K")  # K and V of one K/V head in HBM
+            q_side = sum(algo.bytes_of(t) * (counts[t]["read"] + counts[t]["written"]) for t in ("Q", "O", "L"))
+            entry["gqa"] = {
+                "group": cfg.group,
+                "kv_bytes": kv,
+                "kv_bytes_mha": cfg.group * kv,
+                "kv_loads_bytes": algo.bytes_of("K") * (counts["K"]["read"] + counts["V"]["read"]),
+                "least_dram_bytes": q_side + kv,
+                "least_dram_bytes_mha": q_side + cfg.group * kv,
+            }
+        if cfg.masks_tiles:
+            free = cfg.replace(window=(-1, -1))
+            plain = cfg.replace(window=(-1, -1), causal=False)
+            entry["band"] = {
+                "bytes_without_window": _bytes(algo, free),
+                "flops_without_window": _flops(algo, free),
+                "bytes_without_mask": _bytes(algo, plain),
+                "flops_without_mask": _flops(algo, plain),
+            }
+        if cfg.seqlens is not None:
+            s = len(cfg.seqs)
+            mq, mk = max(q for q, _ in cfg.seqs), max(k for _, k in cfg.seqs)
+            padded = cfg.replace(n=mq * s, seqlens=(mq,) * s, seqlens_k=(mk,) * s)
+            entry["varlen"] = {"bytes_padded": _bytes(algo, padded), "flops_padded": _flops(algo, padded)}
+        out[name] = entry
+    return out
+
+
+def render_savings(doc: dict[str, Any]) -> list[Table]:
+    """`savings` as one table per algorithm that runs the options: what each saves, per K/V head."""
+    from rich.table import Table
+
+    from flashviz.model.units import human_bytes
+
+    opts = doc.get("options") or {}
+    out = []
+    launch = ", ".join(f"{k}={v}" for k, v in opts.get("launch", {}).items())
+    for name, e in opts.items():
+        if name == "launch":
+            continue
+        table = Table(
+            title=f"What the options save, per K/V head: {name} ({launch})",
+            caption="Closed forms at this launch and at the same launch without the option. GQA: the loads are "
+            "each q head's programs' own (as many as multi-head attention's); what shrinks is what K and V hold in "
+            "HBM, and with it the least DRAM traffic (each byte once); L2 serves the repeats.",
+        )
+        for col in ("", "without", "with", "saved"):
+            table.add_column(col, justify="left" if not col else "right")
+
+        def row(label: str, without: int, with_: int, unit: str = "bytes", table: Table = table) -> None:
+            text = human_bytes if unit == "bytes" else (lambda x: f"{x:,}")
+            table.add_row(label, text(without), text(with_), text(without - with_))
+
+        here = e["this launch"]
+        if "gqa" in e:
+            g = e["gqa"]
+            row(f"K, V in HBM (GQA {g['group']}:1 against {g['group']} K/V heads)", g["kv_bytes_mha"], g["kv_bytes"])
+            row("least DRAM traffic (each byte once)", g["least_dram_bytes_mha"], g["least_dram_bytes"])
+            row("K, V loads (each q head's programs)", g["kv_loads_bytes"], g["kv_loads_bytes"])
+        if "band" in e:
+            b = e["band"]
+            row("HBM traffic: without the window / with it", b["bytes_without_window"], here["bytes"])
+            row("FLOPs: without the window / with it", b["flops_without_window"], here["flops"], "flops")
+            row("HBM traffic: with no mask / this launch", b["bytes_without_mask"], here["bytes"])
+            row("FLOPs: with no mask / this launch", b["flops_without_mask"], here["flops"], "flops")
+        if "varlen" in e:
+            v = e["varlen"]
+            row("HBM traffic: padded to the longest / packed", v["bytes_padded"], here["bytes"])
+            row("FLOPs: padded to the longest / packed", v["flops_padded"], here["flops"], "flops")
+        out.append(table)
+    return out
 
 
 def flops_anchor() -> dict[str, Any]:
@@ -120,13 +229,14 @@ def render(doc: dict[str, Any]) -> Table:
     shown = {name: e for name, e in algos.items() if e["supported"]}
     notes = "; ".join(f"{name}: {REGISTRY[name].sram_note}" for name in algos if REGISTRY[name].sram_note)
     table = Table(
-        title=f"HBM trips per head, in elements: N={c['n']} D={c['d']} Br={c['br']} Bc={c['bc']} "
+        title=f"HBM trips per {'K/V head' if doc.get('options') else 'head'}, in elements: N={c['n']} D={c['d']} "
+        f"Br={c['br']} Bc={c['bc']} "
         f"(Tr={c['tr']}, Tc={c['tc']}){', causal' if c['causal'] else ''}",
         caption=" ".join(
             [
                 "Closed-form models, each equal to its engine's per-element counters. SRAM: shared memory one",
                 "CUDA block declares" + (f" ({notes})." if notes else "."),
-                *(f"{name}: {e['why']}." for name, e in algos.items() if not e["supported"]),
+                *(f"{', '.join(names)}: {why}." for why, names in _by_why(algos).items()),
                 *(
                     f"{name} is {e['dtype']}: its bytes count {e['element_bytes']} per element"
                     + (
@@ -177,6 +287,15 @@ def render(doc: dict[str, Any]) -> Table:
     for label, cell in rows.items():
         table.add_row(label, *(cell(e) for e in shown.values()))
     return table
+
+
+def _by_why(algos: dict[str, Any]) -> dict[str, list[str]]:
+    """The algorithms left out, grouped by why (each reason said once)."""
+    out: dict[str, list[str]] = {}
+    for name, e in algos.items():
+        if not e["supported"]:
+            out.setdefault(e["why"].replace(f"{name} does not", "does not"), []).append(name)
+    return out
 
 
 def flop_text(counts: dict[str, Any] | None, key: str) -> str:

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from flashviz.model import fields
-from flashviz.model.config import API_LIMITS, Config, ConfigError
+from flashviz.model.config import API_LIMITS, OPTIONS, Config, ConfigError, with_seqlens
 from flashviz.model.echo import cut
 from flashviz.model.fields import Scope
 
@@ -73,6 +73,10 @@ def blank_or(default: int):
     return parse
 
 
+def blank_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
 def blank_none_int(value: Any) -> Any:
     return None if value == "" else ascii_int(value)
 
@@ -106,6 +110,19 @@ def parameter(f: fields.Field, scope: Scope, blank: bool) -> tuple[Any, Any]:
             WithJsonSchema({"type": "number", "minimum": -most, "maximum": most}),  # a query has no null: empty is None
         ], f.default
     lo, hi = f.bounds_at(scope)
+    if f.kind == "ints":  # the text as it came: Config reads it (model.config.option_values) and says what is wrong
+        about = f"{f.help}: {f.accepted(scope)}"
+        return Annotated[
+            str | None, Field(description=about), BeforeValidator(blank_none), WithJsonSchema({"type": "string"})
+        ], None
+    if f.kind == "int" and f.empty and not f.own:  # empty: its default (group: 1; nk: None, which is N)
+        about = f"{f.help}: an integer in {lo}..{hi} (empty: {f.empty})"
+        return Annotated[
+            int | None,
+            Field(ge=lo, le=hi, description=about),
+            BeforeValidator(blank_or(f.default) if f.default is not None else blank_none_int),
+            WithJsonSchema({"type": "integer", "minimum": lo, "maximum": hi}),
+        ], f.default
     if f.kind == "pick":
         about = f"{f.help}, 0..Tr-1 (empty: {f.empty})"
         return Annotated[
@@ -165,7 +182,9 @@ class Launch(Query):
         against the API's bounds on work (a ConfigError names the field)."""
         given = {k: v for k, v in self.model_dump().items() if k in fields.BY_NAME and v is not None}
         algorithm = resolve(given["algo"])
-        return algorithm.api_validated(Config.of(fields.filled(given, algorithm.example)))
+        # packed sequences with n left out: N is their sum (with_seqlens)
+        values = with_seqlens(fields.filled(given, algorithm.example), "n" in given)
+        return algorithm.api_validated(Config.of(values))
 
 
 if TYPE_CHECKING:  # mypy reads the base; its parameters are the table's, made when this module is imported
@@ -173,7 +192,9 @@ if TYPE_CHECKING:  # mypy reads the base; its parameters are the table's, made w
     CountFields = Query
 else:
     LaunchFields = launch_query("LaunchFields", Launch, "api")
-    CountFields = launch_query("CountFields", Query, "count", blank=True, skip=("algo",))
+    # /api/compare: plain attention's closed forms (the options of real models are `flashviz compare`'s; the page's
+    # comparison is of plain launches)
+    CountFields = launch_query("CountFields", Query, "count", blank=True, skip=("algo", *OPTIONS))
 
 
 class TraceQuery(LaunchFields):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from flashviz.algos import DEFAULT, resolve
 from flashviz.model import fields
-from flashviz.model.config import Config, ConfigError, shown
+from flashviz.model.config import Config, ConfigError, shown, with_seqlens
 
 if TYPE_CHECKING:
     from flashviz.algos.base import Algorithm
@@ -27,15 +27,18 @@ def launch(given: Mapping[str, Any], api: bool = False) -> tuple[Algorithm, Conf
     is no number (block=True, scale=True), and bytes are no number either (scale=b'8'): each is a ConfigError naming
     the argument and its range (Algorithm.validated says it)."""
     algorithm = resolve(given.get("algo", DEFAULT))
-    kept = {k: v for k, v in given.items() if not (v is None and fields.BY_NAME[k].own)}
+    # None where the field has a default of its own or says what leaving it out means (group, softcap): that default
+    kept = {k: v for k, v in given.items() if not (v is None and (fields.BY_NAME[k].own or fields.BY_NAME[k].empty))}
     values = fields.filled(kept, algorithm.example)
-    cfg = Config.of({k: _plain(fields.BY_NAME[k], v) for k, v in values.items()})
+    plain = {k: _plain(fields.BY_NAME[k], v) for k, v in values.items()}
+    # packed sequences (seqlens) with n left out: N is their sum
+    cfg = Config.of(with_seqlens(plain, given.get("n") is not None))
     return algorithm, algorithm.api_validated(cfg) if api else algorithm.validated(cfg)
 
 
 def _plain(f: fields.Field, value: Any) -> Any:
     """A field's value as the Python value it holds, by its kind (anything else goes on to Config's message)."""
-    if value is None or f.kind == "choice":
+    if value is None or f.kind in ("choice", "ints"):  # ints: text or a list, read by Config (option_values)
         return value
     if f.kind == "flag":
         return _boolean(value)

@@ -17,7 +17,7 @@ import numpy as np
 from flashviz.algos.picture import Kernel, Op, Picker, Place, Rich, Texts, moved, rows_text
 from flashviz.engine.steps import Step
 from flashviz.model import kernels as kernel_files
-from flashviz.model import tiling
+from flashviz.model.pairs import tiling_of
 from flashviz.model.units import FLOAT_BYTES
 from flashviz.tracing import flops as flop_view
 from flashviz.tracing import hardware as hardware_view
@@ -53,25 +53,38 @@ def grid_count(cfg: Config, k: Kernel) -> int:
     return {"Tr": cfg.tr, "Tc": cfg.tc, "1": 1}[k.grid]
 
 
-def tiling_of(cfg: Config) -> dict[str, Any]:
-    n, br, bc, causal = cfg.n, cfg.br, cfg.bc, cfg.causal
-    last = [tiling.tiles_of_block(n, br, bc, i, causal) - 1 for i in range(cfg.tr)]
-    pairs = []
-    for i in range(cfg.tr):
-        row = []
-        for j in range(cfg.tc):
-            if j > last[i]:
-                row.append("s")
-            elif causal and min(n, (j + 1) * bc) - 1 > i * br:
-                row.append("m")
-            else:
-                row.append("f")
-        pairs.append("".join(row))
+def layout_of(cfg: Config) -> dict[str, Any] | None:
+    """How the launch's rows are cut when it is more than one head of one sequence of N queries and keys (the
+    options of real models: a group of q heads sharing one K/V head, packed sequences, Nq ≠ Nk): its segments (one
+    per q head and sequence: rows of Q, O, L and the sequence's rows of K, V), or None."""
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    if not segmented and cfg.kv_n == cfg.n:
+        return None
+    words = []
+    for seg in cfg.segments():
+        parts = ([f"q head {seg.head}"] if cfg.group > 1 else []) + (
+            [f"sequence {seg.seq}"] if cfg.seqlens is not None else []
+        )
+        short = " ".join(
+            ([f"h{seg.head}"] if cfg.group > 1 else []) + ([f"s{seg.seq}"] if cfg.seqlens is not None else [])
+        )
+        words.append((" \u00b7 ".join(parts) or "queries", short or "q"))
     return {
-        "pairs": pairs,
-        "last_tile": last,
-        "kv_width": [min(n, (t + 1) * bc) for t in last],
-        "first_block": [tiling.first_block(j, br, bc, causal) for j in range(cfg.tc)],
+        "q_rows": cfg.q_rows,
+        "kv_rows": cfg.kv_n,
+        "group": cfg.group,
+        "seqs": [list(x) for x in cfg.seqs],
+        "segments": [
+            {
+                "q": [seg.q0, seg.q0 + seg.nq],
+                "kv": [seg.k0, seg.k0 + seg.nk],
+                "head": seg.head,
+                "seq": seg.seq,
+                "label": label,
+                "short": short,
+            }
+            for seg, (label, short) in zip(cfg.segments(), words, strict=True)
+        ],
     }
 
 
@@ -110,6 +123,10 @@ def steps_of(
     note_index: dict[str, int] = {}
     veils: list[list[dict[str, Any]]] = []
     veil_index: dict[str, int] = {}
+    veiled = cfg.masks_tiles or layout_of(cfg) is not None  # a band, or segments whose other keys are veiled
+    # the labels and parts: the words' own, or at this launch where they depend on it (fa2-triton's soft-capping)
+    at_launch = getattr(words, "of_launch", None)
+    labels, named_parts = at_launch(cfg) if at_launch is not None else (words.LABELS, words.PARTS)
     state: dict[str, np.ndarray] = {}
     unit: tuple[str, int] | None = None
     held: int | None = None
@@ -130,17 +147,17 @@ def steps_of(
                 notes.append(said.carries_note)
             note = note_index[sig]
         veil = None
-        v = texts.veil(Place(r.kernel, r.block, held)) if cfg.causal else None
+        v = texts.veil(Place(r.kernel, r.block, held)) if veiled else None
         if v:
             sig = repr(v)
             if sig not in veil_index:
                 veil_index[sig] = len(veils)
                 veils.append(v)
             veil = veil_index[sig]
-        math, tex = words.LABELS[r.op]
+        math, tex = labels[r.op]
         parts = None
         if r.parts is not None:
-            named = words.PARTS[r.op]
+            named = named_parts[r.op]
             parts = [
                 {"name": name, "math": m, "tex": t, "values": dict(v)}
                 for (name, m, t), v in zip(named, r.parts, strict=True)
@@ -179,6 +196,8 @@ def picture_keys(cfg: Config, module: Picture, texts: Texts) -> dict[str, Any]:
     kernels: dict[str, Kernel] = {k.name: k for k in module.KERNELS}
     ops: Mapping[str, Op] = module.OPS
     picker: Picker = module.PICKER
+    layout = layout_of(cfg)
+    rows_of = {"q": "Nq", "kv": "Nk", "none": "N"} if layout is not None else {}  # Q of G heads, K of Nk keys
     return {
         "kernels": {
             k.name: {
@@ -210,7 +229,7 @@ def picture_keys(cfg: Config, module: Picture, texts: Texts) -> dict[str, Any]:
         "tensors": {
             name: {
                 "label": t.label or name,
-                "dims": ["N"] if t.cols == "1" else ["N", t.cols],
+                "dims": [rows_of.get(t.axes[0], "N")] if t.cols == "1" else [rows_of.get(t.axes[0], "N"), t.cols],
                 "axes": list(t.axes),
                 "writes": t.writes,
                 "scale_like": t.scale_like,
@@ -251,6 +270,8 @@ def picture_keys(cfg: Config, module: Picture, texts: Texts) -> dict[str, Any]:
         "substeps_note": texts.substeps_note,
         "counting": list(texts.counting),
         "tiling": tiling_of(cfg) if texts.tiling is None else dict(texts.tiling),
+        "layout": layout,
+        "options": None if texts.options is None else dict(texts.options),
         "tensor_cores": None if texts.tensor_cores is None else dict(texts.tensor_cores),
         "schedule": None if texts.schedule is None else dict(texts.schedule),
     }
@@ -280,7 +301,7 @@ def assemble(run: Run, picture: Picture, words: Words) -> Trace:
                 **b,
                 "phases": its_phases,
                 "idle": idle_ranges(rec.pick_phases.get(k, []), its_phases - 1),
-                "label": f"{k} \u00b7 {along} {rows_text(*b['rows'])}",
+                "label": b.get("label") or f"{k} \u00b7 {along} {rows_text(*b['rows'])}",
             }
         )
     phases = rec.phases(order)
@@ -317,6 +338,13 @@ def assemble(run: Run, picture: Picture, words: Words) -> Trace:
             "dtype": algo.dtype,
             "element_bytes": algo.element_bytes,
             "recorded_blocks": sorted(recorded),
+            # the options of real models (docs/trace-schema.md: plain attention has group 1, nk = n, no window)
+            "group": cfg.group,
+            "nk": cfg.kv_n,
+            "window": list(cfg.window),
+            "softcap": cfg.softcap,
+            "seqlens": None if cfg.seqlens is None else list(cfg.seqlens),
+            "seqlens_k": None if cfg.seqlens_k is None else list(cfg.seqlens_k),
             **({} if texts.launch is None else {"launch": dict(texts.launch)}),
         },
         kernel={"file": algo.kernel_file, "name": algo.kernel_name, "source": kernel_files.source(algo.kernel)},

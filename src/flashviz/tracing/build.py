@@ -11,7 +11,7 @@ import numpy as np
 from flashviz.algos import resolve
 from flashviz.engine.blas import one_thread
 from flashviz.model import precision, reference
-from flashviz.model.config import Config
+from flashviz.model.config import Config, ConfigError
 from flashviz.model.inputs import random_inputs
 from flashviz.tracing import assemble
 from flashviz.tracing.trace import Trace
@@ -50,8 +50,17 @@ def run_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None = 
     given = inputs is not None
     inputs = dict(inputs) if inputs is not None else {}
     drawn = [k for k in algo.inputs if k not in inputs]  # e.g. dO when the .npz holds only Q, K, V
+    rows = cfg.input_rows() if cfg.has_options else None  # Q of a group of q heads, K and V of Nk keys
     if drawn:
-        inputs.update({k: v for k, v in random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs).items() if k in drawn})
+        fresh = random_inputs(cfg.n, cfg.d, cfg.seed, algo.inputs, rows)
+        inputs.update({k: v for k, v in fresh.items() if k in drawn})
+    if rows is not None:
+        for name in algo.inputs:
+            want = (rows.get(name, cfg.n), cfg.d)
+            if tuple(np.shape(inputs[name])) != want:
+                raise ConfigError(
+                    "inputs", f"{name} must be {want[0]}×{want[1]} for this launch (got {np.shape(inputs[name])})"
+                )
     # what HBM holds: a bf16 kernel's inputs are the bf16 roundings of what was drawn or given
     inputs = {k: precision.stored(v, algo.dtype) for k, v in inputs.items()}
     # the float64 expectation runs beside the engine, each on one BLAS thread (engine.blas): on two cores the check
@@ -70,5 +79,5 @@ def run_of(algo: Algorithm, cfg: Config, inputs: dict[str, np.ndarray] | None = 
         algo.expect.LOG_DOMAIN,
         magnitudes,  # outputs judged against their terms' scale (None: against max |ref|)
     )
-    model = algo.traffic.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal)
+    model = algo.traffic_of(cfg)  # at the launch's options where the algorithm runs them
     return assemble.Run(algo, cfg, inputs, given, drawn, rec, checked, model)

@@ -492,6 +492,17 @@ def is_packed(doc: Any) -> bool:
     return any(isinstance(v, dict) and any(k in v for k in keys) for _, g in _groups(doc) for v in g.values())
 
 
+def _option_rows(cfg: dict[str, Any], name: str, plain: int) -> int:
+    """A config's `group` or `nk` (the options of real models) where it is an integer within its field's bounds
+    (flashviz.model.fields), else `plain`: a drawn input of other rows then fails its digest, in one line."""
+    from flashviz.model.fields import BY_NAME
+
+    value = cfg.get(name)
+    lo, hi = BY_NAME[name].bounds_at("engine")
+    ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    return value if ok else plain  # type: ignore[return-value]
+
+
 def restore(doc: dict[str, Any], where: str, flag: str) -> None:
     """Make a file's document whole, in place: each drawn input drawn again from its seed and checked against its
     digest, each array stored as the server sends it (plain base64). The document must have passed
@@ -510,7 +521,11 @@ def restore(doc: dict[str, Any], where: str, flag: str) -> None:
             if v["drawn"]["seed"] != seed:
                 said = f"inputs/{name} was drawn from seed {v['drawn']['seed']}, but config.seed is {cfg.get('seed')!r}"
                 raise ConfigError(flag, f"{where}: {said}")
-        again = random_inputs(cfg["n"], cfg["d"], seed, tuple(inputs))  # the algorithm's inputs, in its order
+        # the rows of each input where the launch ran the options of real models (Config.input_rows: Q of a group
+        # of q heads, K and V of Nk keys); a plain launch's are N
+        heads, nk = _option_rows(cfg, "group", 1), _option_rows(cfg, "nk", cfg["n"])
+        rows = {"Q": heads * cfg["n"], "K": nk, "V": nk, "dO": heads * cfg["n"]}
+        again = random_inputs(cfg["n"], cfg["d"], seed, tuple(inputs), rows)  # the algorithm's inputs, in its order
         for name, v in drawn.items():
             a = stored(again[name], cfg.get("dtype") or "float32")
             if list(a.shape) != v["shape"]:

@@ -45,6 +45,13 @@ class TraceConfig(Model):
     tc: Annotated[StrictInt, Field(ge=1)] | None = None
     dtype: StrictStr | None = None
     element_bytes: Annotated[StrictInt, Field(ge=1, le=8)] | None = None
+    # the options of real models (absent: plain attention); their ranges are Config.check_options'
+    group: StrictInt = 1
+    nk: StrictInt | None = None
+    window: Annotated[list[StrictInt], Field(min_length=2, max_length=2)] = [-1, -1]
+    softcap: StrictFloat | StrictInt = 0.0
+    seqlens: list[StrictInt] | None = None
+    seqlens_k: list[StrictInt] | None = None
 
 
 class EncodedArray(Model):
@@ -136,6 +143,12 @@ ACCEPTS = {
     "config.inputs": '"random" or "file"',
     "config.tr": "an integer, at least 1",
     "config.tc": "an integer, at least 1",
+    "config.group": "an integer",
+    "config.nk": "an integer, or null",
+    "config.window": "a list of two integers [left, right]",
+    "config.softcap": "a number",
+    "config.seqlens": "a list of integers, or null",
+    "config.seqlens_k": "a list of integers, or null",
     "steps": "a list of at least one step (an object each)",
     "blocks": "a list of at least one block (an object each)",
     "phases": "a list of at least one phase (an object each)",
@@ -178,7 +191,22 @@ def problem(doc: dict[str, Any]) -> str | None:
         return f"config.scale must be {ACCEPTS['config.scale']} (got {shown(c.scale)})"
     more = doc["config"].get("launch")  # the launch beyond N, D, Br, Bc: the ring's devices and layout
     ring = {k: more[k] for k in ("devices", "layout") if k in more} if isinstance(more, dict) else {}
-    launch = Config(algo=c.algo, n=c.n, d=c.d, br=c.br, bc=c.bc, scale=c.scale, causal=c.causal, **ring)
+    launch = Config(
+        algo=c.algo,
+        n=c.n,
+        d=c.d,
+        br=c.br,
+        bc=c.bc,
+        scale=c.scale,
+        causal=c.causal,
+        group=c.group,
+        nk=None if c.nk == c.n or c.seqlens is not None else c.nk,
+        window=(c.window[0], c.window[1]),
+        softcap=float(c.softcap),
+        seqlens=None if c.seqlens is None else tuple(c.seqlens),
+        seqlens_k=None if c.seqlens_k is None else tuple(c.seqlens_k),
+        **ring,
+    )
     algo = get(c.algo)  # one of the registry's names (TraceConfig.algo)
     try:  # the launch's own rules, as `flashviz trace` applied them when it wrote the file
         algo.validated(launch)
@@ -191,9 +219,9 @@ def problem(doc: dict[str, Any]) -> str | None:
     tr = -(-c.n // c.br)
     if c.tr is not None and c.tr != tr:
         return f"config.tr must be ceil(N/Br) = {tr} (got {c.tr})"
-    tc = -(-c.n // c.bc)
+    tc = launch.tc
     if c.tc is not None and c.tc != tc:
-        return f"config.tc must be ceil(N/Bc) = {tc} (got {c.tc})"
+        return f"config.tc must be ceil(Nk/Bc) = {tc} (got {c.tc})"
     picks = len(t.blocks)
     bad = [b for b in c.recorded_blocks if b >= picks]
     if bad:

@@ -70,8 +70,7 @@ def of_launch(algo: Algorithm, cfg: Config, counted: dict[str, int]) -> dict[str
     null for a trace made today; should one lack it, `model` and `matches` are None and `uncounted` says why, and
     the page shows that sentence instead of the counts."""
     module = closed_form(algo)
-    more = algo.closed_form_args(cfg)  # a launch field its count needs (the ring's layout)
-    model = None if module is None else module.count(n=cfg.n, d=cfg.d, br=cfg.br, bc=cfg.bc, causal=cfg.causal, **more)
+    model = algo.flops_of(cfg)  # at the launch's options where the algorithm runs them
     t = total(counted)
     a = anchor()
     return {

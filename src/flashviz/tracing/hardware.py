@@ -102,7 +102,8 @@ def of_launch(algo: Algorithm, cfg: Config, tensor_cores: dict[str, Any] | None 
     return {
         "device": {**dev.to_dict()},
         "heads": list(HEADS),
-        "heads_default": HEADS_DEFAULT,
+        # a group of q heads sharing one K/V head (GQA): the first launch that holds a whole group
+        "heads_default": next((h for h in HEADS if h >= cfg.group), HEADS_DEFAULT),
         "placement": "the block scheduler hands a launch's blocks to the SMs in turn before it stacks a second on "
         "one; which block lands on which SM is its choice (drawn: block b on SM b mod "
         f"{dev.sms})",

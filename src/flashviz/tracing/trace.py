@@ -65,6 +65,10 @@ class Trace:
     tensor_cores: dict[str, Any] | None = None  # how the matrix products run on the tensor cores (None: scalar code)
     schedule: dict[str, Any] | None = None  # a warp-specialized kernel's modelled schedule, else None
     devices: dict[str, Any] | None = None  # a run over several devices (ring attention), else None
+    layout: dict[str, Any] | None = (
+        None  # the segments of a launch of several q heads or sequences (Nq ≠ Nk), else None
+    )
+    options: dict[str, Any] | None = None  # the options of real models it runs, in words and numbers, else None
 
     def to_json(self, indent: bool = False, compact: bool = False, file: bool = False) -> bytes:
         """The Trace as JSON: arrays as nested lists, or with `compact` as base64 typed arrays and references

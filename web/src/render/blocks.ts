@@ -4,6 +4,7 @@
 import { blockStatus, lastPhase, type TraceIndex } from "../derive";
 import { fill, frag, h, sub } from "../dom";
 import { int } from "../format";
+import { qBlock } from "../geometry";
 import { pickId, pickOf, unitKey } from "../picture";
 import type { Counters, Step, Trace } from "../types";
 import { Backbuffer } from "./backbuffer";
@@ -96,7 +97,8 @@ export class BlocksView {
     const unit = unitKey(t, s);
 
     // chips and the ops table: rebuilt only when the watched block or the trace changes
-    const key = `${t.config.algo}/${t.config.n}/${t.config.br}/${t.config.bc}/${t.config.d}/${t.config.seed}/${t.config.causal}/${unit}/${watched}/${t.config.recorded_blocks.join(",")}`;
+    const c = t.config;
+    const key = `${c.algo}/${c.n}/${c.br}/${c.bc}/${c.d}/${c.seed}/${c.causal}/${c.window}/${c.nk}/${c.group}/${c.seqlens}/${c.seqlens_k}/${unit}/${watched}/${c.recorded_blocks.join(",")}`;
     if (key !== this.key) {
       this.key = key;
       const shown = t.blocks.slice(0, MAX_CHIPS);
@@ -211,12 +213,15 @@ export class TileMap {
   }
 
   show(t: Trace, s: Step): void {
-    const { tr, tc } = t.config;
+    // a row per pick's block of Q (of every q head and sequence, where the trace has a layout), a column per tile
+    const tr = t.tiling.pairs.length || t.config.tr;
+    const tc = Math.max(0, ...t.tiling.pairs.map((p) => p.length)) || t.config.tc;
     // the watched pick: a row of the map (a block of Q, i) or a column (a tile, j); the pair now in SRAM
     const pick = pickOf(t, s);
-    const i = s.indices.i ?? null;
+    const i = qBlock(t, s);
     const j = s.tile;
-    const key = `${t.config.algo}/${t.config.n}/${t.config.br}/${t.config.bc}/${t.config.causal}/${i}/${j}/${pick}`;
+    const c = t.config;
+    const key = `${c.algo}/${c.n}/${c.br}/${c.bc}/${c.causal}/${c.window}/${c.nk}/${c.group}/${c.seqlens}/${c.seqlens_k}/${i}/${j}/${pick}`;
     if (key === this.key) return;
     this.key = key;
     const cell = Math.max(2, Math.min(16, Math.floor(260 / Math.max(tr, tc))));
@@ -243,9 +248,16 @@ export class TileMap {
     ctx.restore();
     let skipped = 0;
     let masked = 0;
+    let left = 0;
+    let total = 0;
     for (let a = 0; a < tr; a++) {
+      const row = t.tiling.pairs[a] ?? "";
+      const first = row.search(/[^s]/);
       for (let b = 0; b < tc; b++) {
-        const kind = t.tiling.pairs[a]?.[b];
+        const kind = row[b];
+        if (kind === undefined) continue; // past its sequence's keys: no tile there
+        total++;
+        if (kind === "s" && (first < 0 || b < first)) left++;
         const x = lab + b * cell;
         const y = lab + a * cell;
         if (kind === "s") {
@@ -258,9 +270,8 @@ export class TileMap {
         ctx.globalAlpha = 0.55;
         ctx.fillRect(x, y, cell - 1, cell - 1);
         ctx.globalAlpha = 1;
-        if (kind === "m") {
-          masked++;
-          // the masked part: above the diagonal, in the −∞ colour
+        if (kind === "m" || kind === "b") {
+          // the masked part: above the diagonal (past each row's right edge), in the −∞ colour
           ctx.fillStyle = this.colour("--cell-neginf");
           ctx.beginPath();
           ctx.moveTo(x, y);
@@ -269,6 +280,17 @@ export class TileMap {
           ctx.closePath();
           ctx.fill();
         }
+        if (kind === "l" || kind === "b") {
+          // below the band's left edge (a window): the lower left, in the −∞ colour
+          ctx.fillStyle = this.colour("--cell-neginf");
+          ctx.beginPath();
+          ctx.moveTo(x, y);
+          ctx.lineTo(x, y + cell - 1);
+          ctx.lineTo(x + cell - 1, y + cell - 1);
+          ctx.closePath();
+          ctx.fill();
+        }
+        if (kind === "m" || kind === "l" || kind === "b") masked++;
       }
     }
     // the watched block's row (or column) and the pair now in SRAM
@@ -284,12 +306,32 @@ export class TileMap {
       ctx.strokeRect(lab + j * cell - 1, lab + i * cell - 1, cell + 1, cell + 1);
     }
     this.back.present(this.canvas);
-    const total = tr * tc;
+    const band = t.layout || left > 0 || t.tiling.pairs.some((p) => /[lb]/.test(p));
     this.canvas.setAttribute(
       "aria-label",
       `Tile map: ${total - skipped} of ${total} (i, j) pairs computed, ${masked} on the diagonal masked, ${skipped} skipped`,
     );
-    if (t.config.causal) {
+    if (band && (skipped > 0 || masked > 0)) {
+      fill(
+        this.caption,
+        bold(total - skipped),
+        ` of ${total} (block, tile) pairs run; `,
+        bold(skipped),
+        ` are skipped (never loaded): `,
+        bold(left),
+        " left of a block's band (before its window) and ",
+        bold(skipped - left),
+        " right of it (past the diagonal or the window); ",
+        bold(masked),
+        " crossing its edges are loaded and masked (\u2212\u221e outside each row's band).",
+        t.layout ? " A row per block of every q head and sequence; a column per tile of its sequence's keys." : "",
+      );
+    } else if (t.layout) {
+      fill(
+        this.caption,
+        `All ${total} (block, tile) pairs run: a row per block of every q head and sequence, a column per tile of its sequence's keys.`,
+      );
+    } else if (t.config.causal) {
       fill(
         this.caption,
         bold(total - skipped),

@@ -4,6 +4,7 @@
 import { isMat, rowValid, sramAt, sramBefore, type TraceIndex } from "../derive";
 import { type Child, fill, h } from "../dom";
 import { num } from "../format";
+import { blockRows, qBlock } from "../geometry";
 import type { Mat, Num, Step, Trace, Vec } from "../types";
 import { richNodes } from "./rich";
 
@@ -37,6 +38,11 @@ function noteOf(t: Trace, s: Step): DocumentFragment {
   return richNodes(rich, { r: s.indices.r });
 }
 
+/** The first row of Q that block i holds (0 when there is none). */
+function firstRow(t: Trace, i: number | null): number {
+  return i === null ? 0 : blockRows(t, i)[0];
+}
+
 export class CarriesView {
   constructor(
     private readonly table: HTMLElement,
@@ -51,7 +57,7 @@ export class CarriesView {
   /** Whatever the step carries, one row per row of the block (or the one row r). */
   private generic(t: Trace, s: Step): void {
     const c = s.carries;
-    const i = s.indices.i ?? null;
+    const i = qBlock(t, s);
     if (!c || !Object.keys(c).length) {
       fill(this.table, h("tbody", {}, h("tr", {}, h("td", { class: "muted" }, "This step carries no values between steps."))));
       fill(this.note, noteOf(t, s));
@@ -59,7 +65,7 @@ export class CarriesView {
     }
     const keys = Object.keys(c);
     const rows = Math.max(0, ...keys.map((k) => (Array.isArray(c[k]) ? (c[k] as unknown[]).length : 0)));
-    const r0 = s.indices.r ?? (i === null ? 0 : i * t.config.br);
+    const r0 = s.indices.r ?? firstRow(t, i);
     const arrays = keys.map((k) => Array.isArray(c[k]) && (c[k] as unknown[]).some((v) => Array.isArray(v)));
     const body = h("tbody");
     for (let r = 0; r < rows; r++) {
@@ -103,7 +109,8 @@ export class CarriesView {
     const lOld = soft ? vec(c.l_old) : vec(sramBefore(t, idx, k, names.l));
     const oOld = mat(sramBefore(t, idx, k, names.o));
     const alpha = soft ? vec(c.alpha) : null;
-    const i = s.indices.i ?? null;
+    const i = qBlock(t, s);
+    const r0 = firstRow(t, i);
     const cols: [string, string][] = [
       ["row", "c-row"],
       [t.buffers[names.m]?.label ?? names.m, "c-num"],
@@ -128,7 +135,7 @@ export class CarriesView {
         h(
           "tr",
           pad ? { class: "pad", title: "row past N: padding, never stored" } : {},
-          h("th", { scope: "row" }, i === null ? r : i * t.config.br + r),
+          h("th", { scope: "row" }, r0 + r),
           cell(mi?.[r], mOld?.[r], changedM),
           a === undefined || a === null
             ? h("td", { class: "muted" }, "\u2014")
@@ -153,7 +160,7 @@ export class CarriesView {
     const lost: number[] = [];
     for (let r = 0; r < t.config.br; r++) {
       const l = li?.[r];
-      if (rowValid(t, i, r) && typeof l === "number" && Number.isNaN(l)) lost.push(i === null ? r : i * t.config.br + r);
+      if (rowValid(t, i, r) && typeof l === "number" && Number.isNaN(l)) lost.push(r0 + r);
     }
     const why = lost.length
       ? ` Row${lost.length === 1 ? "" : "s"} ${lost.join(", ")}: no finite score (every score \u2212\u221e), so m\u1d62 stays \u2212\u221e and \u03b1 = e^(\u2212\u221e \u2212 (\u2212\u221e)) is NaN: \u2113\u1d62 and O\u1d62 are NaN from then on, as the kernel computes them.`

@@ -70,7 +70,7 @@ export class ConfigForm {
       label.append(input, ` ${f.label || f.name}`);
     } else {
       input.type = f.kind === "int" ? "number" : "text";
-      input.inputMode = f.kind === "int" ? "numeric" : "decimal";
+      input.inputMode = f.kind === "int" ? "numeric" : f.kind === "ints" ? "text" : "decimal";
       input.setAttribute("aria-describedby", `cfg-${f.name}-err`);
       if (f.empty) input.placeholder = f.empty;
       label.append(`${f.label || f.name} `, input);

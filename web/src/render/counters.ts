@@ -104,8 +104,15 @@ export class CountersView {
   showSaving(t: Trace, doc: CompareDoc | null): void {
     const c = doc?.config;
     const entry = doc?.algorithms[t.config.algo];
+    // the comparison is of one head of plain attention: a launch with options of real models says its own savings
     const same =
-      c && c.n === t.config.n && c.d === t.config.d && c.br === t.config.br && c.bc === t.config.bc && c.causal === !!t.config.causal;
+      c &&
+      !t.options &&
+      c.n === t.config.n &&
+      c.d === t.config.d &&
+      c.br === t.config.br &&
+      c.bc === t.config.bc &&
+      c.causal === !!t.config.causal;
     if (!t.config.causal || !same || !entry?.total || entry.noncausal_bytes === null || entry.saved_bytes === null) {
       this.saving.hidden = true;
       this.saving.textContent = "";

@@ -5,6 +5,7 @@
 import { fill, h } from "../dom";
 import { int, kib } from "../format";
 import type { HardwareDoc, KernelOnGpu, LaunchOnSms, Step, Trace, WarpOp } from "../types";
+import { headGroups } from "./heads";
 
 const pct = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined ? "\u2014" : `${x.toFixed(digits)}%`);
 
@@ -39,6 +40,7 @@ export class HardwareView {
   private warpsKey: string | null = null; // the op whose owner maps are shown (null: none drawn for this trace)
   private figures = new Map<string, HTMLElement>(); // the figures of this trace, by op and by scheme
   private idle: string | null = null; // the theme's colour of an element no thread computes
+  private groupsKey = ""; // the q heads' groups drawn under the heads control (GQA), "" for none
 
   constructor(
     private readonly controls: HTMLElement,
@@ -72,6 +74,7 @@ export class HardwareView {
       this.options(hw);
       this.forget();
     }
+    this.groups(t.layout?.group ?? 1);
     const k = hw.kernels[s.kernel] ?? Object.values(hw.kernels)[0];
     if (!k) return;
     const launch = k.launches.find((l) => l.heads === this.heads) ?? k.launches[0]!;
@@ -103,6 +106,15 @@ export class HardwareView {
   retheme(): void {
     this.forget();
     if (this.trace && this.step) this.show(this.trace, this.step);
+  }
+
+  /** Grouped-query attention: under the heads control, which of its q heads share each K/V head. */
+  private groups(group: number): void {
+    const key = group > 1 ? `${group}/${this.heads}` : "";
+    if (key === this.groupsKey) return;
+    this.groupsKey = key;
+    const label = this.controls.firstElementChild!;
+    fill(this.controls, label, group > 1 && this.heads !== null ? headGroups(this.heads, group) : null);
   }
 
   private options(hw: HardwareDoc): void {

@@ -3,6 +3,7 @@
 import { rowValid } from "../derive";
 import { fill, h } from "../dom";
 import { num } from "../format";
+import { blockRows, qBlock } from "../geometry";
 import type { Mat, Step, Trace, Vec } from "../types";
 import { richNodes } from "./rich";
 import { setTexCached, texEl, texLoaded } from "./tex";
@@ -38,7 +39,8 @@ export class NarrativeView {
       return;
     }
     const rows = Math.min(t.config.br, MAX_ROWS);
-    const i = s.indices.i ?? null;
+    const i = qBlock(t, s);
+    const r0 = i === null ? 0 : blockRows(t, i)[0];
     const tex = t.ops[s.op]?.value_tex ?? {};
     fill(
       this.subs,
@@ -47,11 +49,7 @@ export class NarrativeView {
         const body = h("tbody");
         for (let r = 0; r < rows; r++) {
           const pad = !rowValid(t, i, r);
-          const tr = h(
-            "tr",
-            pad ? { class: "pad", title: "row past N: padding" } : {},
-            h("th", { scope: "row" }, (i ?? 0) * t.config.br + r),
-          );
+          const tr = h("tr", pad ? { class: "pad", title: "row past N: padding" } : {}, h("th", { scope: "row" }, r0 + r));
           for (const k of keys) {
             const v = sub.values[k] as Vec | Mat;
             const x = Array.isArray(v) ? v[r] : undefined;

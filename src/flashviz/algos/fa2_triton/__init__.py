@@ -10,7 +10,7 @@ tiles masked). Only the forward's functions of kernel.py (`fa2_fwd`, `_fwd_tiles
 from __future__ import annotations
 
 from ..base import Algorithm, Idea, forward_trace_values
-from . import engine, expect, flops, gpu, picture, tiles, traffic, words
+from . import engine, expect, flops, gpu, models, picture, tiles, traffic, words
 from .record import KERNEL, NAME
 
 IDEA = Idea(
@@ -72,4 +72,6 @@ ALGORITHM = Algorithm(
     "2 blocks of Q and 4 tiles of K and V, none of them padding",
     # tiles.SUPPORTED_D and the powers of two 16..256 (tests/test_fa2_triton.py holds them to tiles.check)
     allowed={"d": (32, 64, 96, 128, 256), "br": (16, 32, 64, 128, 256), "bc": (16, 32, 64, 128, 256)},
+    options=frozenset({"group", "nk", "window", "softcap", "seqlens"}),  # kernel.py's fa2_fwd runs them all
+    launch_models=models,
 )

@@ -5,9 +5,13 @@ bf16 before P·V; O is written in bf16, L in fp32. The kernel's fused multiply-a
 `li * alpha + rowsum`) are rounded once, as on the GPU; exp2 and log2 are NumPy's exact ones where the GPU uses its
 approximate `ex2.approx` and `lg2.approx` (a few units in the last place of fp32).
 
-The loop over tiles runs in the kernel's stages: not causal, the tiles wholly inside N unmasked, then the ragged
-last one with its columns >= N masked; causal, the tiles wholly below block i's diagonal unmasked, then its diagonal
-tiles masked (key column > query row).
+The loop over tiles runs in the kernel's three stages (`stages`, kernel.py's `_q_stages`): under BAND_LEFT the tiles
+crossing the window's left edge (masked), the tiles wholly inside every row's band (NO_MASK), then those crossing its
+right edge (the diagonal under causal, the window's right side) or Nk (MASK_BAND); tiles wholly outside the band
+are never visited. With the options of real models (flashviz.model.config, issue 22) the launch is one K/V head: its
+`group` q heads one above the other in Q, O and L, each holding the packed sequences (`plan`: a pick is a block of
+one (q head, sequence) segment, against that sequence's keys); Nq ≠ Nk aligns the band to the bottom-right; soft-
+capping scales each score first and caps it, c·log2e·tanh(scale·s/c), as SCALE_FIRST does.
 
 Its arithmetic goes through the recorder's FLOP counter (`rec.flops`), as the kernel computes it: on whole tiles, and
 D wide with D rounded up to a power of two (`pad`: the kernel's zero columns are multiplied too); flops.py is the
@@ -16,47 +20,42 @@ closed form.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from flashviz.algos.picture import locator
-from flashviz.model import precision
+from flashviz.model import band, precision
 from flashviz.model.precision import bf16
 from flashviz.model.tiling import span
 
 from ...engine.memory import SRAM
 from ...engine.recorder import Grid, Recorder, blocks_of_q, run_launch
 from . import picture as drawing
+from . import segments as segment_words
+from .loops import NO_MASK, plan, stages
 from .record import KERNEL, NAME
 from .tiles import padded
 
 if TYPE_CHECKING:
+    from flashviz.engine.flops import Flops
     from flashviz.model.config import Config
 
 ALGO = NAME
 WHERE = locator(drawing.KERNELS, drawing.PICKER)  # (op, indices) -> its kernel, blockIdx.x and pick
 LOG2E = 1.4426950408889634  # kernel.py's LOG2E: exp(x) = exp2(x * LOG2E)
 LN2 = np.float32(0.6931471805599453)
+TWO_LOG2E = np.float32(2.0 * LOG2E)  # _tanh's constant, folded by Triton (a constexpr product) and taken as fp32
 
-NO_MASK, MASK_COLUMNS, MASK_CAUSAL = "NO_MASK", "MASK_COLUMNS", "MASK_CAUSAL"  # kernel.py's loop stages
 
-
-def phase_of(op: str, j: int | None, tc: int) -> int:
-    """load_q, then 3 per tile, then write_back (tc: that block's tile count)."""
+def phase_of(op: str, k: int | None, tc: int) -> int:
+    """load_q, then 3 per tile, then write_back (k: the tile's place in the block's loop; tc: its tile count)."""
     if op == "load_q":
         return 0
     if op == "write_back":
         return 1 + 3 * tc
-    assert j is not None, op
-    return 1 + 3 * j + ("load_kv", "scores", "online_softmax").index(op)
-
-
-def stage_of(cfg: Config, i: int, j: int) -> str:
-    """The loop stage of kernel.py that runs tile j of block i: which mask `_fwd_tiles` applies to it."""
-    if cfg.causal:
-        return NO_MASK if j * cfg.bc < i * cfg.br else MASK_CAUSAL
-    return NO_MASK if (j + 1) * cfg.bc <= cfg.n else MASK_COLUMNS
+    assert k is not None, op
+    return 1 + 3 * k + ("load_kv", "scores", "online_softmax").index(op)
 
 
 def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -64,12 +63,26 @@ def chunks(a: np.ndarray, b: np.ndarray) -> list[float]:
     return [float(np.dot(a[k : k + 16], b[k : k + 16])) for k in range(0, a.shape[0], 16)]
 
 
-def block(rec: Recorder, cfg: Config, i: int) -> None:
-    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
-    qk_scale = np.float32(cfg.softmax_scale * LOG2E)  # the host passes scale * log2(e); the kernel takes it as fp32
-    scale_first = bool(qk_scale <= 0)  # the host's SCALE_FIRST
-    keep = i in rec.recorded
-    tc = cfg.tiles_of_block(i)
+def tanh(fl: Flops, x: np.ndarray) -> np.ndarray:
+    """kernel.py's `_tanh` in fp32: 1 − 2 / (exp2(x·(2·log2 e)) + 1)."""
+    e = fl.exp2(fl.mul(x, TWO_LOG2E))
+    return fl.sub(np.float32(1.0), fl.div(np.float32(2.0), fl.add(e, np.float32(1.0))))
+
+
+def block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment, int]] | None = None) -> None:
+    seg, i = (picks or plan(cfg))[pick]
+    n, nk, d, br, bc = seg.nq, seg.nk, cfg.d, cfg.br, cfg.bc
+    off = seg.off
+    left, right = cfg.sides
+    capped = cfg.softcap > 0
+    if capped:  # the host: qk_scale = scale / c, softcap2 = c * log2(e), SCALE_FIRST
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale / cfg.softcap), np.float32(cfg.softcap * LOG2E)
+    else:
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale * LOG2E), np.float32(0.0)
+    scale_first = bool(qk_scale <= 0) or capped  # the host's SCALE_FIRST
+    keep = pick in rec.recorded
+    tiles = stages(cfg, seg, i)
+    tc = len(tiles)
     fl = rec.flops  # the arithmetic below, counted as it is done
     pad = padded(d) - d  # the tiles' columns past D, zeros the kernel computes with (96 runs as 128)
     sram = SRAM()
@@ -81,80 +94,94 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
     li = sram.alloc("li", (br,), where="registers")  # (Br,)
     Oi = sram.alloc("Oi", (br, d), where="registers")  # (Br, D) fp32 accumulators
     rec.sram_footprint = sram.footprint()
-    r0, r1 = span(i, br, n)
+    r0, r1 = span(i, br, n)  # rows of the segment
     nr = r1 - r0
+    q0, k0 = seg.q0, seg.k0  # where the segment's rows start in Q (O, L) and its keys in K, V
     rows = np.arange(r0, r0 + br)  # (Br,) query row of each row of Qi, padding rows included
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    at = {"block": pick} if segmented else {}  # the pick, where it is not block i (picture.Kernel.block_index)
+    where = segment_words.where_words(cfg, seg) if segmented else ""
 
-    # step: load_q -- Qi = desc_q.load([i * Br, 0]); rows past N read as zeros
-    q, t = rec.hbm.read("Q", slice(r0, r1))
+    # step: load_q -- Qi = desc_q.load([i * Br, 0]); rows past the sequence's N read as zeros
+    q, t = rec.hbm.read("Q", slice(q0 + r0, q0 + r1))
     Qi[:nr] = q
     rec.emit(
-        i,
+        pick,
         None,
         "load_q",
         phase_of("load_q", None, tc),
         [t],
         {"Qi": Qi, "Oi": Oi, "mi": mi, "li": li},
         carries={"mi": mi.copy(), "li": li.copy()} if keep else None,
+        indices={**at, "i": i},
+        code=({}, where) if where else None,
     )
 
-    for j in range(tc):
-        start = j * bc
-        c0, c1 = span(j, bc, n)
+    for k, (start, stage) in enumerate(tiles):
+        j = start // bc
+        c0, c1 = start, min(start + bc, nk)
         nc = c1 - c0
-        stage = stage_of(cfg, i, j)
-        code = ({"start": start}, f"{stage} stage")
-        # step: load_kv -- Kj, Vj = desc_k.load([start, 0]), desc_v.load([start, 0]); rows past N read as zeros
-        k, tk = rec.hbm.read("K", slice(c0, c1))
-        v, tv = rec.hbm.read("V", slice(c0, c1))
-        Kj[:nc], Kj[nc:] = k, 0.0
+        note = f"{where} \u00b7 {stage} stage" if where else f"{stage} stage"
+        code = ({"start": start}, note)
+        idx = {**at, "i": i, "j": j}
+        # step: load_kv -- Kj, Vj = desc_k.load([start, 0]), desc_v.load([start, 0]); rows past Nk read as zeros
+        kk, tk = rec.hbm.read("K", slice(k0 + c0, k0 + c1))
+        v, tv = rec.hbm.read("V", slice(k0 + c0, k0 + c1))
+        Kj[:nc], Kj[nc:] = kk, 0.0
         Vj[:nc], Vj[nc:] = v, 0.0
         rec.emit(
-            i,
+            pick,
             j,
             "load_kv",
-            phase_of("load_kv", j, tc),
+            phase_of("load_kv", k, tc),
             [tk, tv],
             {"Kj": Kj, "Vj": Vj},
+            indices=idx,
             code=code,
         )
 
         # step: scores -- Sij = tl.dot(Qi, Kj.T): exact bf16 products summed in fp32, not yet scaled; then the mask
         fl.matmul(Qi, Kj.T, out=Sij)  # (Br, Bc)
         fl.count("matmul", 2 * br * bc * pad)
-        if scale_first:  # kernel.py's SCALE_FIRST: a scale <= 0 scales each score before the max (and the mask)
+        raw = Sij[0, 0] if keep else 0.0
+        if scale_first:  # SCALE_FIRST: a scale <= 0, or soft-capping, scales each score before the max (and the mask)
             Sij[:] = fl.mul(Sij, qk_scale)
+            if capped:
+                Sij[:] = fl.mul(softcap2, tanh(fl, Sij))  # c * tanh(scale * s / c), in units of log2
         cols = start + np.arange(bc)  # (Bc,) key column of each column of Sij
-        if stage == MASK_CAUSAL:
-            Sij[rows[:, None] < cols[None, :]] = -np.inf
-        elif stage == MASK_COLUMNS:
-            Sij[:, cols >= n] = -np.inf
+        if stage != NO_MASK:  # MASK_BAND: each element checked (_visible)
+            Sij[~band.visible(rows[:, None], cols[None, :], nk, off, left, right)] = -np.inf
         mma = None
         if keep:
             parts = chunks(Qi[0], Kj[0])
-            mma = {"dot": "scores", "row": r0, "col": c0, "parts": parts, "value": float(Sij[0, 0])}
+            mma = {"dot": "scores", "row": q0 + r0, "col": k0 + c0, "parts": parts, "value": float(raw)}
         rec.emit(
-            i,
+            pick,
             j,
             "scores",
-            phase_of("scores", j, tc),
+            phase_of("scores", k, tc),
             [],
             {"Sij": Sij},
+            indices=idx,
             code=code,
             mma=mma,
         )
 
-        # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_new), alpha, li, Oi
+        # step: online_softmax -- in units of log2: m_new, Pij = exp2(Sij * qk_scale - m_use), alpha, li, Oi
         m_old, l_old = mi.copy(), li.copy()  # (Br,)
         if scale_first:
             m_ij = fl.rowmax(Sij)  # (Br,) tl.max(Sij, 1) of the scores already scaled
-            m_new = fl.fmax(mi, m_ij)
-            P = fl.exp2(fl.sub(Sij, m_new[:, None]))  # (Br, Bc)
         else:
             m_ij = fl.mul(fl.rowmax(Sij), qk_scale)  # (Br,) tl.max(Sij, 1) * qk_scale
-            m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
-            P = fl.exp2(fl.fma(Sij, qk_scale, -m_new[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
-        alpha = fl.exp2(fl.sub(mi, m_new))  # (Br,)
+        m_new = fl.fmax(mi, m_ij)  # (Br,) tl.maximum
+        m_use = m_new
+        if stage != NO_MASK:  # a row that has seen no key yet: P = 0, not NaN
+            m_use = np.where(m_new == -np.inf, np.float32(0.0), m_new).astype(np.float32)
+        if scale_first:
+            P = fl.exp2(fl.sub(Sij, m_use[:, None]))  # (Br, Bc)
+        else:
+            P = fl.exp2(fl.fma(Sij, qk_scale, -m_use[:, None]))  # (Br, Bc) fp32, the fused multiply-add then exp2
+        alpha = fl.exp2(fl.sub(mi, m_use))  # (Br,)
         lsum = fl.rowsum(P)  # (Br,) fp32
         li[:] = fl.fma(li, alpha, lsum)
         P16 = bf16(P)  # (Br, Bc) Pij.to(Vj.dtype): what the tensor cores multiply
@@ -165,9 +192,9 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         fl.count("mul", br * pad)
         mi[:] = m_new
         Sij[:] = P
-        phase = phase_of("online_softmax", j, tc)
+        phase = phase_of("online_softmax", k, tc)
         if not keep:
-            rec.emit(i, j, "online_softmax", phase, [], code=code)
+            rec.emit(pick, j, "online_softmax", phase, [], indices=idx, code=code)
             continue
         carries = {
             "m_old": m_old,
@@ -185,7 +212,7 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
         )
         rounding = float(np.abs(P - P16)[:nr].max()) if nr else 0.0
         rec.emit(
-            i,
+            pick,
             j,
             "online_softmax",
             phase,
@@ -193,106 +220,155 @@ def block(rec: Recorder, cfg: Config, i: int) -> None:
             {"Sij": Sij, "Oi": Oi, "mi": mi, "li": li},
             carries=carries,
             parts=shown,
+            indices=idx,
             code=code,
-            mma={"dot": "pv", "row": r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
+            mma={"dot": "pv", "row": q0 + r0, "col": 0, "parts": chunks(P16[0], Vj[:, 0]), "value": float(pv[0, 0])},
             facts={"rounding": rounding},  # the largest change bf16 made to P, for its words
         )
 
-    # step: write_back -- Oi / li, stored as bf16 (rows past N are not stored); L = (mi + log2(li)) * ln 2 in fp32
-    Oi[:] = bf16(fl.div(Oi, li[:, None]))  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
+    # step: write_back -- Oi / li (a row that saw no key: O = 0, L = -inf), stored as bf16 (rows past N are not
+    # stored); L = (mi + log2(li)) * ln 2 in fp32
+    safe = np.where(li == 0.0, np.float32(1.0), li).astype(np.float32)  # tl.where(li == 0.0, 1.0, li)
+    Oi[:] = bf16(fl.div(Oi, safe[:, None]))  # Oi.to(desc_o.dtype): the tile the store moves holds bf16 values
     fl.count("div", br * pad)
     L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
-    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
-    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    to = rec.hbm.write("O", slice(q0 + r0, q0 + r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(q0 + r0, q0 + r1), L_i[:nr])
     rec.emit(
-        i,
+        pick,
         None,
         "write_back",
         phase_of("write_back", None, tc),
         [tl, to],
         {"Oi": Oi},
         carries={"mi": mi.copy(), "li": li.copy(), "L": L_i} if keep else None,
+        indices={**at, "i": i},
+        code=({}, where) if where else None,
     )
 
 
-def fast_block(rec: Recorder, cfg: Config, i: int) -> None:
-    """Block i, not recorded: `block`'s arithmetic vectorised over its tiles, its steps tallied as `block` emits them:
-    the tiles' scores, masks, maxima, P, its bf16 rounding and P @ Vj at once (per tile the same operations and
-    products of the same shapes), the running max by fmaxf tile after tile, and li, Oi (which each tile rescales) in
-    the kernel's order. The same numbers bit for bit (tests/test_engine_vectorised.py)."""
-    n, d, br, bc = cfg.n, cfg.d, cfg.br, cfg.bc
-    qk_scale = np.float32(cfg.softmax_scale * LOG2E)
-    scale_first = bool(qk_scale <= 0)
-    tc = cfg.tiles_of_block(i)
+def fast_block(rec: Recorder, cfg: Config, pick: int, picks: list[tuple[band.Segment, int]] | None = None) -> None:
+    """Pick `pick`, not recorded: `block`'s arithmetic vectorised over the tiles it visits, its steps tallied as
+    `block` emits them: the tiles' scores, (SCALE_FIRST) their scale and soft cap, each stage's band mask, maxima, P,
+    its bf16 rounding and P @ Vj at once (per tile the same operations and products of the same shapes), the running
+    max by fmaxf tile after tile, and li, Oi (which each tile rescales) in the kernel's order; with every option of
+    real models (a segment's rows and keys, the band, the rows that see no key). The same numbers bit for bit
+    (tests/test_engine_vectorised.py)."""
+    seg, i = (picks or plan(cfg))[pick]
+    n, nk, d, br, bc = seg.nq, seg.nk, cfg.d, cfg.br, cfg.bc
+    left, right = cfg.sides
+    capped = cfg.softcap > 0
+    if capped:
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale / cfg.softcap), np.float32(cfg.softcap * LOG2E)
+    else:
+        qk_scale, softcap2 = np.float32(cfg.softmax_scale * LOG2E), np.float32(0.0)
+    scale_first = bool(qk_scale <= 0) or capped
+    tiles = stages(cfg, seg, i)
+    tc = len(tiles)
     fl = rec.flops
     pad = padded(d) - d
     r0, r1 = span(i, br, n)
     nr = r1 - r0
+    q0, k0 = seg.q0, seg.k0
     rows = np.arange(r0, r0 + br)  # (Br,)
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    at = {"block": pick} if segmented else {}
 
     Qi = np.zeros((br, d), np.float32)  # (Br, D)
-    q, tq = rec.hbm.read("Q", slice(r0, r1))
+    q, tq = rec.hbm.read("Q", slice(q0 + r0, q0 + r1))
     Qi[:nr] = q
-    spans = [span(j, bc, n) for j in range(tc)]
+    starts = np.array([start for start, _ in tiles], dtype=np.int64)
+    spans = [(k0 + int(start), k0 + min(int(start) + bc, nk)) for start in starts]
     Kt, tk = rec.hbm.read_tiles("K", spans, bc)  # (Tc, Bc, D)
     Vt, tv = rec.hbm.read_tiles("V", spans, bc)  # (Tc, Bc, D)
-    # scores: tl.dot(Qi, Kj.T) per tile, then (SCALE_FIRST) the scale, then each tile's stage's mask
+    # scores: tl.dot(Qi, Kj.T) per tile, then (SCALE_FIRST) the scale and the cap, then each tile's stage's mask
     S = fl.matmul(Qi, Kt.swapaxes(-1, -2))  # (Tc, Br, Bc)
     fl.count("matmul", tc * 2 * br * bc * pad)
     if scale_first:
         S = fl.mul(S, qk_scale)
-    cols = np.arange(tc * bc).reshape(tc, 1, bc)  # (Tc, 1, Bc) key column of each column of Sij
-    stages = np.array([stage_of(cfg, i, j) for j in range(tc)]).reshape(tc, 1, 1)
-    masked = ((stages == MASK_CAUSAL) & (rows[None, :, None] < cols)) | ((stages == MASK_COLUMNS) & (cols >= n))
-    S[np.broadcast_to(masked, S.shape)] = -np.inf
-    rec.tally_flops([phase_of("scores", j, tc) for j in range(tc)])
+        if capped:
+            S = fl.mul(softcap2, tanh(fl, S))
+    masked_stage = np.array([stage != NO_MASK for _, stage in tiles], dtype=bool).reshape(tc, 1, 1)
+    cols = starts.reshape(tc, 1, 1) + np.arange(bc).reshape(1, 1, bc)  # (Tc, 1, Bc) key column of each column
+    hidden = ~band.visible(rows[None, :, None], cols, nk, seg.off, left, right)  # (Tc, Br, Bc)
+    S[np.broadcast_to(masked_stage & hidden, S.shape)] = -np.inf
+    rec.tally_flops([phase_of("scores", k, tc) for k in range(tc)])
     # online_softmax, in units of log2
     start = np.full(br, -np.inf, np.float32)
     if scale_first:
         m_ij = fl.rowmax(S)  # (Tc, Br)
-        m_new = fl.running_max(m_ij, start)  # (Tc, Br) mi after tile j
-        P = fl.exp2(fl.sub(S, m_new[:, :, None]))  # (Tc, Br, Bc)
     else:
         m_ij = fl.mul(fl.rowmax(S), qk_scale)  # (Tc, Br)
-        m_new = fl.running_max(m_ij, start)
-        P = fl.exp2(fl.fma(S, qk_scale, -m_new[:, :, None]))  # (Tc, Br, Bc)
-    m_old = np.concatenate([start[None], m_new[:-1]])  # (Tc, Br) mi before tile j
-    alpha = fl.exp2(fl.sub(m_old, m_new))  # (Tc, Br)
+    m_new = fl.running_max(m_ij, start)  # (Tc, Br) mi after tile k
+    # a row that has seen no key yet, in a masked stage: P = 0, not NaN
+    m_use = np.where(masked_stage[:, :, 0] & (m_new == -np.inf), np.float32(0.0), m_new).astype(np.float32)
+    if scale_first:
+        P = fl.exp2(fl.sub(S, m_use[:, :, None]))  # (Tc, Br, Bc)
+    else:
+        P = fl.exp2(fl.fma(S, qk_scale, -m_use[:, :, None]))  # (Tc, Br, Bc)
+    m_old = np.concatenate([start[None], m_new[:-1]])  # (Tc, Br) mi before tile k
+    alpha = fl.exp2(fl.sub(m_old, m_use))  # (Tc, Br)
     lsum = fl.rowsum(P)  # (Tc, Br)
     pv = fl.matmul(bf16(P), Vt)  # (Tc, Br, D) fp32 accumulation of bf16(P) @ Vj
     fl.count("matmul", tc * 2 * br * bc * pad)
     li = np.zeros(br, np.float32)  # (Br,)
     Oi = np.zeros((br, d), np.float32)  # (Br, D)
-    for j in range(tc):  # the carries, tile after tile: li = fma(li, alpha, rowsum), Oi = Oi * alpha + P @ Vj
-        li = precision.fma(li, alpha[j], lsum[j])
-        Oi = np.multiply(Oi, alpha[j][:, None]) + pv[j]
+    for k in range(tc):  # the carries, tile after tile: li = fma(li, alpha, rowsum), Oi = Oi * alpha + P @ Vj
+        li = precision.fma(li, alpha[k], lsum[k])
+        Oi = np.multiply(Oi, alpha[k][:, None]) + pv[k]
     fl.count("mul", tc * (br + br * d + br * pad))  # as `block` counts: the fma's, Oi * alpha, the padding's
     fl.count("add", tc * br)
-    rec.tally_flops([phase_of("online_softmax", j, tc) for j in range(tc)])
-    # write_back
+    rec.tally_flops([phase_of("online_softmax", k, tc) for k in range(tc)])
+    # write_back: a row that saw no key: O = 0, L = -inf
     mi = m_new[-1] if tc else start
-    Oi = bf16(fl.div(Oi, li[:, None]))
+    safe = np.where(li == 0.0, np.float32(1.0), li).astype(np.float32)
+    Oi = bf16(fl.div(Oi, safe[:, None]))
     fl.count("div", br * pad)
     L_i = fl.mul(fl.add(mi, fl.log2(li)), LN2)  # (Br,)
-    to = rec.hbm.write("O", slice(r0, r1), Oi[:nr])
-    tl = rec.hbm.write("L", slice(r0, r1), L_i[:nr])
+    to = rec.hbm.write("O", slice(q0 + r0, q0 + r1), Oi[:nr])
+    tl = rec.hbm.write("L", slice(q0 + r0, q0 + r1), L_i[:nr])
     rec.tally_flops([phase_of("write_back", None, tc)])
 
-    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {"i": i})
-    for j in range(tc):
-        at = {"i": i, "j": j}
-        rec.tally(j, "load_kv", phase_of("load_kv", j, tc), [tk[j], tv[j]], at)
-        rec.tally(j, "scores", phase_of("scores", j, tc), [], at)
-        rec.tally(j, "online_softmax", phase_of("online_softmax", j, tc), [], at)
-    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {"i": i})
+    rec.tally(None, "load_q", phase_of("load_q", None, tc), [tq], {**at, "i": i})
+    for k, (begin, _) in enumerate(tiles):
+        idx = {**at, "i": i, "j": begin // bc}
+        rec.tally(begin // bc, "load_kv", phase_of("load_kv", k, tc), [tk[k], tv[k]], idx)
+        rec.tally(begin // bc, "scores", phase_of("scores", k, tc), [], idx)
+        rec.tally(begin // bc, "online_softmax", phase_of("online_softmax", k, tc), [], idx)
+    rec.tally(None, "write_back", phase_of("write_back", None, tc), [tl, to], {**at, "i": i})
 
 
 def execute(cfg: Config, inputs: dict[str, np.ndarray]) -> Recorder:
-    """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded."""
-    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(cfg.tr)))
+    """Run every block of the launch on the memory model (Q, K, V rounded to bf16 first); return what was recorded.
+    With the options of real models, the blocks of every q head of one K/V head and every packed sequence."""
+    blocks = cfg.q_blocks
+    rec = Recorder(KERNEL, WHERE, set(cfg.recorded_blocks(blocks)))
     qkv = {name: bf16(np.asarray(inputs[name], dtype=np.float32)) for name in ("Q", "K", "V")}
-    grid = Grid(cfg.tr, block, fast=fast_block)
-    return run_launch(rec, cfg, qkv, {"O": (cfg.n, cfg.d), "L": (cfg.n,)}, [grid])
+    rows = cfg.q_rows
+    picks = plan(cfg)
+    run = lambda r, c, b: block(r, c, b, picks)  # noqa: E731
+    fast = lambda r, c, b: fast_block(r, c, b, picks)  # noqa: E731
+    return run_launch(rec, cfg, qkv, {"O": (rows, cfg.d), "L": (rows,)}, [Grid(blocks, run, fast=fast)])
 
 
-trace_blocks = blocks_of_q  # one program per block of Q (and head)
+def trace_blocks(cfg: Config, recorded: set[int]) -> list[dict[str, Any]]:
+    """The picks (the trace's `blocks`): one program per block of Q (and head); with several q heads or packed
+    sequences, each block with its segment (`segment`, the trace's `layout.segments`) and its sequence's keys."""
+    if cfg.group == 1 and cfg.seqlens is None:
+        return blocks_of_q(cfg, recorded)
+    out = []
+    index = {(s.head, s.seq): k for k, s in enumerate(cfg.segments())}
+    for pick, (seg, i) in enumerate(plan(cfg)):
+        r0, r1 = span(i, cfg.br, seg.nq)
+        out.append(
+            {
+                "i": i,
+                "rows": [seg.q0 + r0, seg.q0 + r1],
+                "recorded": pick in recorded,
+                "segment": index[(seg.head, seg.seq)],
+                "keys": [seg.k0, seg.k0 + seg.nk],
+                "label": f"{pick} \u00b7 {segment_words.short(cfg, seg)} i = {i} \u00b7 rows "
+                f"{seg.q0 + r0}\u2013{seg.q0 + r1 - 1}",
+            }
+        )
+    return out

@@ -7,6 +7,10 @@ mantissa: up to 2^-9 relative per weight) and O to bf16 when it is stored (2^-9 
 everything else. `tests/test_fa2_triton.py` measures plain bf16 attention on the same inputs (scores, softmax and
 P·V rounded to bf16 as torch computes them in bf16) and holds the engine to at most 2× that error; the bound here
 is what a trace's badge checks, at any N.
+
+With the options of real models each (q head, sequence) of the launch (`Config.segments`) is float64 attention of its
+rows of Q against its sequence's keys, with the window, Nq ≠ Nk aligned to the bottom-right and soft-capping as
+`reference.scores` states them (not with the kernels' geometry); a row that sees no key has O = 0 and L = −∞.
 """
 
 from __future__ import annotations
@@ -34,5 +38,13 @@ ENGINE_TOLERANCE = {"O": 2.0**-7, "L": 1e-5}
 
 def expected(cfg: Config, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     Q, K, V = (bf16(np.asarray(inputs[k], dtype=np.float32)) for k in ("Q", "K", "V"))
-    O, L = reference.attention(Q, K, V, cfg.softmax_scale, cfg.causal)
+    if not cfg.has_options:
+        O, L = reference.attention(Q, K, V, cfg.softmax_scale, cfg.causal)
+        return {"O": O, "L": L}
+    O, L = np.empty(Q.shape), np.empty(Q.shape[0])  # (G·N, D), (G·N,)
+    for seg in cfg.segments():
+        q, k = slice(seg.q0, seg.q0 + seg.nq), slice(seg.k0, seg.k0 + seg.nk)
+        O[q], L[q] = reference.attention(
+            Q[q], K[k], V[k], cfg.softmax_scale, cfg.causal, (cfg.window[0], cfg.window[1]), cfg.softcap
+        )
     return {"O": O, "L": L}

@@ -1,20 +1,23 @@
-"""FLOPs of one head of kernel.py's `fa2_fwd` in closed form, by kind (flashviz.engine.flops), checked against the
-engine's counters. What the kernel computes, on whole tiles (Triton computes every row and column of a tile; masks
-select, they do not skip): per (i, j) pair Sij = tl.dot(Qi, Kjᵀ), the online softmax in units of log2 with the
-scale folded into one multiply, and tl.dot(bf16(P), Vj, Oi); per block Oi / li and L = (mi + log2 li)·ln 2.
+"""FLOPs of kernel.py's `fa2_fwd` in closed form, by kind (flashviz.engine.flops), checked against the engine's
+counters. What the kernel computes, on whole tiles (Triton computes every row and column of a tile; masks select,
+they do not skip): per (i, j) pair Sij = tl.dot(Qi, Kjᵀ), the online softmax in units of log2 with the scale folded
+into one multiply, and tl.dot(bf16(P), Vj, Oi); per block Oi / li and L = (mi + log2 li)·ln 2.
 
 The tiles are D wide with D the head dimension rounded up to a power of two (`tiles.padded`: 96 runs as 128, the
 columns past it read as zeros): the products and Oi's operations are counted at that width, as the kernel runs them.
-Under causal masking the loop over tiles runs in two stages, the tiles wholly below block i's diagonal (no mask) and
-its diagonal tiles (masked); not causal, the tiles wholly inside N and the ragged last one (its columns >= N masked).
-Every pair costs the same in each stage; `stages` gives how many pairs each runs."""
+The loop over tiles runs in kernel.py's three stages (the band's left edge, masked; the tiles wholly inside it; its
+right edge and the ragged end, masked); every pair costs the same in each, so the count needs only the pairs and the
+blocks (`traffic.sums`: one head, or one K/V head with its group of q heads, its packed sequences and its window).
+
+SCALE_FIRST (a scale <= 0, or soft-capping) scales each score before its max: Br·Bc multiplies where the plain path
+multiplies the row max (Br) and folds the scale into the fma of the exponent (Br·Bc); soft-capping then computes
+softcap2·tanh(s) as kernel.py's `_tanh` does: 1 − 2 / (exp2(2·log2e·s) + 1), per score two multiplies, an exp2,
+two additions and a division."""
 
 from __future__ import annotations
 
-from flashviz.model.tiling import count as blocks
-from flashviz.model.tiling import sum_tiles
-
 from .tiles import padded
+from .traffic import sums
 
 # per kind, how the count is made up: per (i, j) pair, and per block at write-back (D: the padded head dimension)
 FORMULAS = {
@@ -28,25 +31,39 @@ FORMULAS = {
     "div": "Br·D per block: Oi / li, once, at write-back",
     "log": "Br per block: log2 li",
 }
+SOFTCAP_FORMULAS = {  # what soft-capping adds per pair (tanh by one exp2), and SCALE_FIRST's multiplies
+    "exp": "+ Br·Bc per pair with softcap: the exp2 of tanh",
+    "add": "+ 2·Br·Bc per pair with softcap: tanh's + 1 and 1 −",
+    "mul": "with SCALE_FIRST Br·Bc per pair scale the scores (Br fewer: no rowmax·qk_scale); with softcap + 2·Br·Bc: "
+    "2·log2e·s and softcap2·tanh",
+    "div": "+ Br·Bc per pair with softcap: tanh's 2 / (…)",
+}
 
 
-def stages(n: int, br: int, bc: int, causal: bool = False) -> dict[str, int]:
-    """The (i, j) pairs each loop stage of the kernel runs, over all blocks i."""
-    tr = blocks(n, br)
-    if causal:  # block i runs i·Br/Bc tiles below its diagonal (Br is a multiple of Bc), then its diagonal tiles
-        below = (br // bc) * tr * (tr - 1) // 2
-        return {"NO_MASK": below, "MASK_CAUSAL": sum_tiles(n, br, bc, True) - below}
-    return {"NO_MASK": tr * (n // bc), "MASK_COLUMNS": tr * (1 if n % bc else 0)}
-
-
-def count(n: int, d: int, br: int, bc: int, causal: bool = False) -> dict[str, int]:
-    pairs, tr, dp = sum(stages(n, br, bc, causal).values()), blocks(n, br), padded(d)
+def count(
+    n: int,
+    d: int,
+    br: int,
+    bc: int,
+    causal: bool = False,
+    *,
+    group: int = 1,
+    seqs: list[tuple[int, int]] | None = None,
+    window: tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
+    scale_first: bool = False,
+) -> dict[str, int]:
+    s = sums(n, br, bc, causal, group, seqs, window)
+    pairs, blocks, dp = s["pairs"], s["blocks"], padded(d)
+    tile = br * bc
+    capped = softcap > 0
+    first = scale_first or capped
     return {
-        "matmul": 4 * br * bc * dp * pairs,
-        "exp": (br * bc + br) * pairs,
-        "log": br * tr,
-        "max": (br * bc + br) * pairs,
-        "add": (2 * br * bc + 2 * br) * pairs + br * tr,
-        "mul": (br * bc + 2 * br + br * dp) * pairs + br * tr,
-        "div": br * dp * tr,
+        "matmul": 4 * tile * dp * pairs,
+        "exp": (tile + br + (tile if capped else 0)) * pairs,
+        "log": br * blocks,
+        "max": (tile + br) * pairs,
+        "add": (2 * tile + 2 * br + (2 * tile if capped else 0)) * pairs + br * blocks,
+        "mul": (tile + (br if first else 2 * br) + br * dp + (2 * tile if capped else 0)) * pairs + br * blocks,
+        "div": (tile if capped else 0) * pairs + br * dp * blocks,
     }

@@ -83,10 +83,17 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
     return out, facts
 
 
+def grid(cfg: Config, heads: int) -> tuple[int, int, int]:
+    """fa2_fwd's grid for `heads` q heads (B·H): (Tr, heads), or with packed sequences (Tr of the longest sequence,
+    sequences · heads): a program past its sequence's end returns at once (`flashviz.ops.fa2`'s launcher)."""
+    longest = max(nq for nq, _ in cfg.seqs)
+    return -(-longest // cfg.br), len(cfg.seqs) * heads, 1
+
+
 SPEC: TritonSpec = TritonSpec(
     "fa2-triton",
     {"Q": nd, "K": nd, "V": nd, "O": nd, "L": rows},
-    (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L"), descriptors=("Q", "K", "V", "O")),),
+    (TritonKernel("fa2_fwd", ("Q", "K", "V", "O", "L"), descriptors=("Q", "K", "V", "O"), grid=grid),),
     launch,
     paths={"Q": "tma", "K": "tma", "V": "tma", "O": "tma", "L": "lsu"},
     reuse="mostly K and V, re-read by every block of Q",

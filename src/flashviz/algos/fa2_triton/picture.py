@@ -4,6 +4,7 @@ and where they come from) and what its two matrix products do on the tensor core
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flashviz.algos.picture import (
@@ -14,6 +15,8 @@ from flashviz.algos.picture import (
     Move,
     Op,
     Picker,
+    Place,
+    Rich,
     Tensor,
     Texts,
     b,
@@ -25,14 +28,26 @@ from flashviz.algos.picture import (
     when,
     width_veil,
 )
+from flashviz.model.pairs import tiling_of
 
-from . import tiles, traffic
+from . import models, tiles, traffic
+from . import options as option_words
+from .loops import plan, stages
 
 if TYPE_CHECKING:
     from flashviz.model.config import Config
 
 K = "fa2_fwd"
-KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)
+KERNELS = (
+    Kernel(
+        K,
+        ("load_q", "load_kv", "scores", "online_softmax", "write_back"),
+        grid="Tr",
+        scope=K,
+        main=True,
+        block_index="block",  # several q heads or packed sequences: the pick, beside the kernel's own i
+    ),
+)
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
 BUFFERS = {
@@ -111,7 +126,7 @@ HIDDEN = [
 
 
 def tensors(cfg: Config) -> dict[str, Tensor]:
-    r = traffic.rules(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
+    r = models.rules(cfg)
     return {
         "Q": Tensor(("q", "none"), "none", r["Q"]),
         "K": Tensor(("kv", "none"), "none", r["K"]),
@@ -157,24 +172,44 @@ def tensor_cores(cfg: Config) -> dict[str, Any]:
     }
 
 
+def veil_of(cfg: Config, t: Mapping[str, Tensor]) -> Callable[[Place], list[dict[str, Any]] | None]:
+    """What a step's block never touches: one head of plain causal attention as fa2 draws it (`width_veil`), else
+    the keys outside its band and the other sequences' keys (options.veil)."""
+    if not cfg.has_options:
+        return lambda place: width_veil(cfg, t, place.block)
+    picks = plan(cfg)
+    cache: dict[int, list[dict[str, Any]] | None] = {}
+
+    def veil(place: Place) -> list[dict[str, Any]] | None:
+        if place.block not in cache:
+            seg, i = picks[place.block]
+            cache[place.block] = option_words.veil(cfg, t, stages(cfg, seg, i), (seg.k0, seg.k0 + seg.nk))
+        return cache[place.block]
+
+    return veil
+
+
 def picture(cfg: Config) -> Texts:
     t = tensors(cfg)
-    causal = CAUSAL_CHIPS if cfg.causal else ""
+    causal = CAUSAL_CHIPS if cfg.masks_tiles else ""
     smem = traffic.sram_bytes(cfg.n, cfg.d, cfg.br, cfg.bc)
+    segmented = cfg.group > 1 or cfg.seqlens is not None
+    program = "block {block} (i = {i})" if segmented else "program i = {block}"
+    pairs = tiling_of(cfg)["pairs"] if cfg.has_options else []
     return Texts(
         tagline="FlashAttention-2 forward in Triton: bf16 tiles on the tensor cores",
         tensors=t,
         sram_titles={
             K: [
-                f"On chip, program i = {{block}} · rows {{rows}} · {grouped(smem)} bytes of shared memory "
+                f"On chip, {program} · rows {{rows}} · {grouped(smem)} bytes of shared memory "
                 "(one stage), accumulators in registers"
             ],
         },
         summaries={
             K: [
                 "All ",
-                *plural(cfg.tr, "program"),
-                f" of Q run at once, each on its own Br = {cfg.br} rows: every one is at phase ",
+                *plural(cfg.q_blocks, "program"),
+                f" of Q{heads_words(cfg)} run at once, each on its own Br = {cfg.br} rows: every one is at phase ",
                 slot("phase"),
                 " of ",
                 slot("phases"),
@@ -186,7 +221,7 @@ def picture(cfg: Config) -> Texts:
         },
         counting=[
             [b("Q"), " is read once, and ", b("O"), " and ", b("L"), " are written once and never read back."],
-            [b("K"), " and ", b("V"), " are read once per block of Q: ", sub("T", "r"), " times."],
+            [b("K"), " and ", b("V"), " are read once per block of Q: ", sub("T", "r"), " times.", *band_words(cfg)],
             [
                 b("Half the bytes of fp32."),
                 " Q, K, V and O are bf16: 2 bytes per element, so the same element counts as the seed's fp32 kernel "
@@ -208,7 +243,34 @@ def picture(cfg: Config) -> Texts:
         substeps_note=["the sub-operations appear on each ", code("mi, li, Oi = …"), " step"],
         headline=["O", "L"],
         against="float64 attention of the bf16 inputs",
-        veil=lambda place: width_veil(cfg, t, place.block),
+        veil=veil_of(cfg, t),
         launch=launch(cfg),
         tensor_cores=tensor_cores(cfg),
+        options=option_words.section(cfg, pairs),
     )
+
+
+def heads_words(cfg: Config) -> str:
+    """Whose blocks the launch holds, with the options of real models."""
+    parts = [f", of {cfg.group} q heads sharing one K/V head"] if cfg.group > 1 else []
+    if cfg.seqlens is not None:
+        parts.append(f", of {len(cfg.seqlens)} packed sequences")
+    return "".join(parts)
+
+
+def band_words(cfg: Config) -> Rich:
+    """The counting rule's words for what the band leaves out."""
+    if not cfg.has_options:
+        return []
+    words: Rich = []
+    if cfg.masks_tiles:
+        words.append(" A block reads only the tiles its band reaches (the tiles left and right of it are skipped).")
+    if cfg.group > 1:
+        words += [
+            " Each of the ",
+            b(cfg.group),
+            " q heads of this K/V head reads them itself: the counts are per K/V head.",
+        ]
+    if cfg.seqlens is not None:
+        words.append(" Each block reads its own sequence's keys only.")
+    return words

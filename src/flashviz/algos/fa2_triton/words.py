@@ -4,6 +4,7 @@ the run from each step's record."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,22 +13,23 @@ from flashviz.algos.picture import Rich
 from flashviz.algos.words import (
     CARRIES_WAIT,
     Said,
-    keys_of,
     no_softmax,
     nonfinite_scores,
     num,
-    plural,
     row_list,
     row_range,
-    rows_of,
     slices,
     span,
 )
+from flashviz.model.tiling import span as tile_span
 
-from .engine import LOG2E, MASK_CAUSAL, stage_of
+from .engine import LOG2E
+from .loops import NO_MASK, plan, stages
+from .segments import skipped, where_words
 
 if TYPE_CHECKING:
     from flashviz.engine.steps import Record
+    from flashviz.model.band import Segment
     from flashviz.model.config import Config
 
 # op -> (the seed's label, TeX)
@@ -69,36 +71,87 @@ PARTS = {
     )
 }
 
+PARTS_FIRST = (  # SCALE_FIRST (soft-capping, or a scale <= 0): the scores are scaled (and capped) already
+    (
+        "new max",
+        "m_new = max(mi, Sij.max(1))",
+        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
+    ),
+    (
+        "rescaled sum",
+        "li = li * alpha + exp2(Sij - m_new).sum(1)",
+        r"\ell_i = 2^{\,m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(2^{\,S_{ij} - m_i^{\text{new}}}\big)",
+    ),
+    PARTS["online_softmax"][2],
+)
+
+
+def scale_first(cfg: Config) -> bool:
+    """The host's SCALE_FIRST: soft-capping, or a scale <= 0 (the scores are scaled before their max)."""
+    return cfg.softcap > 0 or cfg.softmax_scale * LOG2E <= 0
+
+
+def of_launch(cfg: Config) -> tuple[Mapping[str, tuple[str, str]], Mapping[str, tuple[tuple[str, str, str], ...]]]:
+    """LABELS and PARTS at this launch (flashviz.tracing.assemble asks for them where a words module has this):
+    with soft-capping the scores step says the cap it applies, and under SCALE_FIRST the online softmax's parts
+    take the scores scaled already."""
+    labels = LABELS
+    if cfg.softcap > 0:
+        c = f"{cfg.softcap:g}"
+        labels = {
+            **LABELS,
+            "scores": (
+                f"Sij = {c}·log2e·tanh(tl.dot(Qi, Kj.T)·scale/{c})",
+                rf"S_{{ij}} = {c}\log_2 e\cdot\tanh\!\big(\tau\, Q_i K_j^{{\top}} / {c}\big)"
+                r"\ \text{(soft-capped, in units of }\log_2\text{)}",
+            ),
+        }
+    return labels, ({"online_softmax": PARTS_FIRST} if scale_first(cfg) else PARTS)
+
+
 # ---- the narrative sentences ----
 
 STAGE_WORDS = {
-    "NO_MASK": "the unmasked stage",
-    "MASK_CAUSAL": "the diagonal stage (MASK_CAUSAL: key column > query row is masked)",
-    "MASK_COLUMNS": "the ragged stage (MASK_COLUMNS: key columns ≥ N are masked)",
+    "MASK_BAND (left edge)": "the stage of the window's left edge (BAND_LEFT, MASK_BAND: keys left of a row's "
+    "window are masked)",
+    "NO_MASK": "the unmasked stage (NO_MASK: every key of the tile is inside every row's band)",
+    "MASK_BAND": "the masked stage (MASK_BAND: keys past the band's right edge, the diagonal under causal, or past "
+    "the keys are masked)",
 }
 LOAD_Q = (
-    "Program {i} claims {rows} of Q: one TMA load brings Qi = Q[{first}:{end}] into shared memory as bf16 ({elements} "
-    "elements, {bytes} bytes) for the whole run, while the fp32 accumulator Oi = 0 and the carries mi = −∞, li = 0 "
-    "start in registers.{padding}"
+    "Program i = {i}{whose} claims {rows} of Q: one TMA load brings Qi = Q[{first}:{end}] into shared memory as bf16 "
+    "({elements} elements, {bytes} bytes) for the whole run, while the fp32 accumulator Oi = 0 and the carries "
+    "mi = −∞, li = 0 start in registers.{padding}"
 )
 PADDING = (
-    " Only {valid} of its {br} rows exist (N ends at {end}); the tensor descriptor reads the other {pad} as zeros, "
-    "and nothing past N is fetched."
+    " Only {valid} of its {br} rows exist (its sequence ends at {end}); the tensor descriptor, which ends there, "
+    "reads the other {pad} as zeros, and nothing past it is fetched."
 )
 LOAD_KV = (
     "{which} tile of K and V arrives by TMA, in {stage} of the loop: Kj, Vj = K[{first}:{end}], V[{first}:{end}] "
     "({elements} bf16 elements, {bytes} bytes). {reread}{ragged}"
 )
-REREAD = "Every one of the {tr} programs of Q reads this tile, so K and V are read {times} in all."
-SKIPPED = "Causal: the {tiles} past the diagonal are never loaded here."
+REREAD = "This block reads every tile of K and V."
+SKIPPED = "This block never loads {parts}: tiles of no key any of its rows sees."
+SKIPPED_LEFT = "{tiles} left of the band (the window's left edge)"
+SKIPPED_RIGHT = "{tiles} right of it (past the diagonal or the window's right edge)"
 RAGGED = " The tile is ragged: only {valid} of {bc} rows exist; TMA fills the rest with zeros."
 SCORES = (
     "Sij = tl.dot(Qi, Kjᵀ) on the tensor cores: bf16 products, exact, summed in fp32, and not yet scaled (the scale "
     "times log2 e = {qk_scale} is folded into the exponent next).{finite}{nonfinite}{diagonal}{past_n}"
 )
+SCORES_CAPPED = (
+    "Sij = tl.dot(Qi, Kjᵀ) on the tensor cores (bf16 products summed in fp32), then soft-capped: scaled by "
+    "qk_scale = scale/{softcap} = {qk_scale} and mapped through softcap2·tanh, softcap2 = {softcap}·log2 e, so that "
+    "every score lies within ±{bound} (log2 units).{finite}{nonfinite}{diagonal}{past_n}"
+)
+SCORES_FIRST = (
+    "Sij = tl.dot(Qi, Kjᵀ) on the tensor cores, then scaled at once by qk_scale = {qk_scale} (a scale ≤ 0: "
+    "SCALE_FIRST, the max of the scaled scores is not the scaled max).{finite}{nonfinite}{diagonal}{past_n}"
+)
 FINITE = " {count} finite scores between {low} and {high}."
-DIAGONAL = " A diagonal tile: {masked} scores with key column > query row are set to −∞."
-PAST_N = " Columns {first}–{last} lie past N and are set to −∞ ({stage})."
+DIAGONAL = " {masked} scores of keys outside their row's band are set to −∞ ({stage})."
+PAST_N = " Columns {first}–{last} lie past the keys and are set to −∞."
 ONLINE_NOT_NUMBERS = "The carries move, but not to numbers: mi is {m_new}.{note}"
 ONLINE_FIRST = (
     "The first tile moves the carries: mi (in units of log2) goes from −∞ to {m_new}, li becomes the row sums of "
@@ -119,6 +172,7 @@ WRITE_BACK = (
     "{L}). Neither is read back.{nan}"
 )
 NAN = " {Rows} had no softmax: their O and L are NaN."
+NO_KEY = " {Rows} saw no key (their band holds none): li = 0, so O = 0 and L = −∞, as FlashAttention-2 leaves them."
 
 # ---- the Action column ----
 
@@ -146,19 +200,29 @@ STALE = (
 )
 
 
-def scores(S: np.ndarray, valid_rows: int, valid_cols: int, stage: str, qk_scale: float) -> str:
+def scores(cfg: Config, S: np.ndarray, valid_rows: int, valid_cols: int, stage: str) -> str:
     live = S[:valid_rows, :valid_cols]
     finite = live[np.isfinite(live)]
     masked = int(np.isneginf(live).sum())
-    return SCORES.format(
-        qk_scale=num(qk_scale),
-        finite=FINITE.format(count=finite.size, low=num(finite.min()), high=num(finite.max())) if finite.size else "",
-        nonfinite=nonfinite_scores(live),
-        diagonal=DIAGONAL.format(masked=masked) if stage == MASK_CAUSAL and masked else "",
-        past_n=PAST_N.format(first=valid_cols, last=S.shape[1] - 1, stage=STAGE_WORDS[stage])
-        if valid_cols < S.shape[1]
+    capped = cfg.softcap > 0
+    if capped:  # the host: qk_scale = scale / c
+        qk_scale = float(np.float32(cfg.softmax_scale / cfg.softcap))
+    else:
+        qk_scale = float(np.float32(cfg.softmax_scale * LOG2E))
+    slots = {
+        "qk_scale": num(qk_scale),
+        "finite": FINITE.format(count=finite.size, low=num(finite.min()), high=num(finite.max()))
+        if finite.size
         else "",
-    )
+        "nonfinite": nonfinite_scores(live),
+        "diagonal": DIAGONAL.format(masked=masked, stage=STAGE_WORDS[stage]) if stage != NO_MASK and masked else "",
+        "past_n": PAST_N.format(first=valid_cols, last=S.shape[1] - 1) if valid_cols < S.shape[1] else "",
+    }
+    if capped:
+        return SCORES_CAPPED.format(softcap=f"{cfg.softcap:g}", bound=num(cfg.softcap * LOG2E), **slots)
+    if scale_first(cfg):
+        return SCORES_FIRST.format(**slots)
+    return SCORES.format(**slots)
 
 
 def online_softmax(j: int, carries: Mapping[str, np.ndarray], valid_rows: int, rounding: float) -> str:
@@ -174,7 +238,8 @@ def online_softmax(j: int, carries: Mapping[str, np.ndarray], valid_rows: int, r
         m_old, m_new, alpha, l_old, l_new = m_old[good], m_new[good], alpha[good], l_old[good], l_new[good]
     if j == 0:
         return ONLINE_FIRST.format(m_new=span(m_new), l_new=span(l_new), rounded=rounded, note=note)
-    rise = m_new - m_old
+    with np.errstate(invalid="ignore"):  # a row that saw no key yet: −∞ − (−∞)
+        rise = m_new - m_old
     rose = np.flatnonzero(rise > 0)
     if rose.size == 0:
         return ONLINE_NO_RISE.format(l_new=span(l_new), rounded=rounded, note=note)
@@ -193,19 +258,44 @@ def online_softmax(j: int, carries: Mapping[str, np.ndarray], valid_rows: int, r
     )
 
 
+@lru_cache(maxsize=8)
+def _plan(cfg: Config) -> list[tuple[Segment, int]]:
+    return plan(cfg)
+
+
+def place(cfg: Config, s: Record) -> tuple[Segment, int, list[tuple[int, str]]]:
+    """The step's pick as the engine ran it: its segment (q head, sequence), its block i there and the tiles it
+    visits in the kernel's stages (flashviz.algos.fa2_triton.loops)."""
+    seg, i = _plan(cfg)[s.block]
+    return seg, i, stages(cfg, seg, i)
+
+
 def text(cfg: Config, s: Record) -> str:
     d = cfg.d
-    i = s.indices["i"]
-    first, end, valid = rows_of(cfg, i)
+    seg, i, tiles = place(cfg, s)
+    r0, r1 = tile_span(i, cfg.br, seg.nq)
+    first, end, valid = seg.q0 + r0, seg.q0 + r1, r1 - r0
     if s.op == "load_q":
         pad = "" if valid == cfg.br else PADDING.format(valid=valid, br=cfg.br, end=end, pad=cfg.br - valid)
+        where = where_words(cfg, seg) if cfg.group > 1 or cfg.seqlens is not None else ""
         return LOAD_Q.format(
-            i=i, rows=row_range(first, end), first=first, end=end, elements=valid * d, bytes=2 * valid * d, padding=pad
+            i=i,
+            whose=f" ({where})" if where else "",
+            rows=row_range(first, end),
+            first=first,
+            end=end,
+            elements=valid * d,
+            bytes=2 * valid * d,
+            padding=pad,
         )
     if s.op == "write_back":
         assert s.carries is not None
         L = s.carries["L"][:valid]
-        bad = np.flatnonzero(~np.isfinite(L))
+        bad = np.flatnonzero(np.isnan(L) | np.isposinf(L))
+        none = np.flatnonzero(np.isneginf(L))
+        nan = NAN.format(Rows=row_list(first + bad).capitalize()) if bad.size else ""
+        if none.size:
+            nan += NO_KEY.format(Rows=row_list(first + none).capitalize())
         return WRITE_BACK.format(
             first=first,
             end=end,
@@ -214,34 +304,39 @@ def text(cfg: Config, s: Record) -> str:
             valid=valid,
             l_bytes=4 * valid,
             L=span(L),
-            nan=NAN.format(Rows=row_list(first + bad).capitalize()) if bad.size else "",
+            nan=nan,
         )
     j = s.indices["j"]
-    c0, c1, nc = keys_of(cfg, j)
-    stage = stage_of(cfg, i, j)
+    starts = [start for start, _ in tiles]
+    k = starts.index(j * cfg.bc)  # the tile's place in the block's loop
+    stage = tiles[k][1]
+    c0, c1 = j * cfg.bc, min(j * cfg.bc + cfg.bc, seg.nk)
+    nc = c1 - c0
     if s.op == "load_kv":
-        tc = cfg.tiles_of_block(i)
-        skipped = cfg.tc - tc
-        which = "The first" if j == 0 else ("The last" if j == tc - 1 else f"Tile {j + 1} of {tc}:")
-        reread = (
-            SKIPPED.format(tiles=plural(skipped, "tile"))
-            if skipped
-            else REREAD.format(tr=cfg.tr, times=plural(cfg.tr, "time"))
-        )
+        tc = len(tiles)
+        which = "The first" if k == 0 else ("The last" if k == tc - 1 else f"Tile {k + 1} of {tc}:")
+        left, right = skipped(cfg, seg, tiles)
+        if left or right:
+            parts = ([SKIPPED_LEFT.format(tiles=left)] if left else []) + (
+                [SKIPPED_RIGHT.format(tiles=right)] if right else []
+            )
+            reread = SKIPPED.format(parts=" and ".join(parts))
+        else:
+            reread = REREAD
         return LOAD_KV.format(
             which=which,
             stage=STAGE_WORDS[stage],
-            first=c0,
-            end=c1,
+            first=seg.k0 + c0,
+            end=seg.k0 + c1,
             elements=2 * nc * d,
             bytes=4 * nc * d,
             reread=reread,
             ragged="" if nc == cfg.bc else RAGGED.format(valid=nc, bc=cfg.bc),
         )
     if s.op == "scores":
-        return scores(s.sram["Sij"], valid, nc, stage, float(np.float32(cfg.softmax_scale * LOG2E)))
+        return scores(cfg, s.sram["Sij"], valid, nc, stage)
     assert s.op == "online_softmax" and s.carries is not None, s.op
-    return online_softmax(j, s.carries, valid, s.facts["rounding"])
+    return online_softmax(k, s.carries, valid, s.facts["rounding"])
 
 
 def stage_note(s: Record) -> str:

@@ -4,13 +4,14 @@
 // Draws with a Pen; where it all goes comes from layout.ts and labels.ts.
 import { luminance, rgbOf } from "../../colors";
 import { cell } from "../../format";
+import { tileKeys } from "../../geometry";
 import { fitOne, NOTE_FONT, placeLines, placeNote, separatorSegments, separators, tileCaptionVariants } from "../../labels";
 import { cellChars, type GridBox, HEAD, type MemoryLayout, PAD, type Rect, TITLE } from "../../layout";
 import type { Num } from "../../types";
 import type { Ctx2D } from "../backbuffer";
 import type { Pen } from "./pen";
 import type { Raster } from "./raster";
-import { hbmValues, rangeOf, type Scene, tileHeld } from "./scene";
+import { hbmValues, rangeOf, rowBlock, type Scene, tileHeld } from "./scene";
 import { unwrittenNoteOf } from "./words";
 
 /** A panel (HBM or SRAM): its rounded box and the first of `titles` that fits. */
@@ -191,8 +192,39 @@ function boundaries(ctx: Ctx2D, pen: Pen, b: GridBox, bc: number): void {
     ctx.lineTo(x, b.y + b.h);
   }
   ctx.stroke();
+  if (b.bounds?.length) {
+    // where a segment begins (a q head's rows, a packed sequence): a firmer line across the grid and past it
+    ctx.globalAlpha = 0.9;
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = pen.palette.ink;
+    ctx.beginPath();
+    for (const r of b.bounds) {
+      const y = Math.round(b.y + r * b.ch);
+      ctx.moveTo(b.x - 6, y);
+      ctx.lineTo(b.x + b.w + 6, y);
+    }
+    ctx.stroke();
+  }
   ctx.restore();
   pen.rec.lines.push(...separatorSegments(b, bc));
+}
+
+/** A trace with a layout: the segments' words left of a grid ("h1", "s2"), each at its first row, where they fit. */
+function segmentLabels(ctx: Ctx2D, pen: Pen, b: GridBox): void {
+  const marks = b.marks ?? [];
+  ctx.save();
+  ctx.fillStyle = pen.palette.inkMuted;
+  ctx.textAlign = "right";
+  ctx.textBaseline = "top";
+  const font = "10px system-ui, sans-serif";
+  let last = -Infinity;
+  for (const m of marks) {
+    const y = b.y + m.row * b.ch;
+    if (y < last + 11) continue; // crowded: the next label below its neighbour, else left out
+    pen.text(ctx, m.text, b.x - 5, y + 1, font, 10, "block");
+    last = y;
+  }
+  ctx.restore();
 }
 
 /** "i=0", "i=1", ... left of a grid, one per block (or tile) of `group` rows; the first and the count when crowded. */
@@ -250,11 +282,13 @@ export function hbmGrids(ctx: Ctx2D, pen: Pen, raster: Raster, sc: Scene): void 
     boundaries(ctx, pen, b, bc);
     if (b.axis === "q" && firstQ) {
       firstQ = false;
-      blockLabels(ctx, pen, b, "i", t.config.br, t.config.tr);
+      if (b.cuts) segmentLabels(ctx, pen, b);
+      else blockLabels(ctx, pen, b, "i", t.config.br, t.config.tr);
     }
     if (b.axis === "kv" && firstKV) {
       firstKV = false;
-      blockLabels(ctx, pen, b, "j", t.config.bc, t.config.tc);
+      if (b.cuts) segmentLabels(ctx, pen, b);
+      else blockLabels(ctx, pen, b, "j", t.config.bc, t.config.tc);
     }
   }
 }
@@ -282,9 +316,10 @@ export function tileCaption(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   if (room.w < 90) room = { x: last.x + last.w + 6, y: first.y, w: l.sram.x + l.sram.w + PAD / 2 - 10 - last.x - last.w, h: tall };
   if (room.w < 40) return;
   const j = tileHeld(sc);
-  const { bc, n, tc } = t.config;
+  const i = rowBlock(sc);
   const state = j === null ? "before" : t.ops[s.op]?.after_loop ? "after" : "tile";
-  const rows: [number, number] = [(j ?? 0) * bc, Math.min(n, ((j ?? 0) + 1) * bc)];
+  const rows = tileKeys(t, i, j ?? 0);
+  const tc = t.layout && i !== null ? (t.tiling.pairs[i]?.length ?? t.config.tc) : t.config.tc;
   const noLoop = !t.kernels[s.kernel]?.tile_loop;
   const placed = placeLines(room, tileCaptionVariants(j, tc, rows, state, noLoop), pen.measure);
   if (placed) pen.lines(ctx, placed, pen.palette.inkMuted, "caption");

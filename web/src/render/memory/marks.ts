@@ -3,6 +3,7 @@
 // step wrote (boxed), padding rows and keys past N in SRAM, and under causal masking what the watched unit never
 // touches (the trace's veils, with their reason).
 import { blockStatus, keyValid, lastPhase, rowValid } from "../../derive";
+import { blockRows, tileKeys } from "../../geometry";
 import { placeLines, regions, VEIL_FONT } from "../../labels";
 import { cellRect, type GridBox, type Rect } from "../../layout";
 import type { Transfer } from "../../types";
@@ -60,7 +61,8 @@ export function watched(ctx: Ctx2D, pen: Pen, sc: Scene): void {
     const k = b.axis === "q" ? i : j;
     if (k === null || k === undefined) continue;
     const g = b.axis === "q" ? br : bc;
-    const r = cellRect(b, k * g, Math.min(k * g + g, n + b.padRows));
+    const [r0, r1] = !t.layout ? [k * g, Math.min(k * g + g, n + b.padRows)] : b.axis === "q" ? blockRows(t, k) : tileKeys(t, i, k);
+    const r = cellRect(b, r0, r1);
     ctx.strokeRect(r.x - 1.5, r.y - 1.5, r.w + 3, r.h + 3);
   }
   ctx.restore();
@@ -75,7 +77,8 @@ export function lockstep(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   if (!k?.lockstep || !k.grid.axis || !k.grid.rows_per_block) return;
   const axis = k.grid.axis;
   const g = k.grid.rows_per_block;
-  const own0 = s.block * g;
+  const rowsOf = (o: number): [number, number] => (t.layout && axis === "q" ? blockRows(t, o) : [o * g, o * g + g]);
+  const [own0, ownEnd] = rowsOf(s.block);
   const picks = t.picker.kernels.includes(s.kernel);
   const myLast = picks && s.phase === lastPhase(t, s.block);
   ctx.save();
@@ -83,7 +86,7 @@ export function lockstep(ctx: Ctx2D, pen: Pen, sc: Scene): void {
   ctx.setLineDash([2, 3]);
   for (const tr of s.transfers) {
     const b = l.grids[tr.tensor];
-    if (!b || b.axis !== axis || tr.rows[0] < own0 || tr.rows[1] > own0 + g) continue;
+    if (!b || b.axis !== axis || tr.rows[0] < own0 || tr.rows[1] > ownEnd) continue;
     ctx.strokeStyle = tr.kind === "read" ? pen.palette.read : pen.palette.write;
     for (let o = 0; o < k.grid.count; o++) {
       if (o === s.block) continue;
@@ -91,8 +94,9 @@ export function lockstep(ctx: Ctx2D, pen: Pen, sc: Scene): void {
         const st = blockStatus(t, o, s.phase);
         if (myLast ? st !== "last" : st !== "same") continue;
       }
-      const r0 = tr.rows[0] - own0 + o * g;
-      const r1 = Math.min(t.config.n, tr.rows[1] - own0 + o * g);
+      const [first, end] = rowsOf(o);
+      const r0 = tr.rows[0] - own0 + first;
+      const r1 = Math.min(t.layout ? end : t.config.n, tr.rows[1] - own0 + first);
       if (r1 <= r0) continue;
       const r = cellRect(b, r0, r1, tr.cols[0], tr.cols[1]);
       ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, Math.max(1, r.h - 1));
@@ -121,12 +125,12 @@ export function sramPadding(ctx: Ctx2D, pen: Pen, sc: Scene, b: GridBox): void {
   const j = tileHeld(sc);
   const i = rowBlock(sc);
   if (b.axis === "kv") {
-    for (let r = 0; r < b.rows; r++) if (!keyValid(t, j, r)) veilCells(ctx, pen, cellRect(b, r, r + 1));
+    for (let r = 0; r < b.rows; r++) if (!keyValid(t, j, r, i)) veilCells(ctx, pen, cellRect(b, r, r + 1));
   } else if (b.axis === "q") {
     for (let r = 0; r < b.rows; r++) if (!rowValid(t, i, r)) veilCells(ctx, pen, cellRect(b, r, r + 1));
   }
   if (b.colAxis === "kv" && j !== null) {
-    for (let c = 0; c < b.cols; c++) if (!keyValid(t, j, c)) veilCells(ctx, pen, cellRect(b, 0, b.rows, c, c + 1));
+    for (let c = 0; c < b.cols; c++) if (!keyValid(t, j, c, i)) veilCells(ctx, pen, cellRect(b, 0, b.rows, c, c + 1));
   }
   ctx.restore();
 }

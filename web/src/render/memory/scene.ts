@@ -3,6 +3,7 @@
 // whether a buffer belongs to the kernel now running. Pure.
 import { absMax } from "../../colors";
 import { isMat, sramAt, type TraceIndex } from "../../derive";
+import { qBlock } from "../../geometry";
 import type { HbmHistory } from "../../hbm";
 import type { GridBox, GridName, MemoryLayout } from "../../layout";
 import type { Mat, Num, Step, Trace, Vec } from "../../types";
@@ -24,9 +25,10 @@ export function tileHeld(sc: Scene): number | null {
   return sc.s.tile;
 }
 
-/** The block of Q whose rows the step's q-axis buffers hold: its loop index `i`, or null. */
+/** The block of Q whose rows the step's q-axis buffers hold: its loop index `i` (the pick, in a trace with a
+ *  layout), or null. */
 export function rowBlock(sc: Scene): number | null {
-  return sc.s.indices.i ?? null;
+  return qBlock(sc.trace, sc.s);
 }
 
 /** A vector as a column (or, `oneRow`, as one row), a matrix as it is. */

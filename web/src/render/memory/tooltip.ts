@@ -2,6 +2,7 @@
 // (testable without a page); `tipNodes` turns its answer into text nodes.
 import { h as el, frag } from "../../dom";
 import { full } from "../../format";
+import { blockRows, kvRows, tileKeys } from "../../geometry";
 import type { Hit } from "../../layout";
 import { hbmValues, rowBlock, type Scene, sramValues, tileHeld } from "./scene";
 
@@ -25,8 +26,11 @@ export function cellTip(sc: Scene, h: Hit): CellTip {
   const vec = b.cols === 1;
   if (b.area === "hbm") {
     const idx = vec ? `${g}[${h.r}]` : `${g}[${h.r}, ${h.c}]`;
-    let where =
-      b.axis === "kv" ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc}` : `block i = ${Math.floor(h.r / br)}, row ${h.r % br}`;
+    let where = t.layout
+      ? layoutWhere(sc, b.axis, h.r)
+      : b.axis === "kv"
+        ? `tile j = ${Math.floor(h.r / bc)}, row ${h.r % bc}`
+        : `block i = ${Math.floor(h.r / br)}, row ${h.r % br}`;
     if (b.colAxis === "kv") where += `; key ${h.c} (tile j = ${Math.floor(h.c / bc)})`;
     const hist = sc.history;
     if (hist.written(g)) {
@@ -49,20 +53,26 @@ export function cellTip(sc: Scene, h: Hit): CellTip {
   const j = tileHeld(sc);
   const i = rowBlock(sc);
   let note = "";
-  if (b.axis === "kv" && j !== null) {
+  if (t.layout && (b.axis === "kv" || b.axis === "q")) {
+    note = layoutNote(sc, b.axis, b.colAxis, h.r, h.c, v);
+  } else if (b.axis === "kv" && j !== null) {
     const key = j * bc + h.r;
-    note = key < n ? `key row ${key} (tile j = ${j})` : `row ${key} \u2265 N = ${n}: padding, zero`;
+    const nk = kvRows(t);
+    note = key < nk ? `key row ${key} (tile j = ${j})` : `row ${key} \u2265 N = ${nk}: padding, zero`;
   } else if (b.axis === "q" && i !== null) {
     const qrow = i * br + h.r;
     note = qrow < n ? `query row ${qrow} (block i = ${i})` : `row ${qrow} \u2265 N = ${n}: padding, never stored`;
     if (b.colAxis === "kv" && j !== null) {
       const key = j * bc + h.c;
+      const band = t.config.window && (t.config.window[0] >= 0 || t.config.window[1] >= 0);
       note +=
         key >= n
           ? `; key ${key} \u2265 N: scores \u2212\u221e, weighs 0`
-          : t.config.causal && key > qrow
-            ? `, key ${key} > query: masked`
-            : `, key ${key}`;
+          : band && v === null
+            ? `, key ${key}: outside the row's band, masked`
+            : t.config.causal && key > qrow
+              ? `, key ${key} > query: masked`
+              : `, key ${key}`;
     }
   } else {
     const ri = t.buffers[g]?.row_index;
@@ -70,6 +80,44 @@ export function cellTip(sc: Scene, h: Hit): CellTip {
     if (ri && at !== undefined) note = `row ${ri} = ${at}${t.buffers[g]?.row_of ? ` of ${t.buffers[g]!.row_of}` : ""}; column ${h.c}`;
   }
   return line(idx, full(v), note);
+}
+
+/** Where row r of an HBM grid is in a trace with a layout: its block (or tile) and the segment it belongs to. */
+function layoutWhere(sc: Scene, axis: string, r: number): string {
+  const t = sc.trace;
+  const lay = t.layout!;
+  if (axis === "q") {
+    const k = t.blocks.findIndex((b) => r >= b.rows[0] && r < b.rows[1]);
+    const seg = lay.segments.find((s) => r >= s.q[0] && r < s.q[1]);
+    return k < 0 ? "" : `block ${k} (i = ${t.blocks[k]!.i ?? 0}), row ${r - t.blocks[k]!.rows[0]}${seg ? ` \u00b7 ${seg.label}` : ""}`;
+  }
+  const seg = lay.segments.find((s) => r >= s.kv[0] && r < s.kv[1]);
+  if (!seg) return "";
+  const j = Math.floor((r - seg.kv[0]) / t.config.bc);
+  return `tile j = ${j}, row ${(r - seg.kv[0]) % t.config.bc} of its sequence's keys${lay.seqs.length > 1 ? ` (sequence ${seg.seq})` : ""}`;
+}
+
+/** An SRAM cell's note in a trace with a layout: its query row (of the packed Q) and key, and why a score is −∞. */
+function layoutNote(sc: Scene, axis: string, colAxis: string, r: number, c: number, v: unknown): string {
+  const t = sc.trace;
+  const i = rowBlock(sc);
+  const j = tileHeld(sc);
+  if (axis === "kv") {
+    if (j === null) return "";
+    const [a, b] = tileKeys(t, i, j);
+    return a + r < b ? `key row ${a + r} (tile j = ${j})` : `past its sequence's last key: padding, zero`;
+  }
+  if (i === null) return "";
+  const [first, end] = blockRows(t, i);
+  let note = first + r < end ? `query row ${first + r} (block ${i})` : "past its sequence's last row: padding, never stored";
+  if (colAxis === "kv" && j !== null) {
+    const [a, b] = tileKeys(t, i, j);
+    note +=
+      a + c >= b
+        ? `; past the sequence's keys: \u2212\u221e, weighs 0`
+        : `, key ${a + c}${v === null ? ": outside the row's band, masked" : ""}`;
+  }
+  return note;
 }
 
 /** The tooltip's nodes: the name in bold, its value (or what it is), the note on a line of its own. */

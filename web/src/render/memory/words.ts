@@ -1,6 +1,7 @@
 // The memory picture's words: the panels' titles, the notes beside a buffer's name and inside an empty grid, and the
 // canvas's text alternative. Pure functions of the trace and the step; the words themselves are the trace's.
 import { slice } from "../../format";
+import { blockRows, qBlock } from "../../geometry";
 import type { Step, Trace } from "../../types";
 
 /** A dtype as the panel's title writes it: float32 → fp32. */
@@ -12,6 +13,16 @@ export function dtypeShort(dtype: string): string {
 export function hbmTitles(t: Trace): string[] {
   const { n, d } = t.config;
   const dt = dtypeShort(t.config.dtype);
+  const lay = t.layout;
+  if (lay) {
+    const heads = lay.group > 1 ? `${lay.group} q heads \u00d7 ` : "";
+    const seqs = lay.seqs.length > 1 ? ` in ${lay.seqs.length} sequences` : "";
+    return [
+      `HBM \u00b7 global memory \u00b7 Q: ${heads}N=${n}${seqs}, K, V: Nk=${lay.kv_rows}, D=${d}, ${dt}`,
+      `HBM \u00b7 Q ${heads}N=${n}, Nk=${lay.kv_rows}, D=${d}`,
+      "HBM",
+    ];
+  }
   return [`HBM \u00b7 global memory \u00b7 N=${n}, D=${d}, ${dt}`, `HBM \u00b7 N=${n}, D=${d}, ${dt}`, "HBM"];
 }
 
@@ -20,7 +31,10 @@ function placeholders(t: Trace, s: Step): Record<string, string> {
   const out: Record<string, string> = { block: String(s.block) };
   for (const [k, v] of Object.entries(s.indices)) out[k] = String(v);
   const g = t.kernels[s.kernel]?.grid;
-  if (g?.rows_per_block) {
+  if (t.layout && g?.axis === "q") {
+    const [a, b] = blockRows(t, s.block);
+    out.rows = `${a}\u2013${b - 1}`;
+  } else if (g?.rows_per_block) {
     const a = s.block * g.rows_per_block;
     out.rows = `${a}\u2013${Math.min(t.config.n, a + g.rows_per_block) - 1}`;
   }
@@ -48,11 +62,12 @@ export function unwrittenNoteOf(t: Trace, name: string): string {
   return t.tensors[name]?.unwritten_note ?? "";
 }
 
-/** Does the step work on a pair of a block of Q and a tile that crosses the diagonal (masked)? */
+/** Does the step work on a pair of a block of Q and a tile that crosses the band's edge (masked)? */
 export function onMaskedPair(t: Trace, s: Step): boolean {
-  const i = s.indices.i;
+  const i = qBlock(t, s);
   const j = s.tile;
-  return i !== undefined && j !== null && t.tiling.pairs[i]?.[j] === "m";
+  const kind = i === null || j === null ? undefined : t.tiling.pairs[i]?.[j];
+  return kind === "m" || kind === "l" || kind === "b";
 }
 
 /** The note beside an SRAM buffer's name at the step: what fills or empties it, or what it now holds. */
