@@ -208,7 +208,7 @@ class TraceRoute(TraceQuery):
         "all",
         description="all: every array in the answer; on-demand: the steps' arrays left out (each as its dtype, shape, "
         "min and max), fetched per step from /api/trace/arrays; auto: on-demand when the steps' arrays hold more "
-        "than 1 MiB of values, else all (what the page asks)",
+        "than 2 MiB of values, else all (what the page asks)",
     )
 
     ACCEPTED: ClassVar[dict[str, str]] = {**TraceQuery.ACCEPTED, "arrays": "all, on-demand or auto"}

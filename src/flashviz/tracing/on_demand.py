@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from flashviz.tracing.trace import Trace
 
 # `arrays=auto`: the steps' arrays are left out when they hold more than this many bytes of values (the seed's example
-# holds 6 kB; N = 4096, D = 64, Br = Bc = 64 about 6 MB)
-AUTO_BYTES = 2**20
+# holds 6 kB; N = 1024, D = 64, Br = Bc = 64, the viewer benchmark's launch, 1.7 MB: whole, so that no step waits on a
+# request, bench/results/viewer.md; N = 4096, D = 64 6.6 MB: on demand)
+AUTO_BYTES = 2 * 2**20
 
 
 def _float_array(v: Any) -> bool:
