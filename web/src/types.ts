@@ -397,6 +397,8 @@ export interface AlgoInfo {
   example?: Record<string, number> | null;
   /** why those are its defaults, in words */
   example_why?: string;
+  /** the options of real models it runs (launch fields' names); the form shows their inputs only for it */
+  options?: string[];
 }
 
 /** One launch field as GET /api/limits lists it (`fields`): a row of the table flashviz.model.fields, at the API. */

@@ -13,6 +13,7 @@ export class ConfigForm {
   private readonly flags = new Map<Field, HTMLInputElement>();
   private readonly algo: HTMLSelectElement;
   private picked = ""; // the algorithm the fields were last filled or switched for
+  private more: HTMLDetailsElement | null = null; // the optional fields' inputs (the options of real models)
 
   constructor(
     private readonly form: HTMLFormElement,
@@ -26,6 +27,7 @@ export class ConfigForm {
     this.algo.addEventListener("change", () => {
       const note = this.switchSizes(this.picked, this.algo.value);
       this.picked = this.algo.value;
+      this.showOptions();
       const v = this.check(true);
       if (v) this.onApply(v, note ?? undefined);
     });
@@ -75,8 +77,27 @@ export class ConfigForm {
       if (f.empty) input.placeholder = f.empty;
       label.append(`${f.label || f.name} `, input);
     }
-    this.form.querySelector("button[type=submit]")!.before(label);
+    if (f.optional) this.moreBox().append(label);
+    else this.form.querySelector("button[type=submit]")!.before(label);
     return input;
+  }
+
+  /** The optional fields' inputs, folded under one "options" toggle so that the bar keeps its height: its panel
+   *  opens over the page, and opens by itself when the launch shown uses one of them (`fill`). */
+  private moreBox(): HTMLElement {
+    if (!this.more) {
+      this.more = document.createElement("details");
+      this.more.className = "more-fields";
+      this.more.dataset.testid = "cfg-more";
+      const summary = document.createElement("summary");
+      summary.textContent = "options";
+      summary.title = "the options of real models (grouped-query heads, a KV cache, a window, softcap, packed sequences)";
+      const panel = document.createElement("div");
+      panel.className = "more-panel";
+      this.more.append(summary, panel);
+      this.form.querySelector("button[type=submit]")!.before(this.more);
+    }
+    return this.more.querySelector<HTMLElement>(".more-panel")!;
   }
 
   private addHint(f: LaunchField): HTMLElement {
@@ -89,6 +110,7 @@ export class ConfigForm {
 
   private applyLimits(): void {
     this.bind();
+    this.showOptions();
     const algos = this.limits.algos ?? [];
     const current = this.algo.value;
     if (algos.length && (this.algo.options.length !== algos.length || algos.some((a, k) => this.algo.options[k]?.value !== a.name))) {
@@ -171,9 +193,22 @@ export class ConfigForm {
     const raw = configToRaw(c, this.limits);
     for (const [name, input] of this.inputs) input.value = raw[name] ?? "";
     for (const [name, input] of this.flags) input.checked = c[name] === true;
+    if (this.more && !this.more.open) {
+      const used = [...this.inputs.values()].some((input) => input.value !== "" && this.more!.contains(input));
+      if (used) this.more.open = true;
+    }
     this.algo.value = c.algo;
     this.picked = c.algo;
+    this.showOptions();
     this.check(false);
+  }
+
+  /** The options' toggle is there for an algorithm that runs them (/api/limits' `options`), hidden for the rest. */
+  private showOptions(): void {
+    if (!this.more) return;
+    const algo = (this.limits.algos ?? []).find((a) => a.name === this.algo.value);
+    const takes = (algo?.options ?? []).length > 0;
+    this.more.hidden = !takes && ![...this.inputs.values()].some((i) => i.value !== "" && this.more!.contains(i));
   }
 
   /** The server refused: show its detail, mark its field, keep the typed values. */
