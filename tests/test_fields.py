@@ -278,3 +278,19 @@ def test_a_shown_value_is_cut_in_one_place():
     assert cut("x" * ECHO_MAX) == "x" * ECHO_MAX and cut("x" * 41) == "x" * 39 + "…"
     assert shown("x" * 100) == "'" + "x" * 38 + "…"  # quoted, then cut
     assert shown(10**5000) == "an integer of 16610 bits"
+
+
+@pytest.mark.parametrize("text", ["\x1f5", "5,\x1c0", "\u20035", "5,,0", "0x10", "1e3"])
+def test_a_list_field_refuses_what_int_would_not_read(text):
+    # str.strip() takes \x1c-\x1f and U+2003 as whitespace, int() does not: such a value is refused with the field's
+    # one-line message, never a ValueError from int() (the CLI fuzzer found `compare --window '\x1f5'`)
+    from flashviz.model.config import ConfigError, option_values
+
+    with pytest.raises(ConfigError, match="window: must be comma-separated integers"):
+        option_values({"window": text})
+
+
+def test_a_list_field_reads_spaces_around_its_numbers():
+    from flashviz.model.config import option_values
+
+    assert option_values({"window": " 16 , 0"})["window"] == (16, 0)

@@ -63,8 +63,8 @@ def option_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
     def ints(name: str, value: object) -> object:
         if isinstance(value, str):
-            parts = value.split(",")
-            if not value or not all(_INTEGER.fullmatch(p.strip()) for p in parts):
+            parts = [p.strip(" \t") for p in value.split(",")]  # str.strip's whitespace (\x1f…) is not int()'s
+            if not value or not all(_INTEGER.fullmatch(p) for p in parts):
                 raise ConfigError(
                     name, f"must be comma-separated integers such as {_EXAMPLE[name]} (got {shown(value)})"
                 )
