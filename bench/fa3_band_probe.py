@@ -1,5 +1,8 @@
-"""Probe fa3's forward with Nq != Nk against fp32 torch attention at growing Nk, persistent and not (a diagnostic of the
-features run of 2026-12-05, where fa3's O at Nq=2k Nk=16k and at decode shapes differed from fa2's by 3.x).
+"""Probe fa3's forward with Nq != Nk against fp32 torch attention at growing Nk, persistent and not, with no options
+(None: what flashviz.attention passes for a cache with no window and no softcap) and with the options' defaults
+(the path tests/test_fa3_options.py checks). The features run of 2026-12-05 saw fa3's O at Nq=2k Nk=16k and at
+decode shapes differ from fa2's by 3.x at a constant 0.11 ms: option_flags compiled no band for opts=None (fixed
+since; this probe confirms it on a GPU before flashviz.ops.fa2.FA3_UNEVEN_MAX_KEYS is lifted).
 Prints one line per case: shape, config, max |O_fa3 - O_torch|, fa3's time."""
 
 import sys
@@ -30,8 +33,8 @@ for nq, nk, hq, hkv, causal in [
         s = s.masked_fill(torch.arange(nk, device="cuda")[None, :] > r, float("-inf"))
     ref = torch.softmax(s, -1) @ vv
     del s, kk, vv
-    opts = fa2.Options(-1, -1, 0.0)
-    for persistent in (True, False):
+    for opts, persistent in ((None, True), (None, False), (fa2.Options(-1, -1, 0.0), True),
+                             (fa2.Options(-1, -1, 0.0), False)):  # fmt: skip
         cfg = replace(fa3.forward_config(128, nk, causal), persistent=persistent)
         o, _ = fa3.forward(q, k, v, causal, 128**-0.5, config=cfg, opts=opts)
         torch.cuda.synchronize()
@@ -41,7 +44,8 @@ for nq, nk, hq, hkv, causal in [
         ev[1].record()
         torch.cuda.synchronize()
         print(
-            f"nq={nq:5d} nk={nk:6d} H={hq}x{hkv} causal={causal:d} persistent={persistent:d}: "
+            f"nq={nq:5d} nk={nk:6d} H={hq}x{hkv} causal={causal:d} persistent={persistent:d} "
+            f"opts={'none' if opts is None else 'defaults'}: "
             f"max|diff| {(o.float() - ref.float()).abs().max().item():.3g}, {ev[0].elapsed_time(ev[1]):.3f} ms",
             flush=True,
         )

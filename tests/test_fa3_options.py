@@ -365,6 +365,18 @@ def test_band_tiles_visit_every_seen_tile_and_skip_the_rest(rng):
             assert s1 == jlo + 1, where  # no left edge: the kernel compiles no stage for it (BAND_LEFT off)
 
 
+@pytest.mark.parametrize("nq, nk", [(1, 8192), (16, 32768), (128, 131072), (2048, 16384)])
+def test_band_tiles_of_the_features_runs_caches(nq, nk):
+    """The caches the features run measured (8k to 128k keys, causal: the band of every block ends on its bottom-right
+    diagonal): each block visits every tile up to its diagonal's, the last one masked, the ones before it not."""
+    for r0 in sorted({0, (nq - 1) // 128 // 2 * 128, (nq - 1) // 128 * 128}):
+        jlo, s1, s2, jhi = fa3_attention.band_tiles(r0, nq, nk, U, 0, 128)
+        some, every = _seen_tiles(r0, nq, nk, U, 0, 128)
+        seen = [j for j, s in enumerate(some) if s]
+        assert (jlo, s1) == (0, 1) and jhi - 1 == seen[-1] and seen == list(range(jhi)), (nq, nk, r0)
+        assert all(every[j] for j in range(s1, s2)) and s2 >= jhi - 2, (nq, nk, r0, s2)
+
+
 def test_packed_blocks_are_listed_once_each_most_tiles_first():
     lq, lk = (5, 300, 1, 129, 1000), (5, 300, 40, 3000, 1000)
     cu_q, cu_k = tuple(itertools.accumulate((0, *lq))), tuple(itertools.accumulate((0, *lk)))
@@ -428,8 +440,9 @@ def test_forcing_fa3_without_a_hopper_gpu_says_why():
 
 
 def test_fa3_is_not_run_with_nq_ne_nk_past_4096_keys():
-    """fa3's forward gave wrong O at Nq != Nk with 8k to 128k keys on the GPU (2026-12-05; the cause is not found):
-    forcing fa3 there is one line naming it, before any launch, dense or packed; Nq = Nk past it is not refused."""
+    """fa3's forward gave wrong O at Nq != Nk with 8k to 128k keys on the GPU (2026-12-05; the cause, fixed since:
+    test_a_cache_without_options_launches_the_band); until a GPU run confirms the fix there, forcing fa3 there is
+    one line naming it, before any launch, dense or packed; Nq = Nk past it is not refused."""
     q = torch.randn(1, 2, 16, 64, dtype=BF16)
     k = torch.randn(1, 2, 4097, 64, dtype=BF16)
     refused = r"^backend 'fa3' is not available here \(fa3 does not take Nq != Nk with more than 4096 keys \(got 4097"
@@ -489,3 +502,47 @@ def test_the_launch_passes_what_fa3_fwd_takes(monkeypatch, packed):
         assert args[0].shape == [1, 4, sum(lq), 64] and args[0].strides == [q.stride(1) * 4, 64, 256, 1]
     else:
         assert o.shape == q.shape and lse.shape == (2, 4, 300) and "cu_q" not in kwargs and kwargs["Nk"] == 1000
+
+
+CACHES = [(300, 1000, True), (1, 8192, True), (2048, 16384, False), (128, 131072, True)]
+
+
+@pytest.mark.parametrize("nq, nk, causal", CACHES)
+def test_a_cache_without_options_launches_the_band(monkeypatch, nq, nk, causal):
+    """flashviz.attention passes fa3 no options (None) for Nq != Nk with no window and no softcap. fa3's launch then
+    compiled no band (2026-12-05): Nq rows ran against the first Nq keys, aligned to the top-left (the features run:
+    O = V's first row at decode, |diff| 2.9-4.1, a constant 0.11 ms). Now it launches exactly what the options' path
+    launches (the band, Nk, unbounded left, right 0 when causal), the path the GPU tests checked against float64."""
+    pytest.importorskip("triton.experimental.gluon")
+    km = fa3_attention._kernels()
+    rec = _Recorder(km.fa3_fwd)
+    monkeypatch.setattr(km, "fa3_fwd", rec)
+    monkeypatch.setattr(fa3_attention, "_num_sms", lambda: 132)
+    q = torch.randn(1, 4, nq, 64, dtype=BF16)
+    k = torch.randn(1, 2, nk, 64, dtype=BF16)
+    assert fa3_attention.option_flags(q, k, causal, None, fa3_attention.FWD_CONFIGS[64]) == fa3_attention.OptionFlags(
+        band=True
+    )
+    fa3_attention.forward(q, k, k, causal, 0.125, opts=None)
+    fa3_attention.forward(q, k, k, causal, 0.125, opts=ta.Options(-1, -1, 0.0))
+    (grid, args, kwargs), (grid_o, args_o, kwargs_o) = rec.launches
+    assert kwargs["BAND"] is True and kwargs["Nk"] == nk and kwargs["LEFT"] == U
+    assert kwargs["RIGHT"] == (0 if causal else U)
+    assert grid == grid_o and kwargs == kwargs_o
+    assert [getattr(a, "shape", a) for a in args[4:]] == [getattr(a, "shape", a) for a in args_o[4:]]
+
+
+def test_nq_eq_nk_without_options_is_the_plain_build():
+    cfg = fa3_attention.FWD_CONFIGS[128]
+    q = torch.randn(1, 2, 300, 128, dtype=BF16)
+    assert fa3_attention.option_flags(q, q, True, None, cfg) == fa3_attention.NO_OPTIONS
+
+
+def test_a_cache_without_options_runs_fa2s_backward(monkeypatch):
+    """fa3_bwd takes Nq = Nk only: a cache's backward is FlashAttention-2's whatever kernel is asked."""
+    seen = []
+    monkeypatch.setattr(fa3_attention, "_triton_backward", lambda *a: seen.append(a) or ("dq", "dk", "dv"))
+    q = torch.randn(1, 2, 16, 64, dtype=BF16)
+    k = torch.randn(1, 2, 40, 64, dtype=BF16)
+    got = fa3_attention.backward(q, k, k, q, None, q, None, True, 0.125, kernel="gluon", opts=None)
+    assert got == ("dq", "dk", "dv") and len(seen) == 1

@@ -778,16 +778,19 @@ def _unmeasured(q, k, window, softcap, varlen: bool) -> str | None:
     return ", ".join(what) or None
 
 
-# fa3's forward with Nq != Nk was verified on the GPU up to 3,001 keys (tests/test_fa3_options.py) and gave wrong O at
-# 8k to 128k keys (bench/results/attention/features/2026-12-05-nvidia-h100: max |O - fa2's| 2.9 to 4.1, at a small,
-# constant time, as if most tiles were skipped; not yet found): it is not run past its launcher's persistent bound.
+# fa3's forward with Nq != Nk gave wrong O in the features run (bench/results/attention/features/2026-12-05-nvidia-h100:
+# 8k to 128k keys, max |O - fa2's| 2.9 to 4.1 at a constant 0.11 ms). The cause, found since on the CPU: for a cache
+# with no window and no softcap this module passes fa3 no options, and fa3.option_flags then compiled no band (Nq rows
+# against the first Nq keys; tests/test_fa3_options.py::test_a_cache_without_options_launches_the_band). Fixed; the
+# GPU tests checked that path (the band) up to 3,001 keys, so fa3 is not run past this bound until
+# bench/fa3_band_probe.py has confirmed the fix on a GPU at 8k to 128k keys.
 FA3_UNEVEN_MAX_KEYS = 4096
 
 
 def _unsupported(nq_ne_nk: bool, nk: int) -> str | None:
     """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
     if nq_ne_nk and nk > FA3_UNEVEN_MAX_KEYS:
-        return f"Nq != Nk with more than {FA3_UNEVEN_MAX_KEYS} keys (got {nk}: wrong results there, not yet fixed)"
+        return f"Nq != Nk with more than {FA3_UNEVEN_MAX_KEYS} keys (got {nk}: not yet checked on a GPU there)"
     return None
 
 

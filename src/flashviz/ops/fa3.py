@@ -200,13 +200,16 @@ UNBOUNDED = 1 << 30  # a window side without bound, as the kernels take it (trit
 
 
 def option_flags(q, k, causal: bool, opts, config: FwdConfig) -> OptionFlags:
-    """What fa3_fwd compiles for a call (its constexprs): opts is flashviz.ops.fa2.Options or None (plain
-    attention). The band is needed for Nq != Nk, a window (a right side only where it is not causal: causal cuts
-    it to 0), and packed sequences."""
+    """What fa3_fwd compiles for a call (its constexprs): opts is flashviz.ops.fa2.Options or None (no window, no
+    softcap, dense). The band is needed for Nq != Nk, a window (a right side only where it is not causal: causal
+    cuts it to 0), and packed sequences. Nq != Nk needs it whatever opts is: without it fa3_fwd runs Nq rows
+    against the first Nq keys, aligned to the top-left (flashviz.attention passes None for a cache with no other
+    option: the features run of 2026-12-05 saw O = V's first row there)."""
+    uneven = q.shape[2] != k.shape[2] and not (opts is not None and opts.cu_q is not None)  # N (dense)
     if opts is None:
-        return NO_OPTIONS
+        return OptionFlags(band=True) if uneven else NO_OPTIONS
     varlen = opts.cu_q is not None
-    band = varlen or q.shape[2] != k.shape[2] or opts.left >= 0 or (opts.right >= 0 and not causal)  # N (dense)
+    band = varlen or uneven or opts.left >= 0 or (opts.right >= 0 and not causal)
     softcap = (2 if config.fast_tanh else 1) if opts.softcap > 0 else 0
     return OptionFlags(band=band, band_left=band and opts.left >= 0, softcap=softcap, varlen=varlen)
 
@@ -334,11 +337,12 @@ def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float, vec_at
 
 def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None, opts=None):
     """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD, or fa3_bwd where FlashAttention-2's kernels
-    were not registered). Grouped-query attention and the options (opts: triton_attention.Options, not None: a
-    window, softcap, Nq != Nk, packed sequences) run FlashAttention-2's, whatever `kernel` says: fa3_bwd takes
+    were not registered). Grouped-query attention, Nq != Nk and the options (opts: triton_attention.Options, not
+    None: a window, softcap, packed sequences) run FlashAttention-2's, whatever `kernel` says: fa3_bwd takes
     plain attention only."""
     kernel = kernel or (BACKWARD if _triton_backward is not None else "gluon")
-    needs_fa2 = q.shape[1] != k.shape[1] or opts is not None  # fa3_bwd: one head count, no options
+    # fa3_bwd: one head count, Nq = Nk, no options
+    needs_fa2 = q.shape[1] != k.shape[1] or q.shape[2] != k.shape[2] or opts is not None
     if needs_fa2 and kernel != "triton":
         if _triton_backward is None:
             raise ValueError("this backward (grouped-query attention or an option) is FlashAttention-2's: import "
