@@ -345,8 +345,8 @@ def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str 
     needs_fa2 = q.shape[1] != k.shape[1] or q.shape[2] != k.shape[2] or opts is not None
     if needs_fa2 and kernel != "triton":
         if _triton_backward is None:
-            raise ValueError("this backward (grouped-query attention or an option) is FlashAttention-2's: import "
-                             "flashviz first")  # fmt: skip
+            raise ValueError("this backward (grouped-query attention, Nq != Nk or an option) is FlashAttention-2's: "
+                             "import flashviz first")  # fmt: skip
         kernel = "triton"
     if kernel not in BWD_CANDIDATES:
         raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
