@@ -109,7 +109,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
     from test_fuzz_page import page_of
 
-    out = Path(a.out)
+    out = Path(a.out).resolve()  # page.goto takes a file:// URI, which a relative path cannot be
     out.mkdir(parents=True, exist_ok=True)
     docs = list(sweep_documents()) if a.sweep else random_documents(a.random, a.seed)
     t0 = time.perf_counter()
