@@ -117,6 +117,24 @@ class Buffer:
     row_of: str | None = None  # what that row is a row of, in words ("S, then of P")
 
 
+def fa2_buffers(kernel: str) -> dict[str, Buffer]:
+    """The SRAM of FlashAttention-2's loop (fa2, fa2-splitkv, fa2-triton, fa3): Kj, Vj, then Qi and the carries,
+    held by `kernel`; FA2_SRAM_ROWS, their rows in the page."""
+    k = (kernel,)
+    return {
+        "Kj": Buffer(("Bc", "D"), ("kv", "none"), k, "Kⱼ", copy_of="K", align_under="Qi"),
+        "Vj": Buffer(("Bc", "D"), ("kv", "none"), k, "Vⱼ", copy_of="V", align_under="Oi"),
+        "Qi": Buffer(("Br", "D"), ("q", "none"), k, "Qᵢ", copy_of="Q"),
+        "Sij": Buffer(("Br", "Bc"), ("q", "kv"), k, "Sᵢⱼ"),
+        "mi": Buffer(("Br", "1"), ("q", "none"), k, "mᵢ"),
+        "li": Buffer(("Br", "1"), ("q", "none"), k, "ℓᵢ"),
+        "Oi": Buffer(("Br", "D"), ("q", "none"), k, "Oᵢ"),
+    }
+
+
+FA2_SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
+
+
 @dataclass(frozen=True)
 class Move:
     """Where a transfer of one tensor on one op lands in SRAM (read) or comes from (write), and for a write where its

@@ -300,6 +300,26 @@ FA2_LOOP_LABELS = {
     ),
 }
 
+# the online softmax's visible parts as FlashAttention-2's loop says them (fa2, fa2-splitkv): (name, seed-style label,
+# TeX), in the order the engines record their values
+FA2_ONLINE_PARTS = (
+    (
+        "new max",
+        "mi = max(mi, Sij.max(-1))",
+        r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
+    ),
+    (
+        "rescaled sum",
+        "li = rescale(li) + exp(Sij - mi).sum(-1)",
+        r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)",
+    ),
+    (
+        "rescaled output",
+        "Oi = rescale(Oi) + exp(Sij - mi) @ Vj",
+        r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
+    ),
+)
+
 CARRIES_WAIT = "The carries wait: this step {what} and leaves mᵢ, ℓᵢ, Oᵢ as they were."
 CARRIES_FIRST = "First tile: m_old = −∞, so α = e^(−∞) = 0 wipes the empty carries and the tile's values move in."
 CARRIES_STALE = (

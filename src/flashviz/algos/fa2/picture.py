@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
+    FA2_SRAM_ROWS,
     WRITTEN_ONCE,
-    Buffer,
     Kernel,
     Move,
     Op,
@@ -16,6 +16,7 @@ from flashviz.algos.picture import (
     Texts,
     b,
     code,
+    fa2_buffers,
     grouped,
     plural,
     slot,
@@ -33,16 +34,8 @@ K = "fa2"
 KERNELS = (Kernel(K, ("load_q", "load_kv", "scores", "online_softmax", "write_back"), grid="Tr", scope=K, main=True),)
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
-BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
-}
-SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
+BUFFERS = fa2_buffers(K)
+SRAM_ROWS = FA2_SRAM_ROWS
 
 # the substeps' values, as the narrative card heads them
 ONLINE_TEX = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flashviz.algos.picture import (
+    FA2_SRAM_ROWS,
     WRITTEN_ONCE,
     Buffer,
     Kernel,
@@ -16,6 +17,7 @@ from flashviz.algos.picture import (
     Texts,
     b,
     code,
+    fa2_buffers,
     grouped,
     plural,
     slot,
@@ -37,19 +39,13 @@ KERNELS = (
 PICKER = Picker((K, C), index="block", letter="i", label="block i")
 
 BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
+    **fa2_buffers(K),
     "Oc": Buffer(("Br", "D"), ("q", "none"), (C,), "Oᶜ"),
     "Os": Buffer(("Br", "D"), ("q", "none"), (C,), "Oₛ"),
     "Lc": Buffer(("Br", "1"), ("q", "none"), (C,), "Lᶜ"),
     "Ls": Buffer(("Br", "1"), ("q", "none"), (C,), "Lₛ"),
 }
-SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"), ("Oc", "Os", "Lc", "Ls"))
+SRAM_ROWS = (*FA2_SRAM_ROWS, ("Oc", "Os", "Lc", "Ls"))
 
 ONLINE_TEX = {
     "m_old": r"m_i^{\text{old}}",

@@ -13,6 +13,7 @@ from flashviz.algos.picture import Rich, precision3
 from flashviz.algos.words import (
     CARRIES_WAIT,
     FA2_LOOP_LABELS,
+    FA2_ONLINE_PARTS,
     Said,
     keys_of,
     num,
@@ -49,23 +50,7 @@ LABELS = {
 }
 # op -> its visible parts: (name, seed-style label, TeX), in the order the engine records their values
 PARTS = {
-    "online_softmax": (
-        (
-            "new max",
-            "mi = max(mi, Sij.max(-1))",
-            r"m_i^{\text{new}} = \max\!\big(m_i,\ \mathrm{rowmax}(S_{ij})\big)",
-        ),
-        (
-            "rescaled sum",
-            "li = rescale(li) + exp(Sij - mi).sum(-1)",
-            r"\ell_i = e^{m_i - m_i^{\text{new}}}\,\ell_i + \mathrm{rowsum}\big(e^{S_{ij} - m_i^{\text{new}}}\big)",
-        ),
-        (
-            "rescaled output",
-            "Oi = rescale(Oi) + exp(Sij - mi) @ Vj",
-            r"O_i = e^{m_i - m_i^{\text{new}}}\,O_i + e^{S_{ij} - m_i^{\text{new}}}\,V_j",
-        ),
-    ),
+    "online_softmax": FA2_ONLINE_PARTS,
     "merge": (
         (
             "weights",

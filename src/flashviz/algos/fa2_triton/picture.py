@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
+    FA2_SRAM_ROWS,
     WRITTEN_ONCE,
-    Buffer,
     Kernel,
     Move,
     Op,
@@ -21,6 +21,7 @@ from flashviz.algos.picture import (
     Texts,
     b,
     code,
+    fa2_buffers,
     grouped,
     plural,
     slot,
@@ -50,16 +51,8 @@ KERNELS = (
 )
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
-BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
-}
-SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
+BUFFERS = fa2_buffers(K)
+SRAM_ROWS = FA2_SRAM_ROWS
 
 ONLINE_TEX = {
     "m_old": r"m_i^{\text{old}}\ (\log_2)",

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from flashviz.algos.picture import (
     CAUSAL_CHIPS,
+    FA2_SRAM_ROWS,
     WRITTEN_ONCE,
-    Buffer,
     Kernel,
     Move,
     Op,
@@ -20,6 +20,7 @@ from flashviz.algos.picture import (
     Texts,
     b,
     code,
+    fa2_buffers,
     grouped,
     plural,
     slot,
@@ -39,16 +40,8 @@ OPS_IN_ORDER = ("load_q", "load_kv", "first_tile", "scores", "online_softmax", "
 KERNELS = (Kernel(K, OPS_IN_ORDER, grid="Tr", scope=K, main=True),)
 PICKER = Picker((K,), index="block", letter="i", label="block i")
 
-BUFFERS = {
-    "Kj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Kⱼ", copy_of="K", align_under="Qi"),
-    "Vj": Buffer(("Bc", "D"), ("kv", "none"), (K,), "Vⱼ", copy_of="V", align_under="Oi"),
-    "Qi": Buffer(("Br", "D"), ("q", "none"), (K,), "Qᵢ", copy_of="Q"),
-    "Sij": Buffer(("Br", "Bc"), ("q", "kv"), (K,), "Sᵢⱼ"),
-    "mi": Buffer(("Br", "1"), ("q", "none"), (K,), "mᵢ"),
-    "li": Buffer(("Br", "1"), ("q", "none"), (K,), "ℓᵢ"),
-    "Oi": Buffer(("Br", "D"), ("q", "none"), (K,), "Oᵢ"),
-}
-SRAM_ROWS = (("Kj", "Vj"), ("Qi", "Sij", "mi", "li", "Oi"))
+BUFFERS = fa2_buffers(K)
+SRAM_ROWS = FA2_SRAM_ROWS
 
 ONLINE_TEX = {
     "m_old": r"m_i^{\text{old}}\ (\log_2)",
