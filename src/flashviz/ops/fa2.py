@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from flashviz.model.echo import ECHO_MAX, cut
+from flashviz.ops.tma import tma_ready
 
 SUPPORTED_D = (32, 64, 96, 128, 256)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -726,14 +727,6 @@ def _strides(t) -> tuple[int, int, int]:
     return t.stride(0), t.stride(1), t.stride(2)
 
 
-def _tma_ready(t):
-    """TMA wants a 16-byte aligned base and 16-byte multiples for every stride but the last."""
-    size = t.element_size()
-    if t.data_ptr() % 16 == 0 and all(s * size % 16 == 0 for s in t.stride()[:-1]):
-        return t
-    return t.contiguous()
-
-
 @functools.cache
 def launcher() -> Launcher:
     return Launcher()
@@ -743,7 +736,7 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, opts):
         run = launcher()
-        q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+        q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
         o, lse = run.forward(q, k, v, causal, scale, opts=opts)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.run, ctx.causal, ctx.scale, ctx.opts = run, causal, scale, opts
@@ -753,7 +746,7 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, do, dlse):
         q, k, v, o, lse = ctx.saved_tensors
-        do = torch.zeros_like(o) if do is None else _tma_ready(do)
+        do = torch.zeros_like(o) if do is None else tma_ready(do)
         dlse = None if dlse is None else dlse.contiguous()
         dq, dk, dv = ctx.run.backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
         return dq, dk, dv, None, None, None
@@ -902,5 +895,5 @@ def _forward_fp32(q, k, v, tiles: Tiles | None, precision: str, causal: bool = F
     if tiles is None and not run.interpret:
         raise ValueError("tiles must be given on a GPU: the autotuner's candidates are bf16 tile sets")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    q, k, v = (_tma_ready(t) for t in (q, k, v))
+    q, k, v = (tma_ready(t) for t in (q, k, v))
     return run.forward(q, k, v, causal, scale, tiles=tiles, precision=precision)

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from flashviz.model.echo import ECHO_MAX, cut
+from flashviz.ops.tma import tma_ready
 
 SUPPORTED_D = (64, 128)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -370,18 +371,10 @@ def register_triton_backward(fn) -> None:
 _LOG2E = 1.4426950408889634
 
 
-def _tma_ready(t):
-    """TMA wants a 16-byte aligned base and 16-byte multiples for every stride but the last."""
-    size = t.element_size()
-    if t.data_ptr() % 16 == 0 and all(s * size % 16 == 0 for s in t.stride()[:-1]):
-        return t
-    return t.contiguous()
-
-
 class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, opts):
-        q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+        q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
         o, lse = forward(q, k, v, causal, scale, opts=opts)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.scale, ctx.opts = causal, scale, opts
@@ -391,7 +384,7 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, do, dlse):
         q, k, v, o, lse = ctx.saved_tensors
-        do = torch.zeros_like(o) if do is None else _tma_ready(do)
+        do = torch.zeros_like(o) if do is None else tma_ready(do)
         dlse = None if dlse is None else dlse.contiguous()
         dq, dk, dv = backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
         return dq, dk, dv, None, None, None

@@ -29,6 +29,7 @@ import torch.distributed as dist
 from flashviz.model.merge import merge
 from flashviz.model.ring_layout import LAYOUTS, blocks, calls, check_layout, chunk_count, chunks
 from flashviz.ops import fa2 as ta
+from flashviz.ops.tma import tma_ready
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ def _local_backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float):
     """dQ, dK, dV of one block given the merged O and L of q's rows (and their incoming gradients): the kernels'
     own backward, which recomputes P = exp(S - L) -- with the merged L, the block's share of the final softmax."""
     run = ta.launcher()
-    q, k, v, o, do = (ta._tma_ready(t) for t in (q, k, v, o, do))
+    q, k, v, o, do = (tma_ready(t) for t in (q, k, v, o, do))
     return run.backward(q, k, v, o, lse, do, dlse, causal, scale)
 
 
