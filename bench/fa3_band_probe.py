@@ -23,6 +23,9 @@ for nq, nk, hq, hkv, causal in [
     (128, 8192, 8, 2, False),
     (2048, 16384, 32, 8, True),
     (1000, 5000, 8, 2, True),
+    (16, 32768, 32, 8, True),
+    (1, 131072, 32, 8, True),
+    (128, 131072, 32, 8, True),
 ]:
     q = torch.randn(1, hq, nq, 128, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(1, hkv, nk, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))

@@ -182,7 +182,13 @@ REPEAT = [
 ]
 API_DENSE = Call((333,), (900,), 6, 2, 128, True, (200, -1), 20.0, B=2)
 API_PACKED = Call((9, 1, 260), (300, 12, 260), 4, 1, 64, True, (100, -1), 5.0, dtype="fp16", packed=True)
-ALL = DENSE + PACKED + NARROW + FAST_TANH + [BIG_PACKED] + RUNGS + REPEAT
+# The feature run's caches at their length, as flashviz.attention passes them: no options object (opts=None)
+LONG_CACHES = [
+    Call((1,), (131072,), 32, 8, 128, True, grads=False),
+    Call((16,), (32768,), 32, 8, 128, True, grads=False),
+    Call((2048,), (16384,), *GQA, 128, True, grads=False),
+]
+ALL = DENSE + PACKED + NARROW + FAST_TANH + [BIG_PACKED] + RUNGS + REPEAT + LONG_CACHES
 
 
 def _warm(call: Call) -> str:
@@ -262,6 +268,17 @@ def test_many_packed_sequences_of_mixed_lengths(warm, seed):
     quarter of its size (blocks listed longest first, persistent or not as forward_config says)."""
     q, k, v, do, opts = inputs(BIG_PACKED)
     check(BIG_PACKED, run(BIG_PACKED, q, k, v, do, opts), q, k, v, do, opts)
+
+
+@gpu
+@needs_hopper
+@pytest.mark.parametrize("call", LONG_CACHES, ids=_ids(LONG_CACHES))
+def test_long_caches_through_flashviz_attention_match_float64(warm, seed, call):
+    """Up to 131,072 keys through flashviz.attention(backend="fa3") with no other option, so fa3 gets opts=None:
+    the path that compiled no band (the 2026-12-05 feature run's wrong O past 4096 keys); O and L against float64."""
+    q, k, v, do, _ = inputs(call)
+    o, lse = flashviz.attention(q, k, v, causal=True, return_lse=True, backend="fa3")
+    check(call, {"O": o, "L": lse}, q, k, v, do, None)
 
 
 @gpu
@@ -439,21 +456,27 @@ def test_forcing_fa3_without_a_hopper_gpu_says_why():
         flashviz.attention(q, k, k, causal=True, window=(4, -1), softcap=3.0, backend="fa3")
 
 
-def test_fa3_is_not_run_with_nq_ne_nk_past_4096_keys():
-    """fa3's forward gave wrong O at Nq != Nk with 8k to 128k keys on the GPU (2026-12-05; the cause, fixed since:
-    test_a_cache_without_options_launches_the_band); until a GPU run confirms the fix there, forcing fa3 there is
-    one line naming it, before any launch, dense or packed; Nq = Nk past it is not refused."""
-    q = torch.randn(1, 2, 16, 64, dtype=BF16)
-    k = torch.randn(1, 2, 4097, 64, dtype=BF16)
-    refused = r"^backend 'fa3' is not available here \(fa3 does not take Nq != Nk with more than 4096 keys \(got 4097"
-    with pytest.raises(ValueError, match=refused):
-        flashviz.attention(q, k, k, causal=True, backend="fa3")
-    qp, kp = torch.randn(16 + 8, 2, 64, dtype=BF16), torch.randn(4097 + 8, 2, 64, dtype=BF16)
-    cu_q, cu_k = (torch.tensor([0, n, n + 8], dtype=torch.int32) for n in (16, 4097))
-    with pytest.raises(ValueError, match=refused):
-        flashviz.attention_varlen(qp, kp, kp, cu_q, cu_k, 16, 4097, causal=True, backend="fa3")
-    assert ta._unsupported(True, 4096) is None and ta._unsupported(False, 131072) is None
-    assert "\n" not in ta._unsupported(True, 4097)
+def test_fa3_takes_nq_ne_nk_past_4096_keys():
+    """The 4096-key bound of 2026-12-05 is lifted: bench/fa3_band_probe.py saw fa3's O match fp32 attention up to
+    131,072 keys on the GPU with no options and with the options' defaults (bench/results/attention/features/
+    2026-12-05-fa3-band-probe). Forcing fa3 on a cache is refused only for what this machine lacks, never for
+    Nq != Nk."""
+    dev = "cuda" if HOPPER else "cpu"
+    q = torch.randn(1, 2, 16, 64, dtype=BF16, device=dev)
+    k = torch.randn(1, 2, 4097, 64, dtype=BF16, device=dev)
+    qp, kp = torch.randn(16 + 8, 2, 64, dtype=BF16, device=dev), torch.randn(4097 + 8, 2, 64, dtype=BF16, device=dev)
+    cu_q, cu_k = (torch.tensor([0, n, n + 8], dtype=torch.int32, device=dev) for n in (16, 4097))
+    for call in (
+        lambda: flashviz.attention(q, k, k, causal=True, backend="fa3"),
+        lambda: flashviz.attention_varlen(qp, kp, kp, cu_q, cu_k, 16, 4097, causal=True, backend="fa3"),
+    ):
+        if HOPPER:
+            call()
+            continue
+        with pytest.raises(ValueError, match=r"^backend 'fa3' is not available here") as e:
+            call()
+        assert "Nq != Nk" not in str(e.value) and "keys" not in str(e.value)
+    assert not hasattr(ta, "FA3_UNEVEN_MAX_KEYS")
 
 
 class _Recorder:

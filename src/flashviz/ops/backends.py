@@ -3,8 +3,7 @@
 - "fa2": FlashAttention-2 in Triton (`flashviz.ops.fa2`): any CUDA GPU, and the CPU under Triton's
   interpreter (how CI runs it);
 - "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0,
-  every option of flashviz.attention and attention_varlen in its forward (their backward fa2's), Nq != Nk up to
-  4096 keys (`flashviz.ops.fa2.FA3_UNEVEN_MAX_KEYS`);
+  every option of flashviz.attention and attention_varlen in its forward (their backward fa2's);
 - "auto": fa3 where it runs and FAST_FA3 says it measured faster for the shape, fa2 elsewhere.
 
 These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).
@@ -34,19 +33,17 @@ def fast_fa3(d: int, n: int, causal: bool) -> bool:
     return False
 
 
-def choose(backend: object, q, causal: bool, scale: float | None = None, unsupported: str | None = None,
-           unmeasured: str | None = None) -> str:  # fmt: skip
+def choose(backend: object, q, causal: bool, scale: float | None = None, unmeasured: str | None = None) -> str:
     """The backend that runs (B, H, N, D) q; ValueError, one line naming what is there, when `backend` can't run.
-    unsupported: what of the call fa3 does not take, in words ("Nq != Nk, a window"), if any; unmeasured: what fa3
-    takes but FAST_FA3 has no measurement of ("grouped-query attention"): "fa3" runs it, "auto" runs fa2."""
+    unmeasured: what fa3 takes but FAST_FA3 has no measurement of ("grouped-query attention"): "fa3" runs it,
+    "auto" runs fa2."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {cut(str(backend))!r}")
     if backend == FA2:
         return FA2
     from flashviz.ops import fa3 as fa3_attention
 
-    why = (f"fa3 does not take {unsupported}" if unsupported else None) or fa3_attention.unavailable()
-    why = why or fa3_attention.supports(q, scale)
+    why = fa3_attention.unavailable() or fa3_attention.supports(q, scale)
     if backend == FA3:
         if why:
             raise ValueError(f"backend {FA3!r} is not available here ({why}); available: {AUTO}, {FA2}")

@@ -771,22 +771,6 @@ def _unmeasured(q, k, window, softcap, varlen: bool) -> str | None:
     return ", ".join(what) or None
 
 
-# fa3's forward with Nq != Nk gave wrong O in the features run (bench/results/attention/features/2026-12-05-nvidia-h100:
-# 8k to 128k keys, max |O - fa2's| 2.9 to 4.1 at a constant 0.11 ms). The cause, found since on the CPU: for a cache
-# with no window and no softcap this module passes fa3 no options, and fa3.option_flags then compiled no band (Nq rows
-# against the first Nq keys; tests/test_fa3_options.py::test_a_cache_without_options_launches_the_band). Fixed; the
-# GPU tests checked that path (the band) up to 3,001 keys, so fa3 is not run past this bound until
-# bench/fa3_band_probe.py has confirmed the fix on a GPU at 8k to 128k keys.
-FA3_UNEVEN_MAX_KEYS = 4096
-
-
-def _unsupported(nq_ne_nk: bool, nk: int) -> str | None:
-    """What of a call fa3 does not take (None: nothing), in words, for `attention_backends.choose`."""
-    if nq_ne_nk and nk > FA3_UNEVEN_MAX_KEYS:
-        return f"Nq != Nk with more than {FA3_UNEVEN_MAX_KEYS} keys (got {nk}: not yet checked on a GPU there)"
-    return None
-
-
 def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
               window=(-1, -1), softcap: float = 0.0, backend: str = "auto"):  # fmt: skip
     """Softmax attention softmax(scale * q k^T) v by FlashAttention, forward and backward.
@@ -804,8 +788,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
     backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
         FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.ops.backends`). fa3 (sm_90, D in
         {64, 128}, scale > 0) takes every option here in its forward (the backward of an option, and of
-        grouped-query attention, is fa2's), Nq != Nk up to 4096 keys only; auto runs fa2 for any option until fa3
-        is timed on it.
+        grouped-query attention, and of Nq != Nk, is fa2's); auto runs fa2 for any option until fa3 is timed on it.
 
     Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
@@ -816,9 +799,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale,
-                                       unsupported=_unsupported(q.shape[2] != k.shape[2], k.shape[2]),
-                                       unmeasured=_unmeasured(q, k, window, softcap, False))  # fmt: skip
+    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=_unmeasured(q, k, window, softcap, False))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
     if chosen == attention_backends.FA3:
@@ -849,9 +830,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends
 
-    uneven = not torch.equal(cu_seqlens_q, cu_seqlens_k)  # a sequence with Nq != Nk
-    chosen = attention_backends.choose(backend, q, causal, scale, unsupported=_unsupported(uneven, int(max_seqlen_k)),
-                                       unmeasured=_unmeasured(q, k, window, softcap, True))  # fmt: skip
+    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=_unmeasured(q, k, window, softcap, True))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     opts = Options(left, right, float(softcap), cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(),
                    int(max_seqlen_q), int(max_seqlen_k))  # fmt: skip
