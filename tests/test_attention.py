@@ -128,7 +128,9 @@ def test_public_api_autograd(kernels, seed):
     verdict = judge(ours, q.detach(), k.detach(), v.detach(), True, D**-0.5, do)
     assert verdict.ok, verdict.failures()
     only_o = flashviz.attention(q.detach(), k.detach(), v.detach(), causal=True)
-    assert torch.equal(only_o, o.detach())
+    assert torch.equal(only_o, o.detach()) and only_o.grad_fn is None  # no autograd where no gradient is asked
+    with torch.no_grad():
+        assert torch.equal(flashviz.attention(q, k, v, causal=True), only_o)
 
 
 def test_scale_is_used(kernels, seed):

@@ -280,9 +280,12 @@ class SplitPlan:
     programs: int  # blocks of packed rows x K/V heads (x batch), before the split
 
 
+@functools.lru_cache(maxsize=4096)
 def split_plan(B: int, Hkv: int, group: int, Nq: int, Nk: int, causal: bool, left: int, right: int, br: int,
                bc: int, sms: int = H200_SMS, splits: int | None = None) -> SplitPlan:  # fmt: skip
-    """S from `num_splits` (or `splits`, forced) over the keys the queries see at all; left/right -1: unbounded."""
+    """S from `num_splits` (or `splits`, forced) over the keys the queries see at all; left/right -1: unbounded.
+    Memoized: a decode loop asks the same shape every step, and the heuristic's search was a fifth of a call's host
+    time (bench/results/attention/features/2026-12-05-decode-probe)."""
     off = Nk - Nq
     if causal:
         right = 0 if right < 0 else min(right, 0)
@@ -295,6 +298,12 @@ def split_plan(B: int, Hkv: int, group: int, Nq: int, Nk: int, causal: bool, lef
     s = num_splits(programs, tiles, sms) if splits is None else max(1, min(splits, tiles))
     chunk = math.ceil(tiles / s) * bc
     return SplitPlan(math.ceil((khi - klo) / chunk), klo, chunk, programs)
+
+
+@functools.cache
+def _sm_count(index: int) -> int:
+    """The SMs of CUDA device `index` (asked once: the property call is host time on every decode step)."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def _load_kernels():
@@ -498,7 +507,7 @@ class Launcher:
         g = _geometry(q, k, opts)
         if not g.varlen and precision is None and splits != 0 and (splits is not None or tiles is None):
             t = tiles or (INTERPRET_TILES["split"] if self.interpret else split_tiles(g.Nq * (g.Hq // g.Hkv), g.D))
-            sms = H200_SMS if self.interpret else torch.cuda.get_device_properties(q.device).multi_processor_count
+            sms = H200_SMS if self.interpret else _sm_count(q.device.index)
             plan = split_plan(g.B, g.Hkv, g.Hq // g.Hkv, g.Nq, g.Nk, causal, opts.left, opts.right, t.Br, t.Bc, sms,
                               splits)  # fmt: skip
             if splits is not None or plan.S > 1:
@@ -807,7 +816,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
 
         o, lse = fa3_attention.attention(q, k, v, causal, scale, None if opts is PLAIN else opts)
     else:
-        o, lse = _Attention.apply(q, k, v, causal, scale, opts)
+        o, lse = _fa2(q, k, v, causal, scale, opts)
     return (o, lse) if return_lse else o
 
 
@@ -839,8 +848,16 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
 
         o, lse = fa3_attention.attention(q, k, v, causal, scale, opts)
     else:
-        o, lse = _Attention.apply(q, k, v, causal, scale, opts)
+        o, lse = _fa2(q, k, v, causal, scale, opts)
     return (o, lse) if return_lse else o
+
+
+def _fa2(q, k, v, causal: bool, scale: float, opts: Options):
+    """O, L by fa2's kernels: through autograd where a gradient may be asked for, else the launcher directly (an
+    inference call, a decode step: the autograd Function's bookkeeping is host time and nothing else)."""
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _Attention.apply(q, k, v, causal, scale, opts)
+    return launcher().forward(tma_ready(q), tma_ready(k), tma_ready(v), causal, scale, opts=opts)
 
 
 def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale, opts=None):
