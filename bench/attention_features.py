@@ -401,6 +401,26 @@ def timer(args, fn) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+def graph_timer(args, fn) -> tuple[float, torch.Tensor]:
+    """(ms, O): fn captured once in a CUDA graph (after two calls on a side stream, as capture wants), its replay
+    timed by do_bench: the kernels alone, back to back, as a serving engine launches a decode step. O is what the
+    replays write, for the caller to compare with the eager call's."""
+    from triton.testing import do_bench
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    return do_bench(graph.replay, warmup=args.warmup, rep=args.rep, return_mode="median"), out
+
+
 def run_case(args, case: Case, index: int, providers, budget_end: float, rows: list, extra: dict, fa4,
              refs: dict) -> None:  # fmt: skip
     x = make_inputs(case, args.device, 1000 + index)  # the same inputs in every pass
@@ -463,7 +483,19 @@ def run_case(args, case: Case, index: int, providers, budget_end: float, rows: l
             except Exception as e:
                 notes[provider]["backward"] = f"error: {type(e).__name__}: {str(e)[:200]}"
                 log(f"{case.name}: {provider} backward ERROR {type(e).__name__}: {str(e)[:200]}")
-        for mode, ms, flops in (("fwd", t_f, fwd_flops), ("bwd", t_b, 2.5 * fwd_flops)):
+        t_g = None
+        if not case.backward and args.device == "cuda" and time.time() < budget_end:
+            try:
+                t_g, o = graph_timer(args, fn)
+                ours = refs.get(case.name)
+                notes[provider]["graph_max_abs_diff_vs_flashviz"] = (
+                    None if ours is None else (o.detach().float() - ours.float()).abs().max().item()
+                )
+                del o
+            except Exception as e:  # recorded, not hidden: a provider whose call a graph cannot capture
+                notes[provider]["graph"] = f"error: {type(e).__name__}: {str(e)[:200]}"
+                log(f"{case.name}: {provider} graph ERROR {type(e).__name__}: {str(e)[:200]}")
+        for mode, ms, flops in (("fwd", t_f, fwd_flops), ("bwd", t_b, 2.5 * fwd_flops), ("fwd-graph", t_g, fwd_flops)):
             if ms is None:
                 continue
             rows.append({"provider": provider, "mode": mode, "causal": case.causal, "d": case.d, "n": case.nk,
@@ -471,6 +503,7 @@ def run_case(args, case: Case, index: int, providers, budget_end: float, rows: l
                          "ms": round(ms, 4), "case": case.name})  # fmt: skip
         shown = "" if diff is None else f", max |O - flashviz's| {diff:.3g}"
         bwd = "" if t_b is None else f", bwd {t_b:.3f} ms {2.5 * fwd_flops / t_b / 1e9:.1f} TFLOP/s"
+        bwd += "" if t_g is None else f", graph {t_g:.3f} ms {fwd_flops / t_g / 1e9:.1f} TFLOP/s"
         log(f"{case.name}: {provider:10s} fwd {t_f:.3f} ms {fwd_flops / t_f / 1e9:.1f} TFLOP/s{bwd} "
             f"(first call {first:.1f} s{shown})")  # fmt: skip
     del x
@@ -478,8 +511,27 @@ def run_case(args, case: Case, index: int, providers, budget_end: float, rows: l
         torch.cuda.empty_cache()
 
 
-def markdown(doc: dict, extra: dict) -> str:
+def table(doc: dict, fwd: str, bwd: str | None, names: list) -> list[str]:
+    """One markdown table: per case, each provider's TFLOP/s (forward mode `fwd`, / backward where `bwd` has a row),
+    and flashviz's best (of its two kernels) against the best other provider's, from the times (the same FLOPs)."""
     cell = {(r["case"], r["provider"], r["mode"]): r for r in doc["rows"]}
+    lines = ["| case | " + " | ".join(PROVIDERS) + " | flashviz's best / best other |",
+             "|---|" + "---|" * (len(PROVIDERS) + 1)]  # fmt: skip
+    for name in names:
+        vals, best = [], {}
+        for p in PROVIDERS:
+            f, b = cell.get((name, p, fwd)), cell.get((name, p, bwd)) if bwd else None
+            text = "–" if f is None else f"{f['tflops']:.0f}" + ("" if b is None else f" / {b['tflops']:.0f}")
+            vals.append(text)
+            if f is not None and p not in OURS:
+                best[p] = f["ms"]
+        mine = [c["ms"] for p in OURS if (c := cell.get((name, p, fwd))) is not None]
+        ratio = "–" if not mine or not best else f"{min(best.values()) / min(mine):.2f} (fwd)"
+        lines.append(f"| {name} | " + " | ".join(vals) + f" | {ratio} |")
+    return lines
+
+
+def markdown(doc: dict, extra: dict) -> str:
     lines = [
         f"# flashviz.attention's options on {doc['gpu']}, {doc['date']}",
         "",
@@ -488,21 +540,17 @@ def markdown(doc: dict, extra: dict) -> str:
         "4·D·(pairs the mask lets through)·Hq, backward 2.5×; backward time = (fwd+bwd) − fwd; – = not run "
         "(-features-extra.json says why).",
         "",
-        "| case | " + " | ".join(PROVIDERS) + " | flashviz's best / best other |",
-        "|---|" + "---|" * (len(PROVIDERS) + 1),
+        *table(doc, "fwd", "bwd", doc["cases"]),
     ]
-    for name in doc["cases"]:
-        vals, best = [], {}
-        for p in PROVIDERS:
-            f, b = cell.get((name, p, "fwd")), cell.get((name, p, "bwd"))
-            text = "–" if f is None else f"{f['tflops']:.0f}" + ("" if b is None else f" / {b['tflops']:.0f}")
-            vals.append(text)
-            if f is not None and p not in OURS:
-                best[p] = f["ms"]
-        # the same FLOPs: the ratio of TFLOP/s is that of the times; flashviz's best of its two kernels
-        mine = [c["ms"] for p in OURS if (c := cell.get((name, p, "fwd"))) is not None]
-        ratio = "–" if not mine or not best else f"{min(best.values()) / min(mine):.2f} (fwd)"
-        lines.append(f"| {name} | " + " | ".join(vals) + f" | {ratio} |")
+    graphed = [n for n in doc["cases"] if any(r["case"] == n and r["mode"] == "fwd-graph" for r in doc["rows"])]
+    if graphed:
+        lines += [
+            "",
+            "The forward-only cases again, each provider's call captured in a CUDA graph and its replay timed (the "
+            "kernels alone, without the host's launch work, as a serving engine runs a decode step):",
+            "",
+            *table(doc, "fwd-graph", None, graphed),
+        ]
     if extra.get("stopped"):
         lines += ["", f"Stopped early: {'; '.join(extra['stopped'])}."]
     return "\n".join(lines) + "\n"

@@ -83,3 +83,25 @@ def test_smoke_run_writes_the_features_json(tmp_path):
     assert flex["max_abs_diff_vs_flashviz"] < 0.02, flex  # bf16 outputs of two kernels, |O| < 1
     assert any(r["provider"] == "flex" and r["case"] == "decode Nq=16 Nk=8k" for r in doc["rows"])
     assert (tmp_path / path.name.replace(".json", ".md")).read_text().count("| decode Nq=16 Nk=8k |") == 1
+
+
+def test_graph_rows_get_a_table_of_their_own():
+    """Forward-only cases timed from a CUDA graph ("fwd-graph" rows) are a second table, with its own ratio of
+    flashviz's best kernel against the best other provider; the first table keeps the eager times."""
+
+    def row(case, provider, mode, ms):
+        return {"case": case, "provider": provider, "mode": mode, "ms": ms, "tflops": 10.0 / ms}
+
+    doc = {"gpu": "G", "date": "D", "versions": {"torch": "x"}, "cases": {"decode a": {}, "gqa b": {}},
+           "rows": [row("decode a", "flashviz", "fwd", 0.4), row("decode a", "sdpa-cudnn", "fwd", 0.2),
+                    row("decode a", "flashviz", "fwd-graph", 0.03), row("decode a", "sdpa-cudnn", "fwd-graph", 0.036),
+                    row("decode a", "fa3", "fwd-graph", 0.05),
+                    row("gqa b", "flashviz", "fwd", 1.0), row("gqa b", "fa4", "fwd", 0.8)]}  # fmt: skip
+    md = af.markdown(doc, {})
+    first, _, second = md.partition("captured in a CUDA graph")
+    assert "| decode a | 25 | – | 50 | – | – | 0.50 (fwd) |" in first
+    assert "| gqa b | 10 | – | – | – | 12 | 0.80 (fwd) |" in first
+    assert "| decode a | 333 | 200 | 278 | – | – | 1.20 (fwd) |" in second
+    assert "gqa b" not in second
+    doc["rows"] = [r for r in doc["rows"] if r["mode"] != "fwd-graph"]
+    assert "CUDA graph" not in af.markdown(doc, {})
