@@ -327,13 +327,21 @@ def test_public_functions_run_fa3_with_every_option(warm, seed, call):
 
 @gpu
 @needs_hopper
-def test_auto_keeps_fa2_for_the_options_until_fa3_is_timed_on_them():
-    q = torch.randn(1, 4, 1024, 128, dtype=BF16, device="cuda")
-    k = torch.randn(1, 4, 2048, 128, dtype=BF16, device="cuda")
-    for what in ("Nq != Nk", "a window", "softcap", "packed sequences"):
-        assert attention_backends.choose("auto", q, True, unmeasured=what) == attention_backends.FA2
-        assert attention_backends.choose("fa3", q, True, unmeasured=what) == attention_backends.FA3
-    assert ta._unmeasured(q, k, (-1, -1), 0.0, False) == "Nq != Nk"
+def test_auto_runs_fa3_with_the_options_only_where_it_was_timed_faster():
+    """On this GPU: auto runs fa3 for a cache of 2048 queries (D=128, causal: timed faster) and fa2 for decode
+    (fa2's split-KV forward was 2 to 10x faster), for a cache that is not causal and at D=64 (not timed)."""
+    k = torch.randn(1, 4, 16384, 128, dtype=BF16, device="cuda")
+    for nq, causal, d, want in (
+        (2048, True, 128, attention_backends.FA3),
+        (1, True, 128, attention_backends.FA2),
+        (2048, False, 128, attention_backends.FA2),
+        (2048, True, 64, attention_backends.FA2),
+    ):
+        q = torch.randn(1, 8, nq, d, dtype=BF16, device="cuda")
+        kk = k[..., :d]
+        unmeasured = ta._unmeasured(q, kk, (-1, -1), 0.0, False, causal, nq)
+        assert attention_backends.choose("auto", q, causal, unmeasured=unmeasured) == want, (nq, causal, d)
+        assert attention_backends.choose("fa3", q, causal, unmeasured=unmeasured) == attention_backends.FA3
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -445,6 +453,34 @@ def test_the_unmeasured_options_are_named_for_auto():
     assert got == "grouped-query attention, Nq != Nk, a window, softcap"
     assert ta._unmeasured(*_q(8), (-1, -1), 0.0, False) is None
     assert ta._unmeasured(torch.empty(9, 2, 64), torch.empty(9, 2, 64), (-1, -1), 0.0, True) == "packed sequences"
+
+
+def test_the_options_timed_faster_on_fa3_are_not_unmeasured():
+    """D = 128, causal, at least FA3_OPTIONS_MIN_QUERIES queries per sequence: the feature runs' cases, where fa3's
+    forward beat fa2's with every option; one query fewer, not causal, or D = 64 stays unmeasured."""
+    m = ta.FA3_OPTIONS_MIN_QUERIES
+    q, k = torch.empty(1, 32, m, 128), torch.empty(1, 8, 8 * m, 128)
+    assert ta._unmeasured(q, k, (4095, -1), 50.0, False, True, m) is None
+    assert (
+        ta._unmeasured(q, k, (4095, -1), 50.0, False, False, m)
+        == "grouped-query attention, Nq != Nk, a window, softcap"
+    )
+    assert ta._unmeasured(q[:, :, 1:], k, (-1, -1), 0.0, False, True, m - 1) == "grouped-query attention, Nq != Nk"
+    assert (
+        ta._unmeasured(q[..., :64], k[..., :64], (-1, -1), 0.0, False, True, m) == "grouped-query attention, Nq != Nk"
+    )
+    packed = torch.empty(5 * m, 32, 128), torch.empty(5 * m, 8, 128)
+    assert ta._unmeasured(*packed, (-1, -1), 0.0, True, True, m) is None
+    assert ta._unmeasured(*packed, (-1, -1), 0.0, True, True, m // 2) == "grouped-query attention, packed sequences"
+
+
+def test_auto_asks_fast_fa3_with_a_packed_calls_longest_sequence(monkeypatch):
+    """A packed q is (total, H, D): auto judges the shape by max_seqlen_q (n), not by q's second dimension (H)."""
+    monkeypatch.setattr(fa3_attention, "unavailable", lambda: None)
+    monkeypatch.setattr(fa3_attention, "supports", lambda q, scale=None: None)
+    packed = torch.empty(9000, 4, 64)  # D = 64: fast_fa3 holds for n <= 2048 only
+    assert attention_backends.choose("auto", packed, False, n=1024) == attention_backends.FA3
+    assert attention_backends.choose("auto", packed, False, n=4096) == attention_backends.FA2
 
 
 def test_forcing_fa3_without_a_hopper_gpu_says_why():

@@ -4,7 +4,8 @@
   interpreter (how CI runs it);
 - "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0,
   every option of flashviz.attention and attention_varlen in its forward (their backward fa2's);
-- "auto": fa3 where it runs and FAST_FA3 says it measured faster for the shape, fa2 elsewhere.
+- "auto": fa3 where it runs and was measured faster for the shape (`fast_fa3`; with the options of issue 22,
+  `flashviz.ops.fa2.FA3_OPTIONS_MIN_QUERIES`), fa2 elsewhere.
 
 These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).
 """
@@ -33,10 +34,11 @@ def fast_fa3(d: int, n: int, causal: bool) -> bool:
     return False
 
 
-def choose(backend: object, q, causal: bool, scale: float | None = None, unmeasured: str | None = None) -> str:
-    """The backend that runs (B, H, N, D) q; ValueError, one line naming what is there, when `backend` can't run.
-    unmeasured: what fa3 takes but FAST_FA3 has no measurement of ("grouped-query attention"): "fa3" runs it,
-    "auto" runs fa2."""
+def choose(backend: object, q, causal: bool, scale: float | None = None, unmeasured: str | None = None,
+           n: int | None = None) -> str:  # fmt: skip
+    """The backend that runs q (B, H, N, D), or packed (total, H, D) with `n` its longest sequence; ValueError, one
+    line naming what is there, when `backend` can't run. unmeasured: what fa3 takes but was not timed faster on
+    ("grouped-query attention"): "fa3" runs it, "auto" runs fa2. n: the queries per sequence (None: q's N)."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {cut(str(backend))!r}")
     if backend == FA2:
@@ -48,6 +50,6 @@ def choose(backend: object, q, causal: bool, scale: float | None = None, unmeasu
         if why:
             raise ValueError(f"backend {FA3!r} is not available here ({why}); available: {AUTO}, {FA2}")
         return FA3
-    if why or unmeasured or not fast_fa3(q.shape[-1], q.shape[-2], causal):
+    if why or unmeasured or not fast_fa3(q.shape[-1], q.shape[-2] if n is None else n, causal):
         return FA2
     return FA3

@@ -761,11 +761,23 @@ class _Attention(torch.autograd.Function):
         return dq, dk, dv, None, None, None
 
 
-def _unmeasured(q, k, window, softcap, varlen: bool) -> str | None:
-    """What of a call fa3 takes but was not timed against fa2 for (None: nothing), in words, for
+# Where fa3's forward with the options measured faster than fa2's, so auto runs it: D = 128, causal, at least this
+# many queries per sequence. The two feature runs of 2026-12-05 (an H100, every provider in one process;
+# bench/results/attention/features/2026-12-05-nvidia-h100 and -run2), GQA 32/8, fa3 against fa2, forward TFLOP/s:
+# GQA N=8k 634, 642 against 483, 495; a cache Nq=2k Nk=16k 643 against 524; a window of 4096 at N=32k 627, 579
+# against 483, 491; softcap 50 at N=8k 355, 345 against 307, 337; 64 packed sequences of 91 to 3,994 tokens 412, 378
+# against 350, 371. With 1 to 128 queries against a cache (decode) fa2's split-KV forward was 2 to 10x faster; in
+# between, not causal, and at D = 64, fa3 was not timed with the options.
+FA3_OPTIONS_MIN_QUERIES = 2048
+
+
+def _unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queries: int = 0) -> str | None:
+    """What of a call fa3 takes but was not timed faster than fa2 for (None: nothing), in words, for
     `attention_backends.choose`: fa3 runs it when asked (backend="fa3"), auto keeps fa2 for it. Grouped-query
     attention (fa3's forward reads K/V head h // group since issue 22), Nq != Nk, a window, softcap and packed
-    sequences (compiled into fa3's forward where a call asks for them); the backward of each is fa2's."""
+    sequences (compiled into fa3's forward where a call asks for them); the backward of each is fa2's. None, too,
+    where they were timed and fa3 was faster: D = 128, causal, `queries` (Nq, or max_seqlen_q) at least
+    FA3_OPTIONS_MIN_QUERIES."""
     what = []
     if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
         what.append("grouped-query attention")
@@ -777,6 +789,8 @@ def _unmeasured(q, k, window, softcap, varlen: bool) -> str | None:
         what.append("softcap")
     if varlen:
         what.append("packed sequences")
+    if q.shape[-1] == 128 and causal and queries >= FA3_OPTIONS_MIN_QUERIES:
+        return None
     return ", ".join(what) or None
 
 
@@ -797,7 +811,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
     backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
         FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.ops.backends`). fa3 (sm_90, D in
         {64, 128}, scale > 0) takes every option here in its forward (the backward of an option, and of
-        grouped-query attention, and of Nq != Nk, is fa2's); auto runs fa2 for any option until fa3 is timed on it.
+        grouped-query attention, and of Nq != Nk, is fa2's); auto runs fa3 with an option only where it was timed
+        faster (D = 128, causal, Nq >= 2048: FA3_OPTIONS_MIN_QUERIES), fa2 elsewhere (decode among it).
 
     Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
     """
@@ -808,7 +823,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, return_
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=_unmeasured(q, k, window, softcap, False))
+    unmeasured = _unmeasured(q, k, window, softcap, False, causal, q.shape[2])
+    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=unmeasured)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
     if chosen == attention_backends.FA3:
@@ -829,7 +845,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         cu_seqlens_k: int32 (B + 1,) cumulative lengths, from 0 to total, strictly increasing (sequence b is rows
         cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked).
     causal, scale, window, softcap: as in `attention`, per sequence (causal aligned to each one's bottom-right).
-    backend: "auto", "fa3" or "fa2", as in `attention` (auto runs fa2: fa3's packed forward is not yet timed).
+    backend: "auto", "fa3" or "fa2", as in `attention` (auto: fa3 where it was timed faster, D = 128, causal,
+        max_seqlen_q >= 2048; fa2 elsewhere).
 
     Returns O, (total_q, Hq, D), or (O, L) with L (Hq, total_q) float32. Differentiable in q, k and v.
     """
@@ -839,7 +856,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends
 
-    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=_unmeasured(q, k, window, softcap, True))
+    unmeasured = _unmeasured(q, k, window, softcap, True, causal, int(max_seqlen_q))
+    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=unmeasured, n=int(max_seqlen_q))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     opts = Options(left, right, float(softcap), cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(),
                    int(max_seqlen_q), int(max_seqlen_k))  # fmt: skip
