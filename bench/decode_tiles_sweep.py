@@ -2,8 +2,10 @@
 each timed from a CUDA graph's replay (the kernels alone: bench/decode_probe.py showed that eager timing at these
 sizes measures the host) and its O compared with the heuristic's. B = 1 (8 programs before the split) and B = 4
 (32). Tiles: the split kernel's (Br, Bc, warps, stages); S: the number of chunks of the keys.
+--confirm: the heuristic's S against fixed S (0: fa2_fwd unsplit, one K/V read per q head) at B = 1 to 16, the
+split kernel's own tiles only (the check of the memory-bound heuristic, after the sweep that chose it).
 
-  PYTHONPATH=src python bench/decode_tiles_sweep.py --out "$OUT/decode-tiles" [--budget-s 150]
+  PYTHONPATH=src python bench/decode_tiles_sweep.py --out "$OUT/decode-tiles" [--budget-s 150] [--confirm]
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=150.0)
+    ap.add_argument("--confirm", action="store_true")
     args = ap.parse_args()
+    shapes = [(1, 1, 8192), (1, 1, 32768), (1, 1, 131072), (1, 16, 8192), (1, 16, 131072),
+              (4, 1, 8192), (4, 1, 32768), (4, 16, 32768)]  # fmt: skip
+    tile_sets, splits = TILES, SPLITS
+    if args.confirm:
+        shapes = [(b, nq, nk) for b in (1, 2, 4, 8, 16) for nq in (1, 16) for nk in (8192, 32768)]
+        shapes.append((1, 1, 131072))
+        tile_sets, splits = TILES[:1], (None, 0, 1, 2, 4, 8, 16)
     from decode_probe import graph_ms
     from triton.testing import do_bench
 
@@ -35,8 +45,7 @@ def main() -> int:
     t0 = time.time()
     run = ta.launcher()
     rows = []
-    for b, nq, nk in [(1, 1, 8192), (1, 1, 32768), (1, 1, 131072), (1, 16, 8192), (1, 16, 131072),
-                      (4, 1, 8192), (4, 1, 32768), (4, 16, 32768)]:  # fmt: skip
+    for b, nq, nk in shapes:
         if time.time() - t0 > args.budget_s:
             break
         torch.manual_seed(b * 1000 + nq * 7 + nk)
@@ -44,9 +53,9 @@ def main() -> int:
         k, v = (torch.randn(b, 8, nk, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2))
         ref, _ = run.forward(q, k, v, True, 128**-0.5)
         base = ta.split_tiles(nq * 4, 128)
-        for bc, warps, stages in TILES:
+        for bc, warps, stages in tile_sets:
             tiles = ta.Tiles(base.Br, bc, warps, stages)
-            for s in SPLITS:
+            for s in splits:
                 if time.time() - t0 > args.budget_s:
                     break
                 row = {"B": b, "nq": nq, "nk": nk, "Bc": bc, "warps": warps, "stages": stages,
@@ -58,13 +67,15 @@ def main() -> int:
                     def fn(q=q, k=k, v=v, tiles=tiles, s=s):
                         if s is None:
                             return run.forward(q, k, v, True, 128**-0.5)
+                        if s == 0:  # fa2_fwd, autotuned (tiles of its own)
+                            return run.forward(q, k, v, True, 128**-0.5, splits=0)
                         return run.forward(q, k, v, True, 128**-0.5, tiles=tiles, splits=s)
 
                     o, _ = fn()
                     row["max_diff"] = (o.float() - ref.float()).abs().max().item()
                     row["graph_us"] = graph_ms(fn, do_bench) * 1e3
-                    plan = ta.split_plan(b, 8, 4, nq, nk, True, -1, -1, base.Br, bc, ta._sm_count(0), s)
-                    row["S"] = plan.S
+                    plan = ta.split_plan(b, 8, 4, nq, nk, True, -1, -1, base.Br, bc, ta._sm_count(0), s or None)
+                    row["S"] = 0 if s == 0 else plan.S
                 except Exception as e:  # recorded, not hidden (a tile set over shared memory, say)
                     row["error"] = f"{type(e).__name__}: {str(e)[:160]}"
                 rows.append(row)

@@ -111,6 +111,39 @@ def test_the_smallest_split_near_the_best_efficiency(programs, kv_tiles, expecte
     assert ta.num_splits(programs=programs, kv_tiles=kv_tiles) == expected
 
 
+@pytest.mark.parametrize(
+    ("programs", "kv_tiles", "expected"),
+    [
+        (8, 1024, 8),  # 64 programs: half of 132 SMs (the H100's S = 8 over the wave-filling 14)
+        (32, 1024, 2),  # 64 programs again
+        (16, 1024, 4),
+        (64, 1024, 1),  # half the SMs already: unsplit
+        (100, 1024, 1),
+        (8, 12, 6),  # 8 would give chunks of 2 tiles as 7 and 6 do: 6, the fewest partials for that length
+        (1, 3, 3),  # as far as the tiles go
+    ],
+)
+def test_a_memory_bound_split_aims_at_half_the_sms(programs, kv_tiles, expected):
+    assert ta.num_splits(programs=programs, kv_tiles=kv_tiles, memory_bound=True) == expected
+
+
+def test_decode_plans_are_memory_bound_and_prefill_plans_are_not():
+    """A few packed rows per K/V head (Nq * group <= STREAMING_ROWS) aims at half the SMs; 128 queries of 4 heads
+    (512 rows) keep FlashAttention-2's full-wave heuristic."""
+    assert ta.split_plan(1, 8, 4, 1, 131072, True, -1, -1, 16, 128, 132).S == 8
+    assert ta.split_plan(1, 8, 4, 16, 131072, True, -1, -1, 64, 128, 132).S == 8
+    assert ta.split_plan(1, 8, 4, 128, 131072, True, -1, -1, 128, 64, 132).S == 4  # 128 programs; half the SMs: 2
+
+
+def test_a_decode_that_needs_no_split_still_packs_the_q_heads(kernels, seed):
+    """72 programs fill half of the SMs, so the plan is S = 1; the split kernel still runs (one chunk, K and V read
+    once per K/V head), not fa2_fwd (once per q head), and O and L hold to float64."""
+    q, k, v = inputs(9, 32, 8, 1, 40, 32, BF16)
+    kernels.compiled.clear()
+    check_forward(kernels, q, k, v, True, (-1, -1), 0.0, None)
+    assert "split" in kernels.compiled and "fwd" not in kernels.compiled
+
+
 def test_the_split_is_bounded_by_the_tiles():
     assert ta.num_splits(programs=8, kv_tiles=3) <= 3
     assert ta.num_splits(programs=1, kv_tiles=1) == 1
