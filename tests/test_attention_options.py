@@ -409,7 +409,9 @@ def test_gpu_public_api_autotuned(monkeypatch, seed, packed):
     """flashviz.attention / attention_varlen as a model calls them: autotuned tiles, the backward variant timed
     and chosen, through torch.autograd; GQA 32/8 at D=128, causal; dense: a KV cache (Nq < Nk) and a window; packed:
     ragged sequences. (The option sets of `attention_bench.py --features`, whose compile step fills Triton's cache
-    with their candidates: run after it on the same machine, these should find their kernels there.)"""
+    with their candidates: run after it on the same machine, these should find their kernels there.) On an sm_90
+    GPU auto runs fa3's forward for the packed call (D=128, causal, a longest sequence of 2048 queries:
+    FA3_OPTIONS_MIN_QUERIES) and fa2's for the dense one (1024 queries); both backwards are fa2's."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     window, softcap = ((-1, -1), 0.0) if packed else ((1023, -1), 0.0)
     if packed:
