@@ -469,6 +469,8 @@ def test_the_options_timed_faster_on_fa3_are_not_unmeasured():
     assert (
         ta._unmeasured(q[..., :64], k[..., :64], (-1, -1), 0.0, False, True, m) == "grouped-query attention, Nq != Nk"
     )
+    more_queries = torch.empty(1, 32, 2 * m, 128), torch.empty(1, 8, m, 128)  # Nq > Nk: not timed
+    assert ta._unmeasured(*more_queries, (-1, -1), 0.0, False, True, 2 * m) == "grouped-query attention, Nq != Nk"
     packed = torch.empty(5 * m, 32, 128), torch.empty(5 * m, 8, 128)
     assert ta._unmeasured(*packed, (-1, -1), 0.0, True, True, m) is None
     assert ta._unmeasured(*packed, (-1, -1), 0.0, True, True, m // 2) == "grouped-query attention, packed sequences"

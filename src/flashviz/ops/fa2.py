@@ -786,7 +786,7 @@ class _Attention(torch.autograd.Function):
 # GQA N=8k 634, 642 against 483, 495; a cache Nq=2k Nk=16k 643 against 524; a window of 4096 at N=32k 627, 579
 # against 483, 491; softcap 50 at N=8k 355, 345 against 307, 337; 64 packed sequences of 91 to 3,994 tokens 412, 378
 # against 350, 371. With 1 to 128 queries against a cache (decode) fa2's split-KV forward was 2 to 10x faster; in
-# between, not causal, and at D = 64, fa3 was not timed with the options.
+# between, not causal, at D = 64 and with more queries than keys, fa3 was not timed with the options.
 FA3_OPTIONS_MIN_QUERIES = 2048
 
 
@@ -796,7 +796,7 @@ def _unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queri
     attention (fa3's forward reads K/V head h // group since issue 22), Nq != Nk, a window, softcap and packed
     sequences (compiled into fa3's forward where a call asks for them); the backward of each is fa2's. None, too,
     where they were timed and fa3 was faster: D = 128, causal, `queries` (Nq, or max_seqlen_q) at least
-    FA3_OPTIONS_MIN_QUERIES."""
+    FA3_OPTIONS_MIN_QUERIES, and (dense) no more queries than keys."""
     what = []
     if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
         what.append("grouped-query attention")
@@ -808,7 +808,8 @@ def _unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queri
         what.append("softcap")
     if varlen:
         what.append("packed sequences")
-    if q.shape[-1] == 128 and causal and queries >= FA3_OPTIONS_MIN_QUERIES:
+    more_queries_than_keys = not varlen and q.shape[2] > k.shape[2]  # not among the timed cases
+    if q.shape[-1] == 128 and causal and queries >= FA3_OPTIONS_MIN_QUERIES and not more_queries_than_keys:
         return None
     return ", ".join(what) or None
 
