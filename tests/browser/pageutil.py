@@ -177,3 +177,18 @@ def viewing(path, cwd=None):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def settle_near(page, selector: str) -> None:
+    """Scroll `selector` into view and wait until the lazy cards that the scroll brings near the screen are drawn
+    (the page marks a card it has not brought up to date with data-stale, its margin in px): an IntersectionObserver
+    draws them a moment after the scroll, and their new height would move what a click then aims at (the click's
+    press and release would land on different elements, and no click would reach the page's handler)."""
+    page.locator(selector).scroll_into_view_if_needed()
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-stale]')].every((card) => {
+            const m = Number(card.dataset.stale) || 0, r = card.getBoundingClientRect();
+            return !(r.bottom > -m + 2 && r.top < innerHeight + m - 2);
+        })""",
+        timeout=WAIT_MS,
+    )

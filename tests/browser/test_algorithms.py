@@ -14,6 +14,7 @@ from pageutil import (
     expect,
     expect_step,
     open_viewer,
+    settle_near,
     step_of,
     tooltip_at,
 )
@@ -162,7 +163,9 @@ def test_backward_blocks_are_tiles_of_kv(page, server_url, log):
     expect(page.locator("[data-testid=block-chips] [data-block='0'] .chip-i")).to_have_text("j=0")
     page.keyboard.press("ArrowRight")
     expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 1, i = 0")
-    page.click("[data-testid=block-chips] [data-block='0']")
+    chip = "[data-testid=block-chips] [data-block='0']"
+    settle_near(page, chip)
+    page.click(chip)
     expect(page.locator("[data-testid=code-header]")).to_have_text("// j = 0, i = 0")
     assert_clean(log)
 

@@ -20,6 +20,7 @@ from pageutil import (
     expect_counter,
     expect_step,
     open_viewer,
+    settle_near,
     tooltip_at,
 )
 
@@ -298,8 +299,25 @@ def test_picking_another_block_keeps_the_phase(page, server_url, log):
     page.select_option("[data-testid=block-picker]", "1")
     expect_step(page, 13)
     expect(page.locator("[data-testid=code-header]")).to_have_text("// i = 1, j = 1")
-    page.click("[data-testid=block-chips] [data-block='0']")
+    chip = "[data-testid=block-chips] [data-block='0']"
+    settle_near(page, chip)
+    page.click(chip)
     expect_step(page, 5)
+    assert_clean(log)
+
+
+def test_cards_off_screen_are_stale_until_scrolled_near(page, server_url, log):
+    """The substeps and carries tables are drawn only near the screen: off it, a step leaves them stale (said by
+    data-stale, their margin in px); scrolled near, they are drawn from the current step and the mark goes."""
+    open_viewer(page, server_url, f"{DEFAULT}&step=2")
+    page.evaluate("window.scrollTo(0, 0)")
+    page.keyboard.press("ArrowRight")
+    expect_step(page, 2)
+    carries = page.locator("#carries")
+    expect(carries).to_have_attribute("data-stale", "300")
+    settle_near(page, "[data-testid=block-chips]")
+    expect(carries).not_to_have_attribute("data-stale", re.compile(".*"))
+    expect(page.locator("[data-testid=carries] tbody tr").first).to_be_visible()
     assert_clean(log)
 
 

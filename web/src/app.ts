@@ -224,12 +224,19 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
   // date only while they are on screen or about to be; scrolling to one draws it from the current state.
   const onScreen = new Set<string>();
   const stale = new Set<string>();
+  // A stale card says so (data-stale: how near the screen, in px, it is drawn again), so that a test can wait for the
+  // cards by what it scrolls to to be drawn before it points at something below them (their new height moves it).
   function lazy(x: Section, f: Frame): void {
     const card = x.lazy!.card;
+    const el = find(card);
     if (onScreen.has(card)) {
       stale.delete(card);
       part(x.name, () => x.step!(f));
-    } else stale.add(card);
+      delete el.dataset.stale;
+    } else {
+      stale.add(card);
+      el.dataset.stale = String(parseInt(x.lazy!.margin, 10) || 0);
+    }
   }
   /** Track which lazy cards are on screen (one observer per margin); repaint when one that went stale comes back. */
   const margins = new Map<string, string[]>();
