@@ -401,12 +401,9 @@ def timer(args, fn) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def graph_timer(args, fn) -> tuple[float, torch.Tensor]:
-    """(ms, O): fn captured once in a CUDA graph (after two calls on a side stream, as capture wants), its replay
-    timed by do_bench: the kernels alone, back to back, as a serving engine launches a decode step. O is what the
-    replays write, for the caller to compare with the eager call's."""
-    from triton.testing import do_bench
-
+def capture_graph(fn):
+    """(graph, O): fn captured once in a CUDA graph, after two calls on a side stream (as capture wants). O is what
+    the graph's replays write."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -416,6 +413,16 @@ def graph_timer(args, fn) -> tuple[float, torch.Tensor]:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = fn()
+    return graph, out
+
+
+def graph_timer(args, fn) -> tuple[float, torch.Tensor]:
+    """(ms, O): fn's CUDA graph (`capture_graph`) replayed and timed by do_bench: the kernels alone, back to back, as
+    a serving engine launches a decode step. O is what the replays write, for the caller to compare with the eager
+    call's."""
+    from triton.testing import do_bench
+
+    graph, out = capture_graph(fn)
     graph.replay()
     torch.cuda.synchronize()
     return do_bench(graph.replay, warmup=args.warmup, rep=args.rep, return_mode="median"), out

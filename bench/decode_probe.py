@@ -29,20 +29,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def graph_ms(fn, do_bench) -> float | None:
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
+    """do_bench of fn's CUDA graph replayed (attention_features.capture_graph); None where capture fails (said)."""
+    from attention_features import capture_graph
+
     try:
-        with torch.cuda.graph(g):
-            fn()
+        graph, _ = capture_graph(fn)
     except Exception as e:  # recorded, not hidden
         print(f"  graph capture failed: {type(e).__name__}: {str(e)[:160]}", flush=True)
         return None
-    return do_bench(g.replay, warmup=10, rep=60, return_mode="median")
+    return do_bench(graph.replay, warmup=10, rep=60, return_mode="median")
 
 
 def kernel_us(fn, calls: int = 20) -> float:
