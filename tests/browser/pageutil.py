@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
@@ -26,6 +27,13 @@ def missing(reason: str):
     if IN_CI:
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def to_fixed(x: float, digits: int) -> str:
+    """What JavaScript's `x.toFixed(digits)` writes, the page's way of showing a number: the exact binary value of x
+    rounded half away from zero. Python's format rounds half to even, so the two part on exact ties (89.25 is "89.2"
+    to Python, "89.3" to the page); a test expecting what the page shows says it with this."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def _free_port() -> int:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from pageutil import api, assert_clean, counter_el, expect, expect_step, open_viewer
+from pageutil import api, assert_clean, counter_el, expect, expect_step, open_viewer, to_fixed
 
 pytestmark = pytest.mark.browser
 
@@ -98,7 +98,7 @@ def test_the_schedule_follows_the_step_and_the_toggle_redraws(page, server_url, 
         label = page.locator("[data-testid=sched-variants] label").nth(n)
         expect(label).to_contain_text(v["name"])
         if v["tflops"] is not None:
-            expect(label).to_contain_text(f"{v['tflops']:.1f} TFLOP/s measured")
+            expect(label).to_contain_text(f"{to_fixed(v['tflops'], 1)} TFLOP/s measured")
         radios.nth(n).check()
         block = next(b for b in v["blocks"] if b["i"] == i)
         base = next(b for b in doc["baseline"]["blocks"] if b["i"] == i)
@@ -148,7 +148,7 @@ def measured_panel_matches(frame, doc: dict) -> None:
         expect(line).to_contain_text(f"{r['piece']} ({r['what']}): measured ")
         expect(line).to_contain_text(f"(mean of {r['count']})")
         if r["ratio"] is not None:
-            expect(line).to_contain_text(f"{r['ratio']:.2f}× the model")
+            expect(line).to_contain_text(f"{to_fixed(r['ratio'], 2)}× the model")
         elif r["modelled_ns"] is None:
             expect(line).to_contain_text("the model has no such piece")
     table = frame.locator("[data-testid=sched-pipe]")
@@ -157,7 +157,7 @@ def measured_panel_matches(frame, doc: dict) -> None:
         row = frame.locator("[data-testid=sched-pipe-row]").nth(n)
         expect(row).to_have_attribute("data-algo", r["algo"])
         for name in tp["shown"]:
-            expect(row.locator(f"[data-metric={name}]")).to_have_text(f"{r['metrics'][name]:.1f}%")
+            expect(row.locator(f"[data-metric={name}]")).to_have_text(f"{to_fixed(r['metrics'][name], 1)}%")
     for name in tp["shown"]:
         expect(table.locator("th", has_text=name)).to_have_attribute("title", tp["metrics"][name])
     expect(frame.locator("[data-testid=sched-pipe-metrics]")).to_contain_text(tp["metrics"]["tensor_active_pct"])
@@ -184,8 +184,10 @@ def test_the_measured_lanes_and_the_tensor_pipe_are_the_recorded_runs(page, serv
     a, b = side_by_side(doc["tensor_pipe"])
     ta, tb = a["metrics"]["tensor_active_pct"], b["metrics"]["tensor_active_pct"]
     sentence = page.locator("[data-testid=sched-pipe-sentence]")
-    expect(sentence).to_contain_text(f"active {tb:.1f}% of the SMs' active cycles in {b['algo']} ({b['kernel']})")
-    expect(sentence).to_contain_text(f"against {ta:.1f}% in {a['algo']} ({a['kernel']}): {tb / ta:.2f}×")
+    active = f"active {to_fixed(tb, 1)}% of the SMs' active cycles in {b['algo']} ({b['kernel']})"
+    expect(sentence).to_contain_text(active)
+    against = f"against {to_fixed(ta, 1)}% in {a['algo']} ({a['kernel']}): {to_fixed(tb / ta, 2)}×"
+    expect(sentence).to_contain_text(against)
     assert_clean(log)
 
 
@@ -285,6 +287,7 @@ def test_the_page_shows_the_documents_numbers_not_its_own(browser, tmp_path):
             r["ratio"] = round(rng.uniform(0.1, 9.9), 3)
     for r in sch["tensor_pipe"]["rows"]:
         r["metrics"]["tensor_active_pct"] = round(rng.uniform(5, 95), 2)
+    sch["tensor_pipe"]["rows"][0]["metrics"]["tensor_active_pct"] = rng.choice([89.25, 12.75, 50.25])  # exact ties
     sch["measured"]["gpu"] = "hand-made GPU"
     (tmp_path / "t.json").write_text(json.dumps(doc))
     with viewing(tmp_path / "t.json") as url:
@@ -299,3 +302,14 @@ def test_the_page_shows_the_documents_numbers_not_its_own(browser, tmp_path):
         expect(page.locator("[data-testid=sched-meas-title]")).to_contain_text("Measured on the hand-made GPU")
         assert errors == []
         context.close()
+
+
+def test_to_fixed_writes_what_the_page_writes(page):
+    """The tests' to_fixed against Chromium's own Number.prototype.toFixed: exact binary ties (where Python's format
+    and the page part), values a hair either side of them, negatives, and fresh random numbers."""
+    rng = random.Random()
+    xs = [89.25, 12.75, 0.125, 1.005, 2.675, -0.25, -3.125, 0.0, 1e-7, 123456.5]
+    xs += [rng.uniform(-100, 100) for _ in range(200)] + [round(rng.uniform(0, 100), 2) for _ in range(200)]
+    for digits in (0, 1, 2, 3):
+        shown = page.evaluate("([xs, d]) => xs.map(x => x.toFixed(d))", [xs, digits])
+        assert [to_fixed(x, digits) for x in xs] == shown, digits
