@@ -12,6 +12,7 @@ misaligned with the cache) moves logits by far more: each test also checks that 
 from __future__ import annotations
 
 import copy
+import inspect
 
 import pytest
 
@@ -28,6 +29,13 @@ FACTOR = 3.0
 BF16 = 2.0**-8
 IMPLEMENTATIONS = ("flashviz", "sdpa", "eager")
 VOCAB, N = 101, 40
+
+
+def with_cache(model, cache) -> dict:
+    """The keyword arguments that pass `cache` to model's forward: `cache=` where the installed transformers names it
+    so (5.25 on, where `past_key_values=` is deprecated), `past_key_values=` before."""
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    return {name: cache, "use_cache": True}
 
 
 def tiny(kind: str, **over):
@@ -106,9 +114,9 @@ def test_decode_with_a_kv_cache(kernels, seed, kind):
     with torch.no_grad():
         for impl, model in built.items():
             cache = DynamicCache(config=model.config)
-            model(ids[:, :30], past_key_values=cache, use_cache=True)
-            chunk = model(ids[:, 30:N], past_key_values=cache, use_cache=True).logits
-            last = model(ids[:, N:], past_key_values=cache, use_cache=True).logits
+            model(ids[:, :30], **with_cache(model, cache))
+            chunk = model(ids[:, 30:N], **with_cache(model, cache)).logits
+            last = model(ids[:, N:], **with_cache(model, cache)).logits
             steps[impl] = (chunk, last)
         full = built["sdpa"](ids).logits
     assert_close({impl: s[0] for impl, s in steps.items()}, "logits of 10 queries against a cache of 30")
@@ -203,9 +211,9 @@ def test_a_left_padded_batch_decodes_with_a_kv_cache(kernels, seed):
         model = built["flashviz"]
         cache = DynamicCache(config=model.config)
         position_ids = (mask[:, :8].cumsum(1) - 1).clamp(min=0)
-        model(ids[:, :8], attention_mask=mask[:, :8], position_ids=position_ids, past_key_values=cache, use_cache=True)
-        last = model(ids[:, 8:], attention_mask=mask, position_ids=position_ids[:, -1:] + 1, past_key_values=cache,
-                     use_cache=True).logits[:, -1]  # fmt: skip
+        model(ids[:, :8], attention_mask=mask[:, :8], position_ids=position_ids, **with_cache(model, cache))
+        last = model(ids[:, 8:], attention_mask=mask, position_ids=position_ids[:, -1:] + 1,
+                     **with_cache(model, cache)).logits[:, -1]  # fmt: skip
         alone = {impl: torch.stack([built[impl](ids[b : b + 1, mask[b] != 0]).logits[0, -1] for b in range(2)])
                  for impl in ("sdpa", "eager")}  # fmt: skip
     assert_close({"flashviz": last, **alone}, "the decoded row's logits against a padded cache")
