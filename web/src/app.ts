@@ -223,20 +223,16 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
   // Cards far below the fold (the substeps and the carries: big tables at large Br) are brought up to
   // date only while they are on screen or about to be; scrolling to one draws it from the current state.
   const onScreen = new Set<string>();
-  const stale = new Set<string>();
-  // A stale card says so (data-stale: how near the screen, in px, it is drawn again), so that a test can wait for the
-  // cards by what it scrolls to to be drawn before it points at something below them (their new height moves it).
+  // A stale card says so (data-stale: how near the screen, in px, it is drawn again): the observer wakes the page for
+  // it, and a test can wait for the cards by what it scrolls to to be drawn before it points at something below them
+  // (their new height moves it).
   function lazy(x: Section, f: Frame): void {
     const card = x.lazy!.card;
     const el = find(card);
     if (onScreen.has(card)) {
-      stale.delete(card);
       part(x.name, () => x.step!(f));
       delete el.dataset.stale;
-    } else {
-      stale.add(card);
-      el.dataset.stale = String(parseInt(x.lazy!.margin, 10) || 0);
-    }
+    } else el.dataset.stale = String(parseInt(x.lazy!.margin, 10) || 0);
   }
   /** Track which lazy cards are on screen (one observer per margin); repaint when one that went stale comes back. */
   const margins = new Map<string, string[]>();
@@ -248,7 +244,7 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
         for (const e of entries) {
           if (e.isIntersecting) {
             onScreen.add(e.target.id);
-            wake ||= stale.has(e.target.id);
+            wake ||= (e.target as HTMLElement).dataset.stale !== undefined;
           } else onScreen.delete(e.target.id);
         }
         if (wake) drawn();
