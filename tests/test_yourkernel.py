@@ -453,3 +453,58 @@ def test_flashvizs_own_triton_kernel_through_the_conventions(rng):
     for name in "QKVOL":
         row = traffic(trace.doc)[name]
         assert (row["read_bytes"], row["written_bytes"]) == (row["model_read_bytes"], row["model_written_bytes"])
+
+
+# -- rows no program stored -------------------------------------------------------------------------------------
+GRID_OF_ONE = (
+    "O and L diverge: rows 16..39 were never stored (24 of N=40 rows): no program wrote them; the grid (1, 1, 1) "
+    "has 1 program along X, where N=40 in blocks of 16 rows needs 3"
+)
+
+
+def test_rows_no_program_stores_are_a_divergence(tmp_path, rng):
+    """A grid of one block: block 0 is right, and rows 16..39 of O and L stay as they were. That is no correct
+    kernel; the traffic table says why Q, K and V were read less than the model (fewer blocks ran)."""
+    trace = flashviz.trace(kernel=f"{PLAIN}:attn_fwd", inputs=inputs(rng), meta=META, grid=(1, 1))
+    o, lse = trace.arrays["O"][0], trace.arrays["L"][0]
+    assert np.isnan(o[B:]).all() and np.isnan(lse[B:]).all() and np.isfinite(o[:B]).all()  # what it left
+    assert (trace.verdict, trace.message) == ("diverges", GRID_OF_ONE)
+    div = trace.divergence
+    assert (div["name"], div["program"], div["error"], div["message"]) == ("O", None, None, GRID_OF_ONE)
+    why = {name: row["why"] for name, row in traffic(trace.doc).items()}
+    assert why["Q"] == "Q read 0.4× the FA2 model: rows 16..39 of Q are never loaded (1 of its 3 blocks ran)"
+    for name in "KV":
+        assert why[name] == f"{name} read 0.333× the FA2 model: 1 of the 3 blocks of Q ran, each reading {name} once"
+    assert why["O"] == why["L"].replace("L", "O") == "O written 0.4× the FA2 model: rows 16..39 are never stored"
+    out = tmp_path / "t.json"
+    done = run_cli("--kernel", f"{PLAIN}:attn_fwd", "--meta", "BLOCK_M=16,BLOCK_N=16", "--n", str(N), "--d", str(D),
+                   "--grid", "1,1", "-o", str(out))  # fmt: skip
+    assert done.returncode == 1 and done.stdout.splitlines()[0] == GRID_OF_ONE, done.stdout
+    assert json.loads(out.read_text())["verdict"] == "diverges"
+
+
+def test_a_head_no_program_stores(rng):
+    trace = flashviz.trace(kernel=f"{PLAIN}:attn_fwd", n=N, d=D, heads=2, seed=int(rng.integers(2**31)), meta=META,
+                           grid=(3, 1))  # fmt: skip
+    assert np.isnan(trace.arrays["O"][1]).all() and np.isfinite(trace.arrays["O"][0]).all()
+    assert trace.verdict == "diverges"
+    assert trace.message == (
+        "O and L diverge: rows 0..39 of head 1 were never stored (40 of N=40 rows; 1 of 2 heads): no program wrote "
+        "them; the grid (3, 1, 1) has 1 program along Y, where Z·H = 2 heads need 2"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "cause"),
+    [
+        ("mask=offs_m[:, None] < N_CTX)", "mask=offs_m[:, None] < N_CTX - 1)", "block 2, write-back: O",
+         "so row 39 of O was never stored"),
+        ("    tl.store(M + off_hz * N_CTX + offs_m, m_i + tl.log(l_i), mask=offs_m < N_CTX)\n", "",
+         "block 0, write-back: L", "so rows 0..15 of L were never stored (16 rows)"),
+    ],
+    ids=["last-row-of-O", "no-L"],
+)  # fmt: skip
+def test_rows_a_block_leaves_unstored_are_named(tmp_path, rng, old, new, where, cause):
+    trace = flashviz.trace(kernel=f"{variant(tmp_path, old, new, 'unstored')}:attn_fwd", inputs=inputs(rng), meta=META)
+    assert trace.verdict == "diverges"
+    assert trace.message.startswith(where) and trace.message.endswith(cause), trace.message

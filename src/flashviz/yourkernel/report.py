@@ -15,7 +15,7 @@ import numpy as np
 
 from flashviz.model.echo import cut
 
-from . import carries, steps, traffic, verdict
+from . import carries, coverage, steps, traffic, verdict
 from .run import Run
 
 SCHEMA = "flashviz.kernel-trace/1"
@@ -103,7 +103,11 @@ def build(run: Run) -> KernelTrace:
         }
         kind, message = "fault", str(fault["message"])
     else:
-        div = verdict.Finder(judge, forms, source, grid, opts.causal, run.out, run.lse).first(blocks)
+        missing = coverage.unstored(run)
+        div = verdict.Finder(judge, forms, source, grid, opts.causal, run.out, run.lse, missing).first(blocks)
+        if div is None:  # every block is right: are there rows that no block holds and no program stored?
+            br = max((b.rows.size for b in blocks), default=0)
+            div = coverage.divergence(run, missing, br, judge.tol)
         if div is not None:
             kind, message = "diverges", div.message
         else:
@@ -213,7 +217,7 @@ def render(trace: KernelTrace) -> list[Any]:
     focus = None
     if doc["divergence"] is not None:
         focus = next((p for p in doc["programs"] if p["program"] == doc["divergence"]["program"]), None)
-    elif doc["programs"]:
+    if focus is None and doc["programs"]:
         focus = max(doc["programs"], key=lambda p: len(p["tiles"]))
     if focus is not None and focus["tiles"] and doc["carries"]["names"]:
         roles = [r for r in carries.ROLES if r in doc["carries"]["names"]]

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from ..algos import BASELINE, get
+from . import coverage
 from .carries import Block
 from .record import Access, Program
-from .verdict import tile_owner
+from .verdict import spans, tile_owner
 
 TENSORS = ("Q", "K", "V", "O", "L")
 
@@ -75,7 +76,7 @@ def count(run: Any, blocks: list[Block]) -> dict[str, Any]:
         read = sum(e.elements.size for _, e in _accesses(run.programs, tensor, "load"))
         written = sum(e.elements.size for _, e in _accesses(run.programs, tensor, "store"))
         m_read, m_written = model[tensor]["read"] * zh, model[tensor]["written"] * zh
-        why = _why(run, blocks, tensor, read, written, m_read, m_written)
+        why = _why(run, blocks, br, tensor, read, written, m_read, m_written)
         rows.append(Row(tensor, read, written, m_read, m_written, itemsize, why))
     return {
         "model": f"FA2 closed form (algos/{BASELINE}/traffic.py) at Br={br}, Bc={bc}, N={n}, D={d}, "
@@ -88,7 +89,28 @@ def count(run: Any, blocks: list[Block]) -> dict[str, Any]:
     }
 
 
-def _why(run: Any, blocks: list[Block], tensor: str, read: int, written: int, m_read: int, m_written: int) -> str:
+def _never(run: Any, tensor: str, kind: str, named: bool = False) -> str:
+    """The rows of `tensor` that no `kind` access (load, store) touched whole, as a clause ("rows 16..39 are never
+    stored", "row 3 of Q of head 1 is never loaded"), or "" when every row was."""
+    opts = run.options
+    zh = opts.z * opts.h
+    width = 1 if tensor == "L" else opts.d
+    never = ~coverage.whole_rows(run.programs, tensor, kind, zh, opts.n, width)
+    heads = np.flatnonzero(never.any(axis=1))
+    if heads.size == 0:
+        return ""
+    rows = np.flatnonzero(never[heads[0]])
+    text = f"{'rows' if rows.size > 1 else 'row'} {spans(rows)}" + (f" of {tensor}" if named else "")
+    if zh > 1:
+        more = heads.size - 1
+        text += f" of head {heads[0]}" + (f" (and of {more} more head{'s' if more > 1 else ''})" if more else "")
+    verb = {"load": "loaded", "store": "stored"}[kind]
+    return f"{text} {'are' if rows.size > 1 else 'is'} never {verb}"
+
+
+def _why(
+    run: Any, blocks: list[Block], br: int, tensor: str, read: int, written: int, m_read: int, m_written: int
+) -> str:
     if run.fault is not None and run.fault.kind != "wrote_nothing":
         return "counted until the fault stopped the run"
     if tensor not in run.binding.roles:
@@ -97,7 +119,7 @@ def _why(run: Any, blocks: list[Block], tensor: str, read: int, written: int, m_
     stores = _accesses(run.programs, tensor, "store")
     parts = []
     if read != m_read:
-        parts.append(_why_read(run, blocks, tensor, read, m_read, loads))
+        parts.append(_why_read(run, blocks, br, tensor, read, m_read, loads))
     if written != m_written:
         lines = {e.line for _, e in stores}
         if written > m_written:
@@ -108,9 +130,8 @@ def _why(run: Any, blocks: list[Block], tensor: str, read: int, written: int, m_
         elif written == 0:
             parts.append(f"{tensor} is never stored")
         else:
-            parts.append(
-                f"{tensor} written {_ratio(written, m_written)} the FA2 model: some of its rows are never stored"
-            )
+            rows = _never(run, tensor, "store") or "some of its rows are never stored"
+            parts.append(f"{tensor} written {_ratio(written, m_written)} the FA2 model: {rows}")
     if parts:
         return "; ".join(parts)
     return {
@@ -122,11 +143,18 @@ def _why(run: Any, blocks: list[Block], tensor: str, read: int, written: int, m_
     }[tensor]
 
 
-def _why_read(run: Any, blocks: list[Block], tensor: str, read: int, m_read: int, loads: list) -> str:
+def _why_read(run: Any, blocks: list[Block], br: int, tensor: str, read: int, m_read: int, loads: list) -> str:
     head = f"{tensor} read {_ratio(read, m_read)} the FA2 model"
     lines = {e.line for _, e in loads}
+    opts = run.options
+    ran, model_blocks = len(blocks), opts.z * opts.h * -(-opts.n // br)
     if tensor in ("O", "L"):
         return f"your kernel reads {tensor} back ({read:,} elements, {_lines(lines)})"
+    if tensor == "Q" and read < m_read:
+        never = _never(run, "Q", "load", named=True)
+        if never:
+            return f"{head}: {never} ({ran} of its {model_blocks} blocks ran)"
+        return head
     if tensor == "Q":
         in_tiles = set()
         for p, e in loads:
@@ -175,5 +203,8 @@ def _why_read(run: Any, blocks: list[Block], tensor: str, read: int, m_read: int
                     f"{head}: your kernel skips tiles: {len(skipped)} of its blocks never load every key "
                     f"(block {b.program.pid[0]} loads {s} of N={n} rows)"
                 )
-        return f"{head}: your kernel loads fewer rows of {tensor} than a causal FA2 needs"
+        if ran < model_blocks:
+            return f"{head}: {ran} of the {model_blocks} blocks of Q ran, each reading {tensor} once"
+        if run.options.causal:
+            return f"{head}: your kernel loads fewer rows of {tensor} than a causal FA2 needs"
     return head

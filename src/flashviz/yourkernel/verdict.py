@@ -38,10 +38,23 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def spans(rows: np.ndarray, most: int = 3) -> str:
+    """Sorted row numbers as runs: "16..39", "7", "0..3, 8..11 and 16..19", "0, 2, 4 and 5 more runs"."""
+    rows = np.unique(np.asarray(rows, dtype=np.int64))
+    if rows.size == 0:
+        return "none"
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    runs = [(int(r[0]), int(r[-1])) for r in np.split(rows, breaks)]
+    words = [f"{a}" if a == b else f"{a}..{b}" for a, b in runs]
+    if len(words) > most:
+        return ", ".join(words[:most]) + f" and {len(words) - most} more runs"
+    return _and(words)
+
+
 @dataclass(frozen=True)
 class Divergence:
-    where: str  # "block 3, tile 5" or "block 2, write-back"
-    pid: Pid
+    where: str  # "block 3, tile 5", "block 2, write-back", or "rows 16..39" that no program stored
+    pid: Pid | None
     tile: int | None  # the program's tile number
     j: int | None
     check: Check
@@ -49,9 +62,12 @@ class Divergence:
     line: int | None
     statement: str
     cause: str
+    text: str = ""  # the whole line, where the usual one does not fit (rows no program stored: coverage.py)
 
     @property
     def message(self) -> str:
+        if self.text:
+            return self.text
         text = f"{self.where}: {self.check.name} diverges — {sci(self.check.error)} against {sci(self.check.tolerance)}"
         if self.statement:
             text += f" — after `{self.statement}`"
@@ -66,7 +82,7 @@ class Divergence:
     def to_dict(self) -> dict[str, Any]:
         return {
             "where": self.where,
-            "program": list(self.pid),
+            "program": None if self.pid is None else list(self.pid),
             "tile": self.tile,
             "j": self.j,
             **self.check.to_dict(),
@@ -129,9 +145,11 @@ class Finder:
         causal: bool,
         out: np.ndarray,
         lse: np.ndarray | None,
+        unstored: dict[str, np.ndarray] | None = None,
     ):
         self.judge, self.forms, self.source, self.grid, self.causal = judge, forms, source, grid, causal
         self.out, self.lse = out, lse  # O (Z·H, N, D) and L (Z·H, N) as the kernel left them
+        self.unstored = unstored or {}  # O, L -> (Z·H, N): True where a row was never stored (coverage.py)
 
     def first(self, blocks: list[Block]) -> Divergence | None:
         for block in sorted(blocks, key=lambda b: (b.head, b.index)):
@@ -216,12 +234,14 @@ class Finder:
         rows = block.rows[block.judged]
         every = np.arange(head.q.shape[0])
         ref = truth.state(head, rows, every, self.judge.mask)
+        never = self.unstored.get(check.role)
+        if never is not None and never[block.head][rows].any():
+            missing = rows[never[block.head][rows]]
+            if missing.size == 1:
+                return f"row {spans(missing)} of {check.role} was never stored"
+            return f"rows {spans(missing)} of {check.role} were never stored ({missing.size} rows)"
         if check.role == "O":
             got = self.out[block.head][rows]  # (R, D)
-            unwritten = ~np.all(np.isfinite(got), axis=1)
-            if unwritten.any():
-                missing = rows[unwritten]
-                return f"rows {missing.min()}..{missing.max()} of O were never stored ({int(unwritten.sum())} rows)"
             if rel_error(got, ref.acc) <= check.tolerance:
                 return "O equals the unnormalised accumulator: the division by l is missing"
             for mask, words in _variants(self.causal):
