@@ -13,6 +13,7 @@ numbers on every run (the seed is printed).
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
@@ -237,6 +238,50 @@ def test_drawn_combinations_match_float64(kernels, case):
     assert verdict.ok, (case, verdict.failures())
 
 
+@pytest.mark.parametrize("softcap", [1e3, 1e4, 1e6, 1e8, 1e30, "top"])
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_a_cap_far_above_the_scores_is_computed_as_no_cap(kernels, seed, softcap, dtype):
+    """softcap * tanh(s / softcap) where s / softcap is tiny: the tanh by one exp2 cancels to nothing there (O was
+    4.4e-2 off at 1e6 and 88 % off at 1e8); the kernels' series near 0 keeps it, up to the largest cap accepted."""
+    q, k, v, do = dense_inputs(1, 2, 2, 40, 40, 32, dtype)
+    scale = 1.0 / math.sqrt(32)  # the default scale, as flashviz.attention computes it
+    cap = ta.softcap_range(scale)[1] if softcap == "top" else softcap
+    ours = run_options(kernels, q, k, v, do, True, scale, "atomic", softcap=cap)
+    if dtype == BF16 or cap < torch.finfo(FP16).max:  # fp16 attention, the tolerance's baseline, holds the cap
+        verdict = judge(ours, q, k, v, True, scale, do, softcap=cap)
+        assert verdict.ok, verdict.failures()
+    uncapped = judge(ours, q, k, v, True, scale, do)  # and a cap this far above the scores is no cap at all
+    assert uncapped.ok, uncapped.failures()
+    public = flashviz.attention(q, k, v, causal=True, softcap=cap)
+    assert judge({"O": public}, q, k, v, True, scale, do).ok
+
+
+def test_interpreted_calls_print_no_numpy_warnings(kernels, seed):
+    """Rows that see no key take L = log2(0) = -inf on purpose: NumPy's divide warning is not shown to the user."""
+    import warnings
+
+    q, k, v, do = dense_inputs(1, 2, 1, 30, 12, 32, BF16)  # Nq > Nk, causal: the first rows see no key
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        o = flashviz.attention(q, k, v, causal=True, window=(4, -1), softcap=3.0)
+        torch.autograd.grad(o, (q, k, v), do)
+
+
+def test_varlen_maxima_past_the_total_bound_the_grid_by_the_total(kernels, seed):
+    """max_seqlen_q = max_seqlen_k = 10**9 sized the grid (a hang on the CPU): a maximum past its tensor's total rows
+    is taken as the total, and the output is the same."""
+    lq, lk = (5, 17), (12, 9)
+    q, k, v, do = packed_inputs(lq, lk, 2, 1, 32, BF16)
+    cq, ck = cumulative(lq), cumulative(lk)
+    assert ta.check_varlen(q, k, cq, ck, 10**9, 10**30) == (sum(lq), sum(lk))
+    assert ta.check_varlen(q, k, cq, ck, 17, 12) == (17, 12)
+    huge = flashviz.attention_varlen(q, k, v, cq, ck, 10**9, 10**9, causal=True)
+    exact = flashviz.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=True)
+    assert torch.equal(huge, exact)
+    assert judge({"O": huge}, q, k, v, True, 32**-0.5, do, cu_q=cq, cu_k=ck).ok
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Bad combinations: one-line ValueErrors naming the argument
 # ----------------------------------------------------------------------------------------------------------
@@ -275,6 +320,19 @@ BAD_DENSE = [
     (_dense(softcap=float("inf")), r"softcap must be a finite number >= 0 .*; got inf"),
     (_dense(softcap=True), r"softcap must be a finite number >= 0 .*; got True"),
     (_dense(softcap="50"), r"softcap must be a finite number >= 0 .*; got '50'"),
+    (
+        _dense(softcap=1e38),
+        r"softcap must be 0 \(no soft-capping\) or 3\.67e-40 \.\. 1\.06e\+37 at scale 0\.125 .*; got 1e\+38$",
+    ),
+    (
+        _dense(softcap=1e-45, scale=1.0),
+        r"softcap must be 0 \(no soft-capping\) or 2\.94e-39 \.\. 8\.51e\+37 at scale 1 ",
+    ),
+    (_dense(q=torch.empty(1, 2, 8, 64, dtype=BF16, device="meta")), r"q, k and v must be on one device; got meta"),
+    (
+        {k: torch.empty(1, 2, 8, 64, dtype=BF16, device="meta") for k in "qkv"},
+        r"^q, k and v must be CUDA tensors \(CPU tensors under TRITON_INTERPRET=1\), holding their values; got meta$",
+    ),
     (_dense(k=torch.randn(1, 2, 9, 64, dtype=BF16)), r"k and v must have the same shape; got k \(1, 2, 9, 64\)"),
     (
         _dense(k=torch.randn(2, 2, 8, 64, dtype=BF16), v=torch.randn(2, 2, 8, 64, dtype=BF16)),

@@ -89,6 +89,11 @@ def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: b
         raise ValueError(f"q, k and v must have one dtype (bfloat16 or float16); got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}")
+    if q.device.type not in ("cuda", "cpu"):
+        raise ValueError(
+            f"q, k and v must be CUDA tensors (CPU tensors under TRITON_INTERPRET=1), holding their values; got "
+            f"{_cut(q.device)}"
+        )
     if q.device.type != "cuda":
         if not interpreting():
             raise ValueError(
@@ -115,12 +120,38 @@ def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: b
         raise ValueError(f"window values must be -1 (unbounded) or 0 .. {WINDOW_MAX}; got {_cut(tuple(window))}")
     if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) or softcap < 0:
         raise ValueError(f"softcap must be a finite number >= 0 (0: no soft-capping); got {_cut(repr(softcap))}")
+    if softcap > 0:
+        _check_softcap_range(float(softcap), 1.0 / math.sqrt(D) if scale is None else float(scale))
     return int(window[0]), int(window[1])
 
 
-def check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -> None:
+FLT_MIN, FLT_MAX = 2.0**-126, float.fromhex("0x1.fffffep+127")  # the least normal and the largest finite fp32
+
+
+def softcap_range(scale: float) -> tuple[float, float]:
+    """The caps the kernels compute right at this scale: they multiply the scores by scale / softcap and the tanh by
+    softcap * log2(e) in fp32, so scale / softcap must be a finite normal fp32 (or 0, at scale 0) and softcap * log2(e)
+    finite."""
+    top = FLT_MAX / _LOG2E
+    if scale == 0:
+        return FLT_MIN, top
+    return abs(scale) / FLT_MAX, min(top, abs(scale) / FLT_MIN)
+
+
+def _check_softcap_range(softcap: float, scale: float) -> None:
+    lo, hi = softcap_range(scale)
+    if not lo <= softcap <= hi:
+        raise ValueError(
+            f"softcap must be 0 (no soft-capping) or {lo:.3g} .. {hi:.3g} at scale {scale:.3g} (scale / softcap "
+            f"must be a normal fp32; a cap far above the scores caps nothing: pass 0); got {softcap:g}"
+        )
+
+
+def check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -> tuple[int, int]:
     """The packed sequences' lengths: int32 cumulative lengths from 0 to the tensors' rows, increasing, one batch,
-    and maxima that bound every sequence (checked on the host: one small copy from the GPU)."""
+    and maxima that bound every sequence (checked on the host: one small copy from the GPU). Returns the maxima the
+    kernels run with: a maximum past its tensor's total rows bounds nothing more than the total does (the grid is
+    sized by it), so it is taken as the total."""
     for name, cu, t in (("cu_seqlens_q", cu_seqlens_q, q), ("cu_seqlens_k", cu_seqlens_k, k)):
         if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
             got = f"{cu.dtype} {_shape(cu)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
@@ -148,6 +179,7 @@ def check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k) -
         longest = max(b - a for a, b in itertools.pairwise(host))
         if mx < longest:
             raise ValueError(f"{mname} must be at least the longest sequence ({longest}); got {mx}")
+    return min(max_seqlen_q, q.shape[0]), min(max_seqlen_k, k.shape[0])
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -443,6 +475,22 @@ def _prune_fused(configs, named_args, **kwargs):
     return kept or configs[:1]
 
 
+def _quiet_interpreter(launch):
+    """Under the interpreter the kernels' arithmetic runs in NumPy, which warns at what the kernels mean to compute:
+    log2(0) = -inf, the L of a row that sees no key. Those warnings are silenced there (the values are checked)."""
+
+    @functools.wraps(launch)
+    def run(self, *args, **kwargs):
+        if not self.interpret:
+            return launch(self, *args, **kwargs)
+        import numpy as np
+
+        with np.errstate(divide="ignore"):
+            return launch(self, *args, **kwargs)
+
+    return run
+
+
 class Launcher:
     """The kernels of one mode (compiled or interpreted) and their tuned launches."""
 
@@ -507,6 +555,7 @@ class Launcher:
             kw["WARP_SPECIALIZE"] = t.warp_specialize
         self.compiled[name] = kernel[grid](*args, **kwargs, **kw)
 
+    @_quiet_interpreter
     def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None,
                 opts: Options | None = None, splits: int | None = None):  # fmt: skip
         """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`).
@@ -568,6 +617,7 @@ class Launcher:
         )  # fmt: skip
         return o, lse
 
+    @_quiet_interpreter
     def backward(self, q, k, v, o, lse, do, dlse, causal: bool, scale: float, variant: str | None = None,
                  tiles: dict | None = None, opts: Options | None = None):  # fmt: skip
         """dQ, dK, dV. variant: one of BWD_VARIANTS (None: the faster one); tiles: {"dkdv": .., "dq": ..}."""
@@ -863,7 +913,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
 
     q: (total_q, Hq, D); k, v: (total_k, Hkv, D): the batch's sequences one after the other. cu_seqlens_q,
         cu_seqlens_k: int32 (B + 1,) cumulative lengths, from 0 to total, strictly increasing (sequence b is rows
-        cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked).
+        cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked; a value past the total
+        rows is taken as the total).
     causal, scale, window, softcap: as in `attention`, per sequence (causal aligned to each one's bottom-right).
     backend: "auto", "fa3" or "fa2", as in `attention` (auto: fa3 where it was timed faster, D = 128, causal,
         max_seqlen_q >= 2048; fa2 elsewhere).
@@ -871,7 +922,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     Returns O, (total_q, Hq, D), or (O, L) with L (Hq, total_q) float32. Differentiable in q, k and v.
     """
     left, right = check_inputs(q, k, v, causal, scale, window, softcap, varlen=True)
-    check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    max_seqlen_q, max_seqlen_k = check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     if not isinstance(return_lse, bool):
         raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
     from flashviz.ops import backends as attention_backends

@@ -11,8 +11,9 @@ blocks (`traffic.sums`: one head, or one K/V head with its group of q heads, its
 
 SCALE_FIRST (a scale <= 0, or soft-capping) scales each score before its max: Br·Bc multiplies where the plain path
 multiplies the row max (Br) and folds the scale into the fma of the exponent (Br·Bc); soft-capping then computes
-softcap2·tanh(s) as kernel.py's `_tanh` does: 1 − 2 / (exp2(2·log2e·s) + 1), per score two multiplies, an exp2,
-two additions and a division."""
+softcap2·tanh(s) as kernel.py's `_tanh` does, both of its forms on every score before it selects one: 1 − 2 /
+(exp2(2·log2e·s) + 1), two multiplies, an exp2, two additions and a division, and the series near 0,
+s·(1 + s²·(−1/3 + s²·2/15)), four multiplies and two additions."""
 
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ FORMULAS = {
 }
 SOFTCAP_FORMULAS = {  # what soft-capping adds per pair (tanh by one exp2), and SCALE_FIRST's multiplies
     "exp": "+ Br·Bc per pair with softcap: the exp2 of tanh",
-    "add": "+ 2·Br·Bc per pair with softcap: tanh's + 1 and 1 −",
-    "mul": "with SCALE_FIRST Br·Bc per pair scale the scores (Br fewer: no rowmax·qk_scale); with softcap + 2·Br·Bc: "
-    "2·log2e·s and softcap2·tanh",
+    "add": "+ 4·Br·Bc per pair with softcap: tanh's + 1 and 1 −, and its series' two",
+    "mul": "with SCALE_FIRST Br·Bc per pair scale the scores (Br fewer: no rowmax·qk_scale); with softcap + 6·Br·Bc: "
+    "2·log2e·s, softcap2·tanh and the series' four",
     "div": "+ Br·Bc per pair with softcap: tanh's 2 / (…)",
 }
 
@@ -63,7 +64,7 @@ def count(
         "exp": (tile + br + (tile if capped else 0)) * pairs,
         "log": br * blocks,
         "max": (tile + br) * pairs,
-        "add": (2 * tile + 2 * br + (2 * tile if capped else 0)) * pairs + br * blocks,
-        "mul": (tile + (br if first else 2 * br) + br * dp + (2 * tile if capped else 0)) * pairs + br * blocks,
+        "add": (2 * tile + 2 * br + (4 * tile if capped else 0)) * pairs + br * blocks,
+        "mul": (tile + (br if first else 2 * br) + br * dp + (6 * tile if capped else 0)) * pairs + br * blocks,
         "div": (tile if capped else 0) * pairs + br * dp * blocks,
     }
