@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -235,3 +236,76 @@ def test_cli_traces_the_ring_with_its_flags(tmp_path):
         mismatch.stderr
     )
     assert "Traceback" not in mismatch.stderr
+
+
+# ---- the ring's limits are what the doors accept, and every refusal names a launch that runs ----
+
+_FIXES = (
+    (
+        re.compile(r"devices = (\d+) \(br = bc = (\d+)\)"),
+        lambda m: {"devices": int(m[1]), "br": int(m[2]), "bc": int(m[2])},
+    ),
+    (re.compile(r"set br = bc = (\d+)"), lambda m: {"br": int(m[1]), "bc": int(m[1])}),
+    (re.compile(r"use n <= (\d+)"), lambda m: {"n": int(m[1])}),
+    (re.compile(r"must be at most (\d+) for ring"), lambda m: {"n": int(m[1])}),
+    (re.compile(r"must be a multiple of (\d+)"), lambda m: {"n": int(m[1])}),
+    (re.compile(r"record one block \(block=0\)"), lambda m: {"record": (0,)}),
+)
+
+
+def _follow(check, cfg: Config, hops: int = 4) -> Config:
+    """Apply what each refusal says until `check` accepts the launch; fail where a message names nothing that runs."""
+    for _ in range(hops):
+        try:
+            return check(cfg)
+        except ConfigError as exc:
+            text = str(exc)
+            fix = next((f(m) for pattern, f in _FIXES if (m := pattern.search(text))), None)
+            assert fix is not None, f"the refusal names no launch that runs: {text}"
+            cfg = cfg.replace(**fix)
+    raise AssertionError(f"still refused after following {hops} messages: {cfg}")
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    n=st.integers(1, 4096),
+    devices=st.integers(2, 8),
+    layout=st.sampled_from(["zigzag", "contiguous"]),
+    br=st.integers(1, 256),
+    api=st.booleans(),
+)
+def test_every_ring_refusal_names_a_launch_that_runs(n, devices, layout, br, api):
+    cfg = Config(algo="ring", n=n, d=4, br=br, bc=br, devices=devices, layout=layout, record=(0,))
+    check = RING.api_validated if api else RING.validated
+    fixed = _follow(check, cfg)
+    assert fixed.n <= RING.max_n
+
+
+def test_the_ring_limit_is_the_longest_launch_the_api_runs():
+    """/api/limits' N for ring is what /api/trace takes (devices and layout are API fields): at the limit one launch
+    runs, and one row more is refused naming the limit."""
+    from fastapi.testclient import TestClient
+
+    from flashviz import server
+
+    client = TestClient(server.create_app())
+    ring = next(a for a in client.get("/api/limits").json()["algos"] if a["name"] == "ring")
+    top = ring["max_n"]
+    assert top == 2048
+    shard = top // 8
+    ok = client.get(f"/api/trace?algo=ring&n={top}&d=4&devices=8&br={shard}&bc={shard}&block=0")
+    assert ok.status_code == 200, ok.text
+    over = client.get(f"/api/trace?algo=ring&n={top + 16}&d=4&devices=8&br=258&bc=258")
+    assert over.status_code == 422 and over.json()["field"] in ("n", "br"), over.text
+    said = client.get("/api/trace?algo=ring&n=4096&d=64").json()
+    assert said["field"] == "n" and f"at most {top}" in said["detail"], said
+    named = client.get("/api/trace?algo=ring&n=2048&d=4").json()["detail"]
+    assert named.endswith("use devices = 8 (br = bc = 256)"), named
+    moved = client.get("/api/trace?algo=ring&n=48&d=8&devices=6&br=8&bc=8&layout=contiguous&causal=true")
+    assert moved.status_code == 200 and moved.json()["devices"]["count"] == 6, moved.text
+
+
+@pytest.mark.parametrize(("field", "value"), [("devices", 6), ("layout", "contiguous")])
+def test_a_ring_field_on_another_algorithm_is_refused(field, value):
+    with pytest.raises(ConfigError, match=rf"^{field}: fa2 does not take it \(--algo ring only\); leave it at"):
+        get("fa2").validated(Config(algo="fa2", **{field: value}))

@@ -390,7 +390,12 @@ def test_openapi_schema_has_typed_bounded_parameters(client):
     }
     trace = {p["name"]: p["schema"] for p in doc["paths"]["/api/trace"]["get"]["parameters"]}
     options = ["group", "nk", "window", "softcap", "seqlens", "seqlens_k"]  # issue 22: the options of real models
-    assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", "block", *options, "arrays"]
+    ring = ["devices", "layout"]  # ring attention's own fields
+    assert list(trace) == ["algo", "n", "d", "br", "bc", "seed", "scale", "causal", *ring, "block", *options, "arrays"]
+    assert trace["layout"]["enum"] == ["zigzag", "contiguous"] and (
+        trace["devices"]["minimum"],
+        trace["devices"]["maximum"],
+    ) == (2, 8)
     assert (trace["group"]["minimum"], trace["group"]["maximum"], trace["nk"]["maximum"]) == (1, 8, 16384)
     for name, (lo, hi) in API_LIMITS.items():
         assert (trace[name]["type"], trace[name]["minimum"], trace[name]["maximum"]) == ("integer", lo, hi)

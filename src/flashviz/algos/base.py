@@ -38,6 +38,7 @@ from flashviz.model.config import (
     ConfigError,
     shown,
 )
+from flashviz.model.fields import ALGORITHM_FIELDS, BY_NAME
 from flashviz.model.kernels import KernelFile, path
 from flashviz.model.units import FLOAT_BYTES
 
@@ -213,6 +214,7 @@ class Algorithm:
     # the options of real models it runs (Config.OPTIONS' names: group, nk, window, softcap, seqlens; issue 22) and
     # its closed forms that take them (None: it runs none, and `traffic`, `flops` are its closed forms)
     options: frozenset[str] = frozenset()
+    own_fields: frozenset[str] = frozenset()  # the fields of fields.ALGORITHM_FIELDS it takes (ring's devices)
     launch_models: LaunchModels | None = None
 
     @property
@@ -295,12 +297,21 @@ class Algorithm:
             raise ValueError(f"a Config of {cfg.algo!r} validated as {self.name!r}")
         cfg.check_fields(limits)
         cfg.check_options(self.options, self.name)
+        for name in ALGORITHM_FIELDS:
+            default = BY_NAME[name].default
+            if name not in self.own_fields and getattr(cfg, name) != default:
+                raise ConfigError(
+                    name,
+                    f"{self.name} does not take it ({BY_NAME[name].help.split(': ', 1)[0]} only); leave it at "
+                    f"{default} (got {shown(getattr(cfg, name))})",
+                )
         if self.max_n is not None and cfg.n > self.max_n:
             raise ConfigError(
                 "n",
                 f"must be at most {self.max_n} for {self.name}, which {self.max_n_reason} "
                 f"(got {cfg.n}); `flashviz compare` counts larger N without running the engine",
             )
+        self.check_launch(cfg)  # its own rules (the tiles a kernel can run, say): more precise than the bounds on work
         cfg.check_tiles(max_tiles)
         cfg.check_scale()
         if cfg.record is not None:
@@ -311,7 +322,6 @@ class Algorithm:
             for b in cfg.record:  # True is no block (bool is an int to Python)
                 if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < blocks:
                     raise ConfigError("block", f"must be an integer in {where} (got {shown(b)})")
-        self.check_launch(cfg)  # its own rules: the tiles a kernel can run, say
         return cfg
 
     def api_validated(self, cfg: Config) -> Config:

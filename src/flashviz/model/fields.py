@@ -102,6 +102,8 @@ BLOCK_HELP = (
 )
 RING_P = "--algo ring: P, the devices in the ring (Br = Bc = N/P)"
 RING_LAYOUT = "--algo ring: how the sequence is laid out on the devices (zigzag: device r holds chunks r and 2P-1-r)"
+# Fields that belong to the algorithms that list them (Algorithm.own_fields): any other refuses a value but the default
+ALGORITHM_FIELDS = ("devices", "layout")
 GPU: frozenset[Scope] = frozenset(("gpu",))
 ENGINE: frozenset[Scope] = frozenset(("engine",))  # the command line and flashviz.trace only
 TRACED: frozenset[Scope] = frozenset(("engine", "api"))  # a trace records values: --block picks whose
@@ -130,8 +132,8 @@ FIELDS: tuple[Field, ...] = (
     Field("seed", "int", "random inputs are drawn from this seed", 0, RUNS, {"engine": (0, 2**32 - 1)}, label="seed"),
     Field("scale", "number", "softmax scale", None, RUNS, magnitude=SCALE_RANGE, label="scale", empty="1/sqrt(D)"),
     Field("causal", "flag", CAUSAL, False, EVERYWHERE, label="causal"),
-    Field("devices", "int", RING_P, 4, ENGINE, {"engine": DEVICES}),
-    Field("layout", "choice", RING_LAYOUT, "zigzag", ENGINE, choices=LAYOUTS),
+    Field("devices", "int", RING_P, 4, TRACED, {"engine": DEVICES}, label="P", empty="4", optional=True),
+    Field("layout", "choice", RING_LAYOUT, "zigzag", TRACED, choices=LAYOUTS),
     Field("block", "pick", BLOCK_HELP, None, TRACED, BLOCK, empty="all when there are at most 8, else 0"),
     Field("group", "int", "q heads per K/V head (GQA): the trace runs one K/V head and its group", 1, OPTIONS_AT,
           GROUP, label="group", empty="1", optional=True),

@@ -132,7 +132,9 @@ def api_algos() -> list[dict[str, Any]]:
             "launch_rule": a.launch_rule,
             "example": None if a.example is None else dict(a.example),
             "example_why": a.example_why,  # why those are its defaults, for the page's note when it switches to them
-            "options": sorted(a.options),  # the options of real models it runs (the form shows their inputs for it)
+            # the options of real models it runs and the fields of its own (ring's devices): the form's options
+            # panel shows their inputs for it
+            "options": sorted(a.options | a.own_fields),
         }
         for a in REGISTRY.values()
     ]

@@ -90,8 +90,8 @@ def parameter(f: fields.Field, scope: Scope, blank: bool) -> tuple[Any, Any]:
     """One launch field as a typed, bounded query parameter at `scope`: (annotation, default). `blank`: an empty
     value means the default (the comparison's form), else an empty integer is refused. A field an algorithm brings
     its own default for (`own`) defaults to None here, the algorithm's (TraceQuery.config fills it)."""
-    if f.kind == "choice":
-        return Literal[ALGOS], Field(f.default, description=f.help)
+    if f.kind == "choice":  # its own names, or the registry's algorithms
+        return Literal[f.choices or ALGOS], Field(f.default, description=f.help)
     if f.kind == "flag":
         about = f"{f.help}: true or false (also 1 or 0; empty: false)"
         return Annotated[bool, Field(description=about), BeforeValidator(boolean)], f.default

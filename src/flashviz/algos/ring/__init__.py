@@ -5,7 +5,7 @@ round the ring, each device running attention on the shard it holds while it pas
 
 from __future__ import annotations
 
-from flashviz.model.config import DEVICES, Config, ConfigError
+from flashviz.model.config import DEVICES, LIMITS, Config, ConfigError
 from flashviz.model.ring_layout import chunk_count
 
 from ..base import Algorithm, Idea
@@ -30,21 +30,40 @@ IDEA = Idea(
 )
 
 
+TILE_MAX = LIMITS["br"][1]  # Br = Bc = N/P: a device's shard is one block of the engine's largest
+MAX_N = TILE_MAX * DEVICES[1]  # the longest sequence the most devices hold
+
+
+def working_devices(n: int, layout: str) -> list[int]:
+    """The ring sizes P that run N: N a multiple of the layout's chunks and N/P no larger than a block."""
+    return [P for P in range(DEVICES[0], DEVICES[1] + 1) if n % chunk_count(P, layout) == 0 and n // P <= TILE_MAX]
+
+
 def launch_check(cfg: Config) -> None:
     """Its launch: Br = Bc = N/P (device r is block r of Q and the shard it holds is one tile), N a multiple of the
-    layout's chunks (2P zigzag, P contiguous), N/P even under zigzag."""
+    layout's chunks (2P zigzag, P contiguous), N/P even under zigzag. Each refusal names a launch that runs."""
     P, parts = cfg.devices, chunk_count(cfg.devices, cfg.layout)
+    others = working_devices(cfg.n, cfg.layout)
+    instead = f"; or devices = {others[0]} (br = bc = {cfg.n // others[0]})" if others else ""
     if cfg.n % parts:
         raise ConfigError(
             "n",
             f"must be a multiple of {parts} for {NAME} on {P} devices ({cfg.layout} cuts the sequence into {parts} "
-            f"equal chunks; ragged shards are refused, as flashviz.ring_attention refuses them) (got {cfg.n})",
+            f"equal chunks; ragged shards are refused, as flashviz.ring_attention refuses them) (got {cfg.n})"
+            + instead,
         )
     shard = cfg.n // P
+    if shard > TILE_MAX:
+        fits = f"devices = {others[0]} (br = bc = {cfg.n // others[0]})" if others else f"n <= {TILE_MAX * P}"
+        raise ConfigError(
+            "n",
+            f"N/P = {cfg.n}/{P} = {shard} rows per device, more than a block of br = bc <= {TILE_MAX} holds, for "
+            f"{NAME} (got {cfg.n}); use {fits}",
+        )
     for field, value in (("br", cfg.br), ("bc", cfg.bc)):
         if value != shard:
             other = cfg.n // value if value and cfg.n % value == 0 else 0
-            also = f", or devices = {other}" if DEVICES[0] <= other <= DEVICES[1] else ""
+            also = f", or devices = {other}" if other in others else ""
             raise ConfigError(
                 field,
                 f"must be N/P = {cfg.n}/{P} = {shard} for {NAME}: each device keeps one block of Q and holds one K/V "
@@ -89,6 +108,9 @@ ALGORITHM = Algorithm(
     gpu=gpu.SPEC,
     trace_values=ring_values,
     launch_check=launch_check,
+    max_n=MAX_N,
+    max_n_reason=f"runs Br = Bc = N/P <= {TILE_MAX} on at most {DEVICES[1]} devices",
+    own_fields=frozenset({"devices", "layout"}),
     launch_rule="Br = Bc = N/P (--devices P, 2..8), N a multiple of 2P (zigzag) or P (contiguous); --layout",
     sram_note="a device's working set (its shard of Q, the K/V shard held, a partial and the carries), in its own "
     "memory",
