@@ -77,6 +77,51 @@ def test_numpy_scalars_are_their_python_values():
     assert [type(b) for b in t.config["recorded_blocks"]] == [int]
 
 
+@pytest.mark.parametrize(
+    "seqlens", [np.array([8, 8]), (np.int64(8), 8), [np.int32(8), np.int64(8)], np.array([8, 8], dtype=np.uint16)]
+)
+def test_list_fields_take_numpy_integers(seqlens):
+    """seqlens=np.array([8, 8]) raised NumPy's "truth value of an array ... is ambiguous": a list, tuple or 1-d array
+    of Python or NumPy integers is the list of ints it holds."""
+    t = flashviz.trace(algo="fa2-triton", d=32, br=16, bc=16, seqlens=seqlens, seqlens_k=np.array([8, 8]))
+    plain = flashviz.trace(algo="fa2-triton", d=32, br=16, bc=16, seqlens=[8, 8], seqlens_k=[8, 8])
+    assert t.to_json() == plain.to_json()
+    assert t.config["seqlens"] == [8, 8] and t.config["n"] == 16
+
+
+@pytest.mark.parametrize("value", [np.array([[8, 8]]), np.array([8.5, 8]), np.array([], dtype=np.int64)])
+def test_odd_arrays_for_a_list_field_are_one_line_errors(value):
+    with pytest.raises(ConfigError) as info:
+        flashviz.trace(algo="fa2-triton", d=32, br=16, bc=16, seqlens=value)
+    assert info.value.field in ("seqlens", "n") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("option", "value"), [("group", 2), ("nk", 20), ("seqlens", [16, 16]), ("seqlens_k", [8, 8])])
+def test_inputs_with_a_shaping_option_say_the_clis_rule(tmp_path, option, value):
+    """group=2 with inputs first asked for "Q must be 32×32", then said K did not match Q: the rule is the CLI's, said
+    once: inputs take one (N, D) shape, not with an option that shapes Q or K/V otherwise."""
+    import subprocess
+    import sys
+
+    r = np.random.default_rng()
+    arrays = {k: r.standard_normal((32, 32), dtype=np.float32) for k in "QKV"}
+    with pytest.raises(ConfigError) as info:
+        flashviz.trace(algo="fa2-triton", br=16, bc=16, inputs=arrays, **{option: value})
+    assert str(info.value) == f"inputs: takes arrays of one shape (N, D): not with {option}; drop one"
+    np.savez(tmp_path / "qkv.npz", **arrays)
+    flag = "--" + option.replace("_", "-")
+    shown = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    extra = ["--seqlens", "16,16"] if option == "seqlens_k" else []
+    cli = subprocess.run(
+        [sys.executable, "-m", "flashviz", "trace", "--algo", "fa2-triton", "--br", "16", "--bc", "16", "--inputs",
+         str(tmp_path / "qkv.npz"), flag, shown, *extra, "-o", str(tmp_path / "t.json")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cli.returncode == 2
+    first = "seqlens" if option == "seqlens_k" else option
+    assert cli.stderr.strip().endswith(f"--inputs: takes arrays of one shape (N, D): not with --{first}; drop one")
+
+
 @pytest.mark.parametrize("height", ["760", -5, 0, True, 1e3, 10**6, None, [760]])
 def test_show_height_is_one_line_value_error(height):
     """flashviz.show(height='760') raised traitlets' TraitError and height=-5 was accepted: both are now a ConfigError

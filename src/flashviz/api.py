@@ -102,11 +102,14 @@ def trace(
         return trace_kernel(kernel, n=n, d=d, causal=causal, seed=seed, scale=scale, inputs=inputs, **options)
     if options:
         raise TypeError(f"flashviz.trace got {', '.join(options)}: options of kernel= only")
-    from flashviz.model.inputs import NAMES, from_arrays
+    from flashviz.model.inputs import NAMES, from_arrays, shaped_option
     from flashviz.tracing.build import trace_of
 
     arrays = None
     if inputs is not None:
+        shaped = shaped_option(model_opts)
+        if shaped:
+            raise ConfigError("inputs", f"takes arrays of one shape (N, D): not with {shaped}; drop one")
         optional = tuple(k for k in _algorithm(algo).inputs if k not in NAMES)
         arrays = from_arrays(inputs, NAMES, optional)
         rows, cols = arrays["Q"].shape

@@ -115,7 +115,7 @@ def trace(inputs_path, output, indent, plain, kernel, **options) -> None:
 
 def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | None) -> Trace:
     """The trace of one launch (its fields, flashviz.model.fields), with --inputs' arrays (N and D are theirs)."""
-    from flashviz.model.inputs import NAMES, load_npz
+    from flashviz.model.inputs import NAMES, load_npz, shaped_option
     from flashviz.tracing.build import trace_of
 
     inputs = None
@@ -123,9 +123,11 @@ def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | N
         # Q, K, V must be in the file; the algorithm's other inputs (dO) are optional, drawn from --seed when absent
         optional = tuple(k for k in record.inputs if k not in NAMES)
         inputs = load_npz(inputs_path, NAMES, optional)
-        shaped = [k for k in ("group", "nk", "seqlens") if launch.get(k) not in (None, 1)]
+        shaped = shaped_option(launch)
         if shaped:
-            raise ConfigError("--inputs", f"takes arrays of one shape (N, D): not with --{shaped[0]}; drop one")
+            raise ConfigError(
+                "--inputs", f"takes arrays of one shape (N, D): not with --{shaped.replace('_', '-')}; drop one"
+            )
         launch = {**launch, "n": inputs["Q"].shape[0], "d": inputs["Q"].shape[1]}
     return trace_of(record, Config.of(launch), inputs)
 

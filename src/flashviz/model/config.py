@@ -76,7 +76,7 @@ def option_values(values: Mapping[str, Any]) -> dict[str, Any]:
         if name not in out:
             continue
         value = out[name]
-        if value is None or value == "":
+        if value is None or (isinstance(value, str) and value == ""):
             out[name] = (-1, -1) if name == "window" else None
         else:
             out[name] = ints(name, value)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.lib import format as fmt
@@ -28,6 +30,22 @@ def random_inputs(
     rows = rows or {}
     drawn = {name: rng.standard_normal((rows.get(name, n), d), dtype=np.float32) for name in order}  # (N, D) each
     return {name: drawn[name] for name in names}
+
+
+SHAPED = ("group", "nk", "seqlens", "seqlens_k")  # options that give Q and K/V other shapes than one (N, D)
+
+
+def shaped_option(launch: Mapping[str, Any]) -> str | None:
+    """The first option of `launch` that gives the inputs another shape than one (N, D), which arrays given by the
+    user cannot take (their Q, K and V are one (N, D) each): the front doors refuse it, naming it."""
+    for name in SHAPED:
+        value = launch.get(name)
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if value is None or value in ("", (), []) or (name == "group" and value == 1):
+            continue
+        return name
+    return None
 
 
 def load_npz(path: str | Path, names: tuple[str, ...] = NAMES, optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:

@@ -38,7 +38,9 @@ def launch(given: Mapping[str, Any], api: bool = False) -> tuple[Algorithm, Conf
 
 def _plain(f: fields.Field, value: Any) -> Any:
     """A field's value as the Python value it holds, by its kind (anything else goes on to Config's message)."""
-    if value is None or f.kind in ("choice", "ints"):  # ints: text or a list, read by Config (option_values)
+    if f.kind == "ints":  # text or a sequence of integers, read by Config (option_values)
+        return _integers(value)
+    if value is None or f.kind == "choice":
         return value
     if f.kind == "flag":
         return _boolean(value)
@@ -65,6 +67,16 @@ def _integer(value: Any) -> Any:
         return operator.index(value)
     except TypeError:
         return value
+
+
+def _integers(value: Any) -> Any:
+    """A list field's value: a tuple of ints from a list, tuple or 1-d NumPy array of Python or NumPy integers; text
+    and anything else go on to Config (option_values reads text; its message names the field and its range)."""
+    if hasattr(value, "tolist") and getattr(value, "ndim", None) == 1:  # a NumPy array (a 0-d one is no list)
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return tuple(_integer(x) for x in value)
+    return value
 
 
 def _number(value: Any) -> Any:
