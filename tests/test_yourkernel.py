@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import flashviz
-from flashviz.model.config import ConfigError
+from flashviz.model.config import ConfigError, shown
 
 pytest.importorskip("triton")
 pytest.importorskip("torch")
@@ -508,3 +508,68 @@ def test_rows_a_block_leaves_unstored_are_named(tmp_path, rng, old, new, where, 
     trace = flashviz.trace(kernel=f"{variant(tmp_path, old, new, 'unstored')}:attn_fwd", inputs=inputs(rng), meta=META)
     assert trace.verdict == "diverges"
     assert trace.message.startswith(where) and trace.message.endswith(cause), trace.message
+
+
+# -- a user's file that exits -----------------------------------------------------------------------------------
+KERNEL_ARGS = ("--meta", "BLOCK_M=16,BLOCK_N=16", "--n", str(N), "--d", str(D))
+
+
+@pytest.mark.parametrize(
+    ("code", "what"),
+    [
+        ("import sys\nsys.exit(0)\n", "raised SystemExit: 0"),
+        ("import sys\nsys.exit('bye')\n", "raised SystemExit: bye"),
+        ("raise SystemExit\n", "raised SystemExit"),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+    ],
+    ids=["exit-0", "exit-text", "raise-SystemExit", "KeyboardInterrupt"],
+)
+def test_a_file_that_exits_when_imported(tmp_path, code, what):
+    path = tmp_path / "exits.py"
+    path.write_text(code + PLAIN.read_text())
+    done = run_cli("--kernel", f"{path}:attn_fwd", *KERNEL_ARGS)
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()  # the long path is cut in the middle of the line
+    assert line.startswith("flashviz: error: --kernel: importing '") and line.endswith(f" {what}"), line
+    with pytest.raises(ConfigError) as error:  # from Python: an error, not an exit
+        flashviz.trace(kernel=f"{path}:attn_fwd", meta=META)
+    assert error.value.message == f"importing {shown(str(path))} {what}"
+
+
+@pytest.mark.parametrize(
+    ("stmt", "what"),
+    [("sys.exit(3)", "raised SystemExit: 3"), ("raise KeyboardInterrupt", "raised KeyboardInterrupt")],
+    ids=["exit", "KeyboardInterrupt"],
+)
+def test_a_kernel_that_exits_is_a_fault(tmp_path, stmt, what):
+    text = PLAIN.read_text().replace("import triton\n", "import sys\n\nimport triton\n", 1)
+    path = tmp_path / "exits_in_kernel.py"
+    path.write_text(text.replace("        m_i = m_new\n", f"        m_i = m_new\n        {stmt}\n"))
+    line, loop = line_of(path, stmt), line_of(path, "for start_n in range(")
+    message = f"block 0 (program (0, 0, 0)), iteration 0 of the loop at line {loop}: line {line} `{stmt}`: {what}"
+    done = run_cli("--kernel", f"{path}:attn_fwd", *KERNEL_ARGS)
+    assert done.returncode == 1 and done.stdout.startswith(message), done.stdout
+    assert done.stderr.splitlines() == [f"flashviz: error: kernel: {message}"]
+    trace = flashviz.trace(kernel=f"{path}:attn_fwd", meta=META)
+    assert (trace.verdict, trace.fault["kind"], trace.message) == ("fault", "raised", message)
+
+
+def test_ctrl_c_still_stops_flashviz(tmp_path):
+    """A KeyboardInterrupt the user's code raises is its failure; one from the terminal (SIGINT) stops flashviz as
+    it stops any command. The file below waits forever when imported, after saying so in a file of its own. (The
+    child's SIGINT is set to its default first: one started from a shell in the background inherits it ignored.)"""
+    import os
+    import signal
+    import time
+
+    ready = tmp_path / "importing"
+    path = tmp_path / "waits.py"
+    path.write_text(f"import pathlib, time\npathlib.Path({str(ready)!r}).touch()\nwhile True:\n    time.sleep(0.01)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "flashviz", "trace", "--kernel", f"{path}:attn_fwd"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    while not ready.exists() and proc.poll() is None:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate()
+    assert proc.returncode == 130 and err.strip() == "flashviz: aborted", (proc.returncode, err)

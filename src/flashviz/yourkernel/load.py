@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from flashviz.model.config import ConfigError, shown
-from flashviz.model.echo import cut
 
+from . import exits
 from . import source as sources
 
 _COUNTER = itertools.count()
@@ -78,14 +78,16 @@ def _import(path: Path, where: str) -> Any:
     sys.path.insert(0, str(path.parent))
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with exits.watched() as watch:
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
-        raise ConfigError("--kernel", f"{where} does not parse: {exc.msg} (line {exc.lineno})") from None
-    except Exception as exc:
+        raise ConfigError("--kernel", f"{where} does not parse: {exc.msg}{at_line(exc)}") from None
+    except (Exception, *exits.EXITS) as exc:
         sys.modules.pop(name, None)
-        text = cut(" ".join(str(exc).split()), 120)
-        raise ConfigError("--kernel", f"importing {where} raised {type(exc).__name__}: {text}") from None
+        if not watch.users(exc) and not isinstance(exc, Exception):
+            raise  # a Ctrl-C from the terminal
+        raise ConfigError("--kernel", f"importing {where} {exits.said(exc, 120)}") from None
     finally:
         if before is None:
             os.environ.pop("TRITON_INTERPRET", None)
@@ -119,7 +121,13 @@ def _source_of(python_fn: Any, where: str) -> sources.KernelSource:
     try:
         return sources.parse(text, filename)
     except SyntaxError as exc:
-        raise ConfigError("--kernel", f"{where} does not parse: {exc.msg} (line {exc.lineno})") from None
+        raise ConfigError("--kernel", f"{where} does not parse: {exc.msg}{at_line(exc)}") from None
+
+
+def at_line(exc: SyntaxError) -> str:
+    """The " (line 3)" a message ends with where a SyntaxError knows its line; nothing where it does not (a NUL
+    byte in the file)."""
+    return "" if exc.lineno is None else f" (line {exc.lineno})"
 
 
 def from_spec(spec: str) -> Kernel:

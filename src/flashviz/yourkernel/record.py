@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from flashviz.model.echo import cut
-
+from . import exits
 from .memory import Memory
 from .source import Function, KernelSource, Loop
 
@@ -353,14 +352,12 @@ def raised(recorder: Recorder, exc: BaseException) -> Fault:
     root: BaseException = exc
     while isinstance(root, InterpreterError) and root.__cause__ is not None:
         root = root.__cause__
-    text = " ".join(str(root).split()) or type(root).__name__
-    text = cut(text, 160)
     prog = recorder.programs[-1] if recorder.programs else None
     line = prog.raised_at if prog is not None else None
     if prog is not None and line is None and prog.lines:
         line = prog.lines[-1][0]
     iteration = prog.raised_in if prog is not None else None
-    return Fault("raised", prog.pid if prog else None, iteration, line, f"raised {type(root).__name__}: {text}")
+    return Fault("raised", prog.pid if prog else None, iteration, line, exits.said(root, 160))
 
 
 @contextmanager
@@ -397,11 +394,15 @@ def interpreted_library(kernel_globals: dict[str, Any]) -> Iterator[None]:
 
 def launch(recorder: Recorder, kernel: Any, args: dict[str, Any], grid: tuple[int, int, int]) -> Fault | None:
     """Run every program of the grid with the hooks in place; the fault that stopped it, or None."""
-    with interpreted_library(kernel.fn.__globals__), recorder.installed():
+    with interpreted_library(kernel.fn.__globals__), recorder.installed(), exits.watched() as watch:
         try:
             kernel[grid](**args)
         except KernelStop as stop:
             return stop.fault
         except Exception as exc:
+            return raised(recorder, exc)
+        except exits.EXITS as exc:
+            if not watch.users(exc):
+                raise  # a Ctrl-C from the terminal
             return raised(recorder, exc)
     return None
