@@ -573,3 +573,35 @@ def test_ctrl_c_still_stops_flashviz(tmp_path):
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate()
     assert proc.returncode == 130 and err.strip() == "flashviz: aborted", (proc.returncode, err)
+
+
+# -- carries that are not the kernel's ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("carry", "message"),
+    [
+        ("foo,bar,baz", "--carry: attn_fwd has no carry 'foo' (its loops carry m_i, l_i, acc)"),
+        ("m=m_i,l=nope", "--carry: attn_fwd has no carry 'nope' (its loops carry m_i, l_i, acc)"),
+        ("l_i,m_i,acc", "--carry: m=l_i holds the running sum, not the running max (the names go max, sum, "
+         "accumulator; its loops carry m_i, l_i, acc)"),
+        ("acc,l_i,m_i", "--carry: m=acc is a (16, 16) tensor at the end of a tile, where the running max is one "
+         "value per row (the names go max, sum, accumulator; its loops carry m_i, l_i, acc)"),
+        ("m_i,l_i,m_new", "--carry: acc=m_new is a (16,) tensor at the end of a tile, where the accumulator is D=16 "
+         "values per row (the names go max, sum, accumulator; its loops carry m_i, l_i, acc)"),
+        ("m_i,l_i,cols", "--carry: acc=cols is not a float tensor at the end of a tile (the names go max, sum, "
+         "accumulator; its loops carry m_i, l_i, acc)"),
+    ],
+    ids=["unknown", "unknown-one", "m-and-l-swapped", "acc-as-m", "m-as-acc", "not-float"],
+)  # fmt: skip
+def test_carries_the_kernel_does_not_have_are_refused(carry, message):
+    done = run_cli("--kernel", f"{PLAIN}:attn_fwd", *KERNEL_ARGS, "--carry", carry)
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout
+    assert done.stderr.splitlines() == [f"flashviz: error: {message}"]
+
+
+def test_carries_from_python_are_held_to_the_same_rule(rng):
+    with pytest.raises(ConfigError, match=r"has no carry 'nope' \(its loops carry m_i, l_i, acc\)"):
+        flashviz.trace(kernel=f"{PLAIN}:attn_fwd", meta=META, carry={"m": "m_i", "l": "nope"})
+    with pytest.raises(ConfigError, match=r"m=l_i holds the running sum, not the running max"):
+        flashviz.trace(kernel=f"{PLAIN}:attn_fwd", inputs=inputs(rng), meta=META, carry=("l_i", "m_i"))
+    named = flashviz.trace(kernel=f"{PLAIN}:attn_fwd", inputs=inputs(rng), meta=META, carry=("m_i", "l_i", "acc"))
+    assert named.verdict == "correct" and named.doc["carries"]["names"] == {"m": "m_i", "l": "l_i", "acc": "acc"}

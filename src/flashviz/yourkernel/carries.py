@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from flashviz.model.config import ConfigError, shown
+
 from . import truth
 from .record import Access, Iteration, Program
+from .source import KernelSource
 
 # Relative max-norm tolerances per dtype. m and L: exact products of 16-bit inputs summed in fp32. l, acc and O: P
 # rounded to the dtype before P·V, O stored in it (fp16: 2^-11 relative, bf16: 2^-9), a few times over, as
@@ -195,6 +198,23 @@ def keys_of(program: Program, it: Iteration, n: int, d: int) -> np.ndarray:
     return np.unique((np.concatenate(found) // d) % n)
 
 
+WORDS = {"m": "the running max", "l": "the running sum", "acc": "the accumulator"}
+
+
+def theirs(carried: tuple[str, ...]) -> str:
+    """What a refusal of --carry says the kernel has."""
+    return f"its loops carry {', '.join(carried)}" if carried else "no loop of it carries a value to the next iteration"
+
+
+def check_names(given: dict[str, str] | None, source: KernelSource, kernel: str) -> None:
+    """Before the run: every name --carry gives is one that a loop of the kernel assigns (or of a function it calls),
+    else ConfigError naming the carries it has."""
+    known = source.in_loops(kernel)
+    for name in (given or {}).values():
+        if name not in known:
+            raise ConfigError("--carry", f"{kernel} has no carry {shown(name)} ({theirs(source.carried(kernel))})")
+
+
 def carry_names(given: dict[str, str] | None) -> tuple[str, ...]:
     """The names the recorder copies at each tile's end."""
     if given:
@@ -211,16 +231,23 @@ class Judge:
         causal: bool,
         dtype: str,
         given: dict[str, str] | None,
+        carried: tuple[str, ...] = (),
     ):
         self.heads = heads
         self.n, self.d = n, d
         self.mask = truth.Mask(0 if causal else None)
         self.tol = TOLERANCE[dtype]
         self.given = given
+        self.carried = carried  # the kernel's loop carries (source.py), named when --carry is refused
 
-    def blocks(self, programs: list[Program], out: np.ndarray, lse: np.ndarray | None) -> tuple[list[Block], Forms]:
-        """Every program held to the truth; `out` is O as the kernel left it (Z·H, N, D), `lse` L (Z·H, N)."""
+    def blocks(
+        self, programs: list[Program], out: np.ndarray, lse: np.ndarray | None, whole: bool = True
+    ) -> tuple[list[Block], Forms]:
+        """Every program held to the truth; `out` is O as the kernel left it (Z·H, N, D), `lse` L (Z·H, N); `whole`:
+        the run was not stopped by a fault, so that --carry's names are held to their roles."""
         blocks = [b for b in (self._block(p) for p in programs) if b is not None]
+        if self.given and whole:
+            self._hold_given(blocks)
         forms = self._forms(blocks)
         if lse is not None:
             forms.L = self._l_form(blocks, lse)
@@ -284,6 +311,44 @@ class Judge:
             cands = {"unnormalised": ref.acc, "normalised": ref.normalised}
             forms.acc = nearest(acc[seen], {f: c[seen] for f, c in cands.items()})
         return forms
+
+    def _hold_given(self, blocks: list[Block]) -> None:
+        """The names --carry gives, held at the end of the first tile to the roles they were given: a float tensor,
+        one value per row (m, l) or D per row (acc), and not the other one of m and l by its values (swapped names).
+        ConfigError naming the first that is not."""
+        first = next((t for b in blocks for t in b.tiles if b.judged.any()), None)
+        if first is None or not self.given:
+            return
+        block = next(b for b in blocks if first in b.tiles)
+        order = f"the names go max, sum, accumulator; {theirs(self.carried)}"
+        for role, name in self.given.items():
+            value = first.iteration.carries.get(name)
+            if value is None:
+                raise ConfigError("--carry", f"{role}={name} is not a float tensor at the end of a tile ({order})")
+            shape = f"a {tuple(value.shape)} tensor at the end of a tile"
+            if role != "acc" and value.ndim > 1 and value.shape[1] > 1:
+                raise ConfigError(
+                    "--carry", f"{role}={name} is {shape}, where {WORDS[role]} is one value per row ({order})"
+                )
+            if role == "acc" and value.ndim < 2:
+                raise ConfigError(
+                    "--carry", f"{role}={name} is {shape}, where the accumulator is D={self.d} values per row ({order})"
+                )
+        ref = self._truth(block, first.seen)
+        units = [*M_UNITS.values(), 1.0 / self.heads[block.head].scale]
+        for role, other in (("m", "l"), ("l", "m")):
+            got = self._carry(block, first, self.given.get(role), 1)
+            if got is None:
+                continue
+            got = got[ref.seen]
+            as_m = min(rel_error(got, u * ref.m[ref.seen], 1.0) for u in units)
+            as_l = rel_error(got, ref.l[ref.seen])
+            fits = {"m": as_m <= self.tol["m"], "l": as_l <= self.tol["l"]}
+            if fits[other] and not fits[role]:
+                raise ConfigError(
+                    "--carry",
+                    f"{role}={self.given[role]} holds {WORDS[other]}, not {WORDS[role]} ({order})",
+                )
 
     def _carry(self, block: Block, tile: Tile, name: str | None, ndim: int) -> np.ndarray | None:
         """The kernel's carry at the end of `tile`, judged rows only ((R,) or (R, D)), or None."""

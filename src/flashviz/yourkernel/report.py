@@ -87,8 +87,9 @@ def build(run: Run) -> KernelTrace:
     opts = run.options
     grid = run.binding.grid
     source = run.kernel.source
-    judge = carries.Judge(run.heads, opts.n, opts.d, opts.causal, opts.dtype, run.carry_names)
-    blocks, forms = judge.blocks(run.programs, run.out, run.lse)
+    carried = source.carried(run.kernel.name)
+    judge = carries.Judge(run.heads, opts.n, opts.d, opts.causal, opts.dtype, run.carry_names, carried)
+    blocks, forms = judge.blocks(run.programs, run.out, run.lse, whole=run.fault is None)
     div = None
     fault = None
     message: str

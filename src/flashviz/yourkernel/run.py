@@ -119,6 +119,7 @@ def run(
     carry: dict[str, str] | None = None,
 ) -> Run:
     check(opts)
+    carries.check_names(carry, kernel.source, kernel.name)
     try:
         import torch  # noqa: F401
         import triton  # noqa: F401

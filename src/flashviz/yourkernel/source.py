@@ -42,6 +42,9 @@ class Function:
     first: int  # the `def` line (a frame's co_firstlineno under the interpreter, which drops the decorators)
     last: int
     loops: tuple[Loop, ...]  # outer loops first
+    carried: tuple[str, ...] = ()  # names a loop rebinds that held a value before it (a parameter's, too)
+    in_loops: frozenset[str] = frozenset()  # every name a statement in a loop assigns
+    calls: frozenset[str] = frozenset()  # the names of the functions it calls
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,27 @@ class KernelSource:
 
     def function_at(self, def_line: int) -> Function | None:
         return self.functions.get(def_line)
+
+    def reached(self, name: str) -> list[Function]:
+        """The functions named `name` and those of this file they call, and those they call, in that order."""
+        by_name: dict[str, list[Function]] = {}
+        for fn in self.functions.values():
+            by_name.setdefault(fn.name, []).append(fn)
+        found: list[Function] = []
+        todo = [name]
+        while todo:
+            for fn in by_name.pop(todo.pop(0), []):
+                found.append(fn)
+                todo.extend(sorted(fn.calls))
+        return found
+
+    def carried(self, name: str) -> tuple[str, ...]:
+        """The loop carries of kernel `name` (its own loops' and those of the functions it calls)."""
+        return tuple(dict.fromkeys(c for fn in self.reached(name) for c in fn.carried))
+
+    def in_loops(self, name: str) -> frozenset[str]:
+        """Every name a loop of kernel `name` (or of a function it calls) assigns: what can be read at a tile's end."""
+        return frozenset().union(*(fn.in_loops for fn in self.reached(name)))
 
     def statement(self, line: int) -> str:
         """The statement at `line` as one line of text (whitespace runs collapsed), cut to ~STATEMENT_CHARS."""
@@ -103,6 +127,34 @@ def _loops(fn: ast.FunctionDef) -> tuple[Loop, ...]:
     return tuple(sorted(found, key=lambda lp: (lp.first, -lp.last)))
 
 
+def _assigned(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Assign):
+        return set().union(*(_names(t) for t in node.targets))
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return _names(node.target)
+    return set()
+
+
+def _carries(fn: ast.FunctionDef) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(the names a loop rebinds that held a value before the loop, in the order they were first bound; every name
+    a statement in a loop assigns)."""
+    args = fn.args
+    bound: dict[str, int] = {a.arg: 0 for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    statements = [(node.lineno, _assigned(node)) for node in ast.walk(fn) if isinstance(node, ast.stmt)]
+    for line, names in sorted(statements, key=lambda x: x[0]):
+        for name in names:
+            bound.setdefault(name, line)
+    carried: set[str] = set()
+    in_loops: set[str] = set()
+    for loop in ast.walk(fn):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        inside = set().union(set(), *(_assigned(node) for stmt in loop.body for node in ast.walk(stmt)))
+        in_loops |= inside
+        carried |= {name for name in inside if bound.get(name, loop.lineno) < loop.lineno}
+    return tuple(sorted(carried, key=lambda name: bound[name])), frozenset(in_loops)
+
+
 def _regions(lines: list[str]) -> dict[int, str]:
     steps: dict[int, str] = {}
     open_name, open_at = None, 0
@@ -124,7 +176,12 @@ def parse(text: str, path: str) -> KernelSource:
     reads: dict[int, frozenset[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
-            functions[node.lineno] = Function(node.name, node.lineno, node.end_lineno or node.lineno, _loops(node))
+            carried, in_loops = _carries(node)
+            calls = frozenset(
+                n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            )
+            last = node.end_lineno or node.lineno
+            functions[node.lineno] = Function(node.name, node.lineno, last, _loops(node), carried, in_loops, calls)
         if isinstance(node, ast.stmt) and not isinstance(
             node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While, ast.If, ast.With, ast.Try)
         ):
