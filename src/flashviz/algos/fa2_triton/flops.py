@@ -13,7 +13,7 @@ SCALE_FIRST (a scale <= 0, or soft-capping) scales each score before its max: Br
 multiplies the row max (Br) and folds the scale into the fma of the exponent (Br·Bc); soft-capping then computes
 softcap2·tanh(s) as kernel.py's `_tanh` does, both of its forms on every score before it selects one: 1 − 2 /
 (exp2(2·log2e·s) + 1), two multiplies, an exp2, two additions and a division, and the series near 0,
-s·(1 + s²·(−1/3 + s²·2/15)), four multiplies and two additions."""
+s + s·s·s·(−1/3), three multiplies and an addition."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ FORMULAS = {
 }
 SOFTCAP_FORMULAS = {  # what soft-capping adds per pair (tanh by one exp2), and SCALE_FIRST's multiplies
     "exp": "+ Br·Bc per pair with softcap: the exp2 of tanh",
-    "add": "+ 4·Br·Bc per pair with softcap: tanh's + 1 and 1 −, and its series' two",
-    "mul": "with SCALE_FIRST Br·Bc per pair scale the scores (Br fewer: no rowmax·qk_scale); with softcap + 6·Br·Bc: "
-    "2·log2e·s, softcap2·tanh and the series' four",
+    "add": "+ 3·Br·Bc per pair with softcap: tanh's + 1 and 1 −, and its series' one",
+    "mul": "with SCALE_FIRST Br·Bc per pair scale the scores (Br fewer: no rowmax·qk_scale); with softcap + 5·Br·Bc: "
+    "2·log2e·s, softcap2·tanh and the series' three",
     "div": "+ Br·Bc per pair with softcap: tanh's 2 / (…)",
 }
 
@@ -64,7 +64,7 @@ def count(
         "exp": (tile + br + (tile if capped else 0)) * pairs,
         "log": br * blocks,
         "max": (tile + br) * pairs,
-        "add": (2 * tile + 2 * br + (4 * tile if capped else 0)) * pairs + br * blocks,
-        "mul": (tile + (br if first else 2 * br) + br * dp + (6 * tile if capped else 0)) * pairs + br * blocks,
+        "add": (2 * tile + 2 * br + (3 * tile if capped else 0)) * pairs + br * blocks,
+        "mul": (tile + (br if first else 2 * br) + br * dp + (5 * tile if capped else 0)) * pairs + br * blocks,
         "div": (tile if capped else 0) * pairs + br * dp * blocks,
     }

@@ -214,9 +214,9 @@ def softcap_item(cfg: Config) -> dict[str, Any]:
             code("Sij = softcap2 * _tanh(Sij)"),
             ", with softcap2 = c\u00b7log\u2082e so that the scores stay in units of log\u2082; ",
             code("_tanh"),
-            " is one exp2, 1 \u2212 2 / (2^(2\u00b7log\u2082e\u00b7x) + 1), and below |x| = 1/16, where that "
-            "difference cancels as x \u2192 0 (a cap far above the scores), its series x \u2212 x\u00b3/3 + "
-            "2x\u2075/15: the kernel computes both and keeps one. The step's math (",
+            " is one exp2, 1 \u2212 2 / (2^(2\u00b7log\u2082e\u00b7x) + 1), and below |x| = 1/32, where that "
+            "difference cancels as x \u2192 0 (a cap far above the scores), its series x \u2212 x\u00b3/3: the "
+            "kernel computes both and keeps one. The step's math (",
             sub("S", "ij"),
             ") and its code show it.",
         ],
