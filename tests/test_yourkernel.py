@@ -605,3 +605,22 @@ def test_carries_from_python_are_held_to_the_same_rule(rng):
         flashviz.trace(kernel=f"{PLAIN}:attn_fwd", inputs=inputs(rng), meta=META, carry=("l_i", "m_i"))
     named = flashviz.trace(kernel=f"{PLAIN}:attn_fwd", inputs=inputs(rng), meta=META, carry=("m_i", "l_i", "acc"))
     assert named.verdict == "correct" and named.doc["carries"]["names"] == {"m": "m_i", "l": "l_i", "acc": "acc"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--grid", "65535,2"], "--grid: at most 4,096 programs run under Triton's interpreter (about 50 ms each); "
+         "got 65535 × 2 × 1 = 131,070"),
+        (["--heads", "64", "--batch", "64"], "--grid: the default grid (cdiv(N, BLOCK_M), Z·H) = (3, 4096, 1) is "
+         "12,288 programs, and at most 4,096 programs run under Triton's interpreter (about 50 ms each); give a "
+         "smaller --n, "
+         "--heads or --batch, a larger BLOCK_M, or --grid"),
+    ],
+    ids=["given", "default"],
+)  # fmt: skip
+def test_a_grid_too_large_to_interpret_is_refused(args, message):
+    """A grid of more programs than the interpreter runs in minutes is bad input, not hours of waiting."""
+    done = run_cli("--kernel", f"{PLAIN}:attn_fwd", *KERNEL_ARGS, *args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [f"flashviz: error: {message}"]

@@ -32,6 +32,8 @@ from flashviz.model.config import ConfigError, shown
 from flashviz.model.echo import cut
 
 TENSORS = ("Q", "K", "V", "O", "L")
+# Triton's interpreter runs a program of N = 40, D = 16 at tiles of 16 in about 50 ms of Python: this many is minutes
+MAX_PROGRAMS = 4096
 SPELLINGS: dict[str, tuple[str, ...]] = {
     "Q": ("Q", "q", "q_ptr", "Q_ptr", "desc_q"),
     "K": ("K", "k", "k_ptr", "K_ptr", "desc_k"),
@@ -265,9 +267,26 @@ def bind(
             f"no parameter of {kernel} reads as {', '.join(missing)}; name it with --bind "
             f"{missing[0]}=PARAM (parameters: {_list(set(names))})",
         )
+    given = grid is not None
     if grid is None:
         grid = _default_grid(fn_params, conv, args, launch, kernel)
+    _hold_grid(grid, given)
     return Binding(args, roles, filled, grid, {k: v for k, v in meta.items()})
+
+
+def _hold_grid(grid: tuple[int, int, int], given: bool) -> None:
+    """ConfigError for a grid of more programs than the interpreter runs in minutes."""
+    programs = math.prod(grid)
+    if programs <= MAX_PROGRAMS:
+        return
+    limit = f"at most {MAX_PROGRAMS:,} programs run under Triton's interpreter (about 50 ms each)"
+    if given:
+        raise ConfigError("--grid", f"{limit}; got {' × '.join(map(str, grid))} = {programs:,}")
+    raise ConfigError(
+        "--grid",
+        f"the default grid (cdiv(N, BLOCK_M), Z·H) = {tuple(grid)} is {programs:,} programs, and {limit}; give a "
+        "smaller --n, --heads or --batch, a larger BLOCK_M, or --grid",
+    )
 
 
 def _default_grid(
