@@ -521,8 +521,10 @@ KERNEL_ARGS = ("--meta", "BLOCK_M=16,BLOCK_N=16", "--n", str(N), "--d", str(D))
         ("import sys\nsys.exit('bye')\n", "raised SystemExit: bye"),
         ("raise SystemExit\n", "raised SystemExit"),
         ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+        ("raise GeneratorExit\n", "raised GeneratorExit"),
+        ("class Stop(BaseException):\n    pass\n\n\nraise Stop('stop')\n", "raised Stop: stop"),
     ],
-    ids=["exit-0", "exit-text", "raise-SystemExit", "KeyboardInterrupt"],
+    ids=["exit-0", "exit-text", "raise-SystemExit", "KeyboardInterrupt", "GeneratorExit", "own-BaseException"],
 )
 def test_a_file_that_exits_when_imported(tmp_path, code, what):
     path = tmp_path / "exits.py"
@@ -538,8 +540,12 @@ def test_a_file_that_exits_when_imported(tmp_path, code, what):
 
 @pytest.mark.parametrize(
     ("stmt", "what"),
-    [("sys.exit(3)", "raised SystemExit: 3"), ("raise KeyboardInterrupt", "raised KeyboardInterrupt")],
-    ids=["exit", "KeyboardInterrupt"],
+    [
+        ("sys.exit(3)", "raised SystemExit: 3"),
+        ("raise KeyboardInterrupt", "raised KeyboardInterrupt"),
+        ("raise GeneratorExit", "raised GeneratorExit"),
+    ],
+    ids=["exit", "KeyboardInterrupt", "GeneratorExit"],
 )
 def test_a_kernel_that_exits_is_a_fault(tmp_path, stmt, what):
     text = PLAIN.read_text().replace("import triton\n", "import sys\n\nimport triton\n", 1)

@@ -1,8 +1,8 @@
-"""SystemExit and KeyboardInterrupt from the user's code. Importing the kernel's file or running the kernel may raise
-them (`sys.exit(0)` at the end of a script, `raise KeyboardInterrupt`); that is the user's code failing, told in one
-line like any exception of theirs, not flashviz ending with no output. A Ctrl-C from the terminal still stops
-flashviz: while the user's code runs, a SIGINT is noted before Python's own handler raises its KeyboardInterrupt,
-and that one goes on.
+"""Whatever the user's code raises, BaseExceptions included. Importing the kernel's file or running the kernel may raise
+SystemExit (`sys.exit(0)` at the end of a script), KeyboardInterrupt, GeneratorExit or a BaseException of its own;
+that is the user's code failing, told in one line like any exception of theirs, not flashviz ending with no output
+or a traceback. A Ctrl-C from the terminal still stops flashviz: while the user's code runs, a SIGINT is noted before
+Python's own handler raises its KeyboardInterrupt, and that one goes on.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from typing import Any
 
 from flashviz.model.echo import cut
 
-EXITS = (SystemExit, KeyboardInterrupt)
-
 
 class Watch:
     def __init__(self) -> None:
         self.signalled = False  # a SIGINT came while the user's code ran
 
     def users(self, exc: BaseException) -> bool:
-        """Whether `exc` is the user's code exiting or interrupting itself (not a Ctrl-C from the terminal)."""
-        return isinstance(exc, SystemExit) or (isinstance(exc, KeyboardInterrupt) and not self.signalled)
+        """Whether `exc`, raised while the user's code ran, is that code's failure (not a Ctrl-C from the terminal)."""
+        return not (isinstance(exc, KeyboardInterrupt) and self.signalled)
 
 
 @contextmanager

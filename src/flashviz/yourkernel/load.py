@@ -83,9 +83,9 @@ def _import(path: Path, where: str) -> Any:
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         raise ConfigError("--kernel", f"{where} does not parse: {exc.msg}{at_line(exc)}") from None
-    except (Exception, *exits.EXITS) as exc:
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt and the file's own included
         sys.modules.pop(name, None)
-        if not watch.users(exc) and not isinstance(exc, Exception):
+        if not watch.users(exc):
             raise  # a Ctrl-C from the terminal
         raise ConfigError("--kernel", f"importing {where} {exits.said(exc, 120)}") from None
     finally:

@@ -399,9 +399,7 @@ def launch(recorder: Recorder, kernel: Any, args: dict[str, Any], grid: tuple[in
             kernel[grid](**args)
         except KernelStop as stop:
             return stop.fault
-        except Exception as exc:
-            return raised(recorder, exc)
-        except exits.EXITS as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt and the kernel's own included
             if not watch.users(exc):
                 raise  # a Ctrl-C from the terminal
             return raised(recorder, exc)
