@@ -630,3 +630,12 @@ def test_a_grid_too_large_to_interpret_is_refused(args, message):
     done = run_cli("--kernel", f"{PLAIN}:attn_fwd", *KERNEL_ARGS, *args)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [f"flashviz: error: {message}"]
+
+
+def test_programs_past_n_do_nothing_with_several_heads(rng):
+    """A grid larger than N needs: the extra programs' loads of Q are masked off whole (with two heads their
+    addresses fall in the next head's rows, inside Q), and they are no blocks of Q."""
+    trace = flashviz.trace(kernel=f"{PLAIN}:attn_fwd", n=N, d=D, heads=2, seed=int(rng.integers(2**31)), meta=META,
+                           grid=(5, 2))  # fmt: skip
+    assert trace.verdict == "correct", trace.message
+    assert sorted(p["program"] for p in trace.doc["programs"]) == [[x, h, 0] for x in range(3) for h in range(2)]

@@ -261,7 +261,10 @@ class Judge:
         return self._block(program)
 
     def _block(self, program: Program) -> Block | None:
-        first_q = next((e for e in program.events if isinstance(e, Access) and e.tensor == "Q"), None)
+        # its first load of Q that touched an element (one masked off whole touches no row of its own)
+        first_q = next(
+            (e for e in program.events if isinstance(e, Access) and e.tensor == "Q" and e.elements.size), None
+        )
         if first_q is None:
             return None
         rows = rows_of(first_q, self.n, self.d)
