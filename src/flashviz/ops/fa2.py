@@ -477,7 +477,8 @@ def _prune_fused(configs, named_args, **kwargs):
 
 def _quiet_interpreter(launch):
     """Under the interpreter the kernels' arithmetic runs in NumPy, which warns at what the kernels mean to compute:
-    log2(0) = -inf, the L of a row that sees no key. Those warnings are silenced there (the values are checked)."""
+    log2(0) = -inf, the L of a row that sees no key; exp2 of a large score = inf in softcap's tanh, and the series
+    beside it, which `where` then drops. Those warnings are silenced there (the values are checked)."""
 
     @functools.wraps(launch)
     def run(self, *args, **kwargs):
@@ -485,7 +486,7 @@ def _quiet_interpreter(launch):
             return launch(self, *args, **kwargs)
         import numpy as np
 
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             return launch(self, *args, **kwargs)
 
     return run

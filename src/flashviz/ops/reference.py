@@ -37,8 +37,9 @@ def _dense(q, k, v, causal, scale, dtype, window, softcap):
     if group > 1:
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     s = (q @ k.transpose(-1, -2)) * scale  # (B, H, Nq, Nk)
-    if softcap:
-        s = softcap * torch.tanh(s / softcap)
+    if softcap:  # in at least fp32: fp16 holds neither a cap past 65504 nor s / softcap below 6e-8
+        wide = s.to(torch.promote_types(s.dtype, torch.float32))
+        s = (softcap * torch.tanh(wide / softcap)).to(s.dtype)
     ok = visible(q.shape[-2], k.shape[-2], causal, window, q.device)
     empty = ~ok.any(-1)  # (Nq,)
     s = s.masked_fill(~ok, float("-inf"))
