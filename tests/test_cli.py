@@ -161,6 +161,26 @@ def test_steps_table_prints_the_seed_example(capsys):
     assert "Sij = Qi @ Kj.T" in out and "exact within" in out
 
 
+def test_steps_are_numbered_as_the_page_numbers_them(tmp_path):
+    """The page says "step 1 / 16"; the table numbered the same steps 0..15."""
+    run = subprocess.run([sys.executable, "-m", "flashviz", "steps"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    numbers = [int(row.split("│")[1]) for row in run.stdout.splitlines() if row.startswith("│ ") and row[2].isdigit()]
+    assert numbers == list(range(1, 17)), numbers
+    assert "┃ step ┃" in run.stdout
+
+
+def test_trace_o_says_its_size_as_every_other_writer(tmp_path):
+    """`trace -o` said "0.09 MB" where `trace --kernel -o` and `export` say "116.7 kB": bytes in one format."""
+    from flashviz.model.units import human_bytes
+
+    out = tmp_path / "t.json"
+    run = run_cli("trace", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.strip() == f"wrote {out} ({human_bytes(out.stat().st_size)}, 16 steps)"
+
+
 @pytest.mark.parametrize("algo", ["standard", "fa1", "fa2", "fa2-backward"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_count_at_the_largest_sizes_answers_at_once(algo, causal, capsys):

@@ -110,7 +110,9 @@ def trace(inputs_path, output, indent, plain, kernel, **options) -> None:
                 f.write(b"\n")
         except OSError as exc:
             raise ConfigError("-o", f"cannot write {shown(str(output))}: {exc.strerror}") from None
-        click.echo(f"wrote {output} ({len(data) / 1e6:.2f} MB, {len(trace_.steps)} steps)", err=True)
+        click.echo(
+            f"wrote {output} ({human_bytes(len(data) + 1)}, {len(trace_.steps)} steps)", err=True
+        )  # with its newline
 
 
 def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | None) -> Trace:

@@ -16,7 +16,7 @@ def render(trace: Trace) -> list:
         show_lines=True,
     )
     many = len({s.kernel for s in trace.steps}) > 1  # standard's three kernels, the backward's two
-    for col in ("#", *(("kernel",) if many else ()), "block", "i", "j", "operation", "HBM", "what happened"):
+    for col in ("step", *(("kernel",) if many else ()), "block", "i", "j", "operation", "HBM", "what happened"):
         steps.add_column(col, overflow="fold")
     for s in trace.steps:
         moved = ", ".join(f"{t.tensor} {'→' if t.kind == 'read' else '←'} {t.elements}" for t in s.transfers)
@@ -24,7 +24,7 @@ def render(trace: Trace) -> list:
         i, j = (str(s.indices[k]) if k in s.indices else "" for k in ("i", "j"))
         # Text, not markup: labels such as "Kj, Vj = K[j], V[j]" would otherwise lose their [i] and [j]
         kernel = (s.kernel,) if many else ()
-        steps.add_row(str(s.index), *kernel, str(s.block), i, j, Text(s.math), moved or "—", Text(s.text))
+        steps.add_row(str(s.index + 1), *kernel, str(s.block), i, j, Text(s.math), moved or "—", Text(s.text))
     hbm = Table(title="Trips across HBM (elements; engine counters vs closed-form model)")
     for col in ("tensor", "read", "written", "model read", "model written"):
         hbm.add_column(col, justify="right")
