@@ -66,6 +66,8 @@ export interface ErrorCheck {
   /** what max_rel is max_abs over: "max |ref|", "max(1, max |ref|)", or the scale of a gradient's terms */
   over?: string;
   over_value?: number;
+  /** the reference's largest finite magnitude: the size of the answer itself (absent in older traces) */
+  max_ref?: number;
 }
 
 /** Where a write's values are in the trace. */

@@ -1,7 +1,7 @@
 // The hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
 import { sci } from "../src/format";
-import { badgeWords, judgedText } from "../src/render/badge";
+import { badgeWords, cancels, judgedText, whyText } from "../src/render/badge";
 import { sramText } from "../src/render/compare";
 import { sizesNote, switchedSizes } from "../src/render/configForm";
 import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
@@ -82,6 +82,33 @@ describe("the exactness badge (issue 17 item 11)", () => {
       "over the largest sum of the magnitudes of its terms",
     );
     expect(badgeWords("O", { ...bad, nonfinite: 3, max_abs: null, max_rel: null })).toBe("O 3 not finite");
+  });
+
+  it("adds the absolute error, and says why it passes, where a gradient's terms cancel to far less than it", () => {
+    // fa2-backward at --scale 1e6: terms of 1.6e7 cancel to a dQ of 0; float32's rounding of them is ~1 in absolute
+    const dq: ErrorCheck = {
+      max_abs: 0.82,
+      max_rel: 5.3e-8,
+      tolerance_rel: 1e-4,
+      nonfinite: 0,
+      ok: true,
+      over: "the largest sum of the magnitudes of its terms",
+      over_value: 1.56e7,
+      max_ref: 0,
+    };
+    expect(cancels(dq)).toBe(true);
+    expect(badgeWords("dQ", dq)).toBe(`dQ rel err ${sci(5.3e-8)} ≤ ${sci(1e-4)} (abs err ${sci(0.82)})`);
+    const why = whyText("dQ", dq, "float32");
+    expect(why).toContain("the float64 answer is 0");
+    expect(why).toContain(`is ${sci(1.56e7)}: the terms cancel`);
+    expect(why).toContain(`${sci(2 ** -24 * 1.56e7)} for terms of ${sci(1.56e7)}: an absolute error of ${sci(0.82)} is no more than that`);
+    expect(whyText("dQ", { ...dq, max_abs: 3.1 }, "float32")).toContain("is 3.3 of those");
+    // an ordinary gradient (its error small beside its own size) and an output judged on its own size say nothing more
+    const plain = { ...dq, max_abs: 1e-7, max_rel: 1e-9, max_ref: 2.5 };
+    expect(cancels(plain)).toBe(false);
+    expect(badgeWords("dQ", plain)).not.toContain("abs err");
+    expect(cancels({ ...dq, over_value: undefined })).toBe(false);
+    expect(cancels({ ...dq, max_ref: undefined })).toBe(false); // an older trace: no size to compare with
   });
 });
 
