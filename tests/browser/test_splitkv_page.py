@@ -4,6 +4,8 @@ real server."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from pageutil import api, assert_clean, assert_no_junk, counter_el, expect, expect_step, open_viewer
 
@@ -34,4 +36,26 @@ def test_splitkv_opens_and_every_step_renders(page, server_url, log):
         assert_no_junk(page)
     expect(page.locator("#kernel-file")).to_have_text("fa2_splitkv.cu")
     expect(page.locator("[data-testid=error-badge]")).to_have_attribute("data-ok", "true")
+    assert_clean(log)
+
+
+def test_every_tensor_in_hbm_has_its_title_at_every_step(page, server_url, log, artifacts):
+    """Hardening item 16: the HBM picture drew a tensor between V and Lpart with no title at any step: Opart, whose
+    label "Opart (S·N rows)" was wider than its column, so the picture left it out. A fresh random launch each run."""
+    n, d, b = random.randint(9, 40), random.randint(2, 8), random.choice([2, 4, 8])
+    query = f"algo={ALGO}&n={n}&d={d}&br={b}&bc={b}&seed={random.randrange(2**32)}"
+    open_viewer(page, server_url, query)
+    trace = page.evaluate(
+        "(() => { const t = window.flashviz.trace(); return {tensors: t.tensors, steps: t.steps.length}; })()"
+    )
+    labels = [t["label"] for t in trace["tensors"].values()]
+    assert "Opart" in trace["tensors"]
+    for k in range(trace["steps"]):
+        page.evaluate(f"window.flashviz.goto({k})")
+        expect_step(page, k)
+        titles = page.evaluate(
+            "window.flashviz.layout().drawn.labels.filter((l) => l.kind === 'title').map((l) => l.text)"
+        )
+        assert [x for x in labels if x not in titles] == [], (query, k, titles)
+    page.locator("#stage").screenshot(path=artifacts / "splitkv-hbm-titles.png")
     assert_clean(log)

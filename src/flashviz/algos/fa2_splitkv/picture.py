@@ -134,7 +134,7 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "Q": Tensor(("q", "none"), "none", r["Q"]),
         "K": Tensor(("kv", "none"), "none", r["K"]),
         "V": Tensor(("kv", "none"), "none", r["V"]),
-        "Opart": Tensor(("none", "none"), "once", r["Opart"], label="Opart (S·N rows)", unwritten_note=partial),
+        "Opart": Tensor(("none", "none"), "once", r["Opart"], unwritten_note=partial),
         "Lpart": Tensor(("none", "none"), "once", r["Lpart"], cols="1", label="Lpart", unwritten_note=partial),
         "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
         "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
