@@ -94,6 +94,7 @@ export class CodeView {
   private source = "";
   private python = false;
   private range: [number, number] | null = null;
+  private placed = false; // the editor's scroll was found at the lines with the editor on screen (its lines measured)
 
   constructor(kernelHost: HTMLElement, concreteHost: HTMLElement, summary: HTMLElement, header: HTMLElement, fileLabel: HTMLElement) {
     this.kernel = readOnlyView(kernelHost, "", "The whole kernel file, read-only", [lineNumbers()]);
@@ -116,6 +117,7 @@ export class CodeView {
     if (source === this.source) return;
     this.source = source;
     this.range = null;
+    this.placed = false;
     if (isPython(file) !== this.python) {
       this.python = isPython(file);
       this.snippets.clear();
@@ -132,9 +134,14 @@ export class CodeView {
   /** The editor's highlighted lines and the step's code (only while the code is on screen: see main.ts). */
   show(lines: [number, number], code: string, file: string): void {
     const [first, last] = lines;
-    if (!this.range || this.range[0] !== first || this.range[1] !== last) {
+    const moved = !this.range || this.range[0] !== first || this.range[1] !== last;
+    if (moved) {
       this.range = [first, last];
       this.kernel.dispatch({ effects: setActive.of([first, last]) });
+    }
+    // the same lines too, while their scroll was last set off screen (with heights CodeMirror had only guessed)
+    if (moved || !this.placed) {
+      this.placed = false;
       this.scrollTo(first, last);
     }
     this.showMeta(lines, code, file);
@@ -164,10 +171,14 @@ export class CodeView {
     return runs;
   }
 
-  /** Scroll the editor itself (never the page) so the lines sit in the middle, or at the top if long. */
-  private scrollTo(first: number, last: number): void {
+  /** Scroll the editor itself (never the page) so the lines sit in the middle, or at the top if long. In CodeMirror's
+   *  measure cycle (the next frame: reading layout here would force it mid-repaint), and again in the frames after
+   *  until the lines stay where they were put: an editor that was off screen measured no line, and the cycle that
+   *  first measures them moves the scroll by what their heights changed (keeping its old top line in place), which
+   *  took the editor back near the lines of the last step it showed. */
+  private scrollTo(first: number, last: number, tries = 4): void {
     const view = this.kernel;
-    // in CodeMirror's measure cycle (the next frame): reading layout here would force it mid-repaint
+    const range = this.range;
     view.requestMeasure({
       key: "flashviz-scroll",
       read: (v) => {
@@ -176,10 +187,19 @@ export class CodeView {
         const b = v.lineBlockAt(doc.line(Math.min(doc.lines, Math.max(1, last))).from);
         const height = v.scrollDOM.clientHeight;
         const span = b.bottom - a.top;
-        return span + 48 > height ? a.top - 24 : a.top - (height - span) / 2;
+        const target = span + 48 > height ? a.top - 24 : a.top - (height - span) / 2;
+        const max = v.scrollDOM.scrollHeight - height;
+        return Math.round(Math.max(0, Math.min(max, target)));
       },
       write: (target, v) => {
-        v.scrollDOM.scrollTop = Math.max(0, target);
+        if (this.range !== range) return; // a later step's lines
+        if (Math.abs(v.scrollDOM.scrollTop - target) <= 1) {
+          this.placed = v.inView; // there, and measured on screen: a step with the same lines leaves the scroll alone
+          return;
+        }
+        v.scrollDOM.scrollTop = target;
+        // look again in the next frame, once this cycle's measuring (and its move of the scroll) is done
+        if (tries > 1) requestAnimationFrame(() => this.range === range && this.scrollTo(first, last, tries - 1));
       },
     });
   }
