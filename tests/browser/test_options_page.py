@@ -8,6 +8,7 @@ step's math and code). Screenshots go to test-artifacts/options-*.png."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 
@@ -148,4 +149,99 @@ def test_softcap_is_in_the_steps_math_and_code_and_the_url_keeps_the_options(pag
     expect(page.locator("[data-testid=option-softcap]")).to_contain_text("Soft-capping at 5")
     page.wait_for_function("() => location.search.includes('softcap=5') && location.search.includes('window=16%2C-1')")
     page.locator("#code").screenshot(path=artifacts / "options-softcap-code.png")
+    assert_clean(log)
+
+
+def form_values(page) -> dict:
+    """What the config bar's form holds: each named input's value (a box: whether it is ticked)."""
+    return page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#config [name]')]"
+        ".map((i) => [i.name, i.type === 'checkbox' ? i.checked : i.value]))"
+    )
+
+
+def test_packed_sequences_without_n_draw_their_sum(page, server_url, log, artifacts):
+    """Hardening item 10: a link with seqlens and no N drew the seed's example ("n: must be the sum of seqlens, 94 (got
+    128)") while the form said fa2-triton N=128; the CLI and the API take N as the sum, and so does the page."""
+    lens = [random.randint(1, 40) for _ in range(3)]  # fresh lengths: N = their sum, ragged blocks in each
+    query = f"algo=fa2-triton&d=32&br=16&bc=16&seqlens={','.join(map(str, lens))}&causal=true"
+    open_viewer(page, server_url, query)
+    config = page.evaluate("window.flashviz.trace().config")
+    assert (config["algo"], config["n"], config["seqlens"], config["causal"]) == ("fa2-triton", sum(lens), lens, True)
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()
+    form = form_values(page)
+    assert (form["algo"], form["n"], form["seqlens"]) == ("fa2-triton", str(sum(lens)), ",".join(map(str, lens)))
+    expect(page.locator("[data-testid=seq-bar-q] .seq")).to_have_count(3)
+    page.wait_for_function(f"() => location.search.includes('n={sum(lens)}&')")
+    page.screenshot(path=artifacts / "options-seqlens-without-n.png")
+    assert_clean(log)
+
+
+def test_typing_packed_sequences_makes_n_their_sum(page, server_url, log):
+    """Item 10, typed: seqlens typed in the options panel ran at the N in the form and were refused."""
+    open_viewer(page, server_url, "algo=fa2-triton&d=32&br=16&bc=16")
+    page.locator("[data-testid=cfg-more] summary").click()
+    page.locator("[data-testid=cfg-seqlens]").fill("20,44,30")
+    expect(page.locator("[data-testid=cfg-n]")).to_have_value("94")
+    with page.expect_response(lambda r: "seqlens=20%2C44%2C30" in r.url and "/api/trace" in r.url and r.status == 200):
+        page.locator("[data-testid=cfg-apply]").click()
+    expect(page.locator("[data-testid=seq-bar-q] .seq")).to_have_count(3)
+    assert page.evaluate("window.flashviz.trace().config.n") == 94
+    expect(page.locator("[data-testid=config-error]")).to_be_hidden()
+    assert_clean(log)
+
+
+def test_a_refused_link_shows_the_example_in_the_form_too(page, server_url, log, artifacts):
+    """Item 10: when the page falls back on the seed's example for a link the server refuses, the form shows what is
+    drawn (it kept the refused fa2-triton N=100 over a picture of fa2 N=8), and the message says what was refused."""
+    open_viewer(page, server_url, "algo=fa2-triton&n=100&d=32&br=16&bc=16&seqlens=20,44,30")
+    message = page.locator("[data-testid=config-error]")
+    expect(message).to_contain_text("n: must be the sum of seqlens, 94 (got 100)")
+    expect(message).to_contain_text("showing the seed's example instead")
+    drawn = page.evaluate("window.flashviz.trace().config")
+    form = form_values(page)
+    assert (form["algo"], form["n"], form["d"], form["br"], form["bc"]) == tuple(
+        str(drawn[k]) for k in ("algo", "n", "d", "br", "bc")
+    ), (form, drawn)
+    assert form["seqlens"] == "" and drawn["seqlens"] is None
+    page.screenshot(path=artifacts / "options-refused-link.png")
+    # the browser logs the refused request itself (422); nothing else
+    assert [e for e in log.errors if "422" not in e] == [], log.errors
+
+
+def test_the_options_panel_opens_when_asked_and_closes(page, server_url, log, artifacts):
+    """Hardening item 15: the panel opened on load (the launch used an option), stayed open through Escape and clicks
+    elsewhere over the step timeline, and cut its placeholders ("0 (non", "one se")."""
+    open_viewer(page, server_url, "algo=fa2-triton&n=64&d=32&br=16&bc=16&group=2&window=16,0")
+    more = page.locator("[data-testid=cfg-more]")
+    summary = more.locator("summary")
+    panel = more.locator(".more-panel")
+    expect(panel).to_be_hidden()
+    # folded, the toggle still says which options the launch uses
+    expect(more).to_have_attribute("data-used", "group window")
+    expect(summary).to_have_attribute("aria-label", "options, 2 in use: group, window")
+    summary.click()
+    expect(panel).to_be_visible()
+    cut = panel.evaluate(
+        "p => [...p.querySelectorAll('input')].filter((i) => i.placeholder)"
+        ".filter((i) => { const c = getComputedStyle(i); const w = i.clientWidth - parseFloat(c.paddingLeft)"
+        " - parseFloat(c.paddingRight); const x = document.createElement('canvas').getContext('2d');"
+        " x.font = c.font; return x.measureText(i.placeholder).width > w + 0.5; }).map((i) => i.placeholder)"
+    )
+    assert cut == [], f"placeholders cut: {cut}"
+    page.screenshot(path=artifacts / "options-panel-open.png")
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    summary.click()
+    expect(panel).to_be_visible()
+    page.locator("[data-testid=narrative]").click()  # a click elsewhere on the page
+    expect(panel).to_be_hidden()
+    summary.click()
+    page.locator("[data-testid=cfg-window]").fill("8,0")
+    with page.expect_response(lambda r: "window=8%2C0" in r.url and "/api/trace" in r.url and r.status == 200):
+        page.locator("[data-testid=cfg-apply]").click()
+    expect(panel).to_be_hidden()  # Run folds it: the step timeline under it is the page's again
+    expect(counter_el(page)).to_have_attribute("data-step", "0")
+    page.locator("#timeline-host").click()  # the middle of the timeline: a middle step
+    expect(counter_el(page)).not_to_have_attribute("data-step", "0")
     assert_clean(log)

@@ -134,6 +134,7 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
     find("config-error"),
     app.limits,
     (c, note) => void loadConfig(c, { push: true, problems: note ? [note] : undefined }),
+    signal,
   );
   const loadingEl = find("loading");
   renderStatic(root);
@@ -473,9 +474,15 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
       // a page that holds its documents (an export, the widget) reached no server: its trace could not be drawn
       const why = source.url ? "could not reach the server" : "could not show this launch";
       const err = e instanceof ApiError ? e : new ApiError(0, `${why}: ${(e as Error).message}`, null);
-      form.serverError(err.detail, err.field);
-      // nothing on screen yet (a bad link): show the default so the page is not empty; the form keeps what was asked
-      if (!app.trace && !sameConfig(c, defaultConfig())) await loadFallback(err, to.problems ?? []);
+      if (!app.trace && !sameConfig(c, defaultConfig())) {
+        // nothing on screen yet (a bad link): show the default so the page is not empty, and the form shows it too
+        form.serverError(err.detail, err.field);
+        await loadFallback(err, to.problems ?? []);
+      } else if (app.trace && !to.push) {
+        // a link (back, forward, the host) the server refused: the page keeps what it shows, and so does the form
+        form.fill(app.state.config);
+        form.serverError(err.detail, null);
+      } else form.serverError(err.detail, err.field); // the form's own Run: what was typed stays, to be fixed
     } finally {
       if (app.loading === ctl) {
         app.loading = null;
@@ -494,9 +501,10 @@ export function createApp(root: HTMLElement, source: Source): ViewerHandle {
       void loadCompare(app.state.config);
       app.state = { ...app.state, step: 0 };
       if (!drawn()) return;
+      form.fill(app.state.config);
       form.serverError(
         [`${err.detail} \u2014 showing the seed's example instead`, ...problems].join(" \u00b7 ") + (problems.length ? "." : ""),
-        err.field,
+        null, // the field named holds the example's value now: the message says what was refused
       );
     } catch {
       // the server is down: the message already says so

@@ -107,6 +107,10 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
     ),
     algo,
   };
+  // packed sequences: N is their sum unless the URL gives a good one (as the API and the CLI take them)
+  const lens = fieldsOf(limits).find((f) => f.name === "seqlens" && f.kind === "ints");
+  const packed = (q.get("seqlens") ?? "").trim();
+  if (lens && packed && intsProblem(lens, packed) === null) config.n = summedN({ seqlens: packed })!;
   for (const f of launchFields(fieldsOf(limits))) {
     const raw = q.get(f.name);
     if (f.kind === "ints") {
@@ -153,6 +157,15 @@ export function parseUrl(search: string, limits: Limits = FALLBACK_LIMITS): UrlR
       problems.push(urlProblem("block", q.get("block")!, "an integer, at least 0 (blocks count from 0, as blockIdx.x)", "block 0"));
   }
   return { config, step, block, speed, problems };
+}
+
+/** N as packed sequences give it: the sum of `seqlens` (a list as the URL and the form hold it, "20,44,30"), or null
+ *  when there are none. The API and the CLI fill N so when it is left out. */
+export function summedN(config: Record<string, unknown>): number | null {
+  const lens = config.seqlens;
+  if (typeof lens !== "string" || lens.trim() === "") return null;
+  const parts = lens.split(",").map((p) => p.trim());
+  return parts.every((p) => /^\d{1,9}$/.test(p)) ? parts.reduce((a, p) => a + Number(p), 0) : null;
 }
 
 /** A config's launch fields as query parameters, in its order: a number as it is, true as "true"; null (a number's

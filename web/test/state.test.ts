@@ -14,6 +14,7 @@ import {
   pickStep,
   reduce,
   stepInBlock,
+  summedN,
   toSearch,
   unrecordedProblem,
 } from "../src/state";
@@ -71,6 +72,22 @@ describe("URL round trip", () => {
     expect(one("?block=-1")[0]).toMatch(/^URL block="-1": must be an integer, at least 0/);
     expect(one("?step=0")[0]).toMatch(/^URL step="0": must be an integer, at least 1/);
     expect(one("?n=8&d=4&causal=true&speed=2&step=3&block=1")).toEqual([]);
+  });
+
+  it("takes N from packed sequences the URL gives without it, as the API and the CLI do", () => {
+    const r = parseUrl("?algo=fa2-triton&d=32&br=16&bc=16&seqlens=20,44,30&causal=true", LIMITS);
+    expect(r.problems).toEqual([]);
+    expect(r.config).toMatchObject({ algo: "fa2-triton", n: 94, seqlens: "20,44,30", causal: true });
+    // a good N given stays (the server judges whether it is their sum); a bad one says it shows their sum
+    expect(parseUrl("?algo=fa2-triton&n=100&seqlens=20,44,30", LIMITS).config.n).toBe(100);
+    expect(parseUrl("?algo=fa2-triton&n=x&seqlens=20,44,30", LIMITS).problems).toEqual([
+      'URL n="x": must be an integer in 1..4096; showing n=94',
+    ]);
+    // bad lengths: no sum, the algorithm's own N
+    expect(parseUrl("?algo=fa2-triton&seqlens=20,-4", LIMITS).config.n).toBe(128);
+    expect(summedN({ seqlens: " 3, 4 " })).toBe(7);
+    expect(summedN({ seqlens: "3,,4" })).toBeNull();
+    expect(summedN({})).toBeNull();
   });
 
   it("holds integers to the server's limits, not only to being integers", () => {

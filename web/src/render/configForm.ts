@@ -2,7 +2,7 @@
 // table flashviz.model.fields), validated in place against /api/limits. A field the page's HTML has no input for gets
 // one here. A server 4xx shows its `detail` here while the last good trace stays on screen; what the user typed stays
 // too.
-import { type ConfigParams, defaultsOf } from "../state";
+import { type ConfigParams, defaultsOf, summedN } from "../state";
 import type { AlgoInfo, LaunchField, Limits } from "../types";
 import { allows, configToRaw, FALLBACK_FIELDS, type Field, fieldsOf, flagFields, typedFields, validate } from "../validate";
 
@@ -20,6 +20,7 @@ export class ConfigForm {
     private readonly message: HTMLElement,
     limits: Limits,
     private readonly onApply: (c: ConfigParams, note?: string) => void,
+    private readonly signal?: AbortSignal, // ends the listeners the form adds to the document
   ) {
     this.limits = limits;
     this.algo = form.querySelector<HTMLSelectElement>('[name="algo"]')!;
@@ -34,7 +35,9 @@ export class ConfigForm {
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const v = this.check(true);
-      if (v) this.onApply(v);
+      if (!v) return;
+      this.closeOptions(false);
+      this.onApply(v);
     });
     this.applyLimits();
   }
@@ -52,7 +55,11 @@ export class ConfigForm {
       const input = this.form.querySelector<HTMLInputElement>(`[name="${f.name}"]`) ?? this.addInput(f);
       this.inputs.set(f.name, input);
       this.hints.set(f.name, this.form.querySelector<HTMLElement>(`#cfg-${f.name}-err`) ?? this.addHint(f));
-      input.addEventListener("input", () => this.check(false));
+      input.addEventListener("input", () => {
+        if (f.name === "seqlens") this.followSeqlens();
+        this.showUsed();
+        this.check(false);
+      });
     }
     for (const f of flagFields(this.limits)) {
       if (!this.flags.has(f.name))
@@ -74,7 +81,11 @@ export class ConfigForm {
       input.type = f.kind === "int" ? "number" : "text";
       input.inputMode = f.kind === "int" ? "numeric" : f.kind === "ints" ? "text" : "decimal";
       input.setAttribute("aria-describedby", `cfg-${f.name}-err`);
-      if (f.empty) input.placeholder = f.empty;
+      if (f.empty) {
+        input.placeholder = f.empty;
+        // wide enough for its placeholder ("0 (none)", "one sequence"): the font is monospaced
+        input.style.setProperty("--chars", String(Math.max(5, f.empty.length + 1)));
+      }
       label.append(`${f.label || f.name} `, input);
     }
     if (f.optional) this.moreBox().append(label);
@@ -83,21 +94,71 @@ export class ConfigForm {
   }
 
   /** The optional fields' inputs, folded under one "options" toggle so that the bar keeps its height: its panel
-   *  opens over the page, and opens by itself when the launch shown uses one of them (`fill`). */
+   *  opens over the page when asked (a click on the toggle) and closes on Escape, a click elsewhere or Run; the toggle
+   *  names the options the launch in the form uses (`showUsed`). */
   private moreBox(): HTMLElement {
     if (!this.more) {
-      this.more = document.createElement("details");
-      this.more.className = "more-fields";
-      this.more.dataset.testid = "cfg-more";
+      const more = document.createElement("details");
+      this.more = more;
+      more.className = "more-fields";
+      more.dataset.testid = "cfg-more";
+      more.dataset.used = ""; // the options the form holds, by name (showUsed)
       const summary = document.createElement("summary");
       summary.textContent = "options";
-      summary.title = "the options of real models (grouped-query heads, a KV cache, a window, softcap, packed sequences)";
+      summary.title = OPTIONS_TITLE;
       const panel = document.createElement("div");
       panel.className = "more-panel";
-      this.more.append(summary, panel);
-      this.form.querySelector("button[type=submit]")!.before(this.more);
+      more.append(summary, panel);
+      this.form.querySelector("button[type=submit]")!.before(more);
+      const listen = { signal: this.signal };
+      document.addEventListener(
+        "keydown",
+        (e) => {
+          if (e.key === "Escape" && more.open) this.closeOptions(true);
+        },
+        listen,
+      );
+      document.addEventListener(
+        "pointerdown",
+        (e) => {
+          if (more.open && !more.contains(e.target as Node | null)) this.closeOptions(false);
+        },
+        listen,
+      );
     }
     return this.more.querySelector<HTMLElement>(".more-panel")!;
+  }
+
+  /** Fold the options' panel; `refocus`: what had focus inside it goes to its toggle (Escape from a field). */
+  private closeOptions(refocus: boolean): void {
+    const more = this.more;
+    if (!more?.open) return;
+    const inside = more.contains(document.activeElement);
+    more.open = false;
+    if (refocus && inside) more.querySelector("summary")?.focus();
+  }
+
+  /** The toggle says which options the form holds (in its title and its accessible name, and in the accent colour),
+   *  so that a launch that uses them says so with the panel folded, in no more room: the bar stays one row tall. */
+  private showUsed(): void {
+    const more = this.more;
+    if (!more) return;
+    const used = typedFields(this.limits).filter((f) => {
+      const input = this.inputs.get(f.name);
+      return input !== undefined && input.value.trim() !== "" && more.contains(input);
+    });
+    const summary = more.querySelector("summary")!;
+    const names = used.map(label).join(", ");
+    summary.title = `${used.length ? `in use: ${names}. ` : ""}${OPTIONS_TITLE}`;
+    summary.setAttribute("aria-label", used.length ? `options, ${used.length} in use: ${names}` : "options");
+    more.dataset.used = used.map((f) => f.name).join(" ");
+  }
+
+  /** N follows the packed sequences typed: their sum (the API refuses an N that is not). */
+  private followSeqlens(): void {
+    const n = summedN({ seqlens: this.inputs.get("seqlens")?.value ?? "" });
+    const input = this.inputs.get("n");
+    if (n !== null && input) input.value = String(n);
   }
 
   private addHint(f: LaunchField): HTMLElement {
@@ -158,7 +219,11 @@ export class ConfigForm {
     const first = typed.find((f) => v.errors[f.name]);
     if (first) {
       this.setMessage(`${label(first)}: ${v.errors[first.name]}`, "invalid");
-      if (submit) this.inputs.get(first.name)!.focus();
+      if (submit) {
+        const input = this.inputs.get(first.name)!;
+        if (this.more?.contains(input)) this.more.open = true; // a bad option: its panel opens on it
+        input.focus();
+      }
     } else if (this.message.dataset.kind === "invalid") {
       this.setMessage("", "");
     }
@@ -193,10 +258,7 @@ export class ConfigForm {
     const raw = configToRaw(c, this.limits);
     for (const [name, input] of this.inputs) input.value = raw[name] ?? "";
     for (const [name, input] of this.flags) input.checked = c[name] === true;
-    if (this.more && !this.more.open) {
-      const used = [...this.inputs.values()].some((input) => input.value !== "" && this.more!.contains(input));
-      if (used) this.more.open = true;
-    }
+    this.showUsed();
     this.algo.value = c.algo;
     this.picked = c.algo;
     this.showOptions();
@@ -232,6 +294,8 @@ export class ConfigForm {
     this.form.querySelector<HTMLButtonElement>("button[type=submit]")!.disabled = busy;
   }
 }
+
+const OPTIONS_TITLE = "the options of real models (grouped-query heads, a KV cache, a window, softcap, packed sequences)";
 
 /** How the form names a field in its messages: the table's label ("Br"), else its name. */
 function label(f: LaunchField): string {
