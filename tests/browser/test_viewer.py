@@ -44,7 +44,8 @@ def test_page_loads_with_the_seeds_example(page, server_url, log):
     # issue 17 item 11: the badge writes what it judges (the relative error) beside what it is judged against
     expect(badge).to_have_text(re.compile(r"O rel err \S+ \u2264 \S+"))
     # real typesetting (the idea's formulas, typeset by KaTeX) and a real editor holding the kernel file
-    expect(page.locator("#idea .katex-display")).to_have_count(2)
+    # two displayed formulas of two equations each, each equation typeset on its own (a phone wraps between them)
+    expect(page.locator("#idea .katex-display")).to_have_count(4)
     page.locator("#code").scroll_into_view_if_needed()
     expect(page.locator("[data-testid=kernel-editor] .cm-editor .cm-content")).to_have_count(1)
     expect(page.locator("[data-testid=kernel-editor] .cm-content")).to_contain_text("__global__ void fa2(")

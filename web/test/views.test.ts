@@ -4,7 +4,7 @@ import { indexTrace } from "../src/derive";
 import { int } from "../src/format";
 import { pickOf, pictureSpec, richText, rowBlock, unitKey } from "../src/picture";
 import { chartDomain, charted, curveAt, decadeLabel, logPos, progressAfter, series, shortName } from "../src/render/compare";
-import { displayed, isIdea, segments } from "../src/render/idea";
+import { displayed, equations, isIdea, segments } from "../src/render/idea";
 import { cacheEffect, checkProfile, launchOf, type Profile } from "../src/render/profile";
 import { apiQuery, DEFAULT_CONFIG, parseUrl, toSearch } from "../src/state";
 import type { Trace } from "../src/types";
@@ -268,6 +268,20 @@ describe("the idea, from the trace (item 18)", () => {
     expect(displayed("$$O = PV$$")).toBe("O = PV");
     expect(displayed("$$a$ and $b$$")).toBeNull();
     expect(displayed("text $x$")).toBeNull();
+  });
+
+  it("typesets each equation of a displayed line on its own, so that a narrow screen wraps between them", () => {
+    expect(equations("a = b,\\qquad c = d")).toEqual(["a = b,", "c = d"]);
+    expect(equations("S = \\tau\\, QK^{\\top},\\qquad m' = \\max\\big(m,\\ x\\big),\\qquad P")).toEqual([
+      "S = \\tau\\, QK^{\\top},",
+      "m' = \\max\\big(m,\\ x\\big),",
+      "P",
+    ]);
+    // not inside braces, not a thin space "\\," and not another command that starts with qquad
+    expect(equations("x_{a,\\qquad b}")).toEqual(["x_{a,\\qquad b}"]);
+    expect(equations("a\\,\\qquad b")).toEqual(["a\\,\\qquad b"]);
+    expect(equations("a,\\qquadx b")).toEqual(["a,\\qquadx b"]);
+    expect(equations("O = PV")).toEqual(["O = PV"]);
   });
 
   it("accepts only {summary: string, body: string[]}", () => {

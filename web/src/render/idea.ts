@@ -35,6 +35,34 @@ export function displayed(p: string): string | null {
   return t.length > 4 && t.startsWith("$$") && t.endsWith("$$") && !t.slice(2, -2).includes("$") ? t.slice(2, -2) : null;
 }
 
+/** A displayed formula as the equations it lists, split at its top-level `,\qquad` ("A,\qquad B" → "A,", "B"), so
+ *  that a narrow screen wraps between equations instead of cutting one long line (the row of equations keeps the
+ *  space between them). */
+export function equations(tex: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let k = 0; k < tex.length; k++) {
+    const ch = tex[k];
+    if (ch === "\\") {
+      k++; // an escaped character (\{, \,) is no brace and no comma
+      continue;
+    }
+    if (ch === "{") depth++;
+    else if (ch === "}") depth--;
+    else if (ch === "," && depth === 0) {
+      const rest = /^,\s*\\qquad(?![a-zA-Z])\s*/.exec(tex.slice(k));
+      if (rest) {
+        out.push(tex.slice(from, k + 1).trim());
+        from = k + rest[0].length;
+        k = from - 1;
+      }
+    }
+  }
+  out.push(tex.slice(from).trim());
+  return out.filter((e) => e !== "");
+}
+
 /** Is this a well-formed idea (from a trace, which may be anything)? */
 export function isIdea(x: unknown): x is Idea {
   if (!x || typeof x !== "object") return false;
@@ -74,7 +102,7 @@ export class IdeaView {
           eqs = h("div", { class: "eqs" });
           nodes.push(eqs);
         }
-        eqs.append(texEl(tex, true));
+        eqs.append(...equations(tex).map((e) => texEl(e, true)));
       }
     }
     fill(this.body, ...nodes);

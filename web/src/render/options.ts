@@ -33,9 +33,13 @@ function itemNodes(item: OptionItem): HTMLElement {
     h("p", { class: "small" }, richNodes(item.text)),
     item.rows.length
       ? h(
-          "table",
-          { class: "option-rows small" },
-          h("tbody", {}, ...item.rows.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { class: "num" }, v)))),
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { class: "option-rows small" },
+            h("tbody", {}, ...item.rows.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", { class: "num" }, v)))),
+          ),
         )
       : null,
   );

@@ -353,31 +353,36 @@ export class ScheduleView {
     const sentence = pipeSentence(tp);
     this.pipe.append(
       h("h3", { class: "small" }, `Tensor-pipe utilisation, measured (Nsight Compute ${tp.ncu}, ${tp.gpu}, ${tp.date})`),
+      // wider than a phone: it scrolls sideways inside the card
       h(
-        "table",
-        { class: "small", "data-testid": "sched-pipe" },
+        "div",
+        { class: "table-wrap" },
         h(
-          "thead",
-          {},
+          "table",
+          { class: "small", "data-testid": "sched-pipe" },
           h(
-            "tr",
+            "thead",
             {},
-            h("th", {}, "algorithm"),
-            h("th", {}, "kernel"),
-            h("th", {}, "launch"),
-            ...tp.shown.map((name) => h("th", { class: "num", title: tp.metrics[name] ?? name }, name)),
-            h("th", { class: "num" }, "time"),
-            h("th", {}, "top issue stalls (warps per issue)"),
+            h(
+              "tr",
+              {},
+              h("th", {}, "algorithm"),
+              h("th", {}, "kernel"),
+              h("th", {}, "launch"),
+              ...tp.shown.map((name) => h("th", { class: "num", title: tp.metrics[name] ?? name }, name)),
+              h("th", { class: "num" }, "time"),
+              h("th", {}, "top issue stalls (warps per issue)"),
+            ),
           ),
+          h("tbody", {}, ...rows),
         ),
-        h("tbody", {}, ...rows),
       ),
     );
     if (sentence) this.pipe.append(h("p", { class: "small", "data-testid": "sched-pipe-sentence" }, sentence));
     this.pipe.append(
       h(
         "p",
-        { class: "small muted", "data-testid": "sched-pipe-metrics" },
+        { class: "small muted long-words", "data-testid": "sched-pipe-metrics" },
         `ncu metrics: ${tp.shown.map((name) => `${name} = ${tp.metrics[name] ?? "?"}`).join("; ")}. From ${tp.command}, installed as ${tp.file} from ${tp.results}.`,
       ),
     );
