@@ -7,6 +7,10 @@ it passes, spliced in raw when it does not). Two modes:
   and array) x 8 values (deleted, null, "x", 0, [], {}, [null], [{}]); a page that shows steps is also stepped through
   every step.
 - `--random N --seed S`: N documents of the generator itself (one to three mutations, or the JSON cut short), seeded.
+- `--urls N --seed S`: N query strings with options (tests/browser/fuzz_urls.py: packed sequences with and without N,
+  seqlens_k, group, nk, window, softcap, causal; good, odd and bad values) on the served page (the real server in a
+  thread), judged by fuzz_urls.judge: what the page says names the parameter, the form shows what is drawn, no console
+  error, a URL the API takes is drawn as the API runs it. Each failing query is printed.
 
 Judge (the test's): the page gets ready, throws nothing, asks nothing off disk, and either shows steps or says in
 one line what is wrong, naming the field (not the page's safety net, "could not draw this trace"). Each failing
@@ -14,6 +18,7 @@ document is saved in --out (its name in the output); `python tests/browser/test_
 
     PYTHONPATH=src python bench/fuzz_page.py --sweep
     PYTHONPATH=src python bench/fuzz_page.py --random 300 --seed 1
+    PYTHONPATH=src python bench/fuzz_page.py --urls 300 --seed 1
 """
 
 from __future__ import annotations
@@ -70,6 +75,56 @@ def random_documents(count: int, seed: int):
     return out
 
 
+def random_urls(count: int, seed: int) -> list[str]:
+    from fuzz_urls import option_urls
+    from fuzzing import generated
+    from hypothesis import given
+
+    out: list[str] = []
+
+    @generated(count, seed)
+    @given(query=option_urls())
+    def collect(query):
+        out.append(query)
+
+    collect()
+    return out
+
+
+def run_urls(count: int, seed: int) -> None:
+    """The served page at `count` query strings with options; prints each failure and the totals, exits 1 on any."""
+    from fuzz_urls import judge as judge_url
+    from pageutil import serving
+    from playwright.sync_api import sync_playwright
+
+    queries = random_urls(count, seed)
+    t0 = time.perf_counter()
+    failures: list[str] = []
+    said = 0
+    with serving() as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        fields = {f["name"] for f in page.request.get(f"{base}/api/limits").json()["fields"]}
+        for query in queries:
+            wrong = judge_url(page, errors, base, query, fields)
+            if wrong:
+                failures.append(f"/?{query}: {wrong}")
+                print(f"FAIL /?{query}: {wrong}", flush=True)
+            elif page.locator("[data-testid=config-error]").is_visible():
+                said += 1
+        browser.close()
+    took = time.perf_counter() - t0
+    drawn = len(queries) - said - len(failures)
+    print(
+        f"urls {count}, seed {seed}: {len(queries)} pages, {drawn} drawn as asked, {said} said in one line, "
+        f"{len(failures)} failures ({took:.0f} s)"
+    )
+    sys.exit(1 if failures else 0)
+
+
 def judge(page, errors, path: Path, step_through: bool) -> str | None:
     """None when the page holds up; else what went wrong, in one line."""
     errors.clear()
@@ -100,11 +155,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sweep", action="store_true", help="every mutation place x 8 values")
     ap.add_argument("--random", type=int, default=0, help="this many of the generator's documents")
+    ap.add_argument("--urls", type=int, default=0, help="this many query strings with options on the served page")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="test-artifacts/fuzz-page", help="where failing documents are saved")
     a = ap.parse_args()
-    if not a.sweep and not a.random:
-        ap.error("--sweep or --random N")
+    if not a.sweep and not a.random and not a.urls:
+        ap.error("--sweep, --random N or --urls N")
+    if a.urls:
+        run_urls(a.urls, a.seed)
 
     from playwright.sync_api import sync_playwright
     from test_fuzz_page import page_of

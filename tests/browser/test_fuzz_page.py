@@ -2,7 +2,12 @@
 inlined in an exported page, as `flashviz export --trace` writes one when the file passes the CLI's check, and
 spliced in raw when it does not (a hand-edited export). Judge: the page gets ready, makes no request off disk,
 throws nothing, and either shows steps or says in one line what is wrong. A bounded number of examples keeps CI
-short; bench/fuzz_traces.py runs the Python side for thousands."""
+short; bench/fuzz_traces.py runs the Python side for thousands.
+
+And the served page's URL with options (fuzz_urls.py: packed sequences with and without N, seqlens_k, group, nk,
+window, softcap, causal, good, odd and bad values): what the page says names the parameter, the form shows what is
+drawn, no console error, and a URL the API takes is drawn as the API runs it. bench/fuzz_page.py --urls runs
+hundreds."""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from fuzz_urls import judge as judge_url
+from fuzz_urls import option_urls
+from hypothesis import HealthCheck, Phase, example, given, settings
 from pageutil import WAIT_MS, expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -87,6 +94,37 @@ def judge(tab, path: Path) -> None:
         assert "could not draw" not in text, text
     assert not tab.errors, tab.errors[:3]
     assert all(u.startswith(("file:", "data:", "blob:")) for u in tab.urls), tab.urls[:5]
+
+
+@pytest.fixture(scope="module")
+def served_tab(browser):
+    """One tab for the URL examples, its console errors and exceptions gathered in `tab.errors`."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(f"pageerror: {e}"))
+    yield page
+    context.close()
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: each example is a page load
+)
+@given(query=option_urls())
+@example(query="algo=fa2-triton&d=32&br=16&bc=16&seqlens=20,44,30&causal=true")  # packed sequences without N
+@example(query="algo=fa2-triton&n=100&seqlens=20,44,30&seqlens_k=9,9")  # N not their sum; keys of another count
+def test_urls_with_options_are_drawn_as_asked_or_said_in_one_line(served_tab, server_url, query):
+    """Hardening item 10 and the issue's "the page's URL with options" fuzzer: a link with seqlens and no N drew the
+    seed's example under a form that still said fa2-triton N=128."""
+    fields = {f["name"] for f in served_tab.request.get(f"{server_url}/api/limits").json()["fields"]}
+    wrong = judge_url(served_tab, served_tab.errors, server_url, query, fields)
+    assert wrong is None, f"/?{query}: {wrong}"
 
 
 def saved(artifacts: Path, data: bytes) -> Path:
