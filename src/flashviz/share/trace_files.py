@@ -49,7 +49,8 @@ def _checked(data: bytes, where: str, flag: str) -> tuple[dict[str, Any], bytes 
         what = "is truncated (the JSON ends early)" if truncated else f"is not JSON ({shown(why)})"
         raise ConfigError(flag, f"{where} {what}; {EXPECTED}") from None
     made = None
-    if isinstance(doc, dict) and doc.get("schema") == KERNEL_SCHEMA:
+    kernel = isinstance(doc, dict) and doc.get("schema") == KERNEL_SCHEMA
+    if kernel:  # its verdict is judged here, from its outputs (flashviz.yourkernel.viewer)
         doc, made = _from_kernel(doc, where, flag)
     check_trace(doc, where, flag)
     from flashviz.tracing.codec import is_packed, restore
@@ -57,6 +58,12 @@ def _checked(data: bytes, where: str, flag: str) -> tuple[dict[str, Any], bytes 
     if is_packed(doc):  # a trace file: its drawn inputs drawn again, its arrays inflated, as the page reads them
         restore(doc, where, flag)
         made = orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
+    if not kernel:
+        from flashviz.tracing.file_verdict import verdict_problem  # the verdict the page shows is its arrays'
+
+        wrong = verdict_problem(doc)
+        if wrong is not None:
+            raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
     return doc, made
 
 
@@ -98,22 +105,25 @@ def check_trace(doc: Any, where: str, flag: str) -> None:
     if not isinstance(doc["steps"], list) or not doc["steps"]:
         raise ConfigError(flag, f"{where} holds no steps; {EXPECTED}")
     # each compact array on its own first: its words (a shape, a dtype, its bytes) say more than the schema's
-    # "must be an array" about the same object; references are followed once the structure holds
-    check_compact(doc, where, flag, refs=False)
-    from flashviz.tracing.file_schema import problem  # its values' types and ranges, and the parts every view reads
+    # "must be an array" about the same object; nothing is inflated before its shape is held to the config
+    check_compact(doc, where, flag, refs=False, inflate=False)
+    from flashviz.tracing.file_arrays import arrays_problem  # the arrays' shapes against the config
+    from flashviz.tracing.file_schema import launch_of, problem  # the config's values, the parts every view reads
     from flashviz.tracing.shape import reference_problem, shape_problem  # then what each view reads deeper
 
-    wrong = problem(doc) or shape_problem(doc) or reference_problem(doc)
+    wrong = problem(doc) or shape_problem(doc) or reference_problem(doc) or arrays_problem(doc, *launch_of(doc))
     if wrong is not None:
         raise ConfigError(flag, f"{where} is not a trace this flashviz can show: {wrong}")
-    check_compact(doc, where, flag, own=False)  # the references, each array's own parts judged above
+    check_compact(doc, where, flag, own=False)  # the references, and the deflated arrays inflated to be judged
 
 
-def check_compact(doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True) -> None:
+def check_compact(
+    doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True, inflate: bool = True
+) -> None:
     """The compact arrays' dtypes, shapes, bytes and (`refs`) references (flashviz.tracing.codec)."""
     from flashviz.tracing.codec import check_arrays
 
-    check_arrays(doc, where, flag, refs, own)
+    check_arrays(doc, where, flag, refs, own, inflate)
 
 
 def _read(path: Path, flag: str) -> bytes:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from flashviz.model.config import ConfigError
-from flashviz.model.echo import cut
+from flashviz.model.echo import cut, shown
 
 # dtype name -> (NumPy dtype of the stored bytes, bytes per element)
 DTYPES: dict[str, tuple[str, int]] = {
@@ -175,14 +175,18 @@ def _values(x: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
     return a
 
 
-def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True) -> None:
+def check_arrays(
+    doc: dict[str, Any], where: str, flag: str, refs: bool = True, own: bool = True, inflate: bool = True
+) -> None:
     """Every compact array of the document is whole: a known dtype, a shape of non-negative integers, as many bytes
     as the shape needs, a reference to an array before it (rows within it, the shape it says). One ConfigError
     naming the first array that is not. `refs=False` judges each array on its own (its references are not
     followed): what tracefile asks before the file's structure is checked, so that a missing `inputs` is named as
-    such rather than as the reference into it. `own=False` follows the references and takes each stored array's own
-    dtype, shape and bytes as judged already (by a call with `refs=False`: a trace file's arrays are inflated to be
-    judged, once is enough)."""
+    such rather than as the reference into it. `inflate=False` leaves a trace file's deflated arrays deflated (their
+    dtype, shape and encoding judged, not the length they inflate to): what a reader asks before it has held their
+    shapes against the file's config (flashviz.tracing.file_arrays), so that a file cannot make it allocate what its
+    config does not imply. `own=False` follows the references and inflates each deflated array, taking every stored
+    array's dtype, shape and encoding as judged already (by a call with `refs=False, inflate=False`)."""
     shapes: dict[str, list[int]] = {}
     for path, group in _groups(doc):
         for key, v in group.items():
@@ -194,9 +198,9 @@ def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True, 
             if "drawn" in v and path != "inputs":
                 raise ConfigError(flag, f"{where}: array {here} is drawn, which only an input may be {SEE}")
             if not own and "ref" not in v:
-                shapes[here] = v["shape"]
-                continue
-            problem = _problem(v, shapes)
+                problem = _inflation_problem(v)
+            else:
+                problem = _problem(v, shapes, inflate)
             if problem is not None:
                 raise ConfigError(flag, f"{where}: array {here} {problem} {SEE}")
             shapes[here] = v["shape"]
@@ -205,7 +209,14 @@ def check_arrays(doc: dict[str, Any], where: str, flag: str, refs: bool = True, 
 SEE = "(docs/trace-schema.md, compact arrays)"
 
 
-def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
+def _inflation_problem(v: dict[str, Any]) -> str | None:
+    """What is wrong with the bytes a deflated array inflates to (its dtype, shape and encoding judged already)."""
+    if v.get("compression") != SHUFFLE_DEFLATE:
+        return None
+    return file_problem(v, math.prod(v["shape"]) * DTYPES[v["dtype"]][1])
+
+
+def _problem(v: dict[str, Any], shapes: dict[str, list[int]], inflate: bool = True) -> str | None:
     dtype, shape = v.get("dtype"), v.get("shape")
     if dtype not in DTYPES:
         return f"has dtype {_said(dtype)}; expected one of {', '.join(DTYPES)}"
@@ -234,7 +245,7 @@ def _problem(v: dict[str, Any], shapes: dict[str, list[int]]) -> str | None:
             return f"has shape {shape} but its reference {ref} holds {target}"
         return None
     if "drawn" in v or "base85" in v or "compression" in v:  # a trace file's (flashviz.tracing.store)
-        return file_problem(v, math.prod(shape) * DTYPES[dtype][1])
+        return file_problem(v, math.prod(shape) * DTYPES[dtype][1], inflate)
     text = v.get("base64")
     if not isinstance(text, str):
         return "has no base64 string"
@@ -435,9 +446,10 @@ def _inflated(data: bytes, need: int) -> bytes | None:
     return out if z.eof or len(out) > need else None
 
 
-def file_problem(v: dict[str, Any], need: int) -> str | None:
+def file_problem(v: dict[str, Any], need: int, inflate: bool = True) -> str | None:
     """What is wrong with an array only a trace file holds (drawn, base85, compressed), `need` the bytes its dtype and
-    shape take; None when it is whole."""
+    shape take; None when it is whole. `inflate=False`: a deflated array's stream is not inflated (its length is
+    judged later, once its shape is known to be the config's)."""
     if "drawn" in v:
         return _drawn_problem(v)
     compression = v.get("compression")
@@ -461,6 +473,8 @@ def file_problem(v: dict[str, Any], need: int) -> str | None:
             return "holds base64 that does not decode"
     if compression is None:
         return None if len(data) == need else f"holds {len(data):,} bytes; its shape and dtype need {need:,}"
+    if not inflate:
+        return None
     out = _inflated(data, need)
     if out is None:
         return "holds bytes that do not inflate (not a zlib stream)"
@@ -476,12 +490,25 @@ def _drawn_problem(v: dict[str, Any]) -> str | None:
     if not isinstance(drawn, dict) or set(drawn) != {"seed", "blake2b"}:
         return 'has drawn that is not {"seed", "blake2b"}'
     if type(drawn["seed"]) is not int or drawn["seed"] < 0:
-        return f"has drawn.seed {cut(str(drawn['seed']))!r}; expected an integer >= 0"
+        return f"has drawn.seed {_json_said(drawn['seed'])}; expected an integer >= 0"
     if not isinstance(drawn["blake2b"], str) or not DIGEST.fullmatch(drawn["blake2b"]):
         return "has drawn.blake2b that is not 32 hex digits"
     if v.get("dtype") not in ("float32", "bfloat16"):
         return f"has dtype {cut(str(v.get('dtype')))!r}; a drawn input is float32 or bfloat16"
     return None
+
+
+def _json_said(x: Any) -> str:
+    """A JSON value as a message names it, its kind said where its text alone would mislead (the string "0")."""
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return f"{'true' if x else 'false'}, a boolean"
+    if isinstance(x, str):
+        return f"{shown(x)}, a string"
+    if isinstance(x, (list, dict)):
+        return "a list" if isinstance(x, list) else "an object"
+    return shown(x)
 
 
 def is_packed(doc: Any) -> bool:

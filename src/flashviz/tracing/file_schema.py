@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from flashviz.algos import ALGOS, get
 from flashviz.model.config import LIMITS, SCALE_RANGE, Config, ConfigError, shown
+
+if TYPE_CHECKING:
+    from flashviz.algos.base import Algorithm
 
 Open = dict[StrictStr, Any]  # an object whose members the view that draws it reads
 Algo = Literal[ALGOS]  # type: ignore[valid-type]  # the registry's names, not a fixed list
@@ -189,25 +192,10 @@ def problem(doc: dict[str, Any]) -> str | None:
     c = t.config
     if not math.isfinite(c.scale) or not SCALE_RANGE[0] <= abs(c.scale) <= SCALE_RANGE[1]:
         return f"config.scale must be {ACCEPTS['config.scale']} (got {shown(c.scale)})"
-    more = doc["config"].get("launch")  # the launch beyond N, D, Br, Bc: the ring's devices and layout
-    ring = {k: more[k] for k in ("devices", "layout") if k in more} if isinstance(more, dict) else {}
-    launch = Config(
-        algo=c.algo,
-        n=c.n,
-        d=c.d,
-        br=c.br,
-        bc=c.bc,
-        scale=c.scale,
-        causal=c.causal,
-        group=c.group,
-        nk=None if c.nk == c.n or c.seqlens is not None else c.nk,
-        window=(c.window[0], c.window[1]),
-        softcap=float(c.softcap),
-        seqlens=None if c.seqlens is None else tuple(c.seqlens),
-        seqlens_k=None if c.seqlens_k is None else tuple(c.seqlens_k),
-        **ring,
-    )
     algo = get(c.algo)  # one of the registry's names (TraceConfig.algo)
+    if c.nk is not None and c.nk != c.n and c.seqlens is None and "nk" not in algo.options:
+        return f"config.n ({c.n}) and config.nk ({c.nk}) must be equal: {c.algo} runs Nk = N"
+    launch = _launch(c, doc["config"])
     try:  # the launch's own rules, as `flashviz trace` applied them when it wrote the file
         algo.validated(launch)
     except ConfigError as exc:
@@ -235,6 +223,35 @@ def problem(doc: dict[str, Any]) -> str | None:
         if s.kernel not in t.kernels:
             return f"steps[{k}].kernel {shown(s.kernel)} is not in kernels ({', '.join(t.kernels)})"
     return None
+
+
+def _launch(c: TraceConfig, given: dict[str, Any]) -> Config:
+    """The Config a trace's config describes (`given`: the config as the file holds it, for its `launch`)."""
+    more = given.get("launch")  # the launch beyond N, D, Br, Bc: the ring's devices and layout
+    ring = {k: more[k] for k in ("devices", "layout") if k in more} if isinstance(more, dict) else {}
+    return Config(
+        algo=c.algo,
+        n=c.n,
+        d=c.d,
+        br=c.br,
+        bc=c.bc,
+        scale=c.scale,
+        causal=c.causal,
+        group=c.group,
+        nk=None if c.nk == c.n or c.seqlens is not None else c.nk,
+        window=(c.window[0], c.window[1]),
+        softcap=float(c.softcap),
+        seqlens=None if c.seqlens is None else tuple(c.seqlens),
+        seqlens_k=None if c.seqlens_k is None else tuple(c.seqlens_k),
+        **ring,
+    )
+
+
+def launch_of(doc: dict[str, Any]) -> tuple[Algorithm, Config]:
+    """The Algorithm and the checked Config of a trace document that `problem` passed."""
+    c = TraceConfig.model_validate(doc["config"])
+    algo = get(c.algo)
+    return algo, algo.validated(_launch(c, doc["config"]))
 
 
 def _say(exc: ValidationError, doc: dict[str, Any], within: tuple[str, ...] = ()) -> str:
