@@ -63,6 +63,8 @@ class Viewer(anywidget.AnyWidget):
         from flashviz.share.page import page_config
 
         config = shown.config if not isinstance(shown, dict) else shown["config"]
+        # the launch beyond the page's form (the ring's devices and layout): kept for every launch checked or asked here
+        self._beyond = beyond_form(config)
         super().__init__(_documents=documents.html(), config=page_config(config), **kwargs)
         self.trace: Trace | dict[str, Any] = shown
         self.kernel_trace: KernelTrace | None = None  # a user's kernel (of_kernel): its verdict, divergence, traffic
@@ -81,7 +83,7 @@ class Viewer(anywidget.AnyWidget):
         arguments: `w.config = {'n': -1}` is a ConfigError naming n, and the launch on screen stays; `{'n': 16}` is
         that launch with flashviz.trace's defaults for the rest."""
         value = proposal["value"]
-        _, cfg = config_of(value)
+        _, cfg = config_of(value, beyond=self._beyond)
         # every field of the page's ConfigParams, in its order, as plain JSON values (np.int64(16) is 16): the page
         # opens a launch it is given whole; "" (the default algorithm, as the page may write it) stays ""
         full = {k: getattr(cfg, k) for k in CONFIG_KEYS}
@@ -127,7 +129,7 @@ class Viewer(anywidget.AnyWidget):
     def _answer(self, content: dict[str, Any]) -> bytes:
         # the one lookup (the Algorithm goes down from here) and the API's bounds (a launch the page can hold), in
         # its words: as the server's page says them
-        algo, cfg = config_of(content.get("config"), content.get("block"), api=True)
+        algo, cfg = config_of(content.get("config"), content.get("block"), api=True, beyond=self._beyond)
         if self.kernel_trace is not None and content.get("kind") != "compare" and algo.name == BASELINE:
             return self._rerun(cfg)
         if content.get("kind") == "compare":
@@ -187,10 +189,22 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
 CONFIG_KEYS = tuple(f.name for f in fields.at("api") if f.kind != "pick")
 
 
-def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algorithm, Config]:
+def beyond_form(config: dict[str, Any]) -> dict[str, Any]:
+    """The launch fields a trace's config holds beyond N, D, Br, Bc, ... (`config.launch`: the ring's devices and
+    layout), as flashviz.trace takes them, with the algorithm they are its (`algo`)."""
+    more = config.get("launch")
+    if not isinstance(more, dict):
+        return {}
+    return {"algo": config["algo"], **{k: v for k, v in more.items() if k in fields.BY_NAME and k != "block"}}
+
+
+def config_of(
+    params: Any, block: Any = None, api: bool = False, beyond: dict[str, Any] | None = None
+) -> tuple[Algorithm, Config]:
     """The Algorithm and a checked Config from the page's ConfigParams (flashviz.share.launch_args.launch, as
-    flashviz.trace checks its arguments); keys left out take flashviz.trace's defaults. A ConfigError names what is
-    wrong."""
+    flashviz.trace checks its arguments); keys left out take flashviz.trace's defaults, but, for the algorithm of
+    `beyond` (beyond_form: the trace shown), those `beyond` holds (a ring trace's devices and layout). A ConfigError
+    names what is wrong."""
     from flashviz.algos import DEFAULT
     from flashviz.share.launch_args import launch
 
@@ -201,7 +215,8 @@ def config_of(params: Any, block: Any = None, api: bool = False) -> tuple[Algori
         raise ConfigError("config", f"unknown key {shown_key(unknown[0])}; accepted: {', '.join(CONFIG_KEYS)}")
     algo = params.get("algo")
     algo = DEFAULT if algo is None or (isinstance(algo, str) and not algo) else algo
-    return launch({**params, "algo": algo, "block": block}, api=api)
+    kept = beyond if beyond and beyond["algo"] == algo else {}
+    return launch({**kept, **params, "algo": algo, "block": block}, api=api)
 
 
 def shown_key(key: Any) -> str:
