@@ -191,4 +191,20 @@ def view(trace_file: Path, host: str, port: int, no_browser: bool) -> None:
     doc, data = read_trace_file(trace_file, "TRACE.json")
     held = [(doc["config"], data)]
     docs = Documents(origin="flashviz view", limits=limits_document(), traces=held, server=True, file=trace_file.name)
-    run(host, port, no_browser, None, (), documents=docs.html())
+    run(host, port, no_browser, None, (), documents=docs.html(), serving=held_words(trace_file.name, doc))
+
+
+def held_words(name: str, doc: dict[str, Any]) -> str:
+    """What `flashviz view` says it serves: the file, its algorithm (the registry's title, not the file's text) and
+    launch, and where the rows of its inputs and outputs are not in sequence order (a ring's layout), whose they are:
+    "t.json, FlashAttention-2 forward (N=8, D=4, Br=4, Bc=4)"."""
+    from flashviz.algos import resolve
+
+    cfg = doc["config"]
+    sizes = f"N={cfg['n']}, D={cfg['d']}, Br={cfg['br']}, Bc={cfg['bc']}" + (", causal" if cfg["causal"] else "")
+    more = cfg.get("launch") if isinstance(cfg.get("launch"), dict) else {}
+    if "layout" in more:
+        names = [*doc["inputs"], *doc["outputs"]]
+        listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+        sizes += f"; {listed} in the {more['layout']} layout's order (P = {more.get('devices')}), not the sequence's"
+    return f"{shown(name)[1:-1]}, {resolve(cfg['algo']).title} ({sizes})"

@@ -30,7 +30,9 @@ def run(
     profile_path: Path | None,
     allow_hosts: tuple[str, ...],
     documents: str | None = None,
+    serving: str = "the FlashAttention-2 walkthrough",
 ) -> None:
+    """Serve the page (`serving`: what the line that gives its URL says it is) until Ctrl-C."""
     import threading
     import webbrowser
 
@@ -47,7 +49,7 @@ def run(
     url, local = url_of(host, bound, port), url_of(local_name(bound), bound, port)
     if not is_loopback(bound):
         click.echo(warning(host, bound, names, local), err=True)
-    click.echo(f"flashviz: serving the FlashAttention-2 walkthrough at {url} (Ctrl-C to stop)")
+    click.echo(f"flashviz: serving {serving} at {url} (Ctrl-C to stop)")
     if not no_browser and browser_available():
         # The socket already listens, so the browser's first request waits in its backlog.
         threading.Thread(target=webbrowser.open, args=(local,), daemon=True).start()

@@ -94,8 +94,8 @@ def tensors(cfg: Config) -> dict[str, Tensor]:
         "Q": Tensor(("q", "none"), "none", r["Q"], label="Q" + order),
         "K": Tensor(("kv", "none"), "none", r["K"], label="K" + order),
         "V": Tensor(("kv", "none"), "none", r["V"], label="V" + order),
-        "O": Tensor(("q", "none"), "once", r["O"], unwritten_note=WRITTEN_ONCE),
-        "L": Tensor(("q", "none"), "once", r["L"], cols="1", unwritten_note=WRITTEN_ONCE),
+        "O": Tensor(("q", "none"), "once", r["O"], label="O" + order, unwritten_note=WRITTEN_ONCE),
+        "L": Tensor(("q", "none"), "once", r["L"], cols="1", label="L" + order, unwritten_note=WRITTEN_ONCE),
     }
 
 
