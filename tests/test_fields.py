@@ -276,7 +276,7 @@ def test_a_shown_value_is_cut_in_one_place():
     from flashviz.model.echo import ECHO_MAX, cut, shown
 
     assert cut("x" * ECHO_MAX) == "x" * ECHO_MAX and cut("x" * 41) == "x" * 39 + "…"
-    assert shown("x" * 100) == "'" + "x" * 38 + "…"  # quoted, then cut
+    assert shown("x" * 100) == "'" + "x" * 37 + "…'"  # quoted, cut, its closing quote kept
     assert shown(10**5000) == "an integer of 16610 bits"
 
 

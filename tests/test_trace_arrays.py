@@ -160,7 +160,7 @@ def test_several_steps_at_once_equal_each_step_alone(server):
         ({"steps": "1,x"}, "steps", "got '1,x'"),
         ({"steps": ",".join(map(str, range(257)))}, "steps", "at most 256"),
         ({"steps": "0,9999"}, "steps", "must be an integer in 0.."),
-        ({"steps": "0", "step": "1"}, "step", "or give steps=K,K,..."),
+        ({"steps": "0", "step": "1"}, "steps", "steps: give step or steps, not both"),  # said "or give steps="
     ],
 )
 def test_bad_step_lists_are_one_line_422(server, extra, field, says):

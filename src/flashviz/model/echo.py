@@ -14,9 +14,12 @@ def cut(text: str, limit: int = ECHO_MAX) -> str:
 
 def shown(value: object) -> str:
     """A bad value as an error message echoes it: strings quoted (control characters escaped), anything cut to
-    ECHO_MAX characters with an ellipsis."""
+    ECHO_MAX characters with an ellipsis; a string cut keeps its closing quote ('/a/long/path…')."""
+    if isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= ECHO_MAX else cut(text[:-1], ECHO_MAX - 1) + text[-1]
     try:
-        text = repr(value) if isinstance(value, str) else str(value)
+        text = str(value)
     except ValueError:  # an int past Python's 4300-digit limit on str()
         text = f"an integer of {value.bit_length()} bits" if isinstance(value, int) else type(value).__name__
     return cut(text)

@@ -157,7 +157,7 @@ def create_app(
         cfg = query.config()
         asked = query.asked()
         if asked is None:
-            return api_error("step", "must be an integer in 0..len(steps)-1 (or give steps=K,K,...)")
+            return api_error(*query.unasked())
         made = traces.get(cfg)
         if made is not None:
             steps = len(made.steps)

@@ -270,6 +270,12 @@ class ArraysQuery(TraceQuery):
     def which(self) -> str:
         return "step" if self.step is not None else "steps"
 
+    def unasked(self) -> tuple[str, str]:
+        """(field, message) for a query `asked` answers None for: neither `step` nor `steps`, or both."""
+        if self.step is None:
+            return "step", "must be an integer in 0..len(steps)-1 (or give steps=K,K,...)"
+        return "steps", "give step or steps, not both"
+
 
 class CompareQuery(CountFields):
     """GET /api/compare: every algorithm at one config (closed forms; N, D, Br, Bc up to `flashviz compare`'s
