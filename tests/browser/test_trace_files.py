@@ -148,6 +148,43 @@ def test_a_broken_trace_in_an_export_says_what_is_wrong_with_it(context, tmp_pat
     assert not page.errors, page.errors
 
 
+@pytest.mark.parametrize("where", ["some", "all"])
+def test_nan_outputs_under_a_stored_check_are_said_not_drawn(context, tmp_path, artifacts, exported, where):
+    """Item 3 of the hardening issue, the page's side: an exported page whose trace holds NaN in O while its stored
+    verdict says ✓ drew the ✓ (the page trusted reference.ok). The page now counts the outputs' NaN and +∞ against
+    the verdict before drawing (traceCheck.verdictProblem) and says in one line that the verdict is not its outputs'."""
+    from flashviz.tracing.codec import decode_array, encode_array
+
+    rng = np.random.default_rng()
+    count = {}
+
+    def nan_outputs(doc):
+        o = decode_array(doc["outputs"]["O"]).copy()  # (N, D) as the export holds it
+        picked = rng.choice(o.size, size=o.size if where == "all" else int(rng.integers(1, o.size)), replace=False)
+        o.reshape(-1)[picked] = np.nan
+        count["O"] = len(picked)
+        doc["outputs"]["O"] = encode_array(o)
+        assert doc["reference"]["ok"] is True and doc["reference"]["O"]["nonfinite"] == 0
+
+    bad = tmp_path / "nan.html"
+    bad.write_text(spoiled(exported, nan_outputs))
+    page = watched(context)
+    page.goto(bad.as_uri())
+    expect(page.locator("html")).to_have_attribute("data-ready", "true")
+    message = page.locator("[data-testid=config-error]")
+    n = count["O"]
+    expect(message).to_contain_text(
+        f"this file's trace flashviz-trace-0 is broken: outputs.O holds {n} value{'s' if n > 1 else ''} not finite "
+        "(NaN or +\u221e), but reference.O says \u2713 with 0 not finite: the file's verdict is not its outputs'"
+    )
+    text = message.inner_text()
+    assert "\n" not in text and "server" not in text, text
+    assert counter_el(page).get_attribute("data-total") in (None, "0")  # nothing drawn, no ✓ over NaN
+    if where == "all":
+        page.screenshot(path=str(artifacts / "hardening-3-nan-outputs-under-a-check.png"))
+    assert not page.errors, page.errors
+
+
 def _set(path: tuple, value=None, delete: bool = False):
     def change(doc):
         *parents, last = path

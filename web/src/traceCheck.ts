@@ -4,6 +4,7 @@
 // be an object (got null)", not "Cannot read properties of null (reading 'Qi')". Only the shape of what the views
 // read is checked here; values inside are drawn as text nodes whatever they are.
 
+import { type CompactArray, decodeFlat, isCompact } from "./codec";
 import { cut } from "./echo";
 import { referenceProblem, shapeProblem } from "./traceShape";
 
@@ -96,6 +97,52 @@ export function traceProblem(t: unknown): string | null {
     if (!isObj(s.sram)) return `${at}.sram must be an object (got ${got(s.sram)})`;
     if (!Array.isArray(s.lines)) return `${at}.lines must be a list (got ${got(s.lines)})`;
   }
-  // then what each view reads deeper, and the references between parts (traceShape.ts, the spec Python walks too)
-  return shapeProblem(t) ?? referenceProblem(t);
+  // then what each view reads deeper, and the references between parts (traceShape.ts, the spec Python walks too),
+  // and whether the verdict the badge shows is its outputs'
+  return shapeProblem(t) ?? referenceProblem(t) ?? verdictProblem(t);
+}
+
+/** An output's values, flat: a stored array decoded, a reference followed to the input or output it names (its rows),
+ *  a plain array's nested lists flattened (null, −∞, counts as a number here); null when it cannot be read here. */
+function flatOf(t: Obj, part: string, name: string): ArrayLike<number | null> | null {
+  const v = (t[part] as Obj)[name];
+  if (Array.isArray(v)) {
+    let level: unknown[] = v;
+    while (level.some(Array.isArray)) level = level.flatMap((x) => (Array.isArray(x) ? x : [x]));
+    return level.map((x) => (typeof x === "number" ? x : null));
+  }
+  if (!isCompact(v)) return null;
+  if (typeof v.base64 === "string") return decodeFlat(v);
+  const [from, key, extra] = typeof v.ref === "string" ? v.ref.split("/") : [];
+  const target = from === "inputs" || from === "outputs" ? (t[from] as Obj)[key ?? ""] : undefined;
+  if (extra !== undefined || !isCompact(target) || typeof target.base64 !== "string") return null;
+  const flat = decodeFlat(target as CompactArray);
+  if (!v.rows) return flat;
+  const cols = target.shape.slice(1).reduce((x, y) => x * y, 1);
+  return flat.subarray(v.rows[0] * cols, v.rows[1] * cols);
+}
+
+/** The first output holding NaN or +∞ that its stored verdict does not count (`reference[name].nonfinite`), or that
+ *  the verdict passes (✓), in one line; null otherwise. A float64 reference is never NaN or +∞ (a row that sees no
+ *  key has L = −∞, which may be right), so each is an error the file's own check counted: a file that says ✓ over
+ *  them was edited or broken (Python's readers judge the whole verdict again; the page draws, it does not compute). */
+export function verdictProblem(t: Obj): string | null {
+  const r = t.reference;
+  if (!isObj(r) || !isObj(t.outputs)) return null;
+  for (const [name, e] of Object.entries(r)) {
+    if (!isObj(e) || !("max_abs" in e) || !(name in t.outputs)) continue;
+    const flat = flatOf(t, "outputs", name);
+    if (!flat) continue;
+    let bad = 0;
+    for (let k = 0; k < flat.length; k++) {
+      const x = flat[k];
+      if (x !== null && x !== undefined && (Number.isNaN(x) || x === Number.POSITIVE_INFINITY)) bad++;
+    }
+    const said = isInt(e.nonfinite) ? e.nonfinite : 0;
+    if (bad > said || (bad > 0 && (e.ok === true || r.ok === true))) {
+      const mark = e.ok === true ? "\u2713" : "\u2717";
+      return `outputs.${cut(name)} holds ${bad} value${bad === 1 ? "" : "s"} not finite (NaN or +\u221e), but reference.${cut(name)} says ${mark} with ${said} not finite: the file's verdict is not its outputs'`;
+    }
+  }
+  return null;
 }

@@ -4,10 +4,11 @@ import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
 import { DATA_ID, pickSource } from "../src/source";
 import type { ConfigParams } from "../src/state";
-import { traceProblem } from "../src/traceCheck";
+import { traceProblem, verdictProblem } from "../src/traceCheck";
 import { compareProblem } from "../src/traceShape";
 import SHAPE_CASES from "./cases/trace_shape_cases.json";
 import { BY_ALGO, COMPARE, FA2C, LIMITS } from "./fixtures";
+import COMPACT from "./fixtures/fa2_causal_n12_block0_compact.json";
 
 const PARTS = ["tensors", "buffers", "picture", "ops", "picker", "inputs", "outputs", "kernels"];
 
@@ -65,6 +66,46 @@ describe("traceProblem", () => {
     const why = traceProblem(t)!;
     expect(why).not.toContain("\n");
     expect(why.length).toBeLessThan(200);
+  });
+});
+
+// item 3 of the hardening issue: a file whose outputs are NaN kept its stored ✓ (the page trusted reference.ok)
+describe("verdictProblem", () => {
+  const base64Of = (a: Float32Array) => btoa(String.fromCharCode(...new Uint8Array(a.buffer)));
+
+  it("passes every algorithm's trace, plain and compact", () => {
+    for (const t of [...Object.values(BY_ALGO), COMPACT]) expect(verdictProblem(t as unknown as Record<string, unknown>)).toBeNull();
+  });
+
+  it("names NaN outputs under a stored \u2713 (plain lists)", () => {
+    const t = structuredClone(FA2C) as unknown as Record<string, unknown>;
+    const rows = (t.outputs as { O: number[][] }).O;
+    rows[Math.floor(Math.random() * rows.length)]![0] = Number.NaN;
+    expect(traceProblem(t)).toBe(
+      "outputs.O holds 1 value not finite (NaN or +\u221e), but reference.O says \u2713 with 0 not finite: the file's verdict is not its outputs'",
+    );
+  });
+
+  it("names +\u221e in a compact output, and a reference to NaN inputs", () => {
+    const t = structuredClone(COMPACT) as unknown as Record<string, Record<string, unknown>>;
+    const o = new Float32Array(12 * 4).map(() => Math.random());
+    o[5] = Number.POSITIVE_INFINITY;
+    o[7] = Number.NaN;
+    t.outputs!.O = { dtype: "float32", shape: [12, 4], base64: base64Of(o) };
+    expect(verdictProblem(t)).toMatch(/^outputs\.O holds 2 values not finite .* says \u2713 with 0 not finite/);
+    const q = new Float32Array(12 * 4).fill(Number.NaN);
+    t.inputs!.Q = { dtype: "float32", shape: [12, 4], base64: base64Of(q) };
+    t.outputs!.O = { dtype: "float32", shape: [12, 4], ref: "inputs/Q" };
+    expect(verdictProblem(t)).toMatch(/^outputs\.O holds 48 values not finite/);
+  });
+
+  it("takes a file whose verdict counts its non-finite values (\u2717)", () => {
+    const t = structuredClone(FA2C) as unknown as { outputs: { O: number[][] }; reference: Record<string, unknown> };
+    t.outputs.O[0]![0] = Number.NaN;
+    t.reference = { ...t.reference, ok: false, O: { ...(t.reference.O as object), ok: false, nonfinite: 1 } };
+    expect(verdictProblem(t)).toBeNull();
+    t.outputs.O[1]![0] = Number.NaN; // one more than it counts
+    expect(verdictProblem(t)).toMatch(/^outputs\.O holds 2 values not finite .* says \u2717 with 1 not finite/);
   });
 });
 
