@@ -338,7 +338,7 @@ def test_the_step_table_names_blockidx_and_the_loop_indices():
         check=True,
     ).stdout
     header = next(line for line in out.splitlines() if "operation" in line)
-    assert [c.strip() for c in header.strip("┃ ").split("┃")][:4] == ["#", "block", "i", "j"]
+    assert [c.strip() for c in header.strip("┃ ").split("┃")][:4] == ["step", "block", "i", "j"]
     rows = [line for line in out.splitlines() if line.startswith("│") and line.split("│")[1].strip().isdigit()]
     cells = [[c.strip() for c in r.split("│")[1:5]] for r in rows]
     assert len(cells) == 2 + 2 * (1 + 2 * 4)  # init per block of Q; per tile load_kv and four steps per block
