@@ -29,6 +29,7 @@ from flashviz.ops import fa2 as ta  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
 kernels = base.kernels
+DEVICE = base.DEVICE  # compiled on a GPU, interpreted on the CPU
 EXAMPLES = int(os.environ.get("FLASHVIZ_FUZZ_EXAMPLES", "12"))
 ONE_LINE = 300
 NAMES = ("q", "k", "v", "softcap", "scale", "window", "causal", "max_seqlen_q", "max_seqlen_k", "cu_seqlens")
@@ -96,16 +97,16 @@ def _run_and_judge(case: dict) -> str:
     try:
         if case["packed"]:
             lq, lk = case["lq"], case["lk"]
-            q = torch.randn(sum(lq), hq, d, dtype=dtype)
-            k, v = (torch.randn(sum(lk), hkv, d, dtype=dtype) for _ in range(2))
-            cq = torch.tensor([0, *_cumsum(lq)], dtype=torch.int32)
-            ck = torch.tensor([0, *_cumsum(lk)], dtype=torch.int32)
+            q = torch.randn(sum(lq), hq, d, dtype=dtype, device=DEVICE)
+            k, v = (torch.randn(sum(lk), hkv, d, dtype=dtype, device=DEVICE) for _ in range(2))
+            cq = torch.tensor([0, *_cumsum(lq)], dtype=torch.int32, device=DEVICE)
+            ck = torch.tensor([0, *_cumsum(lk)], dtype=torch.int32, device=DEVICE)
             o, lse = flashviz.attention_varlen(q, k, v, cq, ck, case["max_q"], case["max_k"], return_lse=True,
                                                **options)  # fmt: skip
             where = {"cu_q": cq, "cu_k": ck}
         else:
-            q = torch.randn(case["b"], hq, case["nq"], d, dtype=dtype)
-            k, v = (torch.randn(case["b"], hkv, case["nk"], d, dtype=dtype) for _ in range(2))
+            q = torch.randn(case["b"], hq, case["nq"], d, dtype=dtype, device=DEVICE)
+            k, v = (torch.randn(case["b"], hkv, case["nk"], d, dtype=dtype, device=DEVICE) for _ in range(2))
             o, lse = flashviz.attention(q, k, v, return_lse=True, **options)
             where = {}
     except ValueError as exc:
