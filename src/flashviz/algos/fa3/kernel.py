@@ -63,6 +63,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from flashviz.algos.triton_compat import reinterpret, tma_load, tma_store
+
 LOG2E = gl.constexpr(1.4426950408889634)  # 1 / ln 2: exp(x) = exp2(x * LOG2E)
 LN2 = gl.constexpr(0.6931471805599453)
 WG_ROWS = gl.constexpr(64)  # rows of Q (forward) or of K, V (backward) per consumer warpgroup: one wgmma M
@@ -132,7 +134,7 @@ def _stage(it, STAGES: gl.constexpr):
 @gluon.jit
 def _as4(buf, desc):
     """A (rows, D) shared-memory tile seen as the [1, 1, rows, D] block of a 4-d TMA descriptor (the same bytes)."""
-    return buf._reinterpret(desc.dtype, desc.block_type.shape, desc.layout)
+    return reinterpret(buf, desc.dtype, desc.block_type.shape, desc.layout)
 
 
 @gluon.jit
@@ -226,10 +228,10 @@ def _load_kv(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v_empty,
     # step: load_kv
     mbarrier.wait(k_empty.index(s), phase ^ 1)  # a fresh mbarrier's previous phase counts as complete
     mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_k, [b, h, j * Bc, 0], k_ready.index(s), _as4(k_smem.index(s), desc_k))
+    tma_load(desc_k, [b, h, j * Bc, 0], k_ready.index(s), _as4(k_smem.index(s), desc_k))
     mbarrier.wait(v_empty.index(s), phase ^ 1)
     mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_v, [b, h, j * Bc, 0], v_ready.index(s), _as4(v_smem.index(s), desc_v))
+    tma_load(desc_v, [b, h, j * Bc, 0], v_ready.index(s), _as4(v_smem.index(s), desc_v))
     # end step
     return it + 1
 
@@ -243,10 +245,10 @@ def _load_kv_packed(desc_k, desc_v, k_smem, v_smem, k_ready, k_empty, v_ready, v
     s, phase = _stage(it, STAGES)
     mbarrier.wait(k_empty.index(s), phase ^ 1)
     mbarrier.expect(k_ready.index(s), desc_k.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_k, [0, h, row, 0], k_ready.index(s), _as4(k_smem.index(s), desc_k))
+    tma_load(desc_k, [0, h, row, 0], k_ready.index(s), _as4(k_smem.index(s), desc_k))
     mbarrier.wait(v_empty.index(s), phase ^ 1)
     mbarrier.expect(v_ready.index(s), desc_v.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_v, [0, h, row, 0], v_ready.index(s), _as4(v_smem.index(s), desc_v))
+    tma_load(desc_v, [0, h, row, 0], v_ready.index(s), _as4(v_smem.index(s), desc_v))
     return it + 1
 
 
@@ -306,7 +308,7 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
             for w in gl.static_range(NUM_WG):
                 mbarrier.wait(q_empty.index(w), (n_blocks_done & 1) ^ 1)
                 mbarrier.expect(q_ready.index(w), desc_q.block_type.nbytes)
-                tma.async_copy_global_to_shared(desc_q, [0, h, q0 + i * Br + w * WG_ROWS, 0], q_ready.index(w),
+                tma_load(desc_q, [0, h, q0 + i * Br + w * WG_ROWS, 0], q_ready.index(w),
                                                 _as4(q_smem.index(w), desc_q))  # fmt: skip
             _stamp(TS, ts_base + 1, ts_on, TS_TILES)
         else:
@@ -314,7 +316,7 @@ def _fwd_producer(desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_emp
             for w in gl.static_range(NUM_WG):
                 mbarrier.wait(q_empty.index(w), (n_blocks_done & 1) ^ 1)  # the consumer is done with the last Qi
                 mbarrier.expect(q_ready.index(w), desc_q.block_type.nbytes)
-                tma.async_copy_global_to_shared(desc_q, [b, h, i * Br + w * WG_ROWS, 0], q_ready.index(w),
+                tma_load(desc_q, [b, h, i * Br + w * WG_ROWS, 0], q_ready.index(w),
                                                 _as4(q_smem.index(w), desc_q))  # fmt: skip
             _stamp(TS, ts_base + 1, ts_on, TS_TILES)
             # end step
@@ -672,7 +674,7 @@ def _fwd_consumer(desc_o, L, q_smem, k_smem, v_smem, o_smem, q_ready, q_empty, k
             o_buf.store(Oi.to(dtype))
             fence_async_shared()
             # rows >= N are dropped
-            tma.async_copy_shared_to_global(desc_o, [b, h, i * Br + W * WG_ROWS, 0], _as4(o_buf, desc_o))
+            tma_store(desc_o, [b, h, i * Br + W * WG_ROWS, 0], _as4(o_buf, desc_o))
             gl.store(L + bh.to(gl.int64) * N + rows, (mi + gl.log2(li)) * LN2, mask=rows < N)
         _stamp(TS, ts_base + ts_slots(TS_TILES) - 1, ts_on, TS_TILES)
         # end step
@@ -842,17 +844,17 @@ def _bwd_producer(desc_q, desc_k, desc_v, desc_do, k_smem, v_smem, q_smem, do_sm
     mbarrier.expect(kv_ready.index(0), 2 * NUM_WG * desc_k.block_type.nbytes)
     for w in gl.static_range(NUM_WG):
         row = j * (NUM_WG * WG_ROWS) + w * WG_ROWS
-        tma.async_copy_global_to_shared(desc_k, [b, h, row, 0], kv_ready.index(0), _as4(k_smem.index(w), desc_k))
-        tma.async_copy_global_to_shared(desc_v, [b, h, row, 0], kv_ready.index(0), _as4(v_smem.index(w), desc_v))
+        tma_load(desc_k, [b, h, row, 0], kv_ready.index(0), _as4(k_smem.index(w), desc_k))
+        tma_load(desc_v, [b, h, row, 0], kv_ready.index(0), _as4(v_smem.index(w), desc_v))
     # end step
     for i in range(lo, Tr):
         s, phase = _stage(i - lo, STAGES)
         # step: load_q
         mbarrier.wait(qdo_empty.index(s), phase ^ 1)
         mbarrier.expect(qdo_ready.index(s), 2 * desc_q.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc_q, [b, h, i * WG_ROWS, 0], qdo_ready.index(s),
+        tma_load(desc_q, [b, h, i * WG_ROWS, 0], qdo_ready.index(s),
                                         _as4(q_smem.index(s), desc_q))  # fmt: skip
-        tma.async_copy_global_to_shared(desc_do, [b, h, i * WG_ROWS, 0], qdo_ready.index(s),
+        tma_load(desc_do, [b, h, i * WG_ROWS, 0], qdo_ready.index(s),
                                         _as4(do_smem.index(s), desc_do))  # fmt: skip
         # end step
 
