@@ -46,14 +46,14 @@ def attention_judge():
     import torch
 
     import flashviz
-    from flashviz.ops import fa2 as ta
+    from flashviz.ops import library
 
-    def zeros(q, k, v, causal, scale):
+    def zeros(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, left, right, softcap, backend):
         if type(causal) is not bool or type(scale) is not float:
             raise AssertionError(f"the kernel got causal={causal!r}, scale={scale!r}")
         return torch.zeros_like(q), torch.zeros(q.shape[:3], dtype=torch.float32)
 
-    ta._Attention.apply = zeros
+    library.run_forward = zeros
     good = torch.randn(1, 1, 4, 32, dtype=torch.bfloat16)
     tensors = fz.tensors_of(good)
     args = st.fixed_dictionaries(

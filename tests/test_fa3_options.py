@@ -339,7 +339,7 @@ def test_auto_runs_fa3_with_the_options_only_where_it_was_timed_faster():
     ):
         q = torch.randn(1, 8, nq, d, dtype=BF16, device="cuda")
         kk = k[..., :d]
-        unmeasured = ta._unmeasured(q, kk, (-1, -1), 0.0, False, causal, nq)
+        unmeasured = ta.unmeasured(q, kk, (-1, -1), 0.0, False, causal, nq)
         assert attention_backends.choose("auto", q, causal, unmeasured=unmeasured) == want, (nq, causal, d)
         assert attention_backends.choose("fa3", q, causal, unmeasured=unmeasured) == attention_backends.FA3
 
@@ -449,10 +449,10 @@ def test_fast_tanh_and_packed_sequences_are_flags_of_their_own():
 def test_the_unmeasured_options_are_named_for_auto():
     """auto keeps fa2 for what fa3 takes but was not timed on; the words say which (one line)."""
     q, k = _q(8, 16, hq=4, hkv=2)
-    got = ta._unmeasured(q, k, (3, -1), 2.0, False)
+    got = ta.unmeasured(q, k, (3, -1), 2.0, False)
     assert got == "grouped-query attention, Nq != Nk, a window, softcap"
-    assert ta._unmeasured(*_q(8), (-1, -1), 0.0, False) is None
-    assert ta._unmeasured(torch.empty(9, 2, 64), torch.empty(9, 2, 64), (-1, -1), 0.0, True) == "packed sequences"
+    assert ta.unmeasured(*_q(8), (-1, -1), 0.0, False) is None
+    assert ta.unmeasured(torch.empty(9, 2, 64), torch.empty(9, 2, 64), (-1, -1), 0.0, True) == "packed sequences"
 
 
 def test_the_options_timed_faster_on_fa3_are_not_unmeasured():
@@ -460,20 +460,17 @@ def test_the_options_timed_faster_on_fa3_are_not_unmeasured():
     forward beat fa2's with every option; one query fewer, not causal, or D = 64 stays unmeasured."""
     m = ta.FA3_OPTIONS_MIN_QUERIES
     q, k = torch.empty(1, 32, m, 128), torch.empty(1, 8, 8 * m, 128)
-    assert ta._unmeasured(q, k, (4095, -1), 50.0, False, True, m) is None
+    assert ta.unmeasured(q, k, (4095, -1), 50.0, False, True, m) is None
     assert (
-        ta._unmeasured(q, k, (4095, -1), 50.0, False, False, m)
-        == "grouped-query attention, Nq != Nk, a window, softcap"
+        ta.unmeasured(q, k, (4095, -1), 50.0, False, False, m) == "grouped-query attention, Nq != Nk, a window, softcap"
     )
-    assert ta._unmeasured(q[:, :, 1:], k, (-1, -1), 0.0, False, True, m - 1) == "grouped-query attention, Nq != Nk"
-    assert (
-        ta._unmeasured(q[..., :64], k[..., :64], (-1, -1), 0.0, False, True, m) == "grouped-query attention, Nq != Nk"
-    )
+    assert ta.unmeasured(q[:, :, 1:], k, (-1, -1), 0.0, False, True, m - 1) == "grouped-query attention, Nq != Nk"
+    assert ta.unmeasured(q[..., :64], k[..., :64], (-1, -1), 0.0, False, True, m) == "grouped-query attention, Nq != Nk"
     more_queries = torch.empty(1, 32, 2 * m, 128), torch.empty(1, 8, m, 128)  # Nq > Nk: not timed
-    assert ta._unmeasured(*more_queries, (-1, -1), 0.0, False, True, 2 * m) == "grouped-query attention, Nq != Nk"
+    assert ta.unmeasured(*more_queries, (-1, -1), 0.0, False, True, 2 * m) == "grouped-query attention, Nq != Nk"
     packed = torch.empty(5 * m, 32, 128), torch.empty(5 * m, 8, 128)
-    assert ta._unmeasured(*packed, (-1, -1), 0.0, True, True, m) is None
-    assert ta._unmeasured(*packed, (-1, -1), 0.0, True, True, m // 2) == "grouped-query attention, packed sequences"
+    assert ta.unmeasured(*packed, (-1, -1), 0.0, True, True, m) is None
+    assert ta.unmeasured(*packed, (-1, -1), 0.0, True, True, m // 2) == "grouped-query attention, packed sequences"
 
 
 def test_auto_asks_fast_fa3_with_a_packed_calls_longest_sequence(monkeypatch):
@@ -602,7 +599,13 @@ def test_nq_eq_nk_without_options_is_the_plain_build():
 def test_a_cache_without_options_runs_fa2s_backward(monkeypatch):
     """fa3_bwd takes Nq = Nk only: a cache's backward is FlashAttention-2's whatever kernel is asked."""
     seen = []
-    monkeypatch.setattr(fa3_attention, "_triton_backward", lambda *a: seen.append(a) or ("dq", "dk", "dv"))
+
+    class Launcher:
+        def backward(self, *args, **kwargs):
+            seen.append(args)
+            return "dq", "dk", "dv"
+
+    monkeypatch.setattr(ta, "launcher", lambda: Launcher())
     q = torch.randn(1, 2, 16, 64, dtype=BF16)
     k = torch.randn(1, 2, 40, 64, dtype=BF16)
     got = fa3_attention.backward(q, k, k, q, None, q, None, True, 0.125, kernel="gluon", opts=None)

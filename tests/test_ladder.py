@@ -30,6 +30,7 @@ if not GPU:
     # Triton picks compiled or interpreted kernels when it is first imported: choose before it is.
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import flashviz
 from flashviz.hardware import ladder
 from flashviz.hardware.ladder_schema import LadderError, check
 
@@ -415,4 +416,4 @@ def test_fp32_path_refuses_what_it_cannot_run(interpreted):
     with pytest.raises(ValueError, match="q must be a float32"):
         ta._forward_fp32(q.bfloat16(), q, q, None, "ieee")
     with pytest.raises(ValueError, match="must be bfloat16 or float16"):
-        ta.attention(q, q, q)  # the public API still takes bf16/fp16 only
+        flashviz.attention(q, q, q)  # the public API still takes bf16/fp16 only

@@ -410,18 +410,19 @@ def attention_stubbed():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported, as test_attention does
     pytest.importorskip("triton")
     from flashviz.ops import fa2 as ta
+    from flashviz.ops import library
 
-    saved = ta._fa2
+    saved = library.run_forward
 
-    def zeros(q, k, v, causal, scale, opts):
-        assert type(causal) is bool and type(scale) is float, (causal, scale)
-        assert opts is ta.PLAIN or isinstance(opts, ta.Options), opts
+    def zeros(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, left, right, softcap, backend):
+        assert type(causal) is bool and type(scale) is float and type(softcap) is float, (causal, scale, softcap)
+        assert backend in ("fa2", "fa3"), backend
         return torch.zeros_like(q), torch.zeros(q.shape[:3], dtype=torch.float32)
 
-    ta._fa2 = zeros
+    library.run_forward = zeros
     good = torch.randn(1, 1, 4, 32, dtype=torch.bfloat16)
     yield torch, good, ta
-    ta._fa2 = saved
+    library.run_forward = saved
 
 
 def tensors_of(good):

@@ -9,11 +9,11 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, window=(-1, -
     window (left, right) and soft-capping; backend "auto" (FlashAttention-3 in Gluon on Hopper where faster and
     able, else FlashAttention-2 in Triton), "fa3" or "fa2".
 
-    Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.ops.fa2.attention for the
+    Needs torch and Triton (pip install 'flashviz[triton]'); see flashviz.ops.attention.attention for the
     arguments. Imported on first call, so that `import flashviz` needs neither.
     """
     try:
-        from flashviz.ops.fa2 import attention as _attention
+        from flashviz.ops.attention import attention as _attention
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
     return _attention(q, k, v, causal=causal, scale=scale, return_lse=return_lse, window=window, softcap=softcap,
@@ -24,9 +24,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      return_lse=False, window=(-1, -1), softcap=0.0, backend="auto"):  # fmt: skip
     """`attention` over packed sequences: q (total_q, Hq, D), k and v (total_k, Hkv, D), int32 cumulative lengths
     cu_seqlens_q, cu_seqlens_k (B + 1,); no attention across a sequence's boundary. See
-    flashviz.ops.fa2.attention_varlen. Needs torch and Triton (pip install 'flashviz[triton]')."""
+    flashviz.ops.attention.attention_varlen. Needs torch and Triton (pip install 'flashviz[triton]')."""
     try:
-        from flashviz.ops.fa2 import attention_varlen as _attention_varlen
+        from flashviz.ops.attention import attention_varlen as _attention_varlen
     except ImportError as e:
         raise ImportError(f"flashviz.attention needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
     return _attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,

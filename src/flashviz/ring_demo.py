@@ -144,7 +144,7 @@ def _report(whole, ring_outs, runs, doc, device, backend, causal, judge, plain_a
     from rich.table import Table
 
     from flashviz.model.units import human_bytes
-    from flashviz.ops.fa2 import attention
+    from flashviz.ops.attention import attention
 
     c = doc["config"]
     P = c["world"]

@@ -110,7 +110,7 @@ def _padded(mask, query, key, value, **options):
     (causal aligned to each sequence's bottom-right) and put back in place; padding's rows are zeros. (B, Nq, Hq, D)"""
     import torch
 
-    from flashviz.ops import fa2 as triton_attention
+    from flashviz.ops import attention as flashviz_attention
 
     batch, hq, nq, d = query.shape
     nk = key.shape[2]
@@ -133,7 +133,7 @@ def _padded(mask, query, key, value, **options):
     k, v = (t.transpose(1, 2).reshape(batch * nk, t.shape[1], t.shape[3])[at_k] for t in (key, value))
     lens_q, lens_k = keep_q.sum(1)[live], keep_k.sum(1)[live]
     cu_q, cu_k = (torch.nn.functional.pad(n.cumsum(0), (1, 0)).to(torch.int32) for n in (lens_q, lens_k))
-    o = triton_attention.attention_varlen(q, k, v, cu_q, cu_k, int(lens_q.max()), int(lens_k.max()), **options)
+    o = flashviz_attention.attention_varlen(q, k, v, cu_q, cu_k, int(lens_q.max()), int(lens_k.max()), **options)
     return out.index_copy(0, at_q, o).view(batch, nq, hq, d)
 
 
@@ -144,7 +144,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout: float 
     (attn_output (B, Nq, Hq, D), None). See the module's docstring for what is mapped and what is refused."""
     import torch
 
-    from flashviz.ops import fa2 as triton_attention
+    from flashviz.ops import attention as flashviz_attention
 
     if dropout and getattr(module, "training", True):
         raise ValueError(f"dropout must be 0 with attn_implementation={NAME!r} (the kernels have none); got {dropout}")
@@ -176,8 +176,8 @@ def attention_forward(module, query, key, value, attention_mask, dropout: float 
     if packed is not None and query.shape[0] == 1:
         cu_q, cu_k, max_q, max_k = packed
         q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # (total, H, D)
-        o = triton_attention.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=causal, scale=scale,
+        o = flashviz_attention.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=causal, scale=scale,
                                               window=window, softcap=softcap)  # fmt: skip
         return o[None], None  # (1, total, Hq, D)
-    o = triton_attention.attention(query, key, value, causal=causal, scale=scale, window=window, softcap=softcap)
+    o = flashviz_attention.attention(query, key, value, causal=causal, scale=scale, window=window, softcap=softcap)
     return o.transpose(1, 2), None  # (B, Nq, Hq, D)

@@ -1,7 +1,9 @@
-"""flashviz.attention: the FlashAttention-2 kernels of `algos/fa2_triton/kernel.py` as a differentiable function.
+"""flashviz.attention's FlashAttention-2 backend: the kernels of `algos/fa2_triton/kernel.py` launched on torch
+tensors, and the checks of flashviz.attention's arguments.
 
 Checks the inputs, picks the kernels' tiles (autotuned once per shape on a GPU, fixed small tiles under the
-interpreter) and wires forward and backward into torch.autograd. Needs torch and Triton (`flashviz[triton]`).
+interpreter) and launches forward and backward (`Launcher`); flashviz.ops.library makes them torch operators and
+flashviz.ops.attention the public functions. Needs torch and Triton (`flashviz[triton]`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def plain(value):
     return value
 
 
+def shown(value: object) -> str:
+    """A value as a message quotes it: its repr, cut."""
+    return _cut(repr(value))
+
+
 def _shape(t) -> str:
     return _cut(tuple(t.shape))
 
@@ -53,6 +60,14 @@ def _shape(t) -> str:
 def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: bool = False) -> tuple[int, int]:
     """Raise ValueError, one line naming the argument and what is accepted, for anything the kernels can't take.
     Returns the window as two ints (left, right), -1 meaning unbounded."""
+    check_tensors(q, k, v, varlen=varlen)
+    left, right = check_arguments(causal, scale, window, softcap)
+    check_softcap(q, scale, softcap)
+    return left, right
+
+
+def check_tensors(q, k, v, varlen: bool = False) -> None:
+    """q, k, v as the kernels take them (shapes, head counts, D, dtype, layout, device): ValueError, one line."""
     layout = "(total, H, D)" if varlen else "(B, H, N, D)"
     dims = 3 if varlen else 4
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -104,6 +119,10 @@ def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: b
                 "CPU tensors need Triton's interpreter: set TRITON_INTERPRET=1 before Triton is first imported "
                 f"(it was imported without it); got {_cut(q.device)}"
             )
+
+
+def check_arguments(causal, scale, window, softcap) -> tuple[int, int]:
+    """The scalar arguments (causal, scale, window, softcap): ValueError, one line; the window as (left, right)."""
     if not isinstance(causal, bool):
         raise ValueError(f"causal must be True or False; got {_cut(repr(causal))}")
     if scale is not None and (
@@ -120,9 +139,13 @@ def check_inputs(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, varlen: b
         raise ValueError(f"window values must be -1 (unbounded) or 0 .. {WINDOW_MAX}; got {_cut(tuple(window))}")
     if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) or softcap < 0:
         raise ValueError(f"softcap must be a finite number >= 0 (0: no soft-capping); got {_cut(repr(softcap))}")
-    if softcap > 0:
-        _check_softcap_range(float(softcap), 1.0 / math.sqrt(D) if scale is None else float(scale))
     return int(window[0]), int(window[1])
+
+
+def check_softcap(q, scale, softcap) -> None:
+    """A softcap the kernels compute right at q's default scale (1/sqrt(D)) or the one given (`softcap_range`)."""
+    if softcap > 0:
+        _check_softcap_range(float(softcap), 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
 
 
 FLT_MIN, FLT_MAX = 2.0**-126, float.fromhex("0x1.fffffep+127")  # the least normal and the largest finite fp32
@@ -669,7 +692,7 @@ class Launcher:
         )  # fmt: skip
         if atomic:
             return dq_acc.mul_(scale).to(q.dtype), dk, dv
-        dq = torch.empty_like(q)
+        dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         self._launch(
             "dq", self.km.fa2_bwd_dq, g.D, tiles.get("dq"), key,
             lambda meta: (triton.cdiv(g.Nq, meta["Br"]), g.B * g.Hq),
@@ -682,7 +705,7 @@ class Launcher:
     def _fused_backward(self, q, k, v, do, lse, delta, dk, dv, causal, common, tiles, g, key, flags):
         import triton
 
-        dq = torch.empty_like(q)
+        dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         args = (
             q, k, v, do, lse, delta, dq, dk, dv,
             *g.strides(q), *g.strides(k), *g.strides(v), *g.strides(do), *g.strides(dq), *g.strides(dk),
@@ -811,26 +834,6 @@ def launcher() -> Launcher:
     return Launcher()
 
 
-class _Attention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, causal, scale, opts):
-        run = launcher()
-        q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
-        o, lse = run.forward(q, k, v, causal, scale, opts=opts)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.run, ctx.causal, ctx.scale, ctx.opts = run, causal, scale, opts
-        ctx.set_materialize_grads(False)
-        return o, lse
-
-    @staticmethod
-    def backward(ctx, do, dlse):
-        q, k, v, o, lse = ctx.saved_tensors
-        do = torch.zeros_like(o) if do is None else tma_ready(do)
-        dlse = None if dlse is None else dlse.contiguous()
-        dq, dk, dv = ctx.run.backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
-        return dq, dk, dv, None, None, None
-
-
 # Where fa3's forward with the options measured faster than fa2's, so auto runs it: D = 128, causal, at least this
 # many queries per sequence. The two feature runs of 2026-12-05 (an H100, every provider in one process;
 # bench/results/attention/features/2026-12-05-nvidia-h100 and -run2), GQA 32/8, fa3 against fa2, forward TFLOP/s:
@@ -841,7 +844,7 @@ class _Attention(torch.autograd.Function):
 FA3_OPTIONS_MIN_QUERIES = 2048
 
 
-def _unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queries: int = 0) -> str | None:
+def unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queries: int = 0) -> str | None:
     """What of a call fa3 takes but was not timed faster than fa2 for (None: nothing), in words, for
     `attention_backends.choose`: fa3 runs it when asked (backend="fa3"), auto keeps fa2 for it. Grouped-query
     attention (fa3's forward reads K/V head h // group since issue 22), Nq != Nk, a window, softcap and packed
@@ -864,104 +867,6 @@ def _unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queri
         return None
     return ", ".join(what) or None
 
-
-def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
-              window=(-1, -1), softcap: float = 0.0, backend: str = "auto"):  # fmt: skip
-    """Softmax attention softmax(scale * q k^T) v by FlashAttention, forward and backward.
-
-    q: (B, Hq, Nq, D); k, v: (B, Hkv, Nk, D), Hq a multiple of Hkv (grouped-query attention: q head h reads
-        K/V head h // (Hq / Hkv); Hkv = 1 is multi-query). bfloat16 or float16 CUDA tensors (CPU tensors under
-        TRITON_INTERPRET=1), D in {32, 64, 96, 128, 256}, any N >= 1, unit stride in the last dimension.
-    causal: query row r attends to key columns <= r + Nk - Nq (aligned to the bottom-right, as a KV cache is).
-    scale: multiplies the scores; None means 1/sqrt(D).
-    return_lse: also return L = log(sum_c exp(s_rc)), (B, Hq, Nq) float32, natural log (-inf, and O = 0, for a
-        row that sees no key).
-    window: (left, right), query row r sees key columns c with -left <= c - (r + Nk - Nq) <= right; -1 means
-        unbounded on that side; with causal, right is 0.
-    softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2); 0 does not.
-    backend: "auto" (FlashAttention-3 in Gluon on an sm_90 GPU where it measured faster for the shape, else
-        FlashAttention-2 in Triton), "fa3" or "fa2" to force one (`flashviz.ops.backends`). fa3 (sm_90, D in
-        {64, 128}, scale > 0) takes every option here in its forward (the backward of an option, and of
-        grouped-query attention, and of Nq != Nk, is fa2's); auto runs fa3 with an option only where it was timed
-        faster (D = 128, causal, Nq >= 2048: FA3_OPTIONS_MIN_QUERIES), fa2 elsewhere (decode among it).
-
-    Returns O, (B, Hq, Nq, D) in the input dtype, or (O, L). Differentiable in q, k and v (through O and L).
-    """
-    causal, scale, return_lse = plain(causal), plain(scale), plain(return_lse)
-    softcap = plain(softcap)
-    left, right = check_inputs(q, k, v, causal, scale, window, softcap)
-    if not isinstance(return_lse, bool):
-        raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
-    from flashviz.ops import backends as attention_backends
-
-    unmeasured = _unmeasured(q, k, window, softcap, False, causal, q.shape[2])
-    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=unmeasured)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    opts = PLAIN if (left, right, softcap) == (-1, -1, 0) else Options(left, right, float(softcap))
-    if chosen == attention_backends.FA3:
-        from flashviz.ops import fa3 as fa3_attention
-
-        o, lse = fa3_attention.attention(q, k, v, causal, scale, None if opts is PLAIN else opts)
-    else:
-        o, lse = _fa2(q, k, v, causal, scale, opts)
-    return (o, lse) if return_lse else o
-
-
-def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
-                     scale: float | None = None, return_lse: bool = False, window=(-1, -1), softcap: float = 0.0,
-                     backend: str = "auto"):  # fmt: skip
-    """`attention` over packed sequences of different lengths, none attending across a boundary.
-
-    q: (total_q, Hq, D); k, v: (total_k, Hkv, D): the batch's sequences one after the other. cu_seqlens_q,
-        cu_seqlens_k: int32 (B + 1,) cumulative lengths, from 0 to total, strictly increasing (sequence b is rows
-        cu[b] .. cu[b+1]); max_seqlen_q, max_seqlen_k: at least the longest sequence (checked; a value past the total
-        rows is taken as the total).
-    causal, scale, window, softcap: as in `attention`, per sequence (causal aligned to each one's bottom-right).
-    backend: "auto", "fa3" or "fa2", as in `attention` (auto: fa3 where it was timed faster, D = 128, causal,
-        max_seqlen_q >= 2048; fa2 elsewhere).
-
-    Returns O, (total_q, Hq, D), or (O, L) with L (Hq, total_q) float32. Differentiable in q, k and v.
-    """
-    left, right = check_inputs(q, k, v, causal, scale, window, softcap, varlen=True)
-    max_seqlen_q, max_seqlen_k = check_varlen(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    if not isinstance(return_lse, bool):
-        raise ValueError(f"return_lse must be True or False; got {_cut(repr(return_lse))}")
-    from flashviz.ops import backends as attention_backends
-
-    unmeasured = _unmeasured(q, k, window, softcap, True, causal, int(max_seqlen_q))
-    chosen = attention_backends.choose(backend, q, causal, scale, unmeasured=unmeasured, n=int(max_seqlen_q))
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    opts = Options(left, right, float(softcap), cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(),
-                   int(max_seqlen_q), int(max_seqlen_k))  # fmt: skip
-    if chosen == attention_backends.FA3:
-        from flashviz.ops import fa3 as fa3_attention
-
-        o, lse = fa3_attention.attention(q, k, v, causal, scale, opts)
-    else:
-        o, lse = _fa2(q, k, v, causal, scale, opts)
-    return (o, lse) if return_lse else o
-
-
-def _fa2(q, k, v, causal: bool, scale: float, opts: Options):
-    """O, L by fa2's kernels: through autograd where a gradient may be asked for, else the launcher directly (an
-    inference call, a decode step: the autograd Function's bookkeeping is host time and nothing else)."""
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        return _Attention.apply(q, k, v, causal, scale, opts)
-    return launcher().forward(tma_ready(q), tma_ready(k), tma_ready(v), causal, scale, opts=opts)
-
-
-def _fa2_backward(q, k, v, o, lse, do, dlse, causal, scale, opts=None):
-    return launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
-
-
-def _register_with_fa3() -> None:
-    """fa3 may run its backward by these kernels (where they measure faster); it cannot import this module."""
-    from flashviz.ops import fa3 as fa3_attention
-
-    fa3_attention.register_triton_backward(_fa2_backward)
-
-
-_register_with_fa3()
 
 FP32_PRECISIONS = ("ieee", "tf32")
 

@@ -26,7 +26,6 @@ from typing import Any
 import torch
 
 from flashviz.model.echo import ECHO_MAX, cut
-from flashviz.ops.tma import tma_ready
 
 SUPPORTED_D = (64, 128)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -337,63 +336,21 @@ def backward_gluon(q, k, v, o, lse, do, dlse, causal: bool, scale: float, vec_at
 
 
 def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str | None = None, opts=None):
-    """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD, or fa3_bwd where FlashAttention-2's kernels
-    were not registered). Grouped-query attention, Nq != Nk and the options (opts: triton_attention.Options, not
-    None: a window, softcap, packed sequences) run FlashAttention-2's, whatever `kernel` says: fa3_bwd takes
-    plain attention only."""
-    kernel = kernel or (BACKWARD if _triton_backward is not None else "gluon")
-    # fa3_bwd: one head count, Nq = Nk, no options
-    needs_fa2 = q.shape[1] != k.shape[1] or q.shape[2] != k.shape[2] or opts is not None
-    if needs_fa2 and kernel != "triton":
-        if _triton_backward is None:
-            raise ValueError("this backward (grouped-query attention, Nq != Nk or an option) is FlashAttention-2's: "
-                             "import flashviz first")  # fmt: skip
-        kernel = "triton"
+    """dQ, dK, dV by `kernel`, one of BWD_CANDIDATES (None: BACKWARD). Grouped-query attention, Nq != Nk and the
+    options (opts: flashviz.ops.fa2.Options, not None: a window, softcap, packed sequences) run FlashAttention-2's
+    Triton kernels, whatever `kernel` says: fa3_bwd takes plain attention only."""
+    kernel = kernel or BACKWARD
     if kernel not in BWD_CANDIDATES:
         raise ValueError(f"kernel must be one of {', '.join(BWD_CANDIDATES)}; got {_cut(repr(kernel))}")
-    if kernel.startswith("gluon"):
+    needs_fa2 = q.shape[1] != k.shape[1] or q.shape[2] != k.shape[2] or opts is not None  # fa3_bwd: plain only
+    if kernel.startswith("gluon") and not needs_fa2:
         return backward_gluon(q, k, v, o, lse, do, dlse, causal, scale, vec_atomic=kernel == "gluon-vec")
-    if _triton_backward is None:
-        raise ValueError("kernel 'triton' needs FlashAttention-2's backward: import flashviz.ops.fa2 first")
-    return _triton_backward(q, k, v, o, lse, do, dlse, causal, scale, opts)
+    from flashviz.ops import fa2 as fa2_attention
 
-
-# FlashAttention-2's backward (flashviz.ops.fa2 registers it when imported; this module does not import
-# that one, which imports this one): the "triton" candidate of BWD_CANDIDATES.
-_triton_backward = None
-
-
-def register_triton_backward(fn) -> None:
-    global _triton_backward
-    _triton_backward = fn
+    return fa2_attention.launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
 
 
 _LOG2E = 1.4426950408889634
-
-
-class _Attention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, causal, scale, opts):
-        q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
-        o, lse = forward(q, k, v, causal, scale, opts=opts)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal, ctx.scale, ctx.opts = causal, scale, opts
-        ctx.set_materialize_grads(False)
-        return o, lse
-
-    @staticmethod
-    def backward(ctx, do, dlse):
-        q, k, v, o, lse = ctx.saved_tensors
-        do = torch.zeros_like(o) if do is None else tma_ready(do)
-        dlse = None if dlse is None else dlse.contiguous()
-        dq, dk, dv = backward(q, k, v, o, lse, do, dlse, ctx.causal, ctx.scale, opts=ctx.opts)
-        return dq, dk, dv, None, None, None
-
-
-def attention(q, k, v, causal: bool, scale: float, opts=None):
-    """(O, L) by fa3, differentiable in q, k, v; inputs checked by flashviz.attention (or attention_varlen).
-    opts: triton_attention.Options (None: plain attention); the backward of any option is FlashAttention-2's."""
-    return _Attention.apply(q, k, v, causal, scale, opts)
 
 
 # ----------------------------------------------------------------------------------------------------------

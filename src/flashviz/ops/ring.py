@@ -128,7 +128,9 @@ class Ring:
 # ----------------------------------------------------------------------------------------------------------
 def _local_forward(q, k, v, causal: bool, scale: float):
     """(O, L) of q against one K/V block: flashviz.attention, keyword arguments only."""
-    return ta.attention(q=q, k=k, v=v, causal=causal, scale=scale, return_lse=True)
+    from flashviz.ops.attention import attention
+
+    return attention(q=q, k=k, v=v, causal=causal, scale=scale, return_lse=True)
 
 
 def _local_backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float):
