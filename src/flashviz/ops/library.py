@@ -59,7 +59,7 @@ def run_backward(do: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tenso
                  left: int, right: int, softcap: float, backend: str) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     """dQ, dK, dV of a forward `backend` ran."""
     opts = options(left, right, softcap, cu_q, cu_k, max_q, max_k)
-    do = tma_ready(do)
+    q, k, v, do = tma_ready(q), tma_ready(k), tma_ready(v), tma_ready(do)
     dlse = None if dlse is None else dlse.contiguous()
     if backend == backends.FA3:
         from flashviz.ops import fa3
