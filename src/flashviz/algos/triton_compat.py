@@ -4,7 +4,8 @@ names, and this module binds each to the release installed.
 - The Hopper TMA copies: `tma.async_copy_global_to_shared` / `async_copy_shared_to_global` (3.6) became `async_load`
   / `async_store` (3.9; the old names raise there). Same positional arguments.
 - A shared-memory view of other dtype, shape or layout: `shared_memory_descriptor._reinterpret` (3.6) became
-  `reinterpret` (3.9).
+  `reinterpret` (3.9); `as_block(buf, desc)` is either (3.6 takes no list of ints into a jit function's constexpr
+  argument, so the view is made here, from the descriptor).
 - The TMA reduce-add from shared memory into global memory (`cp.reduce.async.bulk.tensor`), `tma.async_atomic_add`,
   is 3.9's only: `HAS_TMA_REDUCE` says whether the installed Gluon has it.
 """
@@ -26,13 +27,13 @@ HAS_TMA_REDUCE = hasattr(tma, "async_atomic_add")
 if hasattr(gl.shared_memory_descriptor, "reinterpret"):
 
     @gluon.jit
-    def reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        """`buf`'s bytes seen as another dtype, shape or layout."""
-        return buf.reinterpret(dtype, shape, layout)
+    def as_block(buf, desc):
+        """`buf`'s bytes seen as `desc`'s block: its dtype, shape and layout."""
+        return buf.reinterpret(desc.dtype, desc.block_type.shape, desc.layout)
 
 else:
 
     @gluon.jit
-    def reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        """`buf`'s bytes seen as another dtype, shape or layout."""
-        return buf._reinterpret(dtype, shape, layout)
+    def as_block(buf, desc):
+        """`buf`'s bytes seen as `desc`'s block: its dtype, shape and layout."""
+        return buf._reinterpret(desc.dtype, desc.block_type.shape, desc.layout)

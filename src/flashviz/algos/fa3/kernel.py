@@ -63,7 +63,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from flashviz.algos.triton_compat import reinterpret, tma_load, tma_store
+from flashviz.algos.triton_compat import as_block, tma_load, tma_store
 
 LOG2E = gl.constexpr(1.4426950408889634)  # 1 / ln 2: exp(x) = exp2(x * LOG2E)
 LN2 = gl.constexpr(0.6931471805599453)
@@ -134,7 +134,7 @@ def _stage(it, STAGES: gl.constexpr):
 @gluon.jit
 def _as4(buf, desc):
     """A (rows, D) shared-memory tile seen as the [1, 1, rows, D] block of a 4-d TMA descriptor (the same bytes)."""
-    return reinterpret(buf, desc.dtype, desc.block_type.shape, desc.layout)
+    return as_block(buf, desc)
 
 
 @gluon.jit
