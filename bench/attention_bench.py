@@ -496,7 +496,7 @@ def overhead_probe(args, q, k, v, causal: bool) -> dict:
     run = ta.launcher()
     d, n = q.shape[-1], q.shape[2]
     qd, kd, vd = q.detach(), k.detach(), v.detach()
-    best = run.best[("fwd", d, n, d, causal, q.dtype)]
+    best = run.choice("fwd", d, ta._geometry(q, k, ta.PLAIN).key(causal, q.dtype, ta.PLAIN))
     o = torch.empty_like(qd)
     lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
     grid = (triton_cdiv(n, best["Br"]), q.shape[0] * q.shape[1])

@@ -863,7 +863,7 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
         else:
             # the launcher's own key for this launch (its geometry and options: plain attention)
             geometry = ta._geometry(x.q16, x.k16, ta.PLAIN)
-            kw = r.best[("fwd", ta._padded(shape["d"]), *geometry.key(False, torch.bfloat16, ta.PLAIN))]
+            kw = r.choice("fwd", ta._padded(shape["d"]), geometry.key(False, torch.bfloat16, ta.PLAIN))
             best = Tiles(kw["Br"], kw["Bc"], kw["num_warps"], kw["num_stages"], kw.get("maxnreg"))
             timings = getattr(r.tuned["fwd", ta._padded(shape["d"])], "configs_timings", None) or {}
             cands = [autotuned(c, v) for c, v in timings.items()] or None

@@ -34,6 +34,17 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                              backend=backend)  # fmt: skip
 
 
+def tune(lengths, d, heads=16, kv_heads=None, batch=1, causal=True, dtype="bfloat16", window=(-1, -1), softcap=0.0,
+         backward=True):  # fmt: skip
+    """Tune flashviz.attention for a model's shapes before a job runs (on a CUDA GPU): one forward and backward at
+    each length's bucket (the next power of two), so that the job's first steps launch at once; the choices are kept
+    on disk for this GPU, Triton and kernels (flashviz.ops.tuning). See flashviz.ops.attention.tune."""
+    from flashviz.ops.attention import tune as _tune
+
+    return _tune(lengths, d, heads=heads, kv_heads=kv_heads, batch=batch, causal=causal, dtype=dtype, window=window,
+                 softcap=softcap, backward=backward)  # fmt: skip
+
+
 def ring_attention(q, k, v, group=None, causal=False, scale=None, layout="zigzag", return_lse=False):
     """Attention over a sequence split across the ranks of a torch.distributed group, K/V shards passed around the
     ring: each rank passes its shard (B, H, N/P, D) as `ring_shard` cuts it and gets its shard of O (and L). See

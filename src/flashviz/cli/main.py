@@ -29,6 +29,7 @@ from flashviz.cli.output import (
 )
 from flashviz.cli.ring import ring_option
 from flashviz.cli.share import export, view
+from flashviz.cli.tune import tune
 from flashviz.cli.yourkernel import kernel_options, reject_kernel_options, run_kernel_trace
 from flashviz.model.config import OPTIONS, Config, ConfigError, shown, with_seqlens
 from flashviz.model.echo import cut
@@ -342,6 +343,7 @@ class NoLadder(click.ClickException):
 cli.add_command(gpu_group())  # imports no GPU library
 cli.add_command(export)  # flashviz export OUT.html | --gif OUT.gif
 cli.add_command(view)  # flashviz view TRACE.json
+cli.add_command(tune)  # flashviz tune --lengths 512,4096 (a CUDA GPU)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,14 @@ host (that would stop the graph).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 
 from flashviz.ops import fa2 as checks
 from flashviz.ops import library
+from flashviz.ops.tuning import bucket
 
 
 def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
@@ -98,3 +101,33 @@ def _scale(q, scale) -> float:
 def _check_return_lse(return_lse) -> None:
     if not isinstance(return_lse, bool):
         raise ValueError(f"return_lse must be True or False; got {checks.shown(return_lse)}")
+
+
+def tune(lengths: Iterable[int], d: int, heads: int = 16, kv_heads: int | None = None, batch: int = 1,
+         causal: bool = True, dtype: str = "bfloat16", window: tuple[int, int] = (-1, -1), softcap: float = 0.0,
+         backward: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+    """Tune flashviz.attention for a model's shapes before a job runs: one forward (and backward) at each length's
+    bucket, on fresh random inputs on the current CUDA GPU, so that the job's first steps find the choices made (in
+    this process and on disk: flashviz.ops.tuning). Returns a row per bucket: its length, and the seconds its first
+    call took and a second one takes."""
+    import time
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError("flashviz tune needs a CUDA GPU (the interpreter's tiles are fixed: nothing to tune)")
+    kv_heads = heads if kv_heads is None else kv_heads
+    rows = []
+    for n in sorted({bucket(n) for n in lengths}):
+        q = torch.randn(batch, heads, n, d, dtype=getattr(torch, dtype), device="cuda", requires_grad=backward)
+        k, v = (torch.randn(batch, kv_heads, n, d, dtype=q.dtype, device="cuda", requires_grad=backward) for _ in "kv")
+        times = []
+        for _ in range(2):
+            start = time.perf_counter()
+            o = attention(q, k, v, causal=causal, window=window, softcap=softcap)
+            if backward:
+                o.backward(torch.randn_like(o))
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        rows.append({"n": n, "first_s": times[0], "again_s": times[1]})
+    return rows

@@ -18,6 +18,7 @@ import torch
 
 from flashviz.model.echo import ECHO_MAX, cut
 from flashviz.ops.tma import tma_ready
+from flashviz.ops.tuning import TuningCache, bucket
 
 SUPPORTED_D = (32, 64, 96, 128, 256)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -471,6 +472,17 @@ def _ensure_allocator(allocation) -> None:
         allocation.set_allocator(_scratch)
 
 
+def bucketed(key: tuple) -> tuple:
+    """A launch's key (Nq, Nk, Dv, causal, dtype, group, *options) with Nq and Nk taken to their buckets."""
+    nq, nk, *rest = key
+    return (bucket(nq), bucket(nk), *rest)
+
+
+def bucketed_shape(shape, lengths: tuple[int, ...]) -> tuple[int, ...]:
+    """A tensor's shape with its length dimensions (`lengths`) taken to their buckets."""
+    return tuple(bucket(n) if i in lengths else int(n) for i, n in enumerate(shape))
+
+
 def _triton_configs(tiles: list[Tiles], **extra):
     import triton
 
@@ -525,8 +537,11 @@ class Launcher:
         self.km, self.interpret = _load_kernels()
         self.allocation = _allocation
         self.tuned: dict = {}
-        self.best: dict = {}  # (kernel, D, Nq, Nk, Dv, causal, dtype, ...) -> the autotuner's choice, launched directly
-        self.bwd_variant: dict = {}  # (shapes, causal, dtype, options) -> the faster of BWD_VARIANTS, timed once
+        # (kernel, D, bucketed key) -> the autotuner's choice, launched directly; a new length in a bucket seen
+        # before (flashviz.ops.tuning.bucket) takes it at once, and so does a new process where `cache` has it
+        self.best: dict = {}
+        self.bwd_variant: dict = {}  # (bucketed shapes, causal, dtype, options) -> the faster of BWD_VARIANTS
+        self.cache: TuningCache | None = None  # the choices on disk, for this GPU (made at the first tuned launch)
         self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
         self.compiled: dict = {}  # kernel name ("fwd", "dq", ...) -> its last launch's CompiledKernel (on a GPU)
         if self.interpret:
@@ -564,12 +579,15 @@ class Launcher:
         """Launch `kernel` with the given tiles (interpreted: the fixed ones); with none on a GPU, tune once per
         key through Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
         if tiles is None and not self.interpret:
-            at = (name, d, *key)
+            at = ("config", name, d, *bucketed(key))
             best = self.best.get(at)
+            if best is None:
+                best = self.best[at] = self._cache(args[0]).get(at)
             if best is None:
                 tuner = self.tuned[name, d]
                 self.compiled[name] = tuner[grid](*args, **kwargs)
                 self.best[at] = tuner.best_config.all_kwargs()
+                self._cache(args[0]).put(at, self.best[at])
                 return
             self.compiled[name] = kernel[grid](*args, **kwargs, **best)
             return
@@ -725,7 +743,11 @@ class Launcher:
         if self.interpret:
             return "atomic"
         opts = opts or PLAIN
-        key = (tuple(q.shape), tuple(k.shape), causal, q.dtype, opts.kind())
+        lengths = (0,) if opts.varlen else (2,)  # packed (total, H, D): its total; (B, H, N, D): N
+        key = ("variant", *bucketed_shape(q.shape, lengths), *bucketed_shape(k.shape, lengths), causal, q.dtype,
+               *opts.kind())  # fmt: skip
+        if key not in self.bwd_variant and self._cache(q).get(key) in BWD_VARIANTS:
+            self.bwd_variant[key] = self._cache(q).get(key)
         if key not in self.bwd_variant:
             from triton.testing import do_bench
 
@@ -736,7 +758,24 @@ class Launcher:
                 ms[variant] = do_bench(run, warmup=10, rep=50, return_mode="median")
             self.bwd_variant[key] = min(ms, key=lambda variant: ms[variant])
             self.variant_ms[key] = ms
+            self._cache(q).put(key, self.bwd_variant[key])
         return self.bwd_variant[key]
+
+    def choice(self, name: str, d: int, key: tuple) -> dict | None:
+        """The tiles the autotuner chose for kernel `name` at head dimension `d` and a launch's key (its bucket)."""
+        return self.best.get(("config", name, d, *bucketed(key)))
+
+    def _cache(self, t) -> TuningCache:
+        """The tuned choices of t's GPU, this Triton and these kernels (flashviz.ops.tuning), read once."""
+        if self.cache is None:
+            import inspect
+
+            import triton
+
+            sources = [inspect.getsource(self.km), repr((FWD_TILES, DKDV_TILES, DQ_TILES, FUSED_TILES))]
+            gpu = torch.cuda.get_device_name(t.device)
+            self.cache = TuningCache.for_gpu(gpu, triton.__version__, sources)
+        return self.cache
 
 
 @dataclass(frozen=True, eq=False)
