@@ -125,9 +125,9 @@ def run(
         import triton  # noqa: F401
     except ImportError as e:
         raise ConfigError("--kernel", f"needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
-    from flashviz.ops.fa2 import _interpreter_fixes
+    from flashviz.ops.interpreter import fix_interpreter
 
-    _interpreter_fixes()  # the interpreter's gaps that flashviz's own kernels fill, filled for the user's too
+    fix_interpreter()  # the interpreter's gaps that flashviz's own kernels fill, filled for the user's too
     _import_gluon()
     tensors, buffers = _tensors(opts, inputs)
     given = {k: binding.meta_value(k, v) for k, v in (meta or {}).items()}
