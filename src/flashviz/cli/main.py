@@ -111,9 +111,8 @@ def trace(inputs_path, output, indent, plain, kernel, **options) -> None:
                 f.write(b"\n")
         except OSError as exc:
             raise ConfigError("-o", f"cannot write {shown(str(output))}: {exc.strerror}") from None
-        click.echo(
-            f"wrote {output} ({human_bytes(len(data) + 1)}, {len(trace_.steps)} steps)", err=True
-        )  # with its newline
+        size = human_bytes(len(data) + 1)  # the file's bytes, its newline included
+        click.echo(f"wrote {output} ({size}, {len(trace_.steps)} steps)", err=True)
 
 
 def build_trace(record: Algorithm, launch: dict[str, Any], inputs_path: Path | None) -> Trace:

@@ -510,7 +510,8 @@ class Launcher:
     # -- launches ----------------------------------------------------------------------------------------
     def _launch(self, name: str, kernel, d: int, tiles: Tiles | None, key: tuple, grid, *args, **kwargs):
         """Launch `kernel` with the given tiles (interpreted: the fixed ones); with none on a GPU, tune once per
-        key through Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
+        bucket of the key (flashviz.ops.tuning: in this process, or a process before it on this GPU) through
+        Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
         if tiles is None and not self.interpret:
             at = ("config", name, d, *bucketed(key))
             best = self.best.get(at)
