@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_feat
 if "--smoke" in sys.argv and not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported (by fa3_attention below)
 
+from flashviz.ops import attention as api
 from flashviz.ops import fa2 as ta
 from flashviz.ops import fa3 as fa3
 from flashviz.ops.reference import judge
@@ -209,7 +210,7 @@ def gate(dims, budget_end) -> dict:
             for B, H, N in ((2, 4, 1000), (1, 1, 1)):
                 q, k, v, do = (torch.randn(B, H, N, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
                 q, k, v = (t.requires_grad_() for t in (q, k, v))
-                o, lse = ta.attention(q, k, v, causal=causal, return_lse=True, backend="fa2")
+                o, lse = api.attention(q, k, v, causal=causal, return_lse=True, backend="fa2")
                 o.backward(do)
                 ours = {"O": o, "L": lse, "dQ": q.grad, "dK": k.grad, "dV": v.grad}
                 verdict = judge(ours, q.detach(), k.detach(), v.detach(), causal, d**-0.5, do)
@@ -266,7 +267,7 @@ def fa3_gate(dims, budget_end) -> dict:
             for B, H, N in ((2, 4, 1000), (1, 1, 1)):
                 q, k, v, do = (torch.randn(B, H, N, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
                 q, k, v = (t.requires_grad_() for t in (q, k, v))
-                o, lse = ta.attention(q, k, v, causal=causal, return_lse=True, backend="fa3")
+                o, lse = api.attention(q, k, v, causal=causal, return_lse=True, backend="fa3")
                 o.backward(do)
                 ours = {"O": o, "L": lse, "dQ": q.grad, "dK": k.grad, "dV": v.grad}
                 verdict = judge(ours, q.detach(), k.detach(), v.detach(), causal, d**-0.5, do)
@@ -325,8 +326,8 @@ def providers(q, k, v, causal: bool, flex_fn, fa4_fn=None):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     fns = {
-        "flashviz": lambda: ta.attention(q, k, v, causal=causal, backend="fa2"),
-        "fa3": lambda: ta.attention(q, k, v, causal=causal, backend="fa3"),
+        "flashviz": lambda: api.attention(q, k, v, causal=causal, backend="fa2"),
+        "fa3": lambda: api.attention(q, k, v, causal=causal, backend="fa3"),
     }
     if fa4_fn is not None:
         fns["fa4"] = fa4_fn
@@ -470,7 +471,7 @@ def bench_one(args, d: int, n: int, causal: bool, budget_end: float, rows: list,
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-        fwd_bwd(lambda backend=backend: ta.attention(q, k, v, causal=causal, backend=backend))()
+        fwd_bwd(lambda backend=backend: api.attention(q, k, v, causal=causal, backend=backend))()
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - base
         extra.setdefault("peak_memory", []).append(
@@ -511,8 +512,8 @@ def overhead_probe(args, q, k, v, causal: bool) -> dict:
     fns = {
         "kernel launch": raw,
         "Launcher.forward": lambda: run.forward(qd, kd, vd, causal, scale),
-        "attention(), no grad": lambda: ta.attention(qd, kd, vd, causal=causal),
-        "attention(), requires_grad": lambda: ta.attention(q, k, v, causal=causal),
+        "attention(), no grad": lambda: api.attention(qd, kd, vd, causal=causal),
+        "attention(), requires_grad": lambda: api.attention(q, k, v, causal=causal),
     }
     return {
         name: round(do_bench(fn, warmup=args.warmup, rep=args.rep, return_mode="median"), 4) for name, fn in fns.items()

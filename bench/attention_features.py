@@ -160,13 +160,13 @@ def make_inputs(case: Case, device: str, seed: int) -> Inputs:
 
 
 def flashviz_fn(case: Case, x: Inputs):
-    from flashviz.ops import fa2 as ta
+    from flashviz.ops import attention as api
 
     if case.varlen:
         m = max(case.lengths)
-        return lambda: ta.attention_varlen(x.q, x.k, x.v, x.cu, x.cu, m, m, causal=case.causal, window=case.window,
+        return lambda: api.attention_varlen(x.q, x.k, x.v, x.cu, x.cu, m, m, causal=case.causal, window=case.window,
                                            softcap=case.softcap)  # fmt: skip
-    return lambda: ta.attention(x.q, x.k, x.v, causal=case.causal, window=case.window, softcap=case.softcap)
+    return lambda: api.attention(x.q, x.k, x.v, causal=case.causal, window=case.window, softcap=case.softcap)
 
 
 def fa3_fn(case: Case, x: Inputs):

@@ -92,7 +92,7 @@ def timer(args, fn) -> float:
 def run_case(args, case: af.Case, index: int, rows: list, notes: dict, budget_end: float) -> None:
     import torch
 
-    from flashviz.ops import fa2 as ta
+    from flashviz.ops import attention as api
     from flashviz.ops import fa3 as f
 
     x = af.make_inputs(case, "cuda", 1000 + index)
@@ -101,7 +101,7 @@ def run_case(args, case: af.Case, index: int, rows: list, notes: dict, budget_en
     providers: dict = {}
     for name, cfg in fa3_variants(case).items():
         providers[name] = lambda cfg=cfg: f.forward(x.q, x.k, x.v, case.causal, scale, cfg, opts=opts)[0]
-    providers["fa2"] = lambda: ta.attention(x.q, x.k, x.v, causal=case.causal, window=case.window,
+    providers["fa2"] = lambda: api.attention(x.q, x.k, x.v, causal=case.causal, window=case.window,
                                             softcap=case.softcap, backend="fa2")  # fmt: skip
     fn, why = af.sdpa_cudnn_fn(case, x)
     if fn is None:
