@@ -271,7 +271,9 @@ def test_an_abandoned_trace_stops_at_the_engines_next_step(monkeypatch):
     gate = app.state.gate
     with in_thread(app) as (url, port):
         leaving = send(port, "/api/trace?n=64&d=16&seed=1")
-        wait_for(lambda: gate.running == 1, "the trace is on the engine")
+        # on the engine: admitted by the gate and inside the engine's call (the gate counts a run before its worker
+        # thread enters the call, and a run given up before that never enters it)
+        wait_for(lambda: gate.running == 1 and held.calls == [1], "the trace is on the engine")
         leaving.close()
         wait_for(lambda: gate.disconnected == 1, "the server saw the client leave")
         held.release.set()  # the engine starts now, for a client that has gone
