@@ -5,10 +5,15 @@ cuDNN's SDPA beside where it takes the call.
 1. empty cache: the first call at N=4096 in a process whose disk cache is empty, then the same shape again;
 2. a new length in a bucket seen: N = 4000, 4001, 3333 after 4096 (the target: within 5 % of the steady step);
 3. warm disk cache: a new process with the cache the first one left (the target: steady within 5 s);
-4. a packed training loop: 8 steps of 6 sequences of 64-3,000 tokens each (attention_varlen), each step's time
+4. a new (D, options) in a fresh process: GQA 16/2 with a window (1024, 0) and softcap 50 at N=3333, then plain
+   D=64 at N=4096 (the target: each at most 10 s);
+5. a packed training loop: 8 steps of 6 sequences of 64-3,000 tokens each (attention_varlen), each step's time
    against the steady one (the target: every step after the first within 10 %).
 
     python bench/tuning_bench.py --out DIR    (prints a table; DIR/tuning.json holds every number)
+
+FLASHVIZ_COMPILE_WORKERS=0 compiles the autotuner's candidates one by one (flashviz.ops.precompile: the default
+compiles them in one process per CPU first).
 """
 
 from __future__ import annotations
@@ -44,6 +49,14 @@ def step(n, provider="flashviz"):
     torch.cuda.synchronize()
     return time.perf_counter() - start
 
+def step_d(n, d):
+    q, k, v = (torch.randn(B, H, n, d, dtype=torch.bfloat16, device="cuda", requires_grad=True) for _ in "qkv")
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    flashviz.attention(q, k, v, causal=True).backward(torch.randn_like(q))
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
 def packed_step(lengths):
     total = sum(lengths)
     q, k, v = (torch.randn(total, H, D, dtype=torch.bfloat16, device="cuda", requires_grad=True) for _ in "qkv")
@@ -67,6 +80,18 @@ if which == "empty":
     for n in (4000, 4001, 3333):
         out[f"new_length_{n}_s"] = step(n)
         out[f"steady_{n}_s"] = min(step(n) for _ in range(3))
+if which == "options":  # a new (group, window, softcap) in a process whose cache is empty
+    q = torch.randn(B, 16, 3333, D, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    k, v = (torch.randn(B, 2, 3333, D, dtype=torch.bfloat16, device="cuda", requires_grad=True) for _ in "kv")
+    for name in ("first_options_s", "again_options_s"):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        o = flashviz.attention(q, k, v, causal=True, window=(1024, 0), softcap=50.0)
+        o.backward(torch.randn_like(o))
+        torch.cuda.synchronize()
+        out[name] = time.perf_counter() - t0
+    out["first_d64_s"] = step_d(4096, 64)
+    out["again_d64_s"] = step_d(4096, 64)
 if which == "packed":
     g = torch.Generator().manual_seed(1)
     steps = [[int(x) for x in torch.randint(64, 3001, (6,), generator=g)] for _ in range(8)]
@@ -78,7 +103,10 @@ print(json.dumps(out))
 
 
 def run(which: str, cache: Path) -> dict:
-    env = {**os.environ, "FLASHVIZ_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
+    """One scenario in a fresh process whose tuning cache and Triton kernel cache are `cache` (empty the first time:
+    the kernels are compiled again, as on a machine that never ran them)."""
+    env = {**os.environ, "FLASHVIZ_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton"),
+           "PYTHONUNBUFFERED": "1"}  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", SCENARIO, which], capture_output=True, text=True, env=env)
     if done.returncode:
@@ -88,30 +116,47 @@ def run(which: str, cache: Path) -> dict:
     return doc
 
 
+SCENARIOS = ("empty", "warm", "options", "packed")
+
+
+def report(result: dict) -> None:
+    workers = os.environ.get("FLASHVIZ_COMPILE_WORKERS", "one per CPU")
+    print(f"{result['device']}, torch {result['torch']}, Triton {result['triton']}, compile workers: {workers}")
+    if e := result.get("empty"):
+        print(f"empty cache: first call at N=4096 {e['first_4096_s']:.1f} s (cuDNN {e['cudnn_first_4096_s']:.2f} s)")
+        for n in (4000, 4001, 3333):
+            over = e[f"new_length_{n}_s"] / e[f"steady_{n}_s"] - 1
+            print(f"new length {n} in a bucket seen: {e[f'new_length_{n}_s'] * 1e3:.1f} ms, {over:+.0%} over steady")
+    if w := result.get("warm"):
+        print(f"warm disk cache: first call {w['first_4096_s']:.2f} s, steady after {w['to_steady_s']:.2f} s")
+    if o := result.get("options"):
+        print(f"empty cache, GQA 16/2 + window + softcap N=3333: first call {o['first_options_s']:.1f} s "
+              f"(again {o['again_options_s']:.2f} s); D=64 N=4096: {o['first_d64_s']:.1f} s "
+              f"(again {o['again_d64_s']:.2f} s)")  # fmt: skip
+    if p := result.get("packed"):
+        worst = max(s / t - 1 for s, t in zip(p["step_s"][1:], p["steady_s"][1:], strict=True))
+        print(f"packed loop: first step {p['step_s'][0]:.1f} s, later steps at most {worst:+.0%} over steady")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated, of " + ", ".join(SCENARIOS))
     args = parser.parse_args()
+    wanted = args.scenarios.split(",")
+    if unknown := set(wanted) - set(SCENARIOS):
+        parser.error(f"--scenarios: unknown {', '.join(sorted(unknown))}; of {', '.join(SCENARIOS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
     import triton
 
+    result: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+                    "compile_workers": os.environ.get("FLASHVIZ_COMPILE_WORKERS")}  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "cache"
-        result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                  "empty": run("empty", cache), "warm": run("warm", cache)}  # fmt: skip
-        packed_cache = Path(tmp) / "packed"
-        result["packed"] = run("packed", packed_cache)
+        for which in wanted:  # warm reads the cache that empty left
+            result[which] = run(which, Path(tmp) / ("empty" if which == "warm" else which))
     (args.out / "tuning.json").write_text(json.dumps(result, indent=1))
-    e, w, p = result["empty"], result["warm"], result["packed"]
-    print(f"{result['device']}, torch {result['torch']}, Triton {result['triton']}")
-    print(f"empty cache: first call at N=4096 {e['first_4096_s']:.1f} s (cuDNN {e['cudnn_first_4096_s']:.2f} s)")
-    for n in (4000, 4001, 3333):
-        over = e[f"new_length_{n}_s"] / e[f"steady_{n}_s"] - 1
-        print(f"new length {n} in a bucket seen: {e[f'new_length_{n}_s'] * 1e3:.1f} ms, {over:+.0%} over steady")
-    print(f"warm disk cache: first call {w['first_4096_s']:.2f} s, steady after {w['to_steady_s']:.2f} s")
-    worst = max(s / t - 1 for s, t in zip(p["step_s"][1:], p["steady_s"][1:], strict=True))
-    print(f"packed loop: first step {p['step_s'][0]:.1f} s, later steps at most {worst:+.0%} over their steady time")
+    report(result)
     return 0
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from flashviz.model.echo import ECHO_MAX, cut
+from flashviz.ops import precompile
 from flashviz.ops.interpreter import fix_interpreter
 from flashviz.ops.tma import tma_ready
 from flashviz.ops.tuning import TuningCache, bucket
@@ -477,6 +478,8 @@ class Launcher:
         self.cache: TuningCache | None = None  # the choices on disk, for this GPU (made at the first tuned launch)
         self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
         self.compiled: dict = {}  # kernel name ("fwd", "dq", ...) -> its last launch's CompiledKernel (on a GPU)
+        self.capture: list | None = None  # while gathering candidates to compile (flashviz.ops.precompile)
+        self.precompiled: set = set()  # their specializations, compiled into Triton's cache already
         if self.interpret:
             return
         key = ["N", "Nk", "Dv", "CAUSAL"]
@@ -519,6 +522,9 @@ class Launcher:
                 best = self.best[at] = self._cache(args[0]).get(at)
             if best is None:
                 tuner = self.tuned[name, d]
+                self._precompile(tuner, grid, args, kwargs)
+                if self.capture is not None:  # the backward's variants gather their candidates first
+                    return
                 self.compiled[name] = tuner[grid](*args, **kwargs)
                 self.best[at] = tuner.best_config.all_kwargs()
                 self._cache(args[0]).put(at, self.best[at])
@@ -530,6 +536,22 @@ class Launcher:
         if name == "fwd":
             kw["WARP_SPECIALIZE"] = t.warp_specialize
         self.compiled[name] = kernel[grid](*args, **kwargs, **kw)
+
+    def _precompile(self, tuner, grid, args: tuple, kwargs: dict) -> None:
+        """The candidates `tuner` is about to compile, compiled in parallel (gathered while self.capture is a
+        list, to compile several kernels' candidates at once)."""
+        if not precompile.workers(2):
+            return
+        try:
+            jobs = precompile.specializations(tuner, grid, args, kwargs)
+        except Exception:  # a Triton whose hook differs: the autotuner compiles them one by one
+            return
+        jobs = [job for job in jobs if job["spec"] not in self.precompiled]
+        if self.capture is not None:
+            self.capture.extend(jobs)
+            return
+        precompile.compile_all(jobs)
+        self.precompiled.update(j["spec"] for j in jobs)
 
     @_quiet_interpreter
     def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None,
@@ -685,6 +707,15 @@ class Launcher:
         if key not in self.bwd_variant:
             from triton.testing import do_bench
 
+            if precompile.workers(2):  # every variant's candidates compiled at once, before the timing
+                self.capture = []
+                try:
+                    for variant in BWD_VARIANTS:
+                        self.main_backward(q, k, v, do, lse, delta, causal, scale, variant, {}, opts)
+                finally:
+                    jobs, self.capture = self.capture, None
+                precompile.compile_all(jobs)
+                self.precompiled.update(j["spec"] for j in jobs)
             ms = {}
             for variant in BWD_VARIANTS:
                 run = functools.partial(self.main_backward, q, k, v, do, lse, delta, causal, scale, variant, {}, opts)
