@@ -100,6 +100,7 @@ def gpu_launcher(cache: TuningCache, tuner: Tuner) -> ta.Launcher:
     run = ta.Launcher.__new__(ta.Launcher)
     run.interpret, run.tuned, run.best, run.compiled = False, {("fwd", 128): tuner}, {}, {}
     run.bwd_variant, run.variant_ms, run.cache = {}, {}, cache
+    run.capture, run.precompiled = None, set()
     return run
 
 
