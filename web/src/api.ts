@@ -1,12 +1,12 @@
-// The four calls the page makes (trace, limits, compare, profile), all to the server that served it (relative URLs:
-// any mount works).
+// The calls the page makes (trace, its arrays, limits, compare, curves, profile, ladder), all to the server that
+// served it (relative URLs: any mount works).
 import { ownArrayProblem, prepareArrays } from "./codec";
+import type { CompareDoc, Curves } from "./compareDoc";
 import { cut } from "./echo";
-import { apiQuery, type ConfigParams } from "./state";
-import type { CompareDoc, Curves, Limits, Trace } from "./types";
-
-// the comparison's documents, whose types are in types.ts with the others
-export type { CompareDoc, CompareEntry, Curves, PhaseCurve } from "./types";
+import { isLadder, type LadderDoc } from "./ladderDoc";
+import type { ConfigParams, Limits } from "./launch";
+import { apiQuery } from "./state";
+import type { Trace } from "./types";
 
 export class ApiError extends Error {
   constructor(
@@ -178,5 +178,20 @@ export async function fetchProfile(signal?: AbortSignal): Promise<unknown | null
     return (await res.json()) as unknown;
   } catch {
     return null;
+  }
+}
+
+/** GET /api/ladder: the recorded run, or the server's one-line reason there is none. */
+export async function fetchLadder(signal?: AbortSignal): Promise<LadderDoc | string> {
+  try {
+    const res = await fetch("api/ladder", { signal, headers: { Accept: "application/json" } });
+    const doc = (await res.json()) as unknown;
+    if (!res.ok) {
+      const detail = doc && typeof doc === "object" && "detail" in doc ? String((doc as { detail: unknown }).detail) : "";
+      return detail || `the server answered ${res.status}`;
+    }
+    return isLadder(doc) ? doc : "the server's ladder document is not a flashviz.ladder/1 run";
+  } catch {
+    return "the ladder could not be fetched";
   }
 }

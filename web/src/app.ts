@@ -2,8 +2,10 @@
 // draws every section (sections.ts) from it, loads launches from `source` (source.ts: the server, the documents a
 // page holds, or the notebook widget) and returns a handle that the page, its browser tests, the benchmark and the
 // unit tests (web/test/app.test.ts) drive. state.ts holds the transitions; the views only draw.
-import { ApiError, type CompareDoc } from "./api";
+import { ApiError } from "./api";
+import type { CompareDoc } from "./compareDoc";
 import { indexTrace, type TraceIndex } from "./derive";
+import type { ConfigParams, Limits } from "./launch";
 import type { MemoryLayout } from "./layout";
 import { arraysFor } from "./onDemand";
 import { pickOf } from "./picture";
@@ -16,7 +18,6 @@ import { buildSections, type Frame, type Section } from "./sections";
 import type { Source } from "./source";
 import {
   type Action,
-  type ConfigParams,
   DEFAULT_CONFIG,
   INITIAL_STATE,
   keyAction,
@@ -35,7 +36,7 @@ import {
 import { renderStatic } from "./statics";
 import { applyTheme, initialTheme, type Theme } from "./theme";
 import { type Find, Transport } from "./transport";
-import type { Limits, Trace } from "./types";
+import type { Trace } from "./types";
 import { FALLBACK_LIMITS } from "./validate";
 
 /** Where a load lands. */

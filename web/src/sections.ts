@@ -2,7 +2,7 @@
 // page's markup (index.html) by id and drawn from the one state object. app.ts gives every section the trace once
 // (`trace`, before its first step is drawn), then every step (`step`); a view only draws, the app holds the state.
 // Adding a section: its card in index.html, its view in render/, one entry in the list below.
-import type { CompareDoc } from "./api";
+import type { CompareDoc } from "./compareDoc";
 import type { TraceIndex } from "./derive";
 import { showBadge } from "./render/badge";
 import { BlocksView, TileMap } from "./render/blocks";

@@ -4,10 +4,9 @@
 // does not hold is asked of Python through the widget's model). main.ts asks its Source, never the network directly.
 import {
   ApiError,
-  type CompareDoc,
-  type Curves,
   fetchCompare,
   fetchCurves,
+  fetchLadder,
   fetchLimits,
   fetchProfile,
   fetchStepArrays,
@@ -16,12 +15,14 @@ import {
   schemaProblem,
   TRACE_SCHEMA,
 } from "./api";
+import type { CompareDoc, Curves } from "./compareDoc";
+import { isLadder, type LadderDoc } from "./ladderDoc";
+import type { ConfigParams, Limits } from "./launch";
 import { attachArrays } from "./onDemand";
-import { fetchLadder, isLadder, type LadderDoc } from "./render/ladder";
-import { type ConfigParams, sameConfig, toSearch } from "./state";
+import { sameConfig, toSearch } from "./state";
 import { got, traceProblem } from "./traceCheck";
 import { compareProblem } from "./traceShape";
-import type { Limits, Trace } from "./types";
+import type { Trace } from "./types";
 
 export interface Source {
   /** the page's /api/limits: the ranges and the algorithms it offers */

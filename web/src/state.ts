@@ -2,23 +2,10 @@
 // clamping, where a URL or a picked block lands, which blocks the picker offers, and what a key means. Nothing here
 // touches the DOM.
 import { cut } from "./echo";
+import type { AlgoInfo, ConfigParams, LaunchField, Limits } from "./launch";
 import { pickId, pickOf } from "./picture";
-import type { AlgoInfo, LaunchField, Limits, Step, Trace } from "./types";
+import type { Step, Trace } from "./types";
 import { accepted, FALLBACK_FIELDS, FALLBACK_LIMITS, fieldsOf, intsProblem, numberRange } from "./validate";
-
-/** A launch: the algorithm and the value of each launch field the API takes (/api/limits' `fields`, from the table
- *  flashviz.model.fields): those named here, and any other the table lists (read, written and sent as they are). */
-export interface ConfigParams {
-  algo: string; // an algorithm of /api/limits' `algos`; "" for the server's default (its `default`)
-  n: number; // sequence length N
-  d: number; // head dimension D
-  br: number; // rows of Q per block (Br)
-  bc: number; // columns of K/V per tile (Bc)
-  seed: number; // random inputs are drawn from this seed
-  scale: number | null; // softmax scale; null means the server's default 1/sqrt(D)
-  causal: boolean; // mask keys after the query row (tiles wholly above the diagonal are skipped)
-  [field: string]: string | number | boolean | null;
-}
 
 /** The launch's fields: those the page holds in a config (not the algorithm, which the picker holds, nor the block,
  *  which the block picker does). */

@@ -3,8 +3,7 @@
 // so that the form and the URL accept exactly what the server does.
 
 import TABLE from "../../src/flashviz/data/launch_fields.json";
-import type { ConfigParams } from "./state";
-import type { LaunchField, Limits } from "./types";
+import type { ConfigParams, LaunchField, Limits } from "./launch";
 
 /** A launch field's name: one of /api/limits' `fields`. */
 export type Field = string;

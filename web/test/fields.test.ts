@@ -3,8 +3,8 @@
 // out. LIMITS is GET /api/limits of the real app (test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
 import { cut, ECHO_MAX } from "../src/echo";
+import type { LaunchField, Limits } from "../src/launch";
 import { apiQuery, DEFAULT_CONFIG, parseUrl, sameConfig, toSearch } from "../src/state";
-import type { LaunchField, Limits } from "../src/types";
 import { configToRaw, FALLBACK_FIELDS, FALLBACK_LIMITS, typedFields, validate } from "../src/validate";
 import { LIMITS } from "./fixtures";
 

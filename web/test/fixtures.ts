@@ -1,7 +1,8 @@
 // The generated fixtures (web/test/fixtures/generate.py writes them from `flashviz trace` and flashviz.reports.compare_api),
 // typed as the viewer reads them.
-import type { CompareDoc } from "../src/api";
-import type { Limits, Trace } from "../src/types";
+import type { CompareDoc } from "../src/compareDoc";
+import type { Limits } from "../src/launch";
+import type { Trace } from "../src/types";
 import compare from "./fixtures/compare_n12_causal.json";
 import fa1 from "./fixtures/fa1_n8.json";
 import fa2c from "./fixtures/fa2_causal_n12_block0.json";

@@ -1,12 +1,13 @@
 // The hardware view's pure parts, on the fixtures Python generated (web/test/fixtures/generate.py).
 import { describe, expect, it } from "vitest";
 import { sci } from "../src/format";
+import type { AlgoInfo } from "../src/launch";
 import { badgeWords, cancels, judgedText, whyText } from "../src/render/badge";
 import { sramText } from "../src/render/compare";
 import { sizesNote, switchedSizes } from "../src/render/configForm";
 import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";
-import type { AlgoInfo, ErrorCheck, Trace } from "../src/types";
+import type { ErrorCheck, Trace } from "../src/types";
 import { BWD, COMPARE, FA1, FA2C, STD, TRITON } from "./fixtures";
 
 describe("the trace's hardware and flops keys", () => {

@@ -2,9 +2,9 @@
 // comparison's race counts each algorithm's own bytes (a bf16 kernel's curve gives them).
 import { describe, expect, it } from "vitest";
 import ladder from "../../src/flashviz/data/ladder/2026-12-01-nvidia-h200.json";
-import type { PhaseCurve } from "../src/api";
+import type { PhaseCurve } from "../src/compareDoc";
+import { isLadder } from "../src/ladderDoc";
 import { curveAt } from "../src/render/compare";
-import { isLadder } from "../src/render/ladder";
 
 describe("the ladder", () => {
   it("accepts the shipped recorded run and refuses what is not one", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CompareDoc } from "../src/api";
+import type { CompareDoc } from "../src/compareDoc";
 import {
   connectors,
   crosses,

@@ -2,9 +2,9 @@
 // records the calls made to it (happy-dom draws nothing), and a Source that holds documents as an export does
 // (source.ts's inlined documents: the page's own seam, read through pickSource).
 import html from "../index.html?raw";
+import type { ConfigParams, Limits } from "../src/launch";
 import { DATA_ID } from "../src/source";
-import type { ConfigParams } from "../src/state";
-import type { Limits, Trace } from "../src/types";
+import type { Trace } from "../src/types";
 
 /** What a canvas was asked to draw: the name of each method called, in order (fillRect, drawImage, fillText, ...). */
 export const drawnOn = new WeakMap<object, string[]>();

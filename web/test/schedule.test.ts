@@ -5,21 +5,17 @@ import { describe, expect, it } from "vitest";
 import {
   current,
   disagreementLines,
-  type LaneRow,
   legend,
-  type MeasuredDoc,
   pipeSentence,
   place,
   rowOf,
   rowsOf,
-  type ScheduleBar,
-  type ScheduleDoc,
   slots,
   sourceOf,
-  type TensorPipeDoc,
   ticks,
   waits,
 } from "../src/render/scheduleLayout";
+import type { LaneRow, MeasuredDoc, ScheduleBar, ScheduleDoc, TensorPipeDoc } from "../src/scheduleDoc";
 
 const bar = (lane: string, what: string, j: number | null, start: number, end: number, step: string, extra: Partial<ScheduleBar> = {}) =>
   ({ lane, unit: "u", what, piece: what.split(" ")[0], j, start_ns: start, end_ns: end, step, step_j: j, ...extra }) as ScheduleBar;

@@ -3,8 +3,8 @@
 // only what source.ts reads (getElementById → textContent).
 import { describe, expect, it, vi } from "vitest";
 import { ApiError, TRACE_SCHEMA } from "../src/api";
+import type { ConfigParams } from "../src/launch";
 import { DATA_ID, pickSource } from "../src/source";
-import type { ConfigParams } from "../src/state";
 import { FA1, FA2C, LIMITS } from "./fixtures";
 
 const at = (algo: string): ConfigParams => ({ algo, n: 8, d: 4, br: 4, bc: 4, seed: 0, scale: null, causal: false });

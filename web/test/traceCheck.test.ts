@@ -2,8 +2,8 @@
 // page's own check, for file:// exports too, where there is no server to blame), not "Cannot read properties of null".
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
+import type { ConfigParams } from "../src/launch";
 import { DATA_ID, pickSource } from "../src/source";
-import type { ConfigParams } from "../src/state";
 import { traceProblem, verdictProblem } from "../src/traceCheck";
 import { compareProblem } from "../src/traceShape";
 import SHAPE_CASES from "./cases/trace_shape_cases.json";

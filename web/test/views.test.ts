@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type CompareDoc, type PhaseCurve, parseTrace, schemaProblem, TRACE_SCHEMA } from "../src/api";
+import { parseTrace, schemaProblem, TRACE_SCHEMA } from "../src/api";
+import type { CompareDoc, PhaseCurve } from "../src/compareDoc";
 import { indexTrace } from "../src/derive";
 import { int } from "../src/format";
 import { pickOf, pictureSpec, richText, rowBlock, unitKey } from "../src/picture";

@@ -2,7 +2,7 @@
 // advancing together, and a log–log chart of total HBM traffic against N for the algorithms the server sweeps (its
 // `sweep.bytes`) from the closed-form models, with the current config marked. Draws only: every number and name comes
 // from the server.
-import type { CompareDoc, PhaseCurve } from "../api";
+import type { CompareDoc, PhaseCurve } from "../compareDoc";
 import { type Child, fill, frag, h, s, sub } from "../dom";
 import { bytes, int, kib } from "../format";
 

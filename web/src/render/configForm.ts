@@ -2,8 +2,8 @@
 // table flashviz.model.fields), validated in place against /api/limits. A field the page's HTML has no input for gets
 // one here. A server 4xx shows its `detail` here while the last good trace stays on screen; what the user typed stays
 // too.
-import { type ConfigParams, defaultsOf, summedN } from "../state";
-import type { AlgoInfo, LaunchField, Limits } from "../types";
+import type { AlgoInfo, ConfigParams, LaunchField, Limits } from "../launch";
+import { defaultsOf, summedN } from "../state";
 import { allows, configToRaw, FALLBACK_FIELDS, type Field, fieldsOf, flagFields, typedFields, validate } from "../validate";
 
 export class ConfigForm {

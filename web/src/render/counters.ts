@@ -1,7 +1,7 @@
 // Counting trips across HBM: per-tensor counters that advance with the phases (launch-wide, all blocks in
 // lockstep), then the final accounting against the closed-form model, the rules in words, and under causal
 // masking the bytes it saves (from GET /api/compare).
-import type { CompareDoc } from "../api";
+import type { CompareDoc } from "../compareDoc";
 import type { TraceIndex } from "../derive";
 import { fill, h } from "../dom";
 import { bytes, int } from "../format";

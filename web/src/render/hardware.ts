@@ -4,7 +4,8 @@
 // beside the two splits of the FlashAttention papers. Everything is read from the trace's `hardware` key.
 import { fill, h } from "../dom";
 import { int, kib } from "../format";
-import type { HardwareDoc, KernelOnGpu, LaunchOnSms, Step, Trace, WarpOp } from "../types";
+import type { HardwareDoc, KernelOnGpu, LaunchOnSms, WarpOp } from "../hardwareDoc";
+import type { Step, Trace } from "../types";
 import { headGroups } from "./heads";
 
 const pct = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined ? "\u2014" : `${x.toFixed(digits)}%`);

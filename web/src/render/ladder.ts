@@ -1,76 +1,10 @@
 // The ladder: one recorded GPU run (GET /api/ladder, the run that ships with flashviz; docs/ladder-schema.md) set
 // out rung by rung, from the seed's fp32 scalar kernel to the Triton kernel on tensor cores and PyTorch's backends.
 // The page shows the run's own numbers with its date and GPU and measures nothing; with no recorded run it says so.
-// Every value from the document lands as a text node.
+// Every value from the document lands as a text node. The document itself, and its check, are ladderDoc.ts.
 import { h } from "../dom";
 import { bytes, kib } from "../format";
-
-interface Tiles {
-  br: number;
-  bc: number;
-  warps: number;
-  stages: number;
-}
-
-interface Rung {
-  name: string;
-  label: string;
-  kernel: string;
-  dtype: string;
-  tensor_cores: boolean;
-  mma: string | null;
-  tiles: Tiles | null;
-  ms: number;
-  peak: string;
-  tflops: number;
-  share_of_peak: number;
-  hbm_bytes: number | null;
-  sram_bytes_per_block: number | null;
-  max_rel_err: number;
-  what_changed: string;
-}
-
-export interface LadderDoc {
-  schema: string;
-  date: string;
-  gpu: string;
-  mode: string;
-  complete: boolean;
-  command: string;
-  shape: { batch: number; heads: number; n: number; d: number; causal: boolean; tokens: number };
-  timing: string;
-  check: string;
-  peaks: Record<string, { tflops: number; what: string }>;
-  rungs: Rung[];
-}
-
-/** GET /api/ladder: the recorded run, or the server's one-line reason there is none. */
-export async function fetchLadder(signal?: AbortSignal): Promise<LadderDoc | string> {
-  try {
-    const res = await fetch("api/ladder", { signal, headers: { Accept: "application/json" } });
-    const doc = (await res.json()) as unknown;
-    if (!res.ok) {
-      const detail = doc && typeof doc === "object" && "detail" in doc ? String((doc as { detail: unknown }).detail) : "";
-      return detail || `the server answered ${res.status}`;
-    }
-    return isLadder(doc) ? doc : "the server's ladder document is not a flashviz.ladder/1 run";
-  } catch {
-    return "the ladder could not be fetched";
-  }
-}
-
-export function isLadder(x: unknown): x is LadderDoc {
-  if (!x || typeof x !== "object") return false;
-  const d = x as Partial<LadderDoc>;
-  return (
-    d.schema === "flashviz.ladder/1" &&
-    typeof d.date === "string" &&
-    typeof d.gpu === "string" &&
-    Array.isArray(d.rungs) &&
-    !!d.shape &&
-    !!d.peaks
-  );
-}
+import type { LadderDoc, Tiles } from "../ladderDoc";
 
 function tilesText(t: Tiles | null): string {
   return t === null ? "not reported" : `${t.br}×${t.bc}, ${t.warps} warps, ${t.stages} stage${t.stages === 1 ? "" : "s"}`;

@@ -1,8 +1,9 @@
 // When does which algorithm move fewer bytes? The comparison's sweep of Bc/Br at this N and D: each
 // forward algorithm's bytes ÷ the baseline's, the one that moves fewest at each point, and the terms that make up
 // each one's traffic at the current tiles (from GET /api/compare's `regimes` and `terms`).
+
+import type { CompareDoc, Term } from "../compareDoc";
 import { fill, h } from "../dom";
-import type { CompareDoc, Term } from "../types";
 
 export function termsText(terms: Term[], shown = 2): string {
   return terms

@@ -7,23 +7,18 @@
 // disagreement, and the recorded tensor pipe of the kernels side by side. Everything comes from the trace; text
 // lands as text nodes.
 import { h, s } from "../dom";
+import type { LaneRow, MeasuredDoc, ScheduleBar, ScheduleBlock, ScheduleDoc, TensorPipeDoc } from "../scheduleDoc";
 import type { Step, Trace } from "../types";
 import {
   blockOf,
   current,
   disagreementLines,
-  type LaneRow,
   legend,
-  type MeasuredDoc,
   type PlacedBar,
   pipeSentence,
   place,
   rowsOf,
-  type ScheduleBar,
-  type ScheduleBlock,
-  type ScheduleDoc,
   slots,
-  type TensorPipeDoc,
   ticks,
   waits,
 } from "./scheduleLayout";
