@@ -16,11 +16,12 @@ import {
   TRACE_SCHEMA,
 } from "./api";
 import type { CompareDoc, Curves } from "./compareDoc";
+import { got } from "./echo";
 import { isLadder, type LadderDoc } from "./ladderDoc";
 import type { ConfigParams, Limits } from "./launch";
 import { attachArrays } from "./onDemand";
 import { sameConfig, toSearch } from "./state";
-import { got, traceProblem } from "./traceCheck";
+import { traceProblem } from "./traceCheck";
 import { compareProblem } from "./traceShape";
 import type { Trace } from "./types";
 

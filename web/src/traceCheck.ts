@@ -5,21 +5,13 @@
 // read is checked here; values inside are drawn as text nodes whatever they are.
 
 import { type CompactArray, decodeFlat, isCompact } from "./codec";
-import { cut } from "./echo";
+import { cut, got } from "./echo";
 import { referenceProblem, shapeProblem } from "./traceShape";
 
 type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v);
-
-/** A value as the message shows it: short values as JSON writes them, long ones by their type. */
-export function got(v: unknown): string {
-  if (v === undefined) return "nothing";
-  if (Array.isArray(v)) return v.length > 3 ? `a list of ${v.length}` : cut(JSON.stringify(v) ?? "a list");
-  if (isObj(v)) return "an object";
-  return cut(JSON.stringify(v) ?? String(v));
-}
 
 /** An array as the trace stores it: a nested list, a `{dtype, shape, base64}` object, a reference `{dtype, shape, ref}`
  *  to one before it (codec.ts checks those), or one already decoded. */

@@ -4,8 +4,7 @@
 // leaves open (a step's code and lines, a block's rows, a phase's writes, the footprint, the flops and hardware
 // sections, ...): a trace a view cannot read is said in one line naming the field, not drawn into a page that throws.
 import SPEC from "../../src/flashviz/data/trace_shape.json";
-import { cut } from "./echo";
-import { got } from "./traceCheck";
+import { cut, got } from "./echo";
 
 type Shape =
   | string
