@@ -88,7 +88,7 @@ def shipped_ladder() -> bytes | None:
 
 
 def page_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """A trace's config as the page's form holds it (web/src/state.ts ConfigParams): the scale null when it is the
+    """A trace's config as the page's form holds it (web/src/launch.ts ConfigParams): the scale null when it is the
     default 1/sqrt(D), the seed 0 when nothing was drawn (inputs from a file)."""
     scale = cfg.get("scale")
     default = 1.0 / math.sqrt(cfg["d"])

@@ -185,7 +185,7 @@ def _documents_of(config: dict[str, Any], data: bytes) -> Documents:
     return Documents(origin=ORIGIN, limits=limits_document(default=config["algo"]), traces=[(config, data)], host=True)
 
 
-# the page's ConfigParams (web/src/state.ts): the launch fields at "api" but the block, which the page picks
+# the page's ConfigParams (web/src/launch.ts): the launch fields at "api" but the block, which the page picks
 CONFIG_KEYS = tuple(f.name for f in fields.at("api") if f.kind != "pick")
 
 
