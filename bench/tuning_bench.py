@@ -12,7 +12,7 @@ cuDNN's SDPA beside where it takes the call.
 
     python bench/tuning_bench.py --out DIR    (prints a table; DIR/tuning.json holds every number)
 
-FLASHVIZ_COMPILE_WORKERS=0 compiles the autotuner's candidates one by one (flashviz.ops.precompile: the default
+FLASHVIZ_COMPILE_WORKERS=0 compiles the autotuner's candidates one by one (flashviz.runtime.precompile: the default
 compiles them in one process per CPU first).
 """
 

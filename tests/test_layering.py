@@ -35,7 +35,9 @@ UPWARD = {
 # Front doors sit on top; the package itself (`flashviz`, for __version__) is imported by the server and the CLI.
 LAYERS = [
     {"model"},  # plain values and leaves: config, tiling, units, precision, reference, inputs, kernel files
-    {"engine", "hardware"},  # the memory model, recorder and block driver; the H200 and its recorded runs
+    # the memory model, recorder and block driver; the H200 and its recorded runs; Triton's runtime as the kernels'
+    # launchers use it (tuning cache, parallel compile, the interpreter's fixes, TMA-ready tensors)
+    {"engine", "hardware", "runtime"},
     {"algos"},  # the registry, the contract (base, picture, words, launch) and one folder per algorithm
     {"tracing"},  # a run into a Trace: build, assemble, codec, flops, hardware view, file schema
     {"reports", "gpu", "ops"},  # closed forms side by side; kernels on a GPU; flashviz.attention on torch

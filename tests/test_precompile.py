@@ -1,5 +1,6 @@
-"""flashviz.ops.precompile: a job serialized as Triton's JIT serializes a specialization compiles in a worker process
-into Triton's disk cache, and the JIT's own compile of the same specialization is then a hit (no new cache entry).
+"""flashviz.runtime.precompile: a job serialized as Triton's JIT serializes a specialization compiles in a worker
+process into Triton's disk cache, and the JIT's own compile of the same specialization is then a hit (no new cache
+entry).
 The checks run in a child process with TRITON_INTERPRET=0 (the kernels as JIT functions: other test modules set the
 interpreter for this one). The capture side (the jit_cache_hook during the autotuner's warm-up) needs a GPU and is
 exercised by bench/tuning_bench.py and the GPU test in tests/test_attention_compile.py."""
@@ -17,7 +18,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from flashviz.ops import precompile
+from flashviz.runtime import precompile
 
 CHILD = r"""
 import inspect, json, os, sys
@@ -27,7 +28,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import serialize_specialization_data
 from flashviz.algos.fa2_triton import kernel as km
-from flashviz.ops import precompile
+from flashviz.runtime import precompile
 
 TARGET = GPUTarget("cuda", 90, 32)
 cache = Path(os.environ["TRITON_CACHE_DIR"])
@@ -91,7 +92,7 @@ def test_a_failing_job_fails_only_its_worker(child, monkeypatch, tmp_path: Path)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     broken = {**child["job"], "name": "no_such_kernel"}
-    script = "import sys\nfrom flashviz.ops import precompile\nsys.exit(precompile.main())"
+    script = "import sys\nfrom flashviz.runtime import precompile\nsys.exit(precompile.main())"
     run = lambda jobs: subprocess.run([sys.executable, "-c", script], input=json.dumps(jobs), text=True)  # noqa: E731
     assert run([child["job"], broken]).returncode == 1
     assert run([child["job"]]).returncode == 0

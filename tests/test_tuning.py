@@ -1,5 +1,5 @@
-"""Tuning that fits a training loop (flashviz.ops.tuning): the autotuner's choices kept per bucket of lengths (the next
-power of two) and on disk per GPU, Triton release and kernel source, so that a new length in a bucket already seen,
+"""Tuning that fits a training loop (flashviz.runtime.tuning): the autotuner's choices kept per bucket of lengths (the
+next power of two) and on disk per GPU, Triton release and kernel source, so that a new length in a bucket already seen,
 or a new process, launches without tuning; `flashviz tune` to fill them before a job. The launcher's own code runs
 here with a stand-in for Triton's autotuner and kernels (the CPU has no GPU to tune on; the times are the GPU
 benchmark's, bench/results/)."""
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from flashviz.ops.tuning import VERSION, TuningCache, bucket, cache_dir, identity
+from flashviz.runtime.tuning import VERSION, TuningCache, bucket, cache_dir, identity
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")

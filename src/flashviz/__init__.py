@@ -38,7 +38,7 @@ def tune(lengths, d, heads=16, kv_heads=None, batch=1, causal=True, dtype="bfloa
          backward=True):  # fmt: skip
     """Tune flashviz.attention for a model's shapes before a job runs (on a CUDA GPU): one forward and backward at
     each length's bucket (the next power of two), so that the job's first steps launch at once; the choices are kept
-    on disk for this GPU, Triton and kernels (flashviz.ops.tuning). See flashviz.ops.attention.tune."""
+    on disk for this GPU, Triton and kernels (flashviz.runtime.tuning). See flashviz.ops.attention.tune."""
     from flashviz.ops.attention import tune as _tune
 
     return _tune(lengths, d, heads=heads, kv_heads=kv_heads, batch=batch, causal=causal, dtype=dtype, window=window,

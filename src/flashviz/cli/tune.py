@@ -1,5 +1,5 @@
 """`flashviz tune`: flashviz.attention tuned for a model's shapes before a job runs (on a CUDA GPU), so that the job's
-first steps launch at once: one forward and backward at each length's bucket (flashviz.ops.tuning), the choices kept
+first steps launch at once: one forward and backward at each length's bucket (flashviz.runtime.tuning), the choices kept
 on disk for this GPU, this Triton and these kernels."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import torch
 
 from flashviz.ops import fa2 as checks
 from flashviz.ops import library
-from flashviz.ops.tuning import bucket
+from flashviz.runtime.tuning import bucket
 
 
 def attention(q, k, v, causal: bool = False, scale: float | None = None, return_lse: bool = False,
@@ -108,7 +108,7 @@ def tune(lengths: Iterable[int], d: int, heads: int = 16, kv_heads: int | None =
          backward: bool = True) -> list[dict[str, Any]]:  # fmt: skip
     """Tune flashviz.attention for a model's shapes before a job runs: one forward (and backward) at each length's
     bucket, on fresh random inputs on the current CUDA GPU, so that the job's first steps find the choices made (in
-    this process and on disk: flashviz.ops.tuning). Returns a row per bucket: its length, and the seconds its first
+    this process and on disk: flashviz.runtime.tuning). Returns a row per bucket: its length, and the seconds its first
     call took and a second one takes."""
     import time
 

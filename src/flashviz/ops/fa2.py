@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import torch
 
 from flashviz.model.echo import ECHO_MAX, cut
-from flashviz.ops import precompile
-from flashviz.ops.interpreter import fix_interpreter
-from flashviz.ops.tma import tma_ready
-from flashviz.ops.tuning import TuningCache, bucket
+from flashviz.runtime import precompile
+from flashviz.runtime.interpreter import fix_interpreter
+from flashviz.runtime.tma import tma_ready
+from flashviz.runtime.tuning import TuningCache, bucket
 
 SUPPORTED_D = (32, 64, 96, 128, 256)
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -472,13 +472,13 @@ class Launcher:
         self.allocation = _allocation
         self.tuned: dict = {}
         # (kernel, D, bucketed key) -> the autotuner's choice, launched directly; a new length in a bucket seen
-        # before (flashviz.ops.tuning.bucket) takes it at once, and so does a new process where `cache` has it
+        # before (flashviz.runtime.tuning.bucket) takes it at once, and so does a new process where `cache` has it
         self.best: dict = {}
         self.bwd_variant: dict = {}  # (bucketed shapes, causal, dtype, options) -> the faster of BWD_VARIANTS
         self.cache: TuningCache | None = None  # the choices on disk, for this GPU (made at the first tuned launch)
         self.variant_ms: dict = {}  # the same key -> {variant: ms}, for the benchmark's notes
         self.compiled: dict = {}  # kernel name ("fwd", "dq", ...) -> its last launch's CompiledKernel (on a GPU)
-        self.capture: list | None = None  # while gathering candidates to compile (flashviz.ops.precompile)
+        self.capture: list | None = None  # while gathering candidates to compile (flashviz.runtime.precompile)
         self.precompiled: set = set()  # their specializations, compiled into Triton's cache already
         if self.interpret:
             return
@@ -513,7 +513,7 @@ class Launcher:
     # -- launches ----------------------------------------------------------------------------------------
     def _launch(self, name: str, kernel, d: int, tiles: Tiles | None, key: tuple, grid, *args, **kwargs):
         """Launch `kernel` with the given tiles (interpreted: the fixed ones); with none on a GPU, tune once per
-        bucket of the key (flashviz.ops.tuning: in this process, or a process before it on this GPU) through
+        bucket of the key (flashviz.runtime.tuning: in this process, or a process before it on this GPU) through
         Triton's autotuner, then launch the plain kernel with its choice (less work per call)."""
         if tiles is None and not self.interpret:
             at = ("config", name, d, *bucketed(key))
@@ -731,7 +731,7 @@ class Launcher:
         return self.best.get(("config", name, d, *bucketed(key)))
 
     def _cache(self, t) -> TuningCache:
-        """The tuned choices of t's GPU, this Triton and these kernels (flashviz.ops.tuning), read once."""
+        """The tuned choices of t's GPU, this Triton and these kernels (flashviz.runtime.tuning), read once."""
         if self.cache is None:
             import inspect
 

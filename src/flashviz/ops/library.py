@@ -21,7 +21,7 @@ from torch import Tensor
 
 from flashviz.ops import backends
 from flashviz.ops import fa2 as launch
-from flashviz.ops.tma import tma_ready
+from flashviz.runtime.tma import tma_ready
 
 
 def options(left: int, right: int, softcap: float, cu_q: Tensor | None, cu_k: Tensor | None, max_q: int,

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from flashviz.model.merge import merge
 from flashviz.model.ring_layout import LAYOUTS, blocks, calls, check_layout, chunk_count, chunks
 from flashviz.ops import fa2 as ta
-from flashviz.ops.tma import tma_ready
+from flashviz.runtime.tma import tma_ready
 
 
 # ----------------------------------------------------------------------------------------------------------

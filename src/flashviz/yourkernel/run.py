@@ -125,7 +125,7 @@ def run(
         import triton  # noqa: F401
     except ImportError as e:
         raise ConfigError("--kernel", f"needs torch and Triton: pip install 'flashviz[triton]' ({e})") from None
-    from flashviz.ops.interpreter import fix_interpreter
+    from flashviz.runtime.interpreter import fix_interpreter
 
     fix_interpreter()  # the interpreter's gaps that flashviz's own kernels fill, filled for the user's too
     _import_gluon()

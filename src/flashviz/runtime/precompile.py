@@ -6,7 +6,7 @@ autotuner, at about a second each. Here the launcher asks Triton for each candid
 `jit_cache_hook` sees it and skips the compile), hands them to a few worker processes that compile them into
 Triton's cache on disk, and then lets the autotuner run: each of its compiles is a hit.
 
-The workers are plain subprocesses (`python -m flashviz.ops.precompile`, the jobs as JSON on stdin): they import
+The workers are plain subprocesses (`python -m flashviz.runtime.precompile`, the jobs as JSON on stdin): they import
 neither the user's `__main__` nor torch's CUDA state, and a worker that fails costs nothing but its speed-up (the
 autotuner compiles whatever is missing). FLASHVIZ_COMPILE_WORKERS sets how many (0: compile in the autotuner, as
 Triton does by default; unset: one per CPU, at most 16).
@@ -63,10 +63,9 @@ def compile_all(jobs: list[dict]) -> int:
     shares = [jobs[i::n] for i in range(n)]
     quiet = subprocess.DEVNULL
     env = {**os.environ, "TRITON_INTERPRET": "0"}  # the kernels as JIT functions, whatever this process runs
+    worker = [sys.executable, "-m", __name__]  # this module's main()
     procs = [
-        subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=quiet, stderr=quiet,
-                         text=True, env=env)  # fmt: skip
-        for _ in shares
+        subprocess.Popen(worker, stdin=subprocess.PIPE, stdout=quiet, stderr=quiet, text=True, env=env) for _ in shares
     ]
     for proc, share in zip(procs, shares, strict=True):
         assert proc.stdin is not None
