@@ -45,8 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_feat
 if "--smoke" in sys.argv and not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported (by fa3_attention below)
 
+from flashviz.algos.fa2_triton import launcher as ta
+from flashviz.algos.fa2_triton.launch_tiles import BWD_VARIANTS, DKDV_TILES, DQ_TILES, FUSED_TILES, FWD_TILES, Tiles
 from flashviz.ops import attention as api
-from flashviz.ops import fa2 as ta
 from flashviz.ops import fa3 as fa3
 from flashviz.ops.reference import judge
 
@@ -67,28 +68,28 @@ def jobs_for(d: int) -> list:
     """One job per candidate config of each kernel: (D, causal, kernel, tiles, variant)."""
     jobs = []
     for causal in (False, True):
-        for t in ta.FWD_TILES[d]:
+        for t in FWD_TILES[d]:
             if not causal or t.Br % t.Bc == 0:
                 jobs.append((d, causal, "fwd", t, None))
-        for t in ta.DKDV_TILES[d]:
+        for t in DKDV_TILES[d]:
             if not causal or t.Bc % t.Br == 0:
-                jobs += [(d, causal, "dkdv", t, v) for v in ta.BWD_VARIANTS]
-        for t in ta.DQ_TILES[d]:
+                jobs += [(d, causal, "dkdv", t, v) for v in BWD_VARIANTS]
+        for t in DQ_TILES[d]:
             if not causal or t.Br % t.Bc == 0:
                 jobs.append((d, causal, "dq", t, "two_kernels"))
-        for (br, bc), (brq, bcq), warps, stages in ta.FUSED_TILES[d]:
+        for (br, bc), (brq, bcq), warps, stages in FUSED_TILES[d]:
             if not causal or (bc % br == 0 and brq % bcq == 0):
-                t = ta.Tiles(br, bc, warps, stages)
-                jobs.append((d, causal, "fused", (t, ta.Tiles(brq, bcq, warps, stages)), "fused"))
+                t = Tiles(br, bc, warps, stages)
+                jobs.append((d, causal, "fused", (t, Tiles(brq, bcq, warps, stages)), "fused"))
     return jobs
 
 
-def tiles_of(job) -> tuple[ta.Tiles, dict, str]:
+def tiles_of(job) -> tuple[Tiles, dict, str]:
     d, _, kernel, t, variant = job
     if kernel == "fused":
-        return ta.FWD_TILES[d][0], {"dkdv": t[0], "dq": t[1]}, "fused"
-    fwd = t if kernel == "fwd" else ta.FWD_TILES[d][0]
-    bwd = {"dkdv": t if kernel == "dkdv" else ta.DKDV_TILES[d][0]}
+        return FWD_TILES[d][0], {"dkdv": t[0], "dq": t[1]}, "fused"
+    fwd = t if kernel == "fwd" else FWD_TILES[d][0]
+    bwd = {"dkdv": t if kernel == "dkdv" else DKDV_TILES[d][0]}
     if kernel == "dq":
         bwd["dq"] = t
     return fwd, bwd, variant or "two_kernels"  # the forward's and dq's jobs: a backward whose tiles fit

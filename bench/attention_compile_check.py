@@ -108,15 +108,16 @@ def compile_one(job):
 
 
 def split_jobs(ds: list, causals: list) -> list:
-    """fa2_fwd_split at the tiles triton_attention.split_tiles picks for Nq = 1, 16, 128 and GQA groups 1, 4, 8,
+    """fa2_fwd_split at the tiles split_kv.split_tiles picks for Nq = 1, 16, 128 and GQA groups 1, 4, 8,
     with each option set the feature benchmark's decode cases use (plain, a left window, softcap), and the combine."""
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton.split_kv import split_tiles
+    from flashviz.algos.fa2_triton.tiles import padded
 
     jobs = []
     for d in ds:
         for group in (1, 4, 8):
             for nq in (1, 16, 128):
-                t = ta.split_tiles(nq * group, ta._padded(d))
+                t = split_tiles(nq * group, padded(d))
                 tt = (t.Br, t.Bc, t.num_warps, t.num_stages)
                 for causal in causals:
                     for flags in ({}, {"BAND_LEFT": True}, {"SOFTCAP": True}):  # the launcher: always SCALE_FIRST
@@ -127,7 +128,7 @@ def split_jobs(ds: list, causals: list) -> list:
 
 def main() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton.launch_tiles import DKDV_TILES, DQ_TILES, FWD_TILES
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="fwd,dkdv,dq")
@@ -143,7 +144,7 @@ def main() -> None:
     for d in [] if args.split else map(int, args.d.split(",")):
         for causal in (bool(int(c)) for c in args.causal.split(",")):
             for name in args.only.split(","):
-                tiles = {"fwd": ta.FWD_TILES, "dkdv": ta.DKDV_TILES, "dq": ta.DQ_TILES}[name][d]
+                tiles = {"fwd": FWD_TILES, "dkdv": DKDV_TILES, "dq": DQ_TILES}[name][d]
                 for t in tiles:
                     if causal and name in ("fwd", "dq") and t.Br % t.Bc:
                         continue

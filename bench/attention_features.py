@@ -324,7 +324,7 @@ def fa4_fn(case: Case, x: Inputs, dense, varlen):
 def compile_jobs(case_list: list[Case]) -> list:
     """One job per (option set, kernel, tile config): the forward's candidates, and the backward's where a case
     of that option set is timed backward too."""
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton.launch_tiles import DKDV_TILES, DQ_TILES, FUSED_TILES, FWD_TILES, Tiles
 
     jobs, seen = [], set()
     for case in case_list:
@@ -333,20 +333,20 @@ def compile_jobs(case_list: list[Case]) -> list:
             continue
         seen.add(key)
         causal = case.causal
-        for t in ta.FWD_TILES[case.d]:
+        for t in FWD_TILES[case.d]:
             if not causal or t.Br % t.Bc == 0:
                 jobs.append((case, "fwd", t, None))
         if not case.backward:
             continue
-        for t in ta.DKDV_TILES[case.d]:
+        for t in DKDV_TILES[case.d]:
             if not causal or t.Bc % t.Br == 0:
                 jobs += [(case, "dkdv", t, variant) for variant in ("atomic", "two_kernels")]
-        for t in ta.DQ_TILES[case.d]:
+        for t in DQ_TILES[case.d]:
             if not causal or t.Br % t.Bc == 0:
                 jobs.append((case, "dq", t, "two_kernels"))
-        for (br, bc), (brq, bcq), warps, stages in ta.FUSED_TILES[case.d]:
+        for (br, bc), (brq, bcq), warps, stages in FUSED_TILES[case.d]:
             if not causal or (bc % br == 0 and brq % bcq == 0):
-                jobs.append((case, "fused", (ta.Tiles(br, bc, warps, stages), ta.Tiles(brq, bcq, warps, stages)),
+                jobs.append((case, "fused", (Tiles(br, bc, warps, stages), Tiles(brq, bcq, warps, stages)),
                              "fused"))  # fmt: skip
     return jobs
 
@@ -354,7 +354,8 @@ def compile_jobs(case_list: list[Case]) -> list:
 def precompile(job):
     """In a worker: launch one config once at a small size with the case's options and head counts (the same
     constexprs and integer specialisations as the real launch)."""
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
+    from flashviz.algos.fa2_triton.launch_tiles import DKDV_TILES, DQ_TILES, FWD_TILES
 
     case, kernel, t, variant = job
     start = time.time()
@@ -368,12 +369,12 @@ def precompile(job):
             opts = ta.Options(case.window[0], case.window[1], float(case.softcap), x.cu, x.cu, 128, 128)
         run = ta.launcher()
         scale = case.d**-0.5
-        fwd = t if kernel == "fwd" else ta.FWD_TILES[case.d][0]
+        fwd = t if kernel == "fwd" else FWD_TILES[case.d][0]
         o, lse = run.forward(q, k, v, case.causal, scale, tiles=fwd, opts=opts)
         if kernel != "fwd":
             tiles = {"dkdv": t[0], "dq": t[1]} if kernel == "fused" else {kernel: t}
-            tiles.setdefault("dkdv", ta.DKDV_TILES[case.d][0])  # the other kernel fixed, so it is not autotuned here
-            tiles.setdefault("dq", ta.DQ_TILES[case.d][0])
+            tiles.setdefault("dkdv", DKDV_TILES[case.d][0])  # the other kernel fixed, so it is not autotuned here
+            tiles.setdefault("dq", DQ_TILES[case.d][0])
             run.backward(q, k, v, o, lse, x.do, None, case.causal, scale, variant=variant, tiles=tiles, opts=opts)
         torch.cuda.synchronize()
         return "ok", time.time() - start

@@ -76,7 +76,7 @@ def main() -> int:
     from triton.testing import do_bench
 
     import flashviz
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
 
     run = ta.launcher()
     rows = []

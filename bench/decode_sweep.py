@@ -29,7 +29,8 @@ def main() -> int:
     from triton.testing import do_bench
 
     import flashviz
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
+    from flashviz.algos.fa2_triton.split_kv import split_plan, split_tiles
 
     t0 = time.time()
     run = ta.launcher()
@@ -48,8 +49,8 @@ def main() -> int:
                 ref = o if ref is None else ref
                 ms = do_bench(fn, warmup=10, rep=40, return_mode="median")
                 g = ta._geometry(q, k, ta.PLAIN)
-                t = ta.split_tiles(nq * 4, 128)
-                plan = ta.split_plan(1, 8, 4, nq, nk, True, -1, -1, t.Br, t.Bc, 132, s if s else None)
+                t = split_tiles(nq * 4, 128)
+                plan = split_plan(1, 8, 4, nq, nk, True, -1, -1, t.Br, t.Bc, 132, s if s else None)
                 row = {"nq": nq, "nk": nk, "splits": "heuristic" if s is None else s, "S": 1 if s == 0 else plan.S,
                        "ms": ms, "tflops": flops / ms / 1e9, "max_diff": (o.float() - ref.float()).abs().max().item(),
                        "B_Hkv": g.B * g.Hkv}  # fmt: skip

@@ -40,7 +40,9 @@ def main() -> int:
     from decode_probe import graph_ms
     from triton.testing import do_bench
 
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
+    from flashviz.algos.fa2_triton.launch_tiles import Tiles
+    from flashviz.algos.fa2_triton.split_kv import split_plan, split_tiles
 
     t0 = time.time()
     run = ta.launcher()
@@ -52,9 +54,9 @@ def main() -> int:
         q = torch.randn(b, 32, nq, 128, dtype=torch.bfloat16, device="cuda")
         k, v = (torch.randn(b, 8, nk, 128, dtype=torch.bfloat16, device="cuda") for _ in range(2))
         ref, _ = run.forward(q, k, v, True, 128**-0.5)
-        base = ta.split_tiles(nq * 4, 128)
+        base = split_tiles(nq * 4, 128)
         for bc, warps, stages in tile_sets:
-            tiles = ta.Tiles(base.Br, bc, warps, stages)
+            tiles = Tiles(base.Br, bc, warps, stages)
             for s in splits:
                 if time.time() - t0 > args.budget_s:
                     break
@@ -74,7 +76,7 @@ def main() -> int:
                     o, _ = fn()
                     row["max_diff"] = (o.float() - ref.float()).abs().max().item()
                     row["graph_us"] = graph_ms(fn, do_bench) * 1e3
-                    plan = ta.split_plan(b, 8, 4, nq, nk, True, -1, -1, base.Br, bc, ta._sm_count(0), s or None)
+                    plan = split_plan(b, 8, 4, nq, nk, True, -1, -1, base.Br, bc, ta._sm_count(0), s or None)
                     row["S"] = 0 if s == 0 else plan.S
                 except Exception as e:  # recorded, not hidden (a tile set over shared memory, say)
                     row["error"] = f"{type(e).__name__}: {str(e)[:160]}"

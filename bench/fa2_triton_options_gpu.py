@@ -39,9 +39,10 @@ def run(name: str, fields: dict, seed: int) -> dict:
     import torch
 
     from flashviz.algos import get
+    from flashviz.algos.fa2_triton import launcher as ta
     from flashviz.algos.fa2_triton import tiles
+    from flashviz.algos.fa2_triton.launch_tiles import Tiles
     from flashviz.model.config import Config
-    from flashviz.ops import fa2 as ta
     from flashviz.tracing.build import trace_of
 
     algo = get("fa2-triton")
@@ -58,7 +59,7 @@ def run(name: str, fields: dict, seed: int) -> dict:
         return torch.from_numpy(np.ascontiguousarray(a)).to(dev).to(torch.bfloat16)
 
     ws = tiles.warps_and_stages(cfg.n, d, cfg.br, cfg.bc, cfg.causal)
-    tl = ta.Tiles(cfg.br, cfg.bc, ws["num_warps"], ws["num_stages"], ws["maxnreg"])
+    tl = Tiles(cfg.br, cfg.bc, ws["num_warps"], ws["num_stages"], ws["maxnreg"])
     if cfg.seqlens is not None:
         lk = [k for _, k in cfg.seqs]
 

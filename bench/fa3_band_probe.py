@@ -11,7 +11,8 @@ from dataclasses import replace
 import torch
 
 sys.path.insert(0, "src")
-from flashviz.ops import fa2, fa3
+from flashviz.algos.fa2_triton.launcher import Options
+from flashviz.ops import fa3
 
 torch.manual_seed(0)
 for nq, nk, hq, hkv, causal in [
@@ -36,8 +37,8 @@ for nq, nk, hq, hkv, causal in [
         s = s.masked_fill(torch.arange(nk, device="cuda")[None, :] > r, float("-inf"))
     ref = torch.softmax(s, -1) @ vv
     del s, kk, vv
-    for opts, persistent in ((None, True), (None, False), (fa2.Options(-1, -1, 0.0), True),
-                             (fa2.Options(-1, -1, 0.0), False)):  # fmt: skip
+    for opts, persistent in ((None, True), (None, False), (Options(-1, -1, 0.0), True),
+                             (Options(-1, -1, 0.0), False)):  # fmt: skip
         cfg = replace(fa3.forward_config(128, nk, causal), persistent=persistent)
         o, _ = fa3.forward(q, k, v, causal, 128**-0.5, config=cfg, opts=opts)
         torch.cuda.synchronize()

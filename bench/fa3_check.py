@@ -148,7 +148,7 @@ def time_shape(args, B, H, N, D, causal, rows) -> None:
 def phase_time(args) -> int:
     import torch
 
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
     from flashviz.ops import fa3 as f
 
     rows: list = []

@@ -44,7 +44,7 @@ def cases() -> list[af.Case]:
 
 
 def options(case: af.Case):
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
 
     return ta.Options(case.window[0], case.window[1], float(case.softcap))
 

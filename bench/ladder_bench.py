@@ -67,15 +67,18 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 
 from flashviz.algos.fa2 import traffic  # noqa: E402
+from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import FWD_TILES, INTERPRET_TILES  # noqa: E402
+from flashviz.algos.fa2_triton.tiles import padded  # noqa: E402
 from flashviz.model.units import human_bytes, kib  # noqa: E402
-from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.ops.fa2 import _forward_fp32  # noqa: E402
 from flashviz.reports.ladder_table import render  # noqa: E402
 
 try:
     from flashviz.hardware.ladder_schema import SCHEMA, check
 except ImportError:  # no pydantic (the GPU machine's image has none): --install checks the file here
     SCHEMA, check = "flashviz.ladder/1", None
-from flashviz.ops.fa2 import Tiles  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import Tiles  # noqa: E402
 
 T0 = time.time()
 SHAPE = {"batch": 4, "heads": 32, "n": 4096, "d": 64}
@@ -335,7 +338,7 @@ def triton_rung(
         assert precision is not None
 
         def fn():
-            return ta._forward_fp32(x.q32, x.k32, x.v32, tiles, precision, scale=x.scale)[0]
+            return _forward_fp32(x.q32, x.k32, x.v32, tiles, precision, scale=x.scale)[0]
 
         ref, q = x.ref32, x.q32
         limit = LIMITS["fp32" if precision == "ieee" else "tf32"]
@@ -858,14 +861,14 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
         r = ta.launcher()
         r.forward(x.q16, x.k16, x.v16, False, x.scale)  # tunes once for this shape, as flashviz.attention does
         if r.interpret:
-            best = ta.INTERPRET_TILES["fwd"]
+            best = INTERPRET_TILES["fwd"]
             cands = None
         else:
             # the launcher's own key for this launch (its geometry and options: plain attention)
             geometry = ta._geometry(x.q16, x.k16, ta.PLAIN)
-            kw = r.choice("fwd", ta._padded(shape["d"]), geometry.key(False, torch.bfloat16, ta.PLAIN))
+            kw = r.choice("fwd", padded(shape["d"]), geometry.key(False, torch.bfloat16, ta.PLAIN))
             best = Tiles(kw["Br"], kw["Bc"], kw["num_warps"], kw["num_stages"], kw.get("maxnreg"))
-            timings = getattr(r.tuned["fwd", ta._padded(shape["d"])], "configs_timings", None) or {}
+            timings = getattr(r.tuned["fwd", padded(shape["d"])], "configs_timings", None) or {}
             cands = [autotuned(c, v) for c, v in timings.items()] or None
         m = triton_rung(x, "bf16", best, None, quick)
         label = "Triton bf16, autotuned"
@@ -945,7 +948,7 @@ def precompile(job) -> tuple:
     try:
         q, k, v = (torch.randn(1, 2, 256, 64, device="cuda", dtype=dtype) for _ in range(3))
         if dtype == torch.float32:
-            o = ta._forward_fp32(q, k, v, t, precision)[0]
+            o = _forward_fp32(q, k, v, t, precision)[0]
             limit = LIMITS["fp32" if precision == "ieee" else "tf32"]
         else:
             o = ta.launcher().forward(q, k, v, False, 0.125, tiles=t)[0]
@@ -964,7 +967,7 @@ def precompile_all(args) -> None:
     ieee = IEEE_TILES_QUICK if args.mode == "quick" else IEEE_TILES
     jobs = [(torch.float32, t, p) for p in ("ieee", "tf32") for t in ieee]
     jobs += [(torch.bfloat16, t, None) for t in ieee]
-    for t in ta.FWD_TILES[64]:
+    for t in FWD_TILES[64]:
         for job in ((torch.bfloat16, t, None), (torch.bfloat16, Tiles(t.Br, t.Bc, t.num_warps, 1, t.maxnreg), None)):
             if job not in jobs:
                 jobs.append(job)

@@ -26,8 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from ladder_bench import IEEE_TILES, SEED_TILES, mma_of, one_line, tiles_dict, tiles_text  # noqa: E402
 
-from flashviz.ops import fa2 as ta  # noqa: E402
-from flashviz.ops.fa2 import Tiles  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import FWD_TILES, Tiles  # noqa: E402
 
 
 def compile_triton(job) -> tuple:
@@ -77,7 +76,7 @@ def main() -> int:
     args = ap.parse_args()
     jobs = [("fp32", t, p) for p in ("ieee", "tf32") for t in IEEE_TILES]
     jobs += [("bf16", t, None) for t in IEEE_TILES]
-    for t in ta.FWD_TILES[64]:
+    for t in FWD_TILES[64]:
         for stages in (1, t.num_stages):
             job = ("bf16", Tiles(t.Br, t.Bc, t.num_warps, stages, t.maxnreg), None)
             if job not in jobs:

@@ -2,7 +2,8 @@
 
 import torch
 
-from flashviz.ops.fa2 import Tiles, launcher
+from flashviz.algos.fa2_triton.launch_tiles import Tiles
+from flashviz.algos.fa2_triton.launcher import launcher
 
 B, H, N, D = 1, 8, 4096, 64
 torch.manual_seed(0)

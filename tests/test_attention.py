@@ -24,11 +24,11 @@ pytest.importorskip("triton")
 DEVICE = "cuda" if GPU else "cpu"  # the small cases run compiled where there is a GPU, interpreted elsewhere
 
 import flashviz  # noqa: E402
-from flashviz.ops import fa2 as ta  # noqa: E402
-from flashviz.ops.fa2 import Tiles  # noqa: E402
+from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import BWD_VARIANTS, Tiles  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
-KERNEL_FILE = Path(ta.__file__).parents[1] / "algos" / "fa2_triton" / "kernel.py"
+KERNEL_FILE = Path(ta.__file__).parent / "kernel.py"
 # GPU-sized tiles, run by the interpreter too: blocks larger than N, one loop stage empty
 GPU_LIKE = {"fwd": Tiles(128, 64), "dkdv": Tiles(64, 128), "dq": Tiles(128, 64)}
 
@@ -87,7 +87,7 @@ def test_kernels_match_float64(kernels, seed, B, H, N, D, dtype, causal, variant
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("variant", ta.BWD_VARIANTS)
+@pytest.mark.parametrize("variant", BWD_VARIANTS)
 def test_gpu_sized_tiles_on_ragged_n(kernels, seed, causal, variant):
     """The tiles the GPU runs (128-row blocks) on N = 1000: many blocks, a ragged last one."""
     q, k, v, do = qkv(1, 1, 1000, 32, torch.bfloat16)
@@ -103,7 +103,7 @@ def test_blocks_larger_than_n(kernels, seed):
     assert verdict.ok, verdict.failures()
 
 
-@pytest.mark.parametrize("variant", ta.BWD_VARIANTS)
+@pytest.mark.parametrize("variant", BWD_VARIANTS)
 def test_gradient_through_lse(kernels, seed, variant):
     """L is an output too: its gradient dL enters as Delta - dL (dS = P * (dP - Delta + dL))."""
     q, k, v, do = qkv(2, 2, 77, 64, torch.bfloat16)

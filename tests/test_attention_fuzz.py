@@ -25,7 +25,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import flashviz  # noqa: E402
 import test_attention as base  # noqa: E402  (sets TRITON_INTERPRET=1 without a GPU, before Triton is imported)
-from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.ops.checks import WINDOW_MAX, softcap_range  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
 kernels = base.kernels
@@ -38,7 +38,7 @@ NAMES = ("q", "k", "v", "softcap", "scale", "window", "causal", "max_seqlen_q", 
 @st.composite
 def softcaps(draw, scale: float) -> float:
     """0, a cap among the scores, far above them, at the edges of the accepted range, or just past them."""
-    lo, hi = ta.softcap_range(scale)
+    lo, hi = softcap_range(scale)
     kind = draw(st.sampled_from(["none", "among", "far", "top", "bottom", "past"]))
     if kind == "none":
         return 0.0
@@ -63,7 +63,7 @@ def calls(draw) -> dict:
     dtype = draw(st.sampled_from(["bfloat16", "float16"]))
     scale = draw(st.one_of(st.none(), st.floats(1e-3, 4.0), st.sampled_from([1e-6, 30.0])))
     causal = draw(st.booleans())
-    side = st.one_of(st.just(-1), st.integers(0, 4), st.integers(5, 80), st.just(ta.WINDOW_MAX))
+    side = st.one_of(st.just(-1), st.integers(0, 4), st.integers(5, 80), st.just(WINDOW_MAX))
     window = (draw(side), draw(side))
     softcap = draw(softcaps(1.0 / math.sqrt(d) if scale is None else scale))
     case = {"packed": packed, "hq": hq, "hkv": hkv, "d": d, "dtype": dtype, "scale": scale, "causal": causal,

@@ -23,7 +23,10 @@ from hypothesis import strategies as st  # noqa: E402
 
 import flashviz  # noqa: E402
 import test_attention as base  # noqa: E402  (sets TRITON_INTERPRET=1 without a GPU, before Triton is imported)
-from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import BWD_VARIANTS, DKDV_TILES, DQ_TILES, FUSED_TILES, FWD_TILES, Tiles  # noqa: E402
+from flashviz.algos.fa2_triton.tiles import padded  # noqa: E402
+from flashviz.ops.checks import WINDOW_MAX, check_varlen, softcap_range  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
 DEVICE, GPU, GPU_LIKE = base.DEVICE, base.GPU, base.GPU_LIKE
@@ -120,7 +123,7 @@ def test_packed_options_match_float64(kernels, seed, lq, lk, Hq, Hkv, D, dtype, 
     assert verdict.ok, verdict.failures()
 
 
-@pytest.mark.parametrize("variant", ta.BWD_VARIANTS)
+@pytest.mark.parametrize("variant", BWD_VARIANTS)
 def test_packed_ragged_with_gpu_sized_tiles(kernels, seed, variant):
     """The GPU's tiles (128-row blocks) over sequences shorter and longer than a block, causal, GQA."""
     lengths = (100, 7, 230)
@@ -207,7 +210,7 @@ def combinations(draw):
         shape = (lq, lk)
     else:
         shape = (draw(st.integers(1, 2)), draw(st.integers(1, 60)), draw(st.integers(16, 60)))
-    variant = draw(st.sampled_from(ta.BWD_VARIANTS))
+    variant = draw(st.sampled_from(BWD_VARIANTS))
     dtype = draw(st.sampled_from([BF16, FP16]))
     torch_seed = draw(st.integers(0, 2**31 - 1))
     return group * hkv, hkv, causal, (left, right), softcap, packed, shape, variant, dtype, torch_seed
@@ -245,7 +248,7 @@ def test_a_cap_far_above_the_scores_is_computed_as_no_cap(kernels, seed, softcap
     4.4e-2 off at 1e6 and 88 % off at 1e8); the kernels' series near 0 keeps it, up to the largest cap accepted."""
     q, k, v, do = dense_inputs(1, 2, 2, 40, 40, 32, dtype)
     scale = 1.0 / math.sqrt(32)  # the default scale, as flashviz.attention computes it
-    cap = ta.softcap_range(scale)[1] if softcap == "top" else softcap
+    cap = softcap_range(scale)[1] if softcap == "top" else softcap
     ours = run_options(kernels, q, k, v, do, True, scale, "atomic", softcap=cap)
     if dtype == BF16 or cap < torch.finfo(FP16).max:  # fp16 attention, the tolerance's baseline, holds the cap
         verdict = judge(ours, q, k, v, True, scale, do, softcap=cap)
@@ -274,8 +277,8 @@ def test_varlen_maxima_past_the_total_bound_the_grid_by_the_total(kernels, seed)
     lq, lk = (5, 17), (12, 9)
     q, k, v, do = packed_inputs(lq, lk, 2, 1, 32, BF16)
     cq, ck = cumulative(lq), cumulative(lk)
-    assert ta.check_varlen(q, k, cq, ck, 10**9, 10**30) == (sum(lq), sum(lk))
-    assert ta.check_varlen(q, k, cq, ck, 17, 12) == (17, 12)
+    assert check_varlen(q, k, cq, ck, 10**9, 10**30) == (sum(lq), sum(lk))
+    assert check_varlen(q, k, cq, ck, 17, 12) == (17, 12)
     huge = flashviz.attention_varlen(q, k, v, cq, ck, 10**9, 10**9, causal=True)
     exact = flashviz.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=True)
     assert torch.equal(huge, exact)
@@ -311,7 +314,7 @@ BAD_DENSE = [
     (_dense(Hq=2, Hkv=4), r"q's heads must be a multiple of k's and v's .*; got Hq = 2, Hkv = 4"),
     (_dense(window=(-2, 3)), r"window values must be -1 \(unbounded\) or 0 \.\. \d+; got \(-2, 3\)"),
     (_dense(window=(4, -5)), r"window values must be -1 \(unbounded\) or 0 \.\. \d+; got \(4, -5\)"),
-    (_dense(window=(ta.WINDOW_MAX + 1, 0)), r"window values must be -1 \(unbounded\) or 0 \.\. \d+; got"),
+    (_dense(window=(WINDOW_MAX + 1, 0)), r"window values must be -1 \(unbounded\) or 0 \.\. \d+; got"),
     (_dense(window=(3,)), r"window must be a pair of ints \(left, right\), -1 for unbounded; got \(3,\)"),
     (_dense(window=(1.5, 2)), r"window must be a pair of ints .*; got \(1\.5, 2\)"),
     (_dense(window=(True, 2)), r"window must be a pair of ints .*; got \(True, 2\)"),
@@ -411,10 +414,10 @@ GPU_DENSE = [  # B, Hq, Hkv, Nq, Nk, D, causal, window, softcap
 
 def first_tiles(d: int) -> dict:
     """The first candidate of each kernel for head dimension d (each valid under causal masking)."""
-    p = ta._padded(d)
-    (br, bc), (brq, bcq), warps, stages = ta.FUSED_TILES[p][0]
-    return {"fwd": ta.FWD_TILES[p][0], "dkdv": ta.DKDV_TILES[p][0], "dq": ta.DQ_TILES[p][0],
-            "fused": {"dkdv": ta.Tiles(br, bc, warps, stages), "dq": ta.Tiles(brq, bcq, warps, stages)}}  # fmt: skip
+    p = padded(d)
+    (br, bc), (brq, bcq), warps, stages = FUSED_TILES[p][0]
+    return {"fwd": FWD_TILES[p][0], "dkdv": DKDV_TILES[p][0], "dq": DQ_TILES[p][0],
+            "fused": {"dkdv": Tiles(br, bc, warps, stages), "dq": Tiles(brq, bcq, warps, stages)}}  # fmt: skip
 
 
 def _gpu_variants(q, k, v, do, causal, window, softcap, cu=None):
@@ -423,7 +426,7 @@ def _gpu_variants(q, k, v, do, causal, window, softcap, cu=None):
     tiles = first_tiles(q.shape[-1])
     scale = q.shape[-1] ** -0.5
     options = {} if cu is None else {"cu_q": cu[0][0], "cu_k": cu[1][0]}
-    for variant in ta.BWD_VARIANTS:
+    for variant in BWD_VARIANTS:
         bwd = tiles["fused"] if variant == "fused" else {"dkdv": tiles["dkdv"], "dq": tiles["dq"]}
         ours = run_options(run, q, k, v, do, causal, scale, variant, window, softcap, cu=cu,
                            tiles={"fwd": tiles["fwd"], **bwd})  # fmt: skip

@@ -16,7 +16,9 @@ torch = pytest.importorskip("torch")
 
 import flashviz  # noqa: E402
 import test_attention as base  # noqa: E402  (sets TRITON_INTERPRET=1 without a GPU, before Triton is imported)
-from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import Tiles  # noqa: E402
+from flashviz.algos.fa2_triton.split_kv import num_splits, split_plan, split_tiles  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
 DEVICE, GPU = base.DEVICE, base.GPU
@@ -64,7 +66,7 @@ def test_split_forward_matches_float64(kernels, seed, B, Hq, Hkv, Nq, Nk, D, dty
 def test_split_forward_with_gpu_sized_tiles(kernels, seed):
     """The GPU's tiles for 16 queries x 4 heads (64 packed rows, 128 keys a tile) on the interpreter."""
     q, k, v = inputs(1, 8, 2, 16, 700, 32, BF16)
-    check_forward(kernels, q, k, v, True, (300, -1), 0.0, 3, tiles=ta.split_tiles(64, 32))
+    check_forward(kernels, q, k, v, True, (300, -1), 0.0, 3, tiles=split_tiles(64, 32))
 
 
 def test_public_api_decode_is_split_and_differentiable(kernels, seed):
@@ -86,13 +88,13 @@ def test_public_api_decode_is_split_and_differentiable(kernels, seed):
 # The heuristic, as pure functions
 # ----------------------------------------------------------------------------------------------------------
 def test_a_full_grid_is_not_split():
-    assert ta.num_splits(programs=132, kv_tiles=1024) == 1
-    assert ta.num_splits(programs=106, kv_tiles=1024) == 1  # >= 80% of the SMs
+    assert num_splits(programs=132, kv_tiles=1024) == 1
+    assert num_splits(programs=106, kv_tiles=1024) == 1  # >= 80% of the SMs
 
 
 @pytest.mark.parametrize("programs", [1, 2, 8, 16, 32, 64, 100])
 def test_a_small_grid_is_split_to_near_full_waves(programs):
-    s = ta.num_splits(programs=programs, kv_tiles=1024)
+    s = num_splits(programs=programs, kv_tiles=1024)
     waves = programs * s / 132
     assert s > 1
     assert waves / math.ceil(waves) >= 0.84  # within 85% of the best wave efficiency (itself at most 1)
@@ -108,7 +110,7 @@ def test_a_small_grid_is_split_to_near_full_waves(programs):
     ],
 )
 def test_the_smallest_split_near_the_best_efficiency(programs, kv_tiles, expected):
-    assert ta.num_splits(programs=programs, kv_tiles=kv_tiles) == expected
+    assert num_splits(programs=programs, kv_tiles=kv_tiles) == expected
 
 
 @pytest.mark.parametrize(
@@ -124,15 +126,15 @@ def test_the_smallest_split_near_the_best_efficiency(programs, kv_tiles, expecte
     ],
 )
 def test_a_memory_bound_split_aims_at_half_the_sms(programs, kv_tiles, expected):
-    assert ta.num_splits(programs=programs, kv_tiles=kv_tiles, memory_bound=True) == expected
+    assert num_splits(programs=programs, kv_tiles=kv_tiles, memory_bound=True) == expected
 
 
 def test_decode_plans_are_memory_bound_and_prefill_plans_are_not():
     """A few packed rows per K/V head (Nq * group <= STREAMING_ROWS) aims at half the SMs; 128 queries of 4 heads
     (512 rows) keep FlashAttention-2's full-wave heuristic."""
-    assert ta.split_plan(1, 8, 4, 1, 131072, True, -1, -1, 16, 128, 132).S == 8
-    assert ta.split_plan(1, 8, 4, 16, 131072, True, -1, -1, 64, 128, 132).S == 8
-    assert ta.split_plan(1, 8, 4, 128, 131072, True, -1, -1, 128, 64, 132).S == 4  # 128 programs; half the SMs: 2
+    assert split_plan(1, 8, 4, 1, 131072, True, -1, -1, 16, 128, 132).S == 8
+    assert split_plan(1, 8, 4, 16, 131072, True, -1, -1, 64, 128, 132).S == 8
+    assert split_plan(1, 8, 4, 128, 131072, True, -1, -1, 128, 64, 132).S == 4  # 128 programs; half the SMs: 2
 
 
 def test_a_decode_that_needs_no_split_still_packs_the_q_heads(kernels, seed):
@@ -145,29 +147,29 @@ def test_a_decode_that_needs_no_split_still_packs_the_q_heads(kernels, seed):
 
 
 def test_the_split_is_bounded_by_the_tiles():
-    assert ta.num_splits(programs=8, kv_tiles=3) <= 3
-    assert ta.num_splits(programs=1, kv_tiles=1) == 1
+    assert num_splits(programs=8, kv_tiles=3) <= 3
+    assert num_splits(programs=1, kv_tiles=1) == 1
 
 
 def test_the_heuristic_refuses_empty_grids():
     with pytest.raises(ValueError, match=r"programs and kv_tiles must be at least 1; got 0, 5"):
-        ta.num_splits(programs=0, kv_tiles=5)
+        num_splits(programs=0, kv_tiles=5)
 
 
 def test_the_plan_covers_the_keys_some_query_sees():
     # decode with a window of 4096 keys at Nk = 32k: only the last 4096 (+ one tile of alignment) are split
-    plan = ta.split_plan(1, 8, 4, 1, 32768, True, 4095, -1, 16, 128)
+    plan = split_plan(1, 8, 4, 1, 32768, True, 4095, -1, 16, 128)
     assert plan.klo == (32767 - 4095) // 128 * 128 and plan.S > 1
     assert plan.klo + plan.S * plan.chunk >= 32768 > plan.klo + (plan.S - 1) * plan.chunk
     assert plan.chunk % 128 == 0 and plan.programs == 8
     # no query sees a key (Nq > Nk by more than the window): one empty chunk
-    assert ta.split_plan(1, 1, 1, 50, 10, True, 3, -1, 16, 16).S == 1
+    assert split_plan(1, 1, 1, 50, 10, True, 3, -1, 16, 16).S == 1
 
 
 def test_split_tiles_fit_the_packed_rows():
-    assert ta.split_tiles(4, 128) == ta.Tiles(16, 128, 4, 3)
-    assert ta.split_tiles(64, 128).Br == 64 and ta.split_tiles(512, 128).Br == 128
-    assert ta.split_tiles(4, 256).Bc == 64
+    assert split_tiles(4, 128) == Tiles(16, 128, 4, 3)
+    assert split_tiles(64, 128).Br == 64 and split_tiles(512, 128).Br == 128
+    assert split_tiles(4, 256).Bc == 64
 
 
 # ----------------------------------------------------------------------------------------------------------

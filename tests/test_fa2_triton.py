@@ -226,7 +226,7 @@ def test_the_recorded_autotuner_picks_are_the_runs_own():
 
 def test_supported_d_is_flashviz_attentions():
     pytest.importorskip("torch")
-    from flashviz.ops.fa2 import SUPPORTED_D
+    from flashviz.ops.checks import SUPPORTED_D
 
     assert tiles.SUPPORTED_D == SUPPORTED_D
 

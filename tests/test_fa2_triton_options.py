@@ -217,7 +217,8 @@ import numpy as np, torch
 from flashviz.model.config import Config
 from flashviz.algos import get
 from flashviz.algos.fa2_triton import tiles
-from flashviz.ops import fa2 as ta
+from flashviz.algos.fa2_triton import launcher as ta
+from flashviz.algos.fa2_triton.launch_tiles import Tiles
 out = []
 for case, seed in json.loads(sys.argv[1]):
     if "seqlens" in case:
@@ -232,7 +233,7 @@ for case, seed in json.loads(sys.argv[1]):
     g, d = cfg.group, cfg.d
     bf = lambda a: torch.from_numpy(a).to(torch.bfloat16)
     ws = tiles.warps_and_stages(cfg.n, d, cfg.br, cfg.bc, cfg.causal)
-    t = ta.Tiles(cfg.br, cfg.bc, ws["num_warps"], ws["num_stages"], ws["maxnreg"])
+    t = Tiles(cfg.br, cfg.bc, ws["num_warps"], ws["num_stages"], ws["maxnreg"])
     if cfg.seqlens is not None:
         cu = lambda lens: torch.tensor([0, *np.cumsum(lens)], dtype=torch.int32)
         lk = [k for _, k in cfg.seqs]

@@ -79,8 +79,6 @@ def test_forward_and_backward_match_float64(seed, B, H, N, D, dtype, causal):
 @pytest.mark.parametrize(("N", "D", "causal"), [(1000, 128, True), (77, 64, False)])
 def test_the_other_backward_kernels_match_float64(seed, kernel, N, D, causal):
     """fa3_bwd with two-column dQ reductions, and FlashAttention-2's kernels on fa3's O and L (what BACKWARD runs)."""
-    from flashviz.ops import fa2 as triton_attention  # noqa: F401  (registers FlashAttention-2's backward with fa3)
-
     q, k, v, do = qkv(2, 2, N, D, torch.bfloat16)
     ours = run(q, k, v, do, causal, D**-0.5, kernel=kernel)
     verdict = judge(ours, q, k, v, causal, D**-0.5, do)

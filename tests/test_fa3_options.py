@@ -32,9 +32,11 @@ if not GPU:
 pytest.importorskip("triton")
 
 import flashviz  # noqa: E402
+from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
+from flashviz.algos.fa2_triton.launch_tiles import DKDV_TILES  # noqa: E402
 from flashviz.ops import backends as attention_backends  # noqa: E402
-from flashviz.ops import fa2 as ta  # noqa: E402
 from flashviz.ops import fa3 as fa3_attention  # noqa: E402
+from flashviz.ops.backends import FA3_OPTIONS_MIN_QUERIES, unmeasured  # noqa: E402
 from flashviz.ops.reference import judge, visible  # noqa: E402
 
 HOPPER = GPU and fa3_attention.unavailable() is None
@@ -108,7 +110,7 @@ def inputs(call: Call):
 
 
 def bwd_tiles(d: int) -> dict:
-    return {"dkdv": ta.DKDV_TILES[d][0]}  # the first candidate, valid under causal masking (one kernel: "atomic")
+    return {"dkdv": DKDV_TILES[d][0]}  # the first candidate, valid under causal masking (one kernel: "atomic")
 
 
 def run(call: Call, q, k, v, do, opts) -> dict:
@@ -339,9 +341,9 @@ def test_auto_runs_fa3_with_the_options_only_where_it_was_timed_faster():
     ):
         q = torch.randn(1, 8, nq, d, dtype=BF16, device="cuda")
         kk = k[..., :d]
-        unmeasured = ta.unmeasured(q, kk, (-1, -1), 0.0, False, causal, nq)
-        assert attention_backends.choose("auto", q, causal, unmeasured=unmeasured) == want, (nq, causal, d)
-        assert attention_backends.choose("fa3", q, causal, unmeasured=unmeasured) == attention_backends.FA3
+        untimed = unmeasured(q, kk, (-1, -1), 0.0, False, causal, nq)
+        assert attention_backends.choose("auto", q, causal, unmeasured=untimed) == want, (nq, causal, d)
+        assert attention_backends.choose("fa3", q, causal, unmeasured=untimed) == attention_backends.FA3
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -449,28 +451,26 @@ def test_fast_tanh_and_packed_sequences_are_flags_of_their_own():
 def test_the_unmeasured_options_are_named_for_auto():
     """auto keeps fa2 for what fa3 takes but was not timed on; the words say which (one line)."""
     q, k = _q(8, 16, hq=4, hkv=2)
-    got = ta.unmeasured(q, k, (3, -1), 2.0, False)
+    got = unmeasured(q, k, (3, -1), 2.0, False)
     assert got == "grouped-query attention, Nq != Nk, a window, softcap"
-    assert ta.unmeasured(*_q(8), (-1, -1), 0.0, False) is None
-    assert ta.unmeasured(torch.empty(9, 2, 64), torch.empty(9, 2, 64), (-1, -1), 0.0, True) == "packed sequences"
+    assert unmeasured(*_q(8), (-1, -1), 0.0, False) is None
+    assert unmeasured(torch.empty(9, 2, 64), torch.empty(9, 2, 64), (-1, -1), 0.0, True) == "packed sequences"
 
 
 def test_the_options_timed_faster_on_fa3_are_not_unmeasured():
     """D = 128, causal, at least FA3_OPTIONS_MIN_QUERIES queries per sequence: the feature runs' cases, where fa3's
     forward beat fa2's with every option; one query fewer, not causal, or D = 64 stays unmeasured."""
-    m = ta.FA3_OPTIONS_MIN_QUERIES
+    m = FA3_OPTIONS_MIN_QUERIES
     q, k = torch.empty(1, 32, m, 128), torch.empty(1, 8, 8 * m, 128)
-    assert ta.unmeasured(q, k, (4095, -1), 50.0, False, True, m) is None
-    assert (
-        ta.unmeasured(q, k, (4095, -1), 50.0, False, False, m) == "grouped-query attention, Nq != Nk, a window, softcap"
-    )
-    assert ta.unmeasured(q[:, :, 1:], k, (-1, -1), 0.0, False, True, m - 1) == "grouped-query attention, Nq != Nk"
-    assert ta.unmeasured(q[..., :64], k[..., :64], (-1, -1), 0.0, False, True, m) == "grouped-query attention, Nq != Nk"
+    assert unmeasured(q, k, (4095, -1), 50.0, False, True, m) is None
+    assert unmeasured(q, k, (4095, -1), 50.0, False, False, m) == "grouped-query attention, Nq != Nk, a window, softcap"
+    assert unmeasured(q[:, :, 1:], k, (-1, -1), 0.0, False, True, m - 1) == "grouped-query attention, Nq != Nk"
+    assert unmeasured(q[..., :64], k[..., :64], (-1, -1), 0.0, False, True, m) == "grouped-query attention, Nq != Nk"
     more_queries = torch.empty(1, 32, 2 * m, 128), torch.empty(1, 8, m, 128)  # Nq > Nk: not timed
-    assert ta.unmeasured(*more_queries, (-1, -1), 0.0, False, True, 2 * m) == "grouped-query attention, Nq != Nk"
+    assert unmeasured(*more_queries, (-1, -1), 0.0, False, True, 2 * m) == "grouped-query attention, Nq != Nk"
     packed = torch.empty(5 * m, 32, 128), torch.empty(5 * m, 8, 128)
-    assert ta.unmeasured(*packed, (-1, -1), 0.0, True, True, m) is None
-    assert ta.unmeasured(*packed, (-1, -1), 0.0, True, True, m // 2) == "grouped-query attention, packed sequences"
+    assert unmeasured(*packed, (-1, -1), 0.0, True, True, m) is None
+    assert unmeasured(*packed, (-1, -1), 0.0, True, True, m // 2) == "grouped-query attention, packed sequences"
 
 
 def test_auto_asks_fast_fa3_with_a_packed_calls_longest_sequence(monkeypatch):

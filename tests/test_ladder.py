@@ -370,14 +370,15 @@ def interpreted():
     if GPU:
         pytest.skip("a GPU is here: the interpreter test is for machines without one")
     pytest.importorskip("triton")
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton.launcher import launcher
+    from flashviz.ops import fa2
 
-    if not ta.launcher().interpret:
+    if not launcher().interpret:
         pytest.skip("Triton was imported before TRITON_INTERPRET=1 could be set")
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"torch seed: {seed}")
     torch.manual_seed(seed)
-    return ta
+    return fa2
 
 
 def reference64(q, k, v, scale, causal):
@@ -394,12 +395,12 @@ def reference64(q, k, v, scale, causal):
 def test_fp32_ieee_is_float32_exact_and_tf32_is_tf32_close(interpreted, n, causal):
     import torch
 
-    ta = interpreted
+    fa2 = interpreted
     q, k, v = (torch.randn(2, 2, n, 64) for _ in range(3))
     ref = reference64(q, k, v, 0.125, causal)
     errors = {}
     for precision in ("ieee", "tf32"):
-        o, lse = ta._forward_fp32(q, k, v, None, precision, causal=causal, scale=0.125)
+        o, lse = fa2._forward_fp32(q, k, v, None, precision, causal=causal, scale=0.125)
         assert o.dtype == torch.float32 and o.shape == q.shape and torch.isfinite(lse).all()
         errors[precision] = ((o.double() - ref).abs().max() / ref.abs().max()).item()
     assert errors["ieee"] < 5e-6, errors  # fp32 rounding only
@@ -409,11 +410,11 @@ def test_fp32_ieee_is_float32_exact_and_tf32_is_tf32_close(interpreted, n, causa
 def test_fp32_path_refuses_what_it_cannot_run(interpreted):
     import torch
 
-    ta = interpreted
+    fa2 = interpreted
     q = torch.randn(1, 1, 16, 64)
     with pytest.raises(ValueError, match="precision must be one of ieee, tf32"):
-        ta._forward_fp32(q, q, q, None, "bf16x3")
+        fa2._forward_fp32(q, q, q, None, "bf16x3")
     with pytest.raises(ValueError, match="q must be a float32"):
-        ta._forward_fp32(q.bfloat16(), q, q, None, "ieee")
+        fa2._forward_fp32(q.bfloat16(), q, q, None, "ieee")
     with pytest.raises(ValueError, match="must be bfloat16 or float16"):
         flashviz.attention(q, q, q)  # the public API still takes bf16/fp16 only

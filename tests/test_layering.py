@@ -18,17 +18,22 @@ from flashviz.model import kernels
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "flashviz"
-# The one machinery module that reaches into an algorithm's folder: flashviz.attention's host side (tile choice,
-# autograd) for the Triton kernel in algos/fa2_triton/ (the folder's engine walks through the same file).
+# The machinery's imports of an algorithm's folder: flashviz.attention (ops/) runs the kernels of algos/fa2_triton/
+# through that folder's launcher, as the folder's own GPU launch (`gpu.py`) does.
+FA2_LAUNCHER = "flashviz.algos.fa2_triton.launcher"
 DECLARED = {
-    ("flashviz.ops.fa2", "flashviz.algos.fa2_triton.kernel"),
+    ("flashviz.ops.checks", FA2_LAUNCHER),  # CPU tensors need the launcher's kernels interpreted
+    ("flashviz.ops.library", FA2_LAUNCHER),  # the operators' fa2 forward and backward
+    ("flashviz.ops.ring", FA2_LAUNCHER),  # each ring step's forward and backward
+    ("flashviz.ops.fa2", FA2_LAUNCHER),  # the ladder's fp32 rungs
+    ("flashviz.ops.fa2", "flashviz.algos.fa2_triton.launch_tiles"),  # their tiles
+    ("flashviz.ops.fa3", FA2_LAUNCHER),  # fa3's backward by FlashAttention-2's kernels
     ("flashviz.ops.fa3", "flashviz.algos.fa3.kernel"),  # fa3's launcher and autograd, for algos/fa3/
 }
 # The arrows that go up a layer, each for one reason: an algorithm's GPU launch (its `gpu.py`, run by `flashviz gpu
 # run`) runs its kernel through the launcher of flashviz.attention, so that the GPU runner and the public function
 # launch the same kernel the same way.
 UPWARD = {
-    ("flashviz.algos.fa2_triton.gpu", "flashviz.ops.fa2"),
     ("flashviz.algos.fa3.gpu", "flashviz.ops.fa3"),
 }
 # The package by role (docs/DESIGN.md "Layers"), lowest first: a module may import its own layer and those below.

@@ -113,14 +113,14 @@ def test_workers_default_to_the_cpus(monkeypatch):
 GPU_CHILD = r"""
 import json, torch, flashviz
 from triton import knobs
-from flashviz.ops import fa2
+from flashviz.runtime import precompile
 compiles, jobs = [], []
 def listen(src, cache_hit, **_):
     fn = getattr(src.fn, "fn", src.fn)
     compiles.append([getattr(fn, "__name__", str(fn)), cache_hit])
 knobs.compilation.listener = listen
-compile_all = fa2.precompile.compile_all
-fa2.precompile.compile_all = lambda batch: (jobs.append(len(batch)), compile_all(batch))[1]
+compile_all = precompile.compile_all
+precompile.compile_all = lambda batch: (jobs.append(len(batch)), compile_all(batch))[1]
 q, k, v = (torch.randn(2, 8, 1024, 64, dtype=torch.bfloat16, device="cuda", requires_grad=True) for _ in "qkv")
 o = flashviz.attention(q, k, v, causal=True, backend="fa2")
 o.backward(torch.randn_like(o))

@@ -409,7 +409,7 @@ def attention_stubbed():
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported, as test_attention does
     pytest.importorskip("triton")
-    from flashviz.ops import fa2 as ta
+    from flashviz.algos.fa2_triton import launcher as ta
     from flashviz.ops import library
 
     saved = library.run_forward

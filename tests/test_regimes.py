@@ -63,7 +63,7 @@ def test_at_br_at_least_bc_fa2_moves_fewer_bytes():
 
 
 def test_real_forward_tiles_are_at_least_as_tall_as_wide():
-    from flashviz.ops.fa2 import FWD_TILES
+    from flashviz.algos.fa2_triton.launch_tiles import FWD_TILES
 
     tiles = [t for ts in FWD_TILES.values() for t in ts]
     assert tiles and all(t.Br >= t.Bc for t in tiles)

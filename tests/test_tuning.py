@@ -17,7 +17,7 @@ from flashviz.runtime.tuning import VERSION, TuningCache, bucket, cache_dir, ide
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-from flashviz.ops import fa2 as ta  # noqa: E402
+from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
 
 
 @pytest.mark.parametrize(("n", "b"), [(1, 16), (16, 16), (17, 32), (1000, 1024), (1024, 1024), (1025, 2048),

@@ -15,8 +15,7 @@ from typing import Any
 
 import torch
 
-from flashviz.ops import fa2 as checks
-from flashviz.ops import library
+from flashviz.ops import checks, library
 from flashviz.runtime.tuning import bucket
 
 

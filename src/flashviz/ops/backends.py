@@ -5,7 +5,7 @@
 - "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0,
   every option of flashviz.attention and attention_varlen in its forward (their backward fa2's);
 - "auto": fa3 where it runs and was measured faster for the shape (`fast_fa3`; with the options of issue 22,
-  `flashviz.ops.fa2.FA3_OPTIONS_MIN_QUERIES`), fa2 elsewhere.
+  `FA3_OPTIONS_MIN_QUERIES`), fa2 elsewhere.
 
 These names are backends of flashviz.attention, not the viewer's algorithms (which the registry names).
 """
@@ -32,6 +32,40 @@ def fast_fa3(d: int, n: int, causal: bool) -> bool:
     if d == 64:
         return n <= 2048
     return False
+
+
+# Where fa3's forward with the options measured faster than fa2's, so auto runs it: D = 128, causal, at least this
+# many queries per sequence. The two feature runs of 2026-12-05 (an H100, every provider in one process;
+# bench/results/attention/features/2026-12-05-nvidia-h100 and -run2), GQA 32/8, fa3 against fa2, forward TFLOP/s:
+# GQA N=8k 634, 642 against 483, 495; a cache Nq=2k Nk=16k 643 against 524; a window of 4096 at N=32k 627, 579
+# against 483, 491; softcap 50 at N=8k 355, 345 against 307, 337; 64 packed sequences of 91 to 3,994 tokens 412, 378
+# against 350, 371. With 1 to 128 queries against a cache (decode) fa2's split-KV forward was 2 to 10x faster; in
+# between, not causal, at D = 64 and with more queries than keys, fa3 was not timed with the options.
+FA3_OPTIONS_MIN_QUERIES = 2048
+
+
+def unmeasured(q, k, window, softcap, varlen: bool, causal: bool = False, queries: int = 0) -> str | None:
+    """What of a call fa3 takes but was not timed faster than fa2 for (None: nothing), in words, for `choose`: fa3
+    runs it when asked (backend="fa3"), auto keeps fa2 for it. Grouped-query attention (fa3's forward reads K/V head
+    h // group since issue 22), Nq != Nk, a window, softcap and packed sequences (compiled into fa3's forward where
+    a call asks for them); the backward of each is fa2's. None, too, where they were timed and fa3 was faster:
+    D = 128, causal, `queries` (Nq, or max_seqlen_q) at least FA3_OPTIONS_MIN_QUERIES, and (dense) no more queries
+    than keys."""
+    what = []
+    if q.shape[1] != k.shape[1]:  # H is dimension 1 in both layouts
+        what.append("grouped-query attention")
+    if not varlen and q.shape[2] != k.shape[2]:
+        what.append("Nq != Nk")
+    if tuple(window) != (-1, -1):
+        what.append("a window")
+    if softcap:
+        what.append("softcap")
+    if varlen:
+        what.append("packed sequences")
+    more_queries_than_keys = not varlen and q.shape[2] > k.shape[2]  # not among the timed cases
+    if q.shape[-1] == 128 and causal and queries >= FA3_OPTIONS_MIN_QUERIES and not more_queries_than_keys:
+        return None
+    return ", ".join(what) or None
 
 
 def choose(backend: object, q, causal: bool, scale: float | None = None, unmeasured: str | None = None,

@@ -345,9 +345,9 @@ def backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float, kernel: str 
     needs_fa2 = q.shape[1] != k.shape[1] or q.shape[2] != k.shape[2] or opts is not None  # fa3_bwd: plain only
     if kernel.startswith("gluon") and not needs_fa2:
         return backward_gluon(q, k, v, o, lse, do, dlse, causal, scale, vec_atomic=kernel == "gluon-vec")
-    from flashviz.ops import fa2 as fa2_attention
+    from flashviz.algos.fa2_triton import launcher as fa2_launcher
 
-    return fa2_attention.launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
+    return fa2_launcher.launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
 
 
 _LOG2E = 1.4426950408889634

@@ -19,24 +19,24 @@ import math
 import torch
 from torch import Tensor
 
-from flashviz.ops import backends
-from flashviz.ops import fa2 as launch
+from flashviz.algos.fa2_triton import launcher as fa2_launcher
+from flashviz.ops import backends, checks
 from flashviz.runtime.tma import tma_ready
 
 
 def options(left: int, right: int, softcap: float, cu_q: Tensor | None, cu_k: Tensor | None, max_q: int,
-            max_k: int) -> launch.Options:  # fmt: skip
+            max_k: int) -> fa2_launcher.Options:  # fmt: skip
     """The launcher's Options of an operator's plain arguments (PLAIN: plain attention)."""
     if cu_q is None and (left, right, softcap) == (-1, -1, 0.0):
-        return launch.PLAIN
-    return launch.Options(left, right, float(softcap), cu_q, cu_k, max_q, max_k)
+        return fa2_launcher.PLAIN
+    return fa2_launcher.Options(left, right, float(softcap), cu_q, cu_k, max_q, max_k)
 
 
 def choose(backend: str, q: Tensor, k: Tensor, causal: bool, scale: float, left: int, right: int, softcap: float,
            varlen: bool, queries: int) -> str:  # fmt: skip
     """The backend that runs this call: "fa3" or "fa2" (flashviz.ops.backends.choose; ValueError, one line, where
     the one asked for cannot run)."""
-    unmeasured = launch.unmeasured(q, k, (left, right), softcap, varlen, causal, queries)
+    unmeasured = backends.unmeasured(q, k, (left, right), softcap, varlen, causal, queries)
     return backends.choose(backend, q, causal, scale, unmeasured=unmeasured, n=queries)
 
 
@@ -50,8 +50,8 @@ def run_forward(q: Tensor, k: Tensor, v: Tensor, cu_q: Tensor | None, cu_k: Tens
     if backend == backends.FA3:
         from flashviz.ops import fa3
 
-        return fa3.forward(q, k, v, causal, scale, opts=None if opts is launch.PLAIN else opts)
-    return launch.launcher().forward(q, k, v, causal, scale, opts=opts)
+        return fa3.forward(q, k, v, causal, scale, opts=None if opts is fa2_launcher.PLAIN else opts)
+    return fa2_launcher.launcher().forward(q, k, v, causal, scale, opts=opts)
 
 
 def run_backward(do: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor,
@@ -64,8 +64,8 @@ def run_backward(do: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tenso
     if backend == backends.FA3:
         from flashviz.ops import fa3
 
-        return fa3.backward(q, k, v, o, lse, do, dlse, causal, scale, opts=None if opts is launch.PLAIN else opts)
-    return launch.launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
+        return fa3.backward(q, k, v, o, lse, do, dlse, causal, scale, opts=None if opts is fa2_launcher.PLAIN else opts)
+    return fa2_launcher.launcher().backward(q, k, v, o, lse, do, dlse, causal, scale, opts=opts)
 
 
 @torch.library.custom_op("flashviz::attention_forward", mutates_args=())
@@ -82,8 +82,8 @@ def attention_forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor | No
 @attention_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, left, right, softcap, backend):
     varlen = cu_seqlens_q is not None
-    launch.check_tensors(q, k, v, varlen=varlen)
-    launch.check_softcap(q, scale, softcap)
+    checks.check_tensors(q, k, v, varlen=varlen)
+    checks.check_softcap(q, scale, softcap)
     queries = max_seqlen_q if varlen else q.shape[2]
     choose(backend, q, k, causal, scale, left, right, softcap, varlen, queries)
     lse_shape = (q.shape[1], q.shape[0]) if varlen else tuple(q.shape[:3])

@@ -26,9 +26,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from flashviz.algos.fa2_triton import launcher as fa2_launcher
 from flashviz.model.merge import merge
 from flashviz.model.ring_layout import LAYOUTS, blocks, calls, check_layout, chunk_count, chunks
-from flashviz.ops import fa2 as ta
+from flashviz.ops import checks
 from flashviz.runtime.tma import tma_ready
 
 
@@ -37,15 +38,15 @@ from flashviz.runtime.tma import tma_ready
 # ----------------------------------------------------------------------------------------------------------
 def _check_world(rank: object, world: object) -> tuple[int, int]:
     if isinstance(world, bool) or not isinstance(world, int) or world < 1:
-        raise ValueError(f"world must be an integer >= 1; got {ta._cut(repr(world))}")
+        raise ValueError(f"world must be an integer >= 1; got {checks._cut(repr(world))}")
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
-        raise ValueError(f"rank must be an integer in 0..{world - 1}; got {ta._cut(repr(rank))}")
+        raise ValueError(f"rank must be an integer in 0..{world - 1}; got {checks._cut(repr(rank))}")
     return rank, world
 
 
 def _check_dim(x: torch.Tensor, dim: object) -> int:
     if isinstance(dim, bool) or not isinstance(dim, int) or not -x.dim() <= dim < x.dim():
-        raise ValueError(f"dim must be an integer in {-x.dim()}..{x.dim() - 1}; got {ta._cut(repr(dim))}")
+        raise ValueError(f"dim must be an integer in {-x.dim()}..{x.dim() - 1}; got {checks._cut(repr(dim))}")
     return dim % x.dim()
 
 
@@ -54,7 +55,7 @@ def ring_shard(x: torch.Tensor, rank: int, world: int, layout: str = "zigzag", d
     expects it: contiguous -- chunk `rank` of `world`; zigzag -- chunks `rank` and 2*world-1-rank of 2*world,
     concatenated. The length along `dim` must be a multiple of the chunk count (ragged shards are refused)."""
     if not isinstance(x, torch.Tensor):
-        raise ValueError(f"x must be a torch.Tensor; got {ta._cut(type(x).__name__)}")
+        raise ValueError(f"x must be a torch.Tensor; got {checks._cut(type(x).__name__)}")
     rank, world = _check_world(rank, world)
     layout = check_layout(layout)
     dim = _check_dim(x, dim)
@@ -77,7 +78,7 @@ def ring_unshard(shards: list[torch.Tensor], layout: str = "zigzag", dim: int = 
     world = len(shards)
     if any(s.shape != shards[0].shape for s in shards):
         shapes = ", ".join(str(tuple(s.shape)) for s in shards[:4])
-        raise ValueError(f"shards must have one shape; got {ta._cut(shapes, 80)}")
+        raise ValueError(f"shards must have one shape; got {checks._cut(shapes, 80)}")
     per = len(chunks(0, world, layout))
     if shards[0].shape[dim] % per:
         raise ValueError(f"a {layout} shard holds {per} chunks: its length along dim {dim} must be a multiple of {per}")
@@ -136,7 +137,7 @@ def _local_forward(q, k, v, causal: bool, scale: float):
 def _local_backward(q, k, v, o, lse, do, dlse, causal: bool, scale: float):
     """dQ, dK, dV of one block given the merged O and L of q's rows (and their incoming gradients): the kernels'
     own backward, which recomputes P = exp(S - L) -- with the merged L, the block's share of the final softmax."""
-    run = ta.launcher()
+    run = fa2_launcher.launcher()
     q, k, v, o, do = (tma_ready(t) for t in (q, k, v, o, do))
     return run.backward(q, k, v, o, lse, do, dlse, causal, scale)
 
@@ -257,9 +258,9 @@ class _RingAttention(torch.autograd.Function):
 # ----------------------------------------------------------------------------------------------------------
 def _local_problem(q, k, v, causal, scale, layout, return_lse) -> str | None:
     try:
-        ta.check_inputs(q, k, v, causal, scale)
+        checks.check_inputs(q, k, v, causal, scale)
         if not isinstance(return_lse, bool):
-            raise ValueError(f"return_lse must be True or False; got {ta._cut(repr(return_lse))}")
+            raise ValueError(f"return_lse must be True or False; got {checks._cut(repr(return_lse))}")
         check_layout(layout)
     except ValueError as exc:
         return str(exc)
@@ -278,7 +279,7 @@ def _agree(group: Any, rank: int, world: int, q, problem: str | None, causal, sc
     device = torch.device("cpu") if "gloo" in backend else torch.device("cuda", torch.cuda.current_device())
     fine = problem is None
     shape = list(q.shape) if fine else [0, 0, 0, 0]
-    dtype = ta.SUPPORTED_DTYPES.index(q.dtype) if fine else -1
+    dtype = checks.SUPPORTED_DTYPES.index(q.dtype) if fine else -1
     resolved = (1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)) if fine else 0.0
     layout_i = LAYOUTS.index(layout) if fine else -1
     mine = torch.tensor([*shape, dtype, float(causal is True), resolved, layout_i, float(not fine)],
@@ -297,7 +298,7 @@ def _agree(group: Any, rank: int, world: int, q, problem: str | None, causal, sc
         if len(set(values)) > 1:
             other = next(r for r, x in enumerate(values) if x != values[rank])
             shown = {
-                "dtype": lambda x: str(ta.SUPPORTED_DTYPES[int(x[0])]),
+                "dtype": lambda x: str(checks.SUPPORTED_DTYPES[int(x[0])]),
                 "layout": lambda x: LAYOUTS[int(x[0])],
                 "causal": lambda x: str(bool(x[0])),
             }.get(name, lambda x: str(tuple(int(a) for a in x)) if len(x) > 1 else f"{x[0]:g}")

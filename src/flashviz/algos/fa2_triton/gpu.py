@@ -35,12 +35,13 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
     float32 NumPy, and the launch's facts (the second launch is timed: the first compiles)."""
     import torch
 
-    from flashviz.ops import fa2 as ta
+    from .launch_tiles import Tiles
+    from .launcher import launcher
 
-    run = ta.launcher()
+    run = launcher()
     device = "cpu" if run.interpret else "cuda"
     ws = tiles.warps_and_stages(cfg.n, cfg.d, cfg.br, cfg.bc, cfg.causal)
-    t = ta.Tiles(cfg.br, cfg.bc, ws["num_warps"], ws["num_stages"], ws["maxnreg"])
+    t = Tiles(cfg.br, cfg.bc, ws["num_warps"], ws["num_stages"], ws["maxnreg"])
     heads = inputs["Q"].shape[0]
     q, k, v = (
         torch.from_numpy(np.ascontiguousarray(inputs[name], dtype=np.float32))
