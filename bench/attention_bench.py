@@ -43,12 +43,13 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_features
 if "--smoke" in sys.argv and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported (by fa3_attention below)
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is first imported (by fa3_launcher below)
 
 from flashviz.algos.fa2_triton import launcher as ta
 from flashviz.algos.fa2_triton.launch_tiles import BWD_VARIANTS, DKDV_TILES, DQ_TILES, FUSED_TILES, FWD_TILES, Tiles
+from flashviz.algos.fa3 import launcher as fa3
 from flashviz.ops import attention as api
-from flashviz.ops import fa3 as fa3
+from flashviz.ops import fa3 as fa3_backend
 from flashviz.ops.reference import judge
 
 PROVIDERS = ("flashviz", "fa3", "fa4", "sdpa-cudnn", "flex", "sdpa-flash", "sdpa-efficient")
@@ -126,7 +127,7 @@ def fa3_jobs() -> list:
         for causal in (False, True):
             cfgs = list(dict.fromkeys([*fa3.FWD_CANDIDATES[d], *(fa3.ablation_config(d, r) for r in fa3.ABLATION)]))
             jobs += [("fa3", d, causal, c) for c in cfgs]
-            jobs += [("fa3", d, causal, k) for k in fa3.BWD_CANDIDATES if k.startswith("gluon")]
+            jobs += [("fa3", d, causal, k) for k in fa3_backend.BWD_CANDIDATES if k.startswith("gluon")]
     return jobs
 
 
@@ -137,8 +138,8 @@ def precompile_fa3(job):
         q, k, v, do = (torch.randn(1, 2, 300, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
         if isinstance(what, str):
             o, lse = fa3.forward(q, k, v, causal, d**-0.5, fa3.FWD_CONFIGS[d])
-            fa3.backward(q, k, v, o, lse, do, None, causal, d**-0.5, kernel=what)
-            fa3.backward(q, k, v, o, lse, do, lse, causal, d**-0.5, kernel=what)  # the Delta kernel with dL
+            fa3_backend.backward(q, k, v, o, lse, do, None, causal, d**-0.5, kernel=what)
+            fa3_backend.backward(q, k, v, o, lse, do, lse, causal, d**-0.5, kernel=what)  # the Delta kernel with dL
         else:
             fa3.forward(q, k, v, causal, d**-0.5, what)
         torch.cuda.synchronize()
@@ -252,10 +253,10 @@ def fa3_gate(dims, budget_end) -> dict:
                         FA3_FAILED.add((d, causal, cfg))
                         log(f"FA3 GATE FAIL {name}: {results[name]}")
                 o, lse = fa3.forward(q, k, v, causal, scale, fa3.FWD_CONFIGS[d])
-                for kernel in fa3.BWD_CANDIDATES:
+                for kernel in fa3_backend.BWD_CANDIDATES:
                     name = f"fa3 bwd {kernel} D={d} causal={int(causal)} B={B} H={H} N={N}"
                     try:
-                        dq, dk, dv = fa3.backward(q, k, v, o, lse, do, None, causal, scale, kernel=kernel)
+                        dq, dk, dv = fa3_backend.backward(q, k, v, o, lse, do, None, causal, scale, kernel=kernel)
                         verdict = judge({"dQ": dq, "dK": dk, "dV": dv}, q, k, v, causal, scale, do)
                         results[name] = {"ok": verdict.ok, "errors": verdict.errors, "plain": verdict.plain}
                     except Exception as e:
@@ -318,7 +319,7 @@ FA3_FAILED: set = set()  # (D, causal, forward config or backward kernel) that f
 
 def fa3_ready(extra: dict, d: int, n: int, causal: bool) -> bool:
     """fa3 is timed at a shape when its gate ran and passed the forward config and backward kernel it runs there."""
-    runs = {(d, causal, fa3.forward_config(d, n, causal)), (d, causal, fa3.BACKWARD)}
+    runs = {(d, causal, fa3.forward_config(d, n, causal)), (d, causal, fa3_backend.BACKWARD)}
     return bool(extra.get("fa3_gate_ran")) and not runs & FA3_FAILED
 
 
@@ -631,8 +632,9 @@ def markdown(doc: dict, extra: dict) -> str:
             *floors,
         ]
     if extra.get("fa3_choices"):
-        lines += ["", f"fa3 ran, per shape: the forward config of fa3_attention.forward_config and the backward kernel "
-                  f"{next(iter(extra['fa3_choices'].values()))['bwd']!r} (fa3_attention.BACKWARD):", ""]  # fmt: skip
+        lines += ["", "fa3 ran, per shape: the forward config of flashviz.algos.fa3.launcher.forward_config and the "
+                  f"backward kernel {next(iter(extra['fa3_choices'].values()))['bwd']!r} (flashviz.ops.fa3.BACKWARD):",
+                  ""]  # fmt: skip
         for key, v in extra["fa3_choices"].items():
             lines.append(f"- {key}: forward {v['fwd']}")
     if extra.get("fa3_tuned"):  # runs before the fixed table (fa3-run2): the in-process tuner's choices
@@ -771,7 +773,7 @@ def main() -> int:
     finally:
         extra["tuned"] = tuned_configs()
         extra["fa3_choices"] = {
-            f"D={d} N={n} causal={int(c)}": {"fwd": fa3.forward_config(d, n, c).name(), "bwd": fa3.BACKWARD}
+            f"D={d} N={n} causal={int(c)}": {"fwd": fa3.forward_config(d, n, c).name(), "bwd": fa3_backend.BACKWARD}
             for d, n in SHAPES
             for c in (False, True)
         }

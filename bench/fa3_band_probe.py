@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, "src")
 from flashviz.algos.fa2_triton.launcher import Options
-from flashviz.ops import fa3
+from flashviz.algos.fa3 import launcher as fa3
 
 torch.manual_seed(0)
 for nq, nk, hq, hkv, causal in [

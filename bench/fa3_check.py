@@ -32,7 +32,7 @@ def log(msg: str) -> None:
 
 
 def warm_jobs():
-    from flashviz.ops import fa3 as f
+    from flashviz.algos.fa3 import launcher as f
 
     jobs = []
     for d in f.SUPPORTED_D:
@@ -51,7 +51,8 @@ def warm_jobs():
 def warm_one(job):
     import torch
 
-    from flashviz.ops import fa3 as f
+    from flashviz.algos.fa3 import launcher as f
+    from flashviz.ops import fa3 as fa3_backend
 
     kind, d, causal, rung = job
     start = time.time()
@@ -67,8 +68,8 @@ def warm_one(job):
             f.forward(q, k, v, causal, d**-0.5, f.ablation_config(d, rung))
         else:
             o, lse = f.forward(q, k, v, causal, d**-0.5)
-            f.backward(q, k, v, o, lse, do, None, causal, d**-0.5, kernel="gluon")
-            f.backward(q, k, v, o, lse, do, lse, causal, d**-0.5, kernel="gluon")  # with dL
+            fa3_backend.backward(q, k, v, o, lse, do, None, causal, d**-0.5, kernel="gluon")
+            fa3_backend.backward(q, k, v, o, lse, do, lse, causal, d**-0.5, kernel="gluon")  # with dL
         torch.cuda.synchronize()
         return job, "ok", time.time() - start
     except Exception as e:
@@ -100,7 +101,8 @@ def time_shape(args, B, H, N, D, causal, rows) -> None:
     from triton.testing import do_bench
 
     import flashviz
-    from flashviz.ops import fa3 as f
+    from flashviz.algos.fa3 import launcher as f
+    from flashviz.ops import fa3 as fa3_backend
 
     def bench(fn):
         return do_bench(fn, warmup=args.warmup, rep=args.rep, return_mode="median")
@@ -120,9 +122,13 @@ def time_shape(args, B, H, N, D, causal, rows) -> None:
             cfg = f.ablation_config(D, rung)
             add(f"fa3 {rung}", "fwd", bench(lambda cfg=cfg: f.forward(q, k, v, causal, scale, cfg)))
         o, lse = f.forward(q, k, v, causal, scale)
-        add("fa3 gluon", "bwd", bench(lambda: f.backward(q, k, v, o, lse, do, None, causal, scale, "gluon")))
-        f.backward(q, k, v, o, lse, do, None, causal, scale, "triton")  # tunes
-        add("fa3 triton-bwd", "bwd", bench(lambda: f.backward(q, k, v, o, lse, do, None, causal, scale, "triton")))
+        add("fa3 gluon", "bwd", bench(lambda: fa3_backend.backward(q, k, v, o, lse, do, None, causal, scale, "gluon")))
+        fa3_backend.backward(q, k, v, o, lse, do, None, causal, scale, "triton")  # tunes
+        add(
+            "fa3 triton-bwd",
+            "bwd",
+            bench(lambda: fa3_backend.backward(q, k, v, o, lse, do, None, causal, scale, "triton")),
+        )
     except Exception as e:
         log(f"{name} fa3 ERROR {type(e).__name__}: {str(e)[:300]}")
     qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
@@ -149,7 +155,7 @@ def phase_time(args) -> int:
     import torch
 
     from flashviz.algos.fa2_triton import launcher as ta
-    from flashviz.ops import fa3 as f
+    from flashviz.algos.fa3 import launcher as f
 
     rows: list = []
     for B, H, N, D in SHAPES:

@@ -2,7 +2,7 @@
 (bench/attention_features.py) that fa3 now takes: prefill with a cache (Nq = 2k, Nk = 16k), a sliding window of
 4096 at N = 32k, softcap 50 at N = 8k; GQA 32/8, D = 128, bf16, causal, B as the feature benchmark has them.
 
-Forward only: fa3's backward of an option is fa2's (`fa3_attention.backward`), so a forward + backward comparison
+Forward only: fa3's backward of an option is fa2's (`flashviz.ops.fa3.backward`), so a forward + backward comparison
 differs by the forward alone. Per case, in one process, after compiling everything in parallel worker processes
 (forked before this one touches CUDA): fa3 with the config the launcher picks (`forward_config`), fa3 with persistent
 programs switched the other way, fa3 with `fast_tanh` (softcap's tanh.approx.f32) where softcap is on,
@@ -51,7 +51,7 @@ def options(case: af.Case):
 
 def fa3_variants(case: af.Case) -> dict:
     """name -> FwdConfig (None: the launcher's own pick)."""
-    from flashviz.ops import fa3 as f
+    from flashviz.algos.fa3 import launcher as f
 
     left = case.window[0] if case.window[0] >= 0 else f.UNBOUNDED
     picked = f.forward_config(case.d, min(case.nk, left + f.BR), case.causal)
@@ -70,7 +70,7 @@ def warm(job) -> tuple[str, float]:
     try:
         import torch
 
-        from flashviz.ops import fa3 as f
+        from flashviz.algos.fa3 import launcher as f
 
         _, case, cfg = job
         nq = min(case.nq, 256)  # Nq = Nk stays so (no band), Nq != Nk too; the window stays bounded
@@ -92,8 +92,8 @@ def timer(args, fn) -> float:
 def run_case(args, case: af.Case, index: int, rows: list, notes: dict, budget_end: float) -> None:
     import torch
 
+    from flashviz.algos.fa3 import launcher as f
     from flashviz.ops import attention as api
-    from flashviz.ops import fa3 as f
 
     x = af.make_inputs(case, "cuda", 1000 + index)
     scale = case.d**-0.5

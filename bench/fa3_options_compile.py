@@ -60,7 +60,7 @@ def tile_loops(sass: str) -> list[tuple[int, int]]:
 def main() -> None:
     import triton
 
-    from flashviz.ops import fa3 as fa3
+    from flashviz.algos.fa3 import launcher as fa3
 
     tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     print("| build | D | causal | GROUP | regs at entry | stack B | spill stores/loads B | tile loops: HGMMA, LDL+STL "

@@ -1,7 +1,7 @@
 """Compile the fa3 forward for sm_90 on the CPU and write its PTX/TTGIR, to compare a tree's build with another's
 (bench/results/fa3-view/2026-12-02/ptx-compare.md, bench/results/fa3-options/ptx-compare.md). Run with
 TRITON_INTERPRET unset; the compiling tree is the one on PYTHONPATH (this script only calls
-fa3_attention.compile_sm90, whose arguments the trees share).
+fa3_launcher.compile_sm90, whose arguments the trees share).
 
     PYTHONPATH=<tree>/src python bench/fa3_ptx_compare.py OUTDIR [--ts-tiles 8]   # D=128, causal and not
     PYTHONPATH=<tree>/src python bench/fa3_ptx_compare.py OUTDIR --all            # + D=64, TS_TILES=8, GQA, rungs
@@ -40,7 +40,7 @@ def builds(everything: bool, ts_tiles: int) -> list[tuple[str, dict]]:
     if ts_tiles:
         out = [(stem, {**kw, "ts_tiles": ts_tiles}) for stem, kw in out]
     if everything:
-        from flashviz.ops import fa3
+        from flashviz.algos.fa3 import launcher as fa3
 
         out += [(f"fwd_d64_causal{c}", {"d": 64, "causal": c}) for c in (False, True)]
         out += [("fwd_causalFalse_ts8", {"d": 128, "causal": False, "ts_tiles": 8})]
@@ -62,7 +62,7 @@ def main() -> int:
         return diff(Path(args.diff[0]), Path(args.diff[1]))
     if not args.out:
         ap.error("OUTDIR is required (or --diff A B)")
-    from flashviz.ops import fa3
+    from flashviz.algos.fa3 import launcher as fa3
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,7 @@ def main() -> int:
     import torch
 
     from flashviz.algos.fa3 import kernel as km
-    from flashviz.ops import fa3 as fa3
+    from flashviz.algos.fa3 import launcher as fa3
 
     why = fa3.unavailable()
     if why is not None:

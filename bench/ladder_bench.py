@@ -399,7 +399,7 @@ def seed_rung(x: Inputs, s: dict, br: int, bc: int, threads: int, quick: bool, b
 
 def fa3_rung(x: Inputs, rung: str, quick: bool) -> tuple[dict, dict]:
     """algos/fa3/kernel.py's forward at one rung of its ablation, on the bf16 inputs; (tiles, measurement)."""
-    from flashviz.ops import fa3 as fa3
+    from flashviz.algos.fa3 import launcher as fa3
 
     cfg = fa3.ablation_config(x.q16.shape[-1], rung)
 
@@ -478,7 +478,7 @@ PEAK_WORDS = {
     "tf32_matmul": "cuBLAS's tf32 matmul",
     "bf16_matmul": "cuBLAS's bf16 matmul",
 }
-FA3_RUNGS = {  # rung name -> fa3_attention.ABLATION's rung
+FA3_RUNGS = {  # rung name -> fa3_launcher.ABLATION's rung
     "fa3-ws": "warp specialization",
     "fa3-pingpong": "+ ping-pong",
     "fa3-overlap": "+ intra-warpgroup overlap",
@@ -887,7 +887,7 @@ def ladder(run: Run, x: Inputs, shape: dict, budget_end: float) -> None:
     step("triton-bf16-tuned", tuned)
 
     # 8-11: FlashAttention-3 in Gluon, one idea at a time (needs an sm_90 GPU)
-    from flashviz.ops import fa3 as fa3
+    from flashviz.algos.fa3 import launcher as fa3
 
     why = fa3.unavailable() if DEVICE == "cuda" else "Gluon has no interpreter; this is a CPU smoke run"
     for name, rung in FA3_RUNGS.items():

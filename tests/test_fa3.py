@@ -19,13 +19,14 @@ if not GPU:
 pytest.importorskip("triton")
 
 import flashviz  # noqa: E402
+from flashviz.algos.fa3 import launcher as fa3_launcher  # noqa: E402
 from flashviz.ops import backends as attention_backends  # noqa: E402
-from flashviz.ops import fa3 as fa3_attention  # noqa: E402
+from flashviz.ops import fa3 as fa3_backend  # noqa: E402
 from flashviz.ops.reference import judge  # noqa: E402
 
-HOPPER = GPU and fa3_attention.unavailable() is None
+HOPPER = GPU and fa3_launcher.unavailable() is None
 gpu = pytest.mark.gpu
-needs_hopper = pytest.mark.skipif(not HOPPER, reason=f"fa3 needs an sm_90 GPU: {fa3_attention.unavailable()}")
+needs_hopper = pytest.mark.skipif(not HOPPER, reason=f"fa3 needs an sm_90 GPU: {fa3_launcher.unavailable()}")
 
 
 @pytest.fixture
@@ -42,8 +43,8 @@ def qkv(B, H, N, D, dtype):
 
 
 def run(q, k, v, do, causal, scale, config=None, kernel="gluon", dl=None):
-    o, lse = fa3_attention.forward(q, k, v, causal, scale, config)
-    dq, dk, dv = fa3_attention.backward(q, k, v, o, lse, do, dl, causal, scale, kernel=kernel)
+    o, lse = fa3_launcher.forward(q, k, v, causal, scale, config)
+    dq, dk, dv = fa3_backend.backward(q, k, v, o, lse, do, dl, causal, scale, kernel=kernel)
     return {"O": o, "L": lse, "dQ": dq, "dK": dk, "dV": dv}
 
 
@@ -87,15 +88,15 @@ def test_the_other_backward_kernels_match_float64(seed, kernel, N, D, causal):
 
 @gpu
 @needs_hopper
-@pytest.mark.parametrize("D", fa3_attention.SUPPORTED_D)
+@pytest.mark.parametrize("D", fa3_launcher.SUPPORTED_D)
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("rung", list(fa3_attention.ABLATION))
+@pytest.mark.parametrize("rung", list(fa3_launcher.ABLATION))
 def test_every_ablation_rung_is_correct_and_repeatable(seed, rung, causal, D):
     """Each forward of the ablation (no ping-pong, no overlap, not persistent, ...) against float64; run three
     times on the same inputs, the outputs must agree to the bit (a race moves them)."""
     q, k, v, do = qkv(2, 3, 1000, D, torch.bfloat16)
-    cfg = fa3_attention.ablation_config(D, rung)
-    runs = [fa3_attention.forward(q, k, v, causal, 0.1, cfg) for _ in range(3)]
+    cfg = fa3_launcher.ablation_config(D, rung)
+    runs = [fa3_launcher.forward(q, k, v, causal, 0.1, cfg) for _ in range(3)]
     for o, lse in runs[1:]:
         assert torch.equal(o, runs[0][0]) and torch.equal(lse, runs[0][1])
     verdict = judge({"O": runs[0][0], "L": runs[0][1]}, q, k, v, causal, 0.1, do)
@@ -107,7 +108,7 @@ def test_every_ablation_rung_is_correct_and_repeatable(seed, rung, causal, D):
 def test_persistent_programs_loop_over_many_blocks(seed):
     """More blocks than SMs (each program runs several): every block written once, right."""
     q, k, v, do = qkv(4, 16, 2048, 128, torch.bfloat16)
-    o, lse = fa3_attention.forward(q, k, v, True, 128**-0.5)
+    o, lse = fa3_launcher.forward(q, k, v, True, 128**-0.5)
     for b, h in ((slice(0, 1), slice(0, 2)), (slice(3, 4), slice(14, 16))):  # the first heads and the last
         sub = [t[b, h] for t in (q, k, v, do)]
         verdict = judge({"O": o[b, h], "L": lse[b, h]}, *sub[:3], True, 128**-0.5, sub[3])
@@ -192,7 +193,7 @@ def test_a_scale_not_above_zero_is_not_for_fa3(scale):
     """fa3 scales its running max after taking it (right for scale > 0 only; a zero scale makes the mask's -inf
     NaN): auto sends such a scale to fa2, and forcing fa3 says why it cannot (before needing a GPU to say so)."""
     q = torch.randn(1, 2, 8, 64, dtype=torch.bfloat16)
-    assert fa3_attention.supports(q.cuda() if GPU else q, scale) == f"fa3 takes scale > 0; got {scale}"
+    assert fa3_backend.supports(q.cuda() if GPU else q, scale) == f"fa3 takes scale > 0; got {scale}"
     if HOPPER:
         q = q.cuda()
         assert attention_backends.choose("auto", q, True, scale) == attention_backends.FA2

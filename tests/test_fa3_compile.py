@@ -21,13 +21,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon")
 import triton  # noqa: E402
 
-from flashviz.ops import fa3 as fa3_attention  # noqa: E402
+from flashviz.algos.fa3 import launcher as fa3_launcher  # noqa: E402
 
 CLAIMS = ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier")
 # the forward's distinct kernels: the ablation's rungs ("+ persistent" is the last one's launch, not a new kernel)
-FWD_RUNGS = [r for r in fa3_attention.ABLATION if r != "+ persistent"]
-FWD = [(d, causal, rung) for d in fa3_attention.SUPPORTED_D for causal in (False, True) for rung in FWD_RUNGS]
-BWD = [(d, causal) for d in fa3_attention.SUPPORTED_D for causal in (False, True)]
+FWD_RUNGS = [r for r in fa3_launcher.ABLATION if r != "+ persistent"]
+FWD = [(d, causal, rung) for d in fa3_launcher.SUPPORTED_D for causal in (False, True) for rung in FWD_RUNGS]
+BWD = [(d, causal) for d in fa3_launcher.SUPPORTED_D for causal in (False, True)]
 # The forward's options (issue 22), each as a call that asks for it compiles it: (what, D, causal, GROUP, flags,
 # ablation rung or None). BAND: Nq != Nk (a KV cache), a window (BAND_LEFT: bounded on the left), packed sequences.
 FWD_OPTIONS = [
@@ -45,7 +45,7 @@ FWD_OPTIONS = [
 
 COMPILE = r"""
 import json, os, re, subprocess, sys, tempfile, torch, triton
-from flashviz.ops import fa3 as f
+from flashviz.algos.fa3 import launcher as f
 CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 def tile_loops(cubin):
@@ -104,8 +104,8 @@ def compiled() -> dict:
     jobs = [[_name("fwd", d, c, r), "fwd", d, c, r, "bf16"] for d, c, r in FWD]
     jobs += [[_name("bwd", d, c), "bwd", d, c, None, "bf16"] for d, c in BWD]
     jobs += [["fwd-fp16", "fwd", 128, True, None, "fp16"]]
-    jobs += [[_name("fwd-gqa", d, c), "fwd", d, c, None, "bf16", 4] for d in fa3_attention.SUPPORTED_D for c in (0, 1)]
-    jobs += [[_name("pre", d), "bwd_preprocess", d, True, None, "bf16"] for d in fa3_attention.SUPPORTED_D]
+    jobs += [[_name("fwd-gqa", d, c), "fwd", d, c, None, "bf16", 4] for d in fa3_launcher.SUPPORTED_D for c in (0, 1)]
+    jobs += [[_name("pre", d), "bwd_preprocess", d, True, None, "bf16"] for d in fa3_launcher.SUPPORTED_D]
     jobs += [[_name("opt", *o), "fwd", o[1], o[2], o[5], "bf16", o[3], o[4]] for o in FWD_OPTIONS]
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -125,10 +125,10 @@ def test_forward_compiles_with_its_claims(compiled, d, causal, rung):
     got = _get(compiled, _name("fwd", d, causal, rung))
     assert got["claims"] == dict.fromkeys(CLAIMS, True)
     # the producer gives registers away, the consumers take them (gl.warp_specialize's per-partition counts)
-    km = fa3_attention._kernels()
+    km = fa3_launcher._kernels()
     assert {km.PRODUCER_REGS.value, km.CONSUMER_REGS.value} <= set(got["regs"])
     # intra-warpgroup overlap: some products are waited for with one still in flight
-    assert ("1" in got["waits"]) == fa3_attention.ablation_config(d, rung).overlap
+    assert ("1" in got["waits"]) == fa3_launcher.ablation_config(d, rung).overlap
 
 
 def _tile_loops_hold_no_spills(got: dict, d: int, stages: int) -> None:
@@ -154,11 +154,11 @@ def test_the_forwards_options_compile_with_its_claims(compiled, option):
     _, d, causal, _, flags, rung = option
     got = _get(compiled, _name("opt", *option))
     assert got["claims"] == dict.fromkeys(CLAIMS, True)
-    km = fa3_attention._kernels()
+    km = fa3_launcher._kernels()
     assert {km.PRODUCER_REGS.value, km.CONSUMER_REGS.value} <= set(got["regs"])
     # stretches of tiles: unmasked and masked, and the band's left edge; without overlap the first tile is not
     # peeled, so that a band always has the three
-    overlap = fa3_attention.ablation_config(d, rung).overlap if rung else True
+    overlap = fa3_launcher.ablation_config(d, rung).overlap if rung else True
     band_stages = 3 if flags.get("band_left") or not overlap else 2
     stages = band_stages if flags.get("band") else 2
     assert len(got["loops"]) == 2 * stages, got["loops"]
@@ -187,7 +187,7 @@ NEWER_TRITON = tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 9
 def test_the_forwards_options_tile_loops_hold_no_spills(compiled, option):
     _, d, _, _, flags, rung = option
     got = _get(compiled, _name("opt", *option))
-    overlap = fa3_attention.ablation_config(d, rung).overlap if rung else True
+    overlap = fa3_launcher.ablation_config(d, rung).overlap if rung else True
     band_stages = 3 if flags.get("band_left") or not overlap else 2
     _tile_loops_hold_no_spills(got, d, band_stages if flags.get("band") else 2)
 
@@ -197,13 +197,13 @@ def test_forward_compiles_in_fp16(compiled):
     assert got["claims"] == dict.fromkeys(CLAIMS, True) and got["f16_mma"]
 
 
-@pytest.mark.parametrize("d", fa3_attention.SUPPORTED_D)
+@pytest.mark.parametrize("d", fa3_launcher.SUPPORTED_D)
 @pytest.mark.parametrize("causal", [0, 1])
 def test_grouped_query_forward_compiles_with_its_claims(compiled, d, causal):
     """GROUP = 4 (q head h reads K/V head h // 4): the same pipeline, warp specialised, TMA, wgmma."""
     got = _get(compiled, _name("fwd-gqa", d, causal))
     assert got["claims"] == dict.fromkeys(CLAIMS, True)
-    km = fa3_attention._kernels()
+    km = fa3_launcher._kernels()
     assert {km.PRODUCER_REGS.value, km.CONSUMER_REGS.value} <= set(got["regs"])
 
 
@@ -214,11 +214,11 @@ def test_backward_compiles_with_its_claims(compiled, d, causal):
     assert got["atomics"], "dQ is added into by atomics"
 
 
-@pytest.mark.parametrize("d", fa3_attention.SUPPORTED_D)
+@pytest.mark.parametrize("d", fa3_launcher.SUPPORTED_D)
 def test_delta_prekernel_compiles(compiled, d):
     assert _get(compiled, _name("pre", d))["loads"]
 
 
 def test_an_unknown_kernel_is_refused():
     with pytest.raises(ValueError, match=r"kernel must be fwd, bwd or bwd_preprocess; got 'dq'"):
-        fa3_attention.compile_sm90("dq", 128, False)
+        fa3_launcher.compile_sm90("dq", 128, False)

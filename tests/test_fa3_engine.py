@@ -222,8 +222,8 @@ def test_the_cli_refuses_in_one_line_and_runs_its_example_with_no_size_flags(tmp
 
 
 def test_the_tiles_are_the_launchers():
-    """tiles.py states fa3_attention's launch constants without importing torch: held equal here where torch is."""
-    fa3 = pytest.importorskip("flashviz.ops.fa3")
+    """tiles.py states fa3_launcher's launch constants without importing torch: held equal here where torch is."""
+    fa3 = pytest.importorskip("flashviz.algos.fa3.launcher")
     assert tiles.BR == fa3.BR and tiles.SUPPORTED_D == fa3.SUPPORTED_D
     for d in tiles.SUPPORTED_D:
         assert (tiles.BC[d], tiles.STAGES[d]) == (fa3.FWD_CONFIGS[d].Bc, fa3.FWD_CONFIGS[d].stages)
@@ -240,10 +240,10 @@ def test_the_tiles_are_the_launchers():
 def hopper() -> str | None:
     """Why the Gluon kernel cannot run here (None: it can)."""
     try:
-        from flashviz.ops import fa3 as fa3_attention
+        from flashviz.algos.fa3 import launcher as fa3_launcher
     except ImportError as e:  # no torch
         return f"no torch ({e})"
-    return fa3_attention.unavailable()
+    return fa3_launcher.unavailable()
 
 
 needs_hopper = pytest.mark.skipif(hopper() is not None, reason=f"fa3 needs an sm_90 GPU: {hopper()}")

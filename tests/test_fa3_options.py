@@ -2,7 +2,7 @@
 softcap, packed sequences), each with grouped-query attention and causal masking, against float64 attention.
 
 The GPU tests (marked gpu, skipped without an sm_90 GPU) run fa3's forward (FlashAttention-3 in Gluon,
-`fa3_attention.forward`) and, on its O and L, FlashAttention-2's backward (`triton_attention.launcher().backward`,
+`fa3_launcher.forward`) and, on its O and L, FlashAttention-2's backward (`ta.launcher().backward`,
 fixed tiles, so that no autotuning runs; the public functions with backend="fa3" go through the autotuned one):
 O, L, dQ, dK and dV against float64, with attention_reference's tolerance (at most FACTOR times the error of plain
 attention in the input dtype, plus FLOOR). Since the backward rebuilds P from L, a right dQ, dK, dV also says that
@@ -10,7 +10,7 @@ L is the log-sum-exp of the capped scores. Fresh random inputs on every run (the
 (1, 77, 300, 1000, 3001, ...), both head dimensions, bf16 and fp16. Before the first GPU test the module compiles every
 kernel it will launch in parallel worker processes (Triton's cache then serves the tests).
 
-The CPU tests hold the host side: the tiles a block visits (`fa3_attention.band_tiles`, the kernel's own arithmetic)
+The CPU tests hold the host side: the tiles a block visits (`fa3_launcher.band_tiles`, the kernel's own arithmetic)
 against the band counted score by score, the packed sequences' block list, the flags a call compiles, and the
 routing of `backend=`.
 """
@@ -34,14 +34,15 @@ pytest.importorskip("triton")
 import flashviz  # noqa: E402
 from flashviz.algos.fa2_triton import launcher as ta  # noqa: E402
 from flashviz.algos.fa2_triton.launch_tiles import DKDV_TILES  # noqa: E402
+from flashviz.algos.fa3 import launcher as fa3_launcher  # noqa: E402
 from flashviz.ops import backends as attention_backends  # noqa: E402
-from flashviz.ops import fa3 as fa3_attention  # noqa: E402
+from flashviz.ops import fa3 as fa3_backend  # noqa: E402
 from flashviz.ops.backends import FA3_OPTIONS_MIN_QUERIES, unmeasured  # noqa: E402
 from flashviz.ops.reference import judge, visible  # noqa: E402
 
-HOPPER = GPU and fa3_attention.unavailable() is None
+HOPPER = GPU and fa3_launcher.unavailable() is None
 gpu = pytest.mark.gpu
-needs_hopper = pytest.mark.skipif(not HOPPER, reason=f"fa3 needs an sm_90 GPU: {fa3_attention.unavailable()}")
+needs_hopper = pytest.mark.skipif(not HOPPER, reason=f"fa3 needs an sm_90 GPU: {fa3_launcher.unavailable()}")
 BF16, FP16 = torch.bfloat16, torch.float16
 DTYPES = {"bf16": BF16, "fp16": FP16}
 
@@ -78,15 +79,15 @@ class Call:
     config: str = "default"
     grads: bool = True  # also dQ, dK, dV (narrow windows: O and L only, see NARROW)
 
-    def fa3_config(self, n: int) -> fa3_attention.FwdConfig | None:
+    def fa3_config(self, n: int) -> fa3_launcher.FwdConfig | None:
         if self.config == "default":
             return None
-        base = fa3_attention.forward_config(self.d, n, self.causal)
+        base = fa3_launcher.forward_config(self.d, n, self.causal)
         if self.config == "fast_tanh":
             return replace(base, fast_tanh=True)
         if self.config in ("persistent", "not_persistent"):
             return replace(base, persistent=self.config == "persistent")
-        return replace(fa3_attention.ablation_config(self.d, self.config), fast_tanh=False)
+        return replace(fa3_launcher.ablation_config(self.d, self.config), fast_tanh=False)
 
 
 def cumulative(lengths, device="cuda") -> torch.Tensor:
@@ -94,7 +95,7 @@ def cumulative(lengths, device="cuda") -> torch.Tensor:
 
 
 def inputs(call: Call):
-    """q, k, v, dO and the options (triton_attention.Options, or None for none), fresh random numbers."""
+    """q, k, v, dO and the options (ta.Options, or None for none), fresh random numbers."""
     dt = DTYPES[call.dtype]
     if call.packed:
         q = torch.randn(sum(call.lq), call.hq, call.d, dtype=dt, device="cuda")
@@ -116,7 +117,7 @@ def bwd_tiles(d: int) -> dict:
 def run(call: Call, q, k, v, do, opts) -> dict:
     """fa3's forward, then FlashAttention-2's backward on its O and L (fixed tiles, dQ by atomics)."""
     scale = call.d**-0.5
-    o, lse = fa3_attention.forward(q, k, v, call.causal, scale, call.fa3_config(max(call.lk)), opts=opts)
+    o, lse = fa3_launcher.forward(q, k, v, call.causal, scale, call.fa3_config(max(call.lk)), opts=opts)
     out = {"O": o, "L": lse}
     if call.grads:
         dq, dk, dv = ta.launcher().backward(q, k, v, o, lse, do, None, call.causal, scale, variant="atomic",
@@ -316,11 +317,11 @@ def api_call(call: Call, dl: bool = False) -> tuple:
 @needs_hopper
 @pytest.mark.parametrize("call", [API_DENSE, API_PACKED], ids=["dense", "packed"])
 def test_public_functions_run_fa3_with_every_option(warm, seed, call):
-    """backend="fa3" runs fa3's forward (the same bits as fa3_attention.forward) with GQA, a cache, causal, a window
+    """backend="fa3" runs fa3's forward (the same bits as fa3_launcher.forward) with GQA, a cache, causal, a window
     and softcap, dense and packed; O, L and, through dL as well as dO, dQ, dK, dV against float64."""
     ours, q, k, v, do, dl, opts = api_call(call, dl=True)
     scale = 1.0 / math.sqrt(call.d)  # the default scale as flashviz.attention computes it (128**-0.5 is an ulp off)
-    o, lse = fa3_attention.forward(q, k, v, call.causal, scale, opts=opts)
+    o, lse = fa3_launcher.forward(q, k, v, call.causal, scale, opts=opts)
     assert torch.equal(ours["O"], o) and torch.equal(ours["L"], lse)  # fa3 ran, not fa2
     extra = {"cu_q": opts.cu_q, "cu_k": opts.cu_k} if call.packed else {}
     verdict = judge(ours, q, k, v, call.causal, scale, do, dl=dl, window=call.window, softcap=call.softcap, **extra)
@@ -349,14 +350,14 @@ def test_auto_runs_fa3_with_the_options_only_where_it_was_timed_faster():
 # ----------------------------------------------------------------------------------------------------------
 # CPU: the host side
 # ----------------------------------------------------------------------------------------------------------
-U = fa3_attention.UNBOUNDED
+U = fa3_launcher.UNBOUNDED
 
 
 def _seen_tiles(r0: int, nq: int, nk: int, left: int, right: int, bc: int):
     """Counted score by score: per tile of keys, (whether some real row of the block sees a key of it, whether every
     real row sees every key of it)."""
     w = (-1 if left == U else left, -1 if right == U else right)
-    rows = visible(nq, nk, False, w)[r0 : min(r0 + fa3_attention.BR, nq)]  # (rows, nk)
+    rows = visible(nq, nk, False, w)[r0 : min(r0 + fa3_launcher.BR, nq)]  # (rows, nk)
     tiles = -(-nk // bc)
     some = [bool(rows[:, j * bc : (j + 1) * bc].any()) for j in range(tiles)]
     every = [(j + 1) * bc <= nk and bool(rows[:, j * bc : (j + 1) * bc].all()) for j in range(tiles)]
@@ -378,7 +379,7 @@ def test_band_tiles_visit_every_seen_tile_and_skip_the_rest(rng):
     such a key (the tiles left of the band and right of it are skipped, as causal skips those above the diagonal);
     the unmasked tiles are seen whole by every real row; a block that sees nothing visits one tile."""
     for nq, nk, left, right, r0 in _band_cases(400, int(rng.integers(2**31))):
-        jlo, s1, s2, jhi = fa3_attention.band_tiles(r0, nq, nk, left, right, 128)
+        jlo, s1, s2, jhi = fa3_launcher.band_tiles(r0, nq, nk, left, right, 128)
         where = (nq, nk, left, right, r0, (jlo, s1, s2, jhi))
         assert 0 <= jlo < jlo + 1 <= s1 <= s2 <= jhi, where
         some, every = _seen_tiles(r0, nq, nk, left, right, 128)
@@ -397,7 +398,7 @@ def test_band_tiles_of_the_features_runs_caches(nq, nk):
     """The caches the features run measured (8k to 128k keys, causal: the band of every block ends on its bottom-right
     diagonal): each block visits every tile up to its diagonal's, the last one masked, the ones before it not."""
     for r0 in sorted({0, (nq - 1) // 128 // 2 * 128, (nq - 1) // 128 * 128}):
-        jlo, s1, s2, jhi = fa3_attention.band_tiles(r0, nq, nk, U, 0, 128)
+        jlo, s1, s2, jhi = fa3_launcher.band_tiles(r0, nq, nk, U, 0, 128)
         some, every = _seen_tiles(r0, nq, nk, U, 0, 128)
         seen = [j for j, s in enumerate(some) if s]
         assert (jlo, s1) == (0, 1) and jhi - 1 == seen[-1] and seen == list(range(jhi)), (nq, nk, r0)
@@ -407,12 +408,12 @@ def test_band_tiles_of_the_features_runs_caches(nq, nk):
 def test_packed_blocks_are_listed_once_each_most_tiles_first():
     lq, lk = (5, 300, 1, 129, 1000), (5, 300, 40, 3000, 1000)
     cu_q, cu_k = tuple(itertools.accumulate((0, *lq))), tuple(itertools.accumulate((0, *lk)))
-    table = fa3_attention._varlen_table(cu_q, cu_k, U, 0, 128, "cpu").tolist()
+    table = fa3_launcher._varlen_table(cu_q, cu_k, U, 0, 128, "cpu").tolist()
     expected = {(b, i) for b, n in enumerate(lq) for i in range(-(-n // 128))}
     assert len(table) == len(expected) and {tuple(e) for e in table} == expected
     tiles = []
     for b, i in table:
-        jlo, _, _, jhi = fa3_attention.band_tiles(i * 128, lq[b], lk[b], U, 0, 128)
+        jlo, _, _, jhi = fa3_launcher.band_tiles(i * 128, lq[b], lk[b], U, 0, 128)
         tiles.append(jhi - jlo)
     assert tiles == sorted(tiles, reverse=True) and tiles[0] == 24  # sequence 3: 129 queries after 2871 keys
 
@@ -424,27 +425,27 @@ def _q(nq, nk=None, hq=2, hkv=2):
 @pytest.mark.parametrize(
     ("shape", "causal", "opts", "flags"),
     [
-        ((8,), True, None, fa3_attention.NO_OPTIONS),
-        ((8,), False, ta.Options(), fa3_attention.NO_OPTIONS),  # Options() at its defaults: plain attention
-        ((8, 16), True, ta.Options(), fa3_attention.OptionFlags(band=True)),  # a KV cache
-        ((8,), True, ta.Options(-1, 4), fa3_attention.NO_OPTIONS),  # causal cuts the right side to 0 anyway
-        ((8,), False, ta.Options(-1, 4), fa3_attention.OptionFlags(band=True)),
-        ((8,), True, ta.Options(7, -1), fa3_attention.OptionFlags(band=True, band_left=True)),
-        ((8,), True, ta.Options(softcap=30.0), fa3_attention.OptionFlags(softcap=1)),
+        ((8,), True, None, fa3_launcher.NO_OPTIONS),
+        ((8,), False, ta.Options(), fa3_launcher.NO_OPTIONS),  # Options() at its defaults: plain attention
+        ((8, 16), True, ta.Options(), fa3_launcher.OptionFlags(band=True)),  # a KV cache
+        ((8,), True, ta.Options(-1, 4), fa3_launcher.NO_OPTIONS),  # causal cuts the right side to 0 anyway
+        ((8,), False, ta.Options(-1, 4), fa3_launcher.OptionFlags(band=True)),
+        ((8,), True, ta.Options(7, -1), fa3_launcher.OptionFlags(band=True, band_left=True)),
+        ((8,), True, ta.Options(softcap=30.0), fa3_launcher.OptionFlags(softcap=1)),
     ],
 )
 def test_a_call_compiles_only_the_options_it_asks_for(shape, causal, opts, flags):
     q, k = _q(*shape)
-    assert fa3_attention.option_flags(q, k, causal, opts, fa3_attention.FWD_CONFIGS[64]) == flags
+    assert fa3_launcher.option_flags(q, k, causal, opts, fa3_launcher.FWD_CONFIGS[64]) == flags
 
 
 def test_fast_tanh_and_packed_sequences_are_flags_of_their_own():
     q, k = torch.empty(10, 2, 64), torch.empty(12, 2, 64)
     cu = torch.tensor([0, 10], dtype=torch.int32)
     opts = ta.Options(-1, -1, 50.0, cu, cu, 10, 12)
-    fast = replace(fa3_attention.FWD_CONFIGS[64], fast_tanh=True)
-    got = fa3_attention.option_flags(q, k, True, opts, fast)
-    assert got == fa3_attention.OptionFlags(band=True, softcap=2, varlen=True)
+    fast = replace(fa3_launcher.FWD_CONFIGS[64], fast_tanh=True)
+    got = fa3_launcher.option_flags(q, k, True, opts, fast)
+    assert got == fa3_launcher.OptionFlags(band=True, softcap=2, varlen=True)
     assert got.name() == "band+varlen+softcap-fast" and "fast_tanh" in fast.name()
 
 
@@ -475,8 +476,8 @@ def test_the_options_timed_faster_on_fa3_are_not_unmeasured():
 
 def test_auto_asks_fast_fa3_with_a_packed_calls_longest_sequence(monkeypatch):
     """A packed q is (total, H, D): auto judges the shape by max_seqlen_q (n), not by q's second dimension (H)."""
-    monkeypatch.setattr(fa3_attention, "unavailable", lambda: None)
-    monkeypatch.setattr(fa3_attention, "supports", lambda q, scale=None: None)
+    monkeypatch.setattr(fa3_launcher, "unavailable", lambda: None)
+    monkeypatch.setattr(fa3_backend, "supports", lambda q, scale=None: None)
     packed = torch.empty(9000, 4, 64)  # D = 64: fast_fa3 holds for n <= 2048 only
     assert attention_backends.choose("auto", packed, False, n=1024) == attention_backends.FA3
     assert attention_backends.choose("auto", packed, False, n=4096) == attention_backends.FA2
@@ -526,13 +527,13 @@ class _Recorder:
 
 @pytest.mark.parametrize("packed", [False, True], ids=["dense", "packed"])
 def test_the_launch_passes_what_fa3_fwd_takes(monkeypatch, packed):
-    """fa3_attention.forward up to the launch, on the CPU: every keyword is a parameter of fa3_fwd, the options'
+    """fa3_launcher.forward up to the launch, on the CPU: every keyword is a parameter of fa3_fwd, the options'
     arguments are there exactly where their flags are on, and the grid and block count match the blocks of Q."""
     pytest.importorskip("triton.experimental.gluon")
-    km = fa3_attention._kernels()
+    km = fa3_launcher._kernels()
     rec = _Recorder(km.fa3_fwd)
     monkeypatch.setattr(km, "fa3_fwd", rec)
-    monkeypatch.setattr(fa3_attention, "_num_sms", lambda: 132)
+    monkeypatch.setattr(fa3_launcher, "_num_sms", lambda: 132)
     if packed:
         lq, lk = (5, 300, 129), (40, 300, 1000)
         q = torch.randn(sum(lq), 4, 64, dtype=BF16)
@@ -545,15 +546,15 @@ def test_the_launch_passes_what_fa3_fwd_takes(monkeypatch, packed):
         k = v = torch.randn(2, 2, 1000, 64, dtype=BF16)
         opts = ta.Options(-1, -1, 30.0)
         blocks = 3 * 2 * 4
-    o, lse = fa3_attention.forward(q, k, v, True, 0.125, opts=opts)
+    o, lse = fa3_launcher.forward(q, k, v, True, 0.125, opts=opts)
     (grid, args, kwargs), *more = rec.launches
     assert not more and set(kwargs) - {"num_warps", "maxnreg"} <= set(rec.real.arg_names)
-    flags = fa3_attention.OptionFlags(band=True, band_left=packed, softcap=1, varlen=packed)
+    flags = fa3_launcher.OptionFlags(band=True, band_left=packed, softcap=1, varlen=packed)
     assert {n: kwargs[n] for n in ("BAND", "BAND_LEFT", "SOFTCAP", "VARLEN")} == flags.constexprs()
     assert kwargs["GROUP"] == 2 and kwargs["RIGHT"] == 0 and kwargs["LEFT"] == (100 if packed else U)
     assert kwargs["softcap2"] == pytest.approx(30.0 * 1.4426950408889634)
     assert args[5:9] == (4, sum(lq) if packed else 300, blocks, 0.125 / 30.0)  # H, N, num_blocks, scale / c
-    assert grid == (min(blocks, 132),) if fa3_attention.forward_config(64, 1000, True).persistent else (blocks,)
+    assert grid == (min(blocks, 132),) if fa3_launcher.forward_config(64, 1000, True).persistent else (blocks,)
     if packed:
         assert kwargs["blocks"].shape == (blocks // 4, 2) and kwargs["O"] is o and o.shape == q.shape
         assert lse.shape == (4, sum(lq)) and kwargs["cu_q"] is cq
@@ -572,17 +573,17 @@ def test_a_cache_without_options_launches_the_band(monkeypatch, nq, nk, causal):
     O = V's first row at decode, |diff| 2.9-4.1, a constant 0.11 ms). Now it launches exactly what the options' path
     launches (the band, Nk, unbounded left, right 0 when causal), the path the GPU tests checked against float64."""
     pytest.importorskip("triton.experimental.gluon")
-    km = fa3_attention._kernels()
+    km = fa3_launcher._kernels()
     rec = _Recorder(km.fa3_fwd)
     monkeypatch.setattr(km, "fa3_fwd", rec)
-    monkeypatch.setattr(fa3_attention, "_num_sms", lambda: 132)
+    monkeypatch.setattr(fa3_launcher, "_num_sms", lambda: 132)
     q = torch.randn(1, 4, nq, 64, dtype=BF16)
     k = torch.randn(1, 2, nk, 64, dtype=BF16)
-    assert fa3_attention.option_flags(q, k, causal, None, fa3_attention.FWD_CONFIGS[64]) == fa3_attention.OptionFlags(
+    assert fa3_launcher.option_flags(q, k, causal, None, fa3_launcher.FWD_CONFIGS[64]) == fa3_launcher.OptionFlags(
         band=True
     )
-    fa3_attention.forward(q, k, k, causal, 0.125, opts=None)
-    fa3_attention.forward(q, k, k, causal, 0.125, opts=ta.Options(-1, -1, 0.0))
+    fa3_launcher.forward(q, k, k, causal, 0.125, opts=None)
+    fa3_launcher.forward(q, k, k, causal, 0.125, opts=ta.Options(-1, -1, 0.0))
     (grid, args, kwargs), (grid_o, args_o, kwargs_o) = rec.launches
     assert kwargs["BAND"] is True and kwargs["Nk"] == nk and kwargs["LEFT"] == U
     assert kwargs["RIGHT"] == (0 if causal else U)
@@ -591,9 +592,9 @@ def test_a_cache_without_options_launches_the_band(monkeypatch, nq, nk, causal):
 
 
 def test_nq_eq_nk_without_options_is_the_plain_build():
-    cfg = fa3_attention.FWD_CONFIGS[128]
+    cfg = fa3_launcher.FWD_CONFIGS[128]
     q = torch.randn(1, 2, 300, 128, dtype=BF16)
-    assert fa3_attention.option_flags(q, q, True, None, cfg) == fa3_attention.NO_OPTIONS
+    assert fa3_launcher.option_flags(q, q, True, None, cfg) == fa3_launcher.NO_OPTIONS
 
 
 def test_a_cache_without_options_runs_fa2s_backward(monkeypatch):
@@ -608,5 +609,5 @@ def test_a_cache_without_options_runs_fa2s_backward(monkeypatch):
     monkeypatch.setattr(ta, "launcher", lambda: Launcher())
     q = torch.randn(1, 2, 16, 64, dtype=BF16)
     k = torch.randn(1, 2, 40, 64, dtype=BF16)
-    got = fa3_attention.backward(q, k, k, q, None, q, None, True, 0.125, kernel="gluon", opts=None)
+    got = fa3_backend.backward(q, k, k, q, None, q, None, True, 0.125, kernel="gluon", opts=None)
     assert got == ("dq", "dk", "dv") and len(seen) == 1

@@ -17,7 +17,7 @@ pytest.importorskip("triton.experimental.gluon")
 # compiled in a child with TRITON_INTERPRET=0 (conftest sets the interpreter here), as test_fa3_compile.py does
 COMPILE = """
 import sys
-from flashviz.ops import fa3
+from flashviz.algos.fa3 import launcher as fa3
 for tiles in (0, 8):
     open(f"{sys.argv[1]}/fwd_{tiles}.ptx", "w").write(fa3.compile_sm90("fwd", 128, False, ts_tiles=tiles).asm["ptx"])
 """

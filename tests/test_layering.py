@@ -18,24 +18,24 @@ from flashviz.model import kernels
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "flashviz"
-# The machinery's imports of an algorithm's folder: flashviz.attention (ops/) runs the kernels of algos/fa2_triton/
-# through that folder's launcher, as the folder's own GPU launch (`gpu.py`) does.
-FA2_LAUNCHER = "flashviz.algos.fa2_triton.launcher"
+# The machinery's imports of an algorithm's folder: flashviz.attention (ops/) runs the kernels of algos/fa2_triton/ and
+# algos/fa3/ through those folders' launchers, as each folder's own GPU launch (`gpu.py`) does.
+FA2_LAUNCHER, FA3_LAUNCHER = "flashviz.algos.fa2_triton.launcher", "flashviz.algos.fa3.launcher"
 DECLARED = {
     ("flashviz.ops.checks", FA2_LAUNCHER),  # CPU tensors need the launcher's kernels interpreted
+    ("flashviz.ops.backends", FA3_LAUNCHER),  # whether fa3 can run here (unavailable)
     ("flashviz.ops.library", FA2_LAUNCHER),  # the operators' fa2 forward and backward
+    ("flashviz.ops.library", FA3_LAUNCHER),  # the operators' fa3 forward
+    ("flashviz.ops.fa3", FA3_LAUNCHER),  # fa3's own backward kernel (kernel="gluon")
+    ("flashviz.ops.fa3", FA2_LAUNCHER),  # fa3's backward by FlashAttention-2's kernels (BACKWARD)
     ("flashviz.ops.ring", FA2_LAUNCHER),  # each ring step's forward and backward
     ("flashviz.ops.fa2", FA2_LAUNCHER),  # the ladder's fp32 rungs
     ("flashviz.ops.fa2", "flashviz.algos.fa2_triton.launch_tiles"),  # their tiles
-    ("flashviz.ops.fa3", FA2_LAUNCHER),  # fa3's backward by FlashAttention-2's kernels
-    ("flashviz.ops.fa3", "flashviz.algos.fa3.kernel"),  # fa3's launcher and autograd, for algos/fa3/
 }
 # The arrows that go up a layer, each for one reason: an algorithm's GPU launch (its `gpu.py`, run by `flashviz gpu
 # run`) runs its kernel through the launcher of flashviz.attention, so that the GPU runner and the public function
 # launch the same kernel the same way.
-UPWARD = {
-    ("flashviz.algos.fa3.gpu", "flashviz.ops.fa3"),
-}
+UPWARD: set[tuple[str, str]] = set()
 # The package by role (docs/DESIGN.md "Layers"), lowest first: a module may import its own layer and those below.
 # Front doors sit on top; the package itself (`flashviz`, for __version__) is imported by the server and the CLI.
 LAYERS = [

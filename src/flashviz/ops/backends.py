@@ -21,7 +21,7 @@ BACKENDS = (AUTO, FA3, FA2)
 def fast_fa3(d: int, n: int, causal: bool) -> bool:
     """Where fa3 beat fa2-triton in the recorded run (2026-12-01, H200: bench/results/attention/
     2026-12-01-nvidia-h200.md, logs/fa3-run2; NOTES.md "fa3"). Both backends then ran the same backward kernels
-    (fa3_attention.BACKWARD), so the forward decides; TFLOP/s fa3 against fa2, non-causal / causal:
+    (flashviz.ops.fa3.BACKWARD), so the forward decides; TFLOP/s fa3 against fa2, non-causal / causal:
     - D=128: N=16384 640 / 596 against 545 / 552 (fa3's forward_config, its ablation rows); N=8192 625 / 550
       against 538 / 497; N=4096 649 / 484 against 500 / 451; N=1024 390 / 330 against 413 / 297;
     - D=64: N=16384 448 / 418 against 445 / 420; N=8192 440 / 351 against 446 / 409; N=4096 427 / 374 against
@@ -77,9 +77,10 @@ def choose(backend: object, q, causal: bool, scale: float | None = None, unmeasu
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {cut(str(backend))!r}")
     if backend == FA2:
         return FA2
-    from flashviz.ops import fa3 as fa3_attention
+    from flashviz.algos.fa3 import launcher as fa3_launcher
+    from flashviz.ops import fa3
 
-    why = fa3_attention.unavailable() or fa3_attention.supports(q, scale)
+    why = fa3_launcher.unavailable() or fa3.supports(q, scale)
     if backend == FA3:
         if why:
             raise ValueError(f"backend {FA3!r} is not available here ({why}); available: {AUTO}, {FA2}")

@@ -48,9 +48,9 @@ def run_forward(q: Tensor, k: Tensor, v: Tensor, cu_q: Tensor | None, cu_k: Tens
     opts = options(left, right, softcap, cu_q, cu_k, max_q, max_k)
     q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
     if backend == backends.FA3:
-        from flashviz.ops import fa3
+        from flashviz.algos.fa3 import launcher as fa3_launcher
 
-        return fa3.forward(q, k, v, causal, scale, opts=None if opts is fa2_launcher.PLAIN else opts)
+        return fa3_launcher.forward(q, k, v, causal, scale, opts=None if opts is fa2_launcher.PLAIN else opts)
     return fa2_launcher.launcher().forward(q, k, v, causal, scale, opts=opts)
 
 

@@ -1,4 +1,4 @@
-"""fa2-triton on a GPU: kernel.py's `fa2_fwd` through `flashviz.ops.fa2`'s launcher with the trace's tiles
+"""fa2-triton on a GPU: kernel.py's `fa2_fwd` through `launcher.py` with the trace's tiles
 (Br, Bc and the warps and stages `tiles.warps_and_stages` gives), on the engine's inputs rounded to bf16 as the
 engine rounds them. Q, K, V and O move by tensor descriptors (TMA), L by ordinary stores: `paths` tells
 `flashviz gpu profile` which Nsight Compute counters see each (bench/results/tma/README.md).
@@ -86,7 +86,7 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
 
 def grid(cfg: Config, heads: int) -> tuple[int, int, int]:
     """fa2_fwd's grid for `heads` q heads (B·H): (Tr, heads), or with packed sequences (Tr of the longest sequence,
-    sequences · heads): a program past its sequence's end returns at once (`flashviz.ops.fa2`'s launcher)."""
+    sequences · heads): a program past its sequence's end returns at once (`launcher.py`)."""
     longest = max(nq for nq, _ in cfg.seqs)
     return -(-longest // cfg.br), len(cfg.seqs) * heads, 1
 

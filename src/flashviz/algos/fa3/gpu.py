@@ -1,4 +1,4 @@
-"""fa3 on a GPU: kernel.py's `fa3_fwd` through `flashviz.ops.fa3.forward` with the launcher's config for the
+"""fa3 on a GPU: kernel.py's `fa3_fwd` through `launcher.forward` with its config (`forward_config`) for the
 trace's D and N (Bc = 128, its ring depth, ping-pong and overlap on; persistent up to N = 4096), on the engine's
 inputs rounded to bf16 as the engine rounds them. Q, K, V and O move by host-side TMA descriptors, L by ordinary
 stores: `paths` tells `flashviz gpu profile` which Nsight Compute counters see each. Gluon has no interpreter:
@@ -19,7 +19,7 @@ SMS = 132  # the H200's SMs: a persistent launch runs min(blocks, SMs) programs
 
 
 def persistent(cfg: Config) -> bool:
-    return cfg.n <= 4096  # fa3_attention.forward_config (tests hold them equal)
+    return cfg.n <= 4096  # launcher.forward_config (tests hold them equal)
 
 
 def grid(cfg: Config, heads: int) -> tuple[int, int, int]:
@@ -32,9 +32,9 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
     float32 NumPy, and the launch's facts (the second launch is timed: the first compiles)."""
     import torch
 
-    from flashviz.ops import fa3 as fa3
+    from . import launcher
 
-    why = fa3.unavailable()
+    why = launcher.unavailable()
     if why is not None:
         raise RuntimeError(f"fa3 cannot run here: {why}")
     heads = inputs["Q"].shape[0]
@@ -46,12 +46,12 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
         .contiguous()
         for name in ("Q", "K", "V")
     )
-    config = fa3.forward_config(cfg.d, cfg.n, cfg.causal)
-    o, lse = fa3.forward(q, k, v, cfg.causal, cfg.softmax_scale, config)
+    config = launcher.forward_config(cfg.d, cfg.n, cfg.causal)
+    o, lse = launcher.forward(q, k, v, cfg.causal, cfg.softmax_scale, config)
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    o, lse = fa3.forward(q, k, v, cfg.causal, cfg.softmax_scale, config)
+    o, lse = launcher.forward(q, k, v, cfg.causal, cfg.softmax_scale, config)
     end.record()
     end.synchronize()
     facts: dict[str, Any] = {
@@ -62,7 +62,7 @@ def launch(cfg: Config, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.nda
         "num_warps": 12,
         "num_stages": config.stages,
         "maxnreg": None,
-        "source": "fa3_attention.forward_config: " + config.name(),
+        "source": "launcher.forward_config: " + config.name(),
         "interpreted": False,
         "smem_bytes": tiles.shared_bytes(cfg.d),
         "registers": -1,
@@ -92,7 +92,7 @@ def resources(cfg: Config) -> dict[str, Any]:
             "value": tiles.shared_bytes(cfg.d),
             "source": "rule",
             "note": "Qi's two halves, O's two staging halves and the ring's Kj, Vj in bf16 (mbarriers aside), as "
-            "fa3_attention's comment records for the sm_90 build",
+            "the launcher's comment records for the sm_90 build",
         },
         "registers": {
             "value": 168,

@@ -141,7 +141,7 @@ def launch(cfg: Config) -> dict[str, Any]:
         "num_stages": tiles.stages(cfg.d),
         "partitions": "a producer warp (24 registers per thread) and two consumer warpgroups of 4 warps (240 each)",
         "shared_bytes": tiles.shared_bytes(cfg.d),
-        "source": "fa3_attention.FWD_CONFIGS",
+        "source": "launcher.FWD_CONFIGS",
         "why": f"the launcher's config for D={cfg.d}: Bc={cfg.bc}, {tiles.stages(cfg.d)} ring slots, ping-pong and "
         "intra-warpgroup overlap on",
         "rule": tiles.RULE,

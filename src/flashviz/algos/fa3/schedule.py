@@ -98,7 +98,7 @@ def block(cfg: Config, i: int, pingpong: bool = True, overlap: bool = True) -> d
     """The modelled bars of block i: lanes `producer`, `wg0`, `wg1`; each bar's unit, the piece of work (`what`), its
     tile, start and end in ns from the program's start, and the trace step (op) whose work it is.
 
-    `pingpong` and `overlap` are the ablation's features (fa3_attention.ABLATION). Without intra-warpgroup overlap a
+    `pingpong` and `overlap` are the ablation's features (launcher.ABLATION). Without intra-warpgroup overlap a
     warpgroup runs S, softmax and P·V of tile j one after another, and Sij of tile j + 1 after P·V of tile j. Without
     ping-pong the two warpgroups meet at every piece (each piece of either starts once both finished the one before:
     the two softmaxes then run together, under no product)."""
@@ -192,7 +192,7 @@ def baseline(cfg: Config, i: int) -> dict[str, Any]:
     return {"i": i, "tiles": tc, "end_ns": now, "tensor_busy": busy / now if now else 0.0, "bars": u.bars}
 
 
-# the ablation's rungs drawn (fa3_attention.ABLATION's names and features; "+ persistent" changes the launch, not a
+# the ablation's rungs drawn (launcher.ABLATION's names and features; "+ persistent" changes the launch, not a
 # block's schedule, so it is not one of them)
 RUNGS = (
     ("warp specialization", False, False),

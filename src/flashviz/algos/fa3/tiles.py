@@ -1,6 +1,6 @@
 """The launches fa3's forward kernel runs (`flashviz.ops.fa3`): one program per Br = 128 rows of Q, two
 consumer warpgroups of 64 rows each (kernel.py's NUM_WG, WG_ROWS), tiles of Bc = 128 keys, D of 64 or 128, and a
-ring of STAGES shared-memory buffers for Kj, Vj per D (fa3_attention.FWD_CONFIGS: D=128 2 stages, D=64 3; the
+ring of STAGES shared-memory buffers for Kj, Vj per D (launcher.FWD_CONFIGS: D=128 2 stages, D=64 3; the
 tests hold these equal to the launcher's, which imports torch). Ping-pong and intra-warpgroup overlap are on in
 every launch the viewer walks (the engine follows `_fwd_tiles_overlapped`)."""
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from flashviz.model.config import Config, ConfigError
 
-BR = 128  # fa3_attention.BR = NUM_WG * WG_ROWS
+BR = 128  # launcher.BR = NUM_WG * WG_ROWS
 WG_ROWS = 64  # kernel.py's WG_ROWS: rows of Qi per consumer warpgroup (one wgmma's M)
 NUM_WG = 2  # kernel.py's NUM_WG
-BC = {64: 128, 128: 128}  # fa3_attention.FWD_CONFIGS[d].Bc
-STAGES = {64: 3, 128: 2}  # fa3_attention.FWD_CONFIGS[d].stages
-SUPPORTED_D = (64, 128)  # fa3_attention.SUPPORTED_D
+BC = {64: 128, 128: 128}  # launcher.FWD_CONFIGS[d].Bc
+STAGES = {64: 3, 128: 2}  # launcher.FWD_CONFIGS[d].stages
+SUPPORTED_D = (64, 128)  # launcher.SUPPORTED_D
 BYTES = 2  # bf16
 RULE = "Br = 128 (two consumer warpgroups of 64 rows), Bc = 128, D one of 64, 128, scale > 0"
 
@@ -24,7 +24,7 @@ def stages(d: int) -> int:
 
 def shared_bytes(d: int) -> int:
     """The kernel's shared memory for its tiles: Qi's two halves, O's two staging halves, and STAGES slots of Kj
-    and Vj, in bf16 (fa3_attention's comment: D=128 196 KB with 2 stages, D=64 131 KB with 3; mbarriers aside)."""
+    and Vj, in bf16 (the launcher's comment: D=128 196 KB with 2 stages, D=64 131 KB with 3; mbarriers aside)."""
     return BYTES * (2 * BR * d + STAGES[d] * 2 * BC[d] * d)
 
 
