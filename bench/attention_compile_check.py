@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 os.environ["TRITON_INTERPRET"] = "0"
 
 
-PLAIN_FLAGS = ("SOFTCAP", "VARLEN", "BAND_LEFT")  # triton_attention's option constexprs
+PLAIN_FLAGS = ("SOFTCAP", "VARLEN", "BAND_LEFT")  # the fa2 launcher's option constexprs
 KERNELS = {"fwd": "fa2_fwd", "dkdv": "fa2_bwd_dkdv", "dq": "fa2_bwd_dq", "split": "fa2_fwd_split",
            "combine": "fa2_fwd_combine"}  # fmt: skip
 

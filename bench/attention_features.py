@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 PROVIDERS = ("flashviz", "fa3", "sdpa-cudnn", "flex", "fa4")
-OURS = ("flashviz", "fa3")  # flashviz's kernels: fa2-triton (flashviz.ops.fa2) and fa3 (backend="fa3")
+OURS = ("flashviz", "fa3")  # flashviz's kernels: fa2-triton (algos/fa2_triton/launcher.py) and fa3 (backend="fa3")
 HQ, HKV, D = 32, 8, 128  # Llama 3 8B's heads: grouped-query attention in every case
 T0 = time.time()
 

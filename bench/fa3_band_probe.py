@@ -2,7 +2,7 @@
 (None: what flashviz.attention passes for a cache with no window and no softcap) and with the options' defaults
 (the path tests/test_fa3_options.py checks). The features run of 2026-12-05 saw fa3's O at Nq=2k Nk=16k and at
 decode shapes differ from fa2's by 3.x at a constant 0.11 ms: option_flags compiled no band for opts=None (fixed
-since; this probe confirms it on a GPU before flashviz.ops.fa2.FA3_UNEVEN_MAX_KEYS is lifted).
+since; this probe confirmed it on a GPU before fa3's bound of 4096 keys for Nq != Nk was lifted).
 Prints one line per case: shape, config, max |O_fa3 - O_torch|, fa3's time."""
 
 import sys

@@ -11,7 +11,7 @@ import click
 from flashviz.cli.options import Bounded, Number, OneOf
 from flashviz.model.config import ConfigError, shown
 
-D_CHOICES = ("32", "64", "96", "128", "256")  # flashviz.ops.fa2.SUPPORTED_D (the CLI imports no torch to read it)
+D_CHOICES = ("32", "64", "96", "128", "256")  # flashviz.ops.checks.SUPPORTED_D (the CLI imports no torch to read it)
 
 
 @click.command()

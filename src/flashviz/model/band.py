@@ -24,7 +24,7 @@ import numpy as np
 
 from flashviz.model.tiling import count, floor_sum
 
-UNBOUNDED = 1 << 30  # an unbounded side of the window, as the kernels take it (flashviz.ops.fa2: UNBOUNDED)
+UNBOUNDED = 1 << 30  # an unbounded side of the window, as the kernels take it (fa2_triton's launcher: UNBOUNDED)
 
 
 def sides(window: tuple[int, int], causal: bool) -> tuple[int, int]:

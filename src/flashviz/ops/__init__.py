@@ -1,2 +1,3 @@
-"""flashviz.attention and its kin on torch: the FA2 Triton and FA3 Gluon launchers with autograd, the backend choice,
-the torch reference, ring attention over torch.distributed."""
+"""flashviz.attention and its kin on torch: the checks of their arguments, the backend choice, the torch operators with
+their autograd (around the launchers of algos/fa2_triton/ and algos/fa3/), the torch reference, ring attention over
+torch.distributed."""

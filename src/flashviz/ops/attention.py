@@ -1,6 +1,6 @@
 """flashviz.attention and flashviz.attention_varlen: FlashAttention forward and backward on torch tensors.
 
-Each checks its arguments (flashviz.ops.fa2's checks: one-line ValueErrors naming the argument), chooses the backend
+Each checks its arguments (flashviz.ops.checks: one-line ValueErrors naming the argument), chooses the backend
 (flashviz.ops.backends) and runs the kernels through the torch operators of flashviz.ops.library, which
 torch.compile traces and whose autograd gives dQ, dK, dV. Under torch.compile the checks of the tensors run in the
 operators' fake implementations (at compile time), and packed sequences' cumulative lengths are not read back to the

@@ -1,9 +1,10 @@
 """Which kernels run a call of flashviz.attention: `backend=` "auto", "fa3" or "fa2".
 
-- "fa2": FlashAttention-2 in Triton (`flashviz.ops.fa2`): any CUDA GPU, and the CPU under Triton's
-  interpreter (how CI runs it);
-- "fa3": FlashAttention-3 in Gluon (`flashviz.ops.fa3`): an sm_90 GPU, D in {64, 128}, bf16/fp16, scale > 0,
-  every option of flashviz.attention and attention_varlen in its forward (their backward fa2's);
+- "fa2": FlashAttention-2 in Triton (`flashviz.algos.fa2_triton.launcher`): any CUDA GPU, and the CPU under
+  Triton's interpreter (how CI runs it);
+- "fa3": FlashAttention-3 in Gluon (`flashviz.algos.fa3.launcher`, `flashviz.ops.fa3`): an sm_90 GPU, D in
+  {64, 128}, bf16/fp16, scale > 0, every option of flashviz.attention and attention_varlen in its forward (their
+  backward fa2's);
 - "auto": fa3 where it runs and was measured faster for the shape (`fast_fa3`; with the options of issue 22,
   `FA3_OPTIONS_MIN_QUERIES`), fa2 elsewhere.
 

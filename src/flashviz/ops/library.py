@@ -6,8 +6,9 @@ attention_varlen with no graph break (fullgraph=True), and CUDA graphs capture t
 An operator takes plain values only: the tensors, the packed sequences' cumulative lengths (or None) and their
 maxima, and the options as numbers (the window's two sides, -1 unbounded; softcap 0 for none) and the backend's
 name. Which kernels run is decided when the operator runs (`choose`), by flashviz.ops.backends.choose: "fa3"
-(flashviz.ops.fa3's forward; its backward is FlashAttention-2's Triton kernels, which measured faster, or, for plain
-attention, fa3's own where fa3.BACKWARD says so) or "fa2" (flashviz.ops.fa2's launcher). The public functions
+(the forward of flashviz.algos.fa3.launcher; its backward flashviz.ops.fa3.backward: FlashAttention-2's Triton
+kernels, which measured faster, or, for plain attention, fa3's own where fa3.BACKWARD says so) or "fa2"
+(flashviz.algos.fa2_triton.launcher). The public functions
 check their arguments before they call an operator; under torch.compile the fake implementations check the
 tensors (a one-line ValueError at compile time).
 """

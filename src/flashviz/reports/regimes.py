@@ -13,7 +13,7 @@ from flashviz.model.config import Config
 RATIOS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)  # Bc/Br at the sweep's points, Br held
 TILE_RANGE = (1, 256)
 # The tiles real FlashAttention-2 forward kernels pick: never a Bc wider than Br (flash-attention's CUDA kernels
-# use kBlockM = 128 with kBlockN <= 128 at head dim <= 128; flashviz.ops.fa2.FWD_TILES, the Triton
+# use kBlockM = 128 with kBlockN <= 128 at head dim <= 128; fa2_triton/launch_tiles.py's FWD_TILES, the Triton
 # kernel flashviz ships, tries 64x64 to 256x64, every one Br >= Bc; tests/test_regimes.py holds it to that).
 REAL_KERNELS = (
     "Real FlashAttention-2 forward kernels pick Br ≥ Bc (flash-attention: Br = 128 with Bc ≤ 128 at D ≤ 128; "

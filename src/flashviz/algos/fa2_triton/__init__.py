@@ -1,5 +1,6 @@
-"""FlashAttention-2 forward in Triton, on tensor cores: the kernel behind `flashviz.attention` (`kernel.py`; its host
-side, tile choice and autograd are in `flashviz.ops.fa2`), walked through as the seed's kernel is.
+"""FlashAttention-2 forward in Triton, on tensor cores: the kernel behind `flashviz.attention` (`kernel.py`; its
+launches in `launcher.py`, their tiles in `launch_tiles.py` and `split_kv.py`; the autograd in flashviz.ops.library),
+walked through as the seed's kernel is.
 
 The same schedule as fa2 (block i keeps Qi and streams the tiles Kj, Vj), in bf16 with fp32 accumulation: the two
 matrix products run on the tensor cores, exp2 takes the scale folded into one multiply, P is rounded to bf16 before

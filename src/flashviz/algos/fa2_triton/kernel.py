@@ -21,7 +21,7 @@ K/V head. Packed sequences (VARLEN): cu_q, cu_k hold the cumulative lengths; eac
 start and length and its descriptors end there. Soft-capping (SOFTCAP): scores become c * tanh(s / c).
 The regions between `# step: NAME` and `# end step` carry the .cu files' step names.
 
-This module needs Triton; `flashviz.ops.fa2` imports it only when attention is called. Set
+This module needs Triton; `launcher.py` imports it only when a kernel is first launched. Set
 TRITON_INTERPRET=1 before importing it to run the kernels on the CPU (that is how CI tests them).
 """
 

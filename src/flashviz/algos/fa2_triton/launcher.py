@@ -214,8 +214,9 @@ class Launcher:
     @_quiet_interpreter
     def forward(self, q, k, v, causal: bool, scale: float, tiles: Tiles | None = None, precision: str | None = None,
                 opts: Options | None = None, splits: int | None = None):  # fmt: skip
-        """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32"; `forward_fp32`).
-        opts: the window, soft-capping and packed sequences (None: plain attention over (B, H, N, D)).
+        """O and L. precision: tl.dot's input_precision for float32 inputs ("ieee" or "tf32": the ladder's fp32 rungs,
+        flashviz.ops.fa2._forward_fp32). opts: the window, soft-capping and packed sequences (None: plain attention
+        over (B, H, N, D)).
         splits: None -- the split-KV kernels where `num_splits` says the grid would leave SMs idle (tuned tiles
         only: with `tiles` given, fa2_fwd runs them); 0 -- never; S >= 1 -- the split kernels with S chunks
         (`tiles`, if given, are theirs). Packed sequences and float32 always run fa2_fwd."""

@@ -22,7 +22,7 @@ from typing import Any
 from flashviz.model.config import Config, ConfigError
 from flashviz.model.units import SMEM_OPTIN_BYTES, kib
 
-SUPPORTED_D = (32, 64, 96, 128, 256)  # flashviz.ops.fa2.SUPPORTED_D (tests hold them equal)
+SUPPORTED_D = (32, 64, 96, 128, 256)  # flashviz.ops.checks.SUPPORTED_D (tests hold them equal)
 MIN_TILE, MAX_TILE = 16, 256
 BYTES = 2  # bf16
 RECORD = "bench/results/attention (run 3, 2026-12-01, H200)"

@@ -1,4 +1,4 @@
-"""FlashAttention-3 forward on Hopper in Gluon (`kernel.py`, launched by `flashviz.ops.fa3`, the kernels behind
+"""FlashAttention-3 forward on Hopper in Gluon (`kernel.py`, launched by `launcher.py`, the kernels behind
 flashviz.attention(backend="fa3")), walked through as the seed's kernel is: the same tiles and carries as
 fa2-triton, run by a producer warp (every TMA load, into a ring of shared-memory slots) and two consumer warpgroups
 (64 rows of Qi each), with tile j−1's P·V issued under tile j's scores. Only the forward's functions of kernel.py

@@ -1,5 +1,5 @@
 """The fa3 forward executor: kernel.py's `_fwd_producer`, `_load_kv`, `_fwd_consumer` and `_fwd_tiles_overlapped`
-(ping-pong and intra-warpgroup overlap on, as every launch of `flashviz.ops.fa3` runs them), with their
+(ping-pong and intra-warpgroup overlap on, as every launch of `launcher.py` runs them), with their
 arithmetic, on the memory model, one block of Q (one CTA's turn) at a time.
 
 Arithmetic (the same rules as fa2-triton's engine): Q, K, V are bf16 (float32 arrays holding bf16 values); the

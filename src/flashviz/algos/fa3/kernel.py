@@ -48,7 +48,7 @@ load_q (_bwd_producer), probs, dv, ds, dk, dq (_bwd_steps), write_back (_bwd_con
 write_delta. _fwd_tiles_plain (the ablation without overlap) marks scores and online_softmax again.
 
 Gluon has no interpreter: this module compiles for sm_90 on any machine (tests/test_fa3_compile.py) and runs on a
-Hopper GPU only. `flashviz.ops.fa3` launches it.
+Hopper GPU only. `launcher.py` launches it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The launches fa3's forward kernel runs (`flashviz.ops.fa3`): one program per Br = 128 rows of Q, two
+"""The launches fa3's forward kernel runs (`launcher.py`): one program per Br = 128 rows of Q, two
 consumer warpgroups of 64 rows each (kernel.py's NUM_WG, WG_ROWS), tiles of Bc = 128 keys, D of 64 or 128, and a
 ring of STAGES shared-memory buffers for Kj, Vj per D (launcher.FWD_CONFIGS: D=128 2 stages, D=64 3; the
 tests hold these equal to the launcher's, which imports torch). Ping-pong and intra-warpgroup overlap are on in
