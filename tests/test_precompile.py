@@ -142,3 +142,9 @@ def test_gpu_the_autotuner_compiles_nothing_the_workers_did(tmp_path):
     tuned = [hit for name, hit in got["compiles"] if name in TUNED]
     assert sum(got["jobs"]) >= 10, got
     assert len(tuned) >= 10 and all(tuned), got
+
+
+def test_a_worker_that_hangs_is_stopped():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert precompile._finished(sleeper, limit_s=0.5) is False
+    assert sleeper.returncode is not None

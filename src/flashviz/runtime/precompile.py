@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterable
 
 MAX_WORKERS = 16
+WORKER_LIMIT_S = 600.0  # a worker's share of compiles takes seconds; one that hangs is stopped after this
 
 
 def workers(jobs: int) -> int:
@@ -71,7 +72,18 @@ def compile_all(jobs: list[dict]) -> int:
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(share))
         proc.stdin.close()
-    return sum(proc.wait() == 0 for proc in procs)
+    return sum(_finished(proc) for proc in procs)
+
+
+def _finished(proc: subprocess.Popen, limit_s: float = WORKER_LIMIT_S) -> bool:
+    """Whether a worker compiled its share; one still running after `limit_s` is stopped (the autotuner compiles
+    what it left)."""
+    try:
+        return proc.wait(timeout=limit_s) == 0
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
 
 
 def _listed(value):
