@@ -148,3 +148,44 @@ def test_a_worker_that_hangs_is_stopped():
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     assert precompile._finished(sleeper, limit_s=0.5) is False
     assert sleeper.returncode is not None
+
+
+@pytest.mark.parametrize(("asked", "expected"), [("0", False), ("1", False), ("2", True)])
+def test_one_worker_is_no_parallel_compile(monkeypatch, asked, expected):
+    monkeypatch.setenv("FLASHVIZ_COMPILE_WORKERS", asked)
+    assert precompile.enabled() is expected
+    spawned = []
+    monkeypatch.setattr(precompile.subprocess, "Popen", lambda *a, **k: spawned.append(a))
+    if not expected:
+        assert precompile.compile_all([{"spec": "a"}, {"spec": "b"}]) == 0 and spawned == []
+
+
+def test_only_the_capturing_threads_compiles_are_taken(monkeypatch):
+    """While the launcher gathers candidates, Triton's hook skips the compiles of its own thread only: a kernel
+    another thread launches meanwhile compiles (and runs) as it would have."""
+    import threading
+    from types import SimpleNamespace
+
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    def launch_hook(name: str):
+        fn = SimpleNamespace(__module__="m", __qualname__=name)
+        info = SimpleNamespace(jit_function=SimpleNamespace(fn=fn))
+        return knobs.runtime.jit_cache_hook(fn=info, compile={"specialization_data": name})
+
+    elsewhere: list = []
+
+    class Tuner:
+        def warmup(self, *args, grid, **kwargs):
+            assert launch_hook("ours") is True  # skipped here: a worker compiles it
+            other = threading.Thread(target=lambda: elsewhere.append(launch_hook("theirs")))
+            other.start()
+            other.join()
+
+    monkeypatch.setattr(driver, "_active", SimpleNamespace(get_current_target=lambda: GPUTarget("cuda", 90, 32)))
+    jobs = precompile.specializations(Tuner(), None, (), {})
+    assert [job["spec"] for job in jobs] == ["ours"]
+    assert elsewhere == [None]  # the other thread's compile goes ahead
+    assert knobs.runtime.jit_cache_hook is None  # restored

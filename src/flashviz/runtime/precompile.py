@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable
 
 MAX_WORKERS = 16
@@ -32,6 +33,11 @@ def workers(jobs: int) -> int:
     return max(0, min(limit, jobs))
 
 
+def enabled() -> bool:
+    """Whether candidates are compiled in parallel: two workers at least (one would only add a process)."""
+    return workers(2) >= 2
+
+
 def specializations(tuner, grid, args: tuple, kwargs: dict) -> list[dict]:
     """One job per candidate of `tuner` (a triton.autotune'd kernel) at this launch: the kernel's module and name,
     Triton's serialized specialization and the GPU target. Nothing is compiled or launched."""
@@ -40,14 +46,17 @@ def specializations(tuner, grid, args: tuple, kwargs: dict) -> list[dict]:
 
     jobs: list[dict] = []
     target = driver.active.get_current_target()
+    before = knobs.runtime.jit_cache_hook
+    owner = threading.get_ident()
 
-    def record(**hooked) -> bool:
+    def record(**hooked) -> bool | None:
+        if threading.get_ident() != owner:  # another thread's launch compiles as it would have
+            return before(**hooked) if before else None
         fn = hooked["fn"].jit_function.fn
         jobs.append({"module": fn.__module__, "name": fn.__qualname__, "target": vars(target),
                      "spec": hooked["compile"]["specialization_data"]})  # fmt: skip
         return True  # skip this compile: a worker does it
 
-    before = knobs.runtime.jit_cache_hook
     knobs.runtime.jit_cache_hook = record
     try:
         tuner.warmup(*args, grid=grid, **kwargs)
@@ -59,7 +68,7 @@ def specializations(tuner, grid, args: tuple, kwargs: dict) -> list[dict]:
 def compile_all(jobs: list[dict]) -> int:
     """Compile `jobs` into Triton's disk cache in worker processes; the number of processes that succeeded."""
     n = workers(len(jobs))
-    if n < 1 or len(jobs) < 2:
+    if n < 2:
         return 0
     shares = [jobs[i::n] for i in range(n)]
     quiet = subprocess.DEVNULL

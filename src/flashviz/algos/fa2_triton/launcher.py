@@ -198,7 +198,7 @@ class Launcher:
     def _precompile(self, tuner, grid, args: tuple, kwargs: dict) -> None:
         """The candidates `tuner` is about to compile, compiled in parallel (gathered while self.capture is a
         list, to compile several kernels' candidates at once)."""
-        if not precompile.workers(2):
+        if not precompile.enabled():
             return
         try:
             jobs = precompile.specializations(tuner, grid, args, kwargs)
@@ -366,7 +366,7 @@ class Launcher:
         if key not in self.bwd_variant:
             from triton.testing import do_bench
 
-            if precompile.workers(2):  # every variant's candidates compiled at once, before the timing
+            if precompile.enabled():  # every variant's candidates compiled at once, before the timing
                 self.capture = []
                 try:
                     for variant in BWD_VARIANTS:
