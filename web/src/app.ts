@@ -15,7 +15,7 @@ import { type AppContext, createStore } from "./app/store";
 import { createThemeSwitch } from "./app/themeSwitch";
 import { createUrl } from "./app/url";
 import type { ConfigParams } from "./launch";
-import type { MemoryLayout } from "./layout";
+import type { MemoryLayout } from "./layoutBoxes";
 import { ConfigForm } from "./render/configForm";
 import { loadTex } from "./render/tex";
 import { buildSections } from "./sections";

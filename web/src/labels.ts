@@ -3,7 +3,7 @@
 // The rules they keep: a note inside a grid never crosses a block or tile boundary (it sits between them, or is
 // left out), text is never squeezed (a shorter variant, or nothing), connectors stay in the layout's band, and a
 // tooltip stays inside the picture.
-import type { GridBox, MemoryLayout, Rect } from "./layout";
+import type { GridBox, MemoryLayout, Rect } from "./layoutBoxes";
 
 /** Width in pixels of `text` drawn in `font` (a CSS font string). */
 export type Measure = (text: string, font: string) => number;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CompareDoc } from "../src/compareDoc";
+import { cellRect, hitTest } from "../src/hitTest";
 import {
   connectors,
   crosses,
@@ -14,17 +15,10 @@ import {
   tileCaptionVariants,
   tipPlace,
 } from "../src/labels";
-import {
-  cellRect,
-  type GridBox,
-  hitTest,
-  layoutMemory,
-  type MemoryLayout,
-  padding,
-  STACK_BELOW,
-  STACK_IF_TEXT_BELOW,
-  wrapSram,
-} from "../src/layout";
+import { layoutMemory } from "../src/layout";
+import { type GridBox, type MemoryLayout, STACK_BELOW, STACK_IF_TEXT_BELOW } from "../src/layoutBoxes";
+import { padding } from "../src/layoutHbm";
+import { wrapSram } from "../src/layoutSram";
 import { pictureSpec, type Shape } from "../src/picture";
 import { chartLayout } from "../src/render/compare";
 import { BY_ALGO, COMPARE } from "./fixtures";

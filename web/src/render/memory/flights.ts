@@ -1,7 +1,9 @@
 // Trips across HBM: where a transfer lands in SRAM, the dashed connector from the HBM tile to its buffer (drawn with
 // the step), and the tile itself flying between them while the page plays (drawn on the overlay, frame by frame).
+
+import { cellRect } from "../../hitTest";
 import type { Arc } from "../../labels";
-import { cellRect, type MemoryLayout, type Rect } from "../../layout";
+import type { MemoryLayout, Rect } from "../../layoutBoxes";
 import type { Transfer } from "../../types";
 import type { Ctx2D } from "../backbuffer";
 import type { Pen } from "./pen";

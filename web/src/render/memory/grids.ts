@@ -5,8 +5,9 @@
 import { luminance, rgbOf } from "../../colors";
 import { cell } from "../../format";
 import { tileKeys } from "../../geometry";
+import { cellChars } from "../../hitTest";
 import { fitOne, NOTE_FONT, placeLines, placeNote, separatorSegments, separators, tileCaptionVariants } from "../../labels";
-import { cellChars, type GridBox, HEAD, type MemoryLayout, PAD, type Rect, TITLE } from "../../layout";
+import { type GridBox, HEAD, type MemoryLayout, PAD, type Rect, TITLE } from "../../layoutBoxes";
 import type { Num } from "../../types";
 import type { Ctx2D } from "../backbuffer";
 import type { Pen } from "./pen";

@@ -4,8 +4,9 @@
 // touches (the trace's veils, with their reason).
 import { blockStatus, keyValid, lastPhase, rowValid } from "../../derive";
 import { blockRows, tileKeys } from "../../geometry";
+import { cellRect } from "../../hitTest";
 import { placeLines, regions, VEIL_FONT } from "../../labels";
-import { cellRect, type GridBox, type Rect } from "../../layout";
+import type { GridBox, Rect } from "../../layoutBoxes";
 import type { Transfer } from "../../types";
 import type { Ctx2D } from "../backbuffer";
 import type { Pen } from "./pen";

@@ -3,7 +3,7 @@
 // read through `window.flashviz.layout().drawn`.
 import type { Palette } from "../../colors";
 import type { Measure, Placed } from "../../labels";
-import type { Rect } from "../../layout";
+import type { Rect } from "../../layoutBoxes";
 import type { Ctx2D } from "../backbuffer";
 
 /** What the picture drew besides cells, for the tests: each label's box, each boundary line, each connector's

@@ -5,7 +5,7 @@
 import { absMaxOf } from "../../codec";
 import { absMax, type Palette, rgbOf } from "../../colors";
 import type { HbmHistory } from "../../hbm";
-import type { GridBox } from "../../layout";
+import type { GridBox } from "../../layoutBoxes";
 import type { Mat, Num, Trace } from "../../types";
 import { dpr } from "./pen";
 

@@ -5,7 +5,7 @@ import { absMax } from "../../colors";
 import { isMat, sramAt, type TraceIndex } from "../../derive";
 import { qBlock } from "../../geometry";
 import type { HbmHistory } from "../../hbm";
-import type { GridBox, GridName, MemoryLayout } from "../../layout";
+import type { GridBox, GridName, MemoryLayout } from "../../layoutBoxes";
 import type { Mat, Num, Step, Trace, Vec } from "../../types";
 
 export interface Scene {

@@ -3,7 +3,7 @@
 import { h as el, frag } from "../../dom";
 import { full } from "../../format";
 import { blockRows, kvRows, tileKeys } from "../../geometry";
-import type { Hit } from "../../layout";
+import type { Hit } from "../../hitTest";
 import { hbmValues, rowBlock, type Scene, sramValues, tileHeld } from "./scene";
 
 /** A cell's tooltip as text: `name = value` or `name: what`, then a note (where the cell is, or why). */

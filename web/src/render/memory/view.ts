@@ -8,8 +8,10 @@
 import type { Palette } from "../../colors";
 import type { TraceIndex } from "../../derive";
 import { HbmHistory } from "../../hbm";
+import { cellRect, type Hit, hitTest } from "../../hitTest";
 import { connectors, tipPlace } from "../../labels";
-import { cellRect, type Hit, hitTest, layoutMemory, type MemoryLayout } from "../../layout";
+import { layoutMemory } from "../../layout";
+import type { MemoryLayout } from "../../layoutBoxes";
 import { pictureSpec } from "../../picture";
 import type { Trace } from "../../types";
 import { Backbuffer } from "../backbuffer";
