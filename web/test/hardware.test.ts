@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { sci } from "../src/format";
 import type { AlgoInfo } from "../src/launch";
 import { badgeWords, cancels, judgedText, whyText } from "../src/render/badge";
-import { sramText } from "../src/render/compare";
+import { sramText } from "../src/render/compareTable";
 import { sizesNote, switchedSizes } from "../src/render/configForm";
 import { placeOf, smemText, warpColour, wavesText } from "../src/render/hardware";
 import { termsText } from "../src/render/regimes";

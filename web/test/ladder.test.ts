@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import ladder from "../../src/flashviz/data/ladder/2026-12-01-nvidia-h200.json";
 import type { PhaseCurve } from "../src/compareDoc";
 import { isLadder } from "../src/ladderDoc";
-import { curveAt } from "../src/render/compare";
+import { curveAt } from "../src/render/compareRace";
 
 describe("the ladder", () => {
   it("accepts the shipped recorded run and refuses what is not one", () => {

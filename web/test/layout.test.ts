@@ -20,7 +20,7 @@ import { type GridBox, type MemoryLayout, STACK_BELOW, STACK_IF_TEXT_BELOW } fro
 import { padding } from "../src/layoutHbm";
 import { wrapSram } from "../src/layoutSram";
 import { pictureSpec, type Shape } from "../src/picture";
-import { chartLayout } from "../src/render/compare";
+import { chartLayout } from "../src/render/compareChart";
 import { BY_ALGO, COMPARE } from "./fixtures";
 
 /** The memory picture of an algorithm (fa2 by default) at a shape: its fixture trace's own picture, laid out there. */

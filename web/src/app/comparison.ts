@@ -1,7 +1,7 @@
 // The comparison: every algorithm at this config (closed forms: cheap), then the counters-only engine runs of its
 // race (from a server), shown in the comparison card, the regimes table and the counters' causal saving.
 import type { ConfigParams } from "../launch";
-import { progressAfter } from "../render/compare";
+import { progressAfter } from "../render/compareRace";
 import { showRegimes } from "../render/regimes";
 import type { AppContext } from "./store";
 
