@@ -2,7 +2,7 @@
 interpreter, and holds them to float64 computed here, independently of flashviz.
 
 The kernels are written for these tests (tests/fixtures/kernels/): a correct FA2 forward without step markers
-(fa2_plain.py), one with the project's markers in the tutorial's style (fa2_marked.py: block pointers, exp2, M in
+(fa2_plain.py), one with the project's markers in the tutorial's style (fa2_marked.py: K as a (D, N) block, exp2, M in
 units of log2), one whose names no convention knows (odd_names.py); the others are fa2_plain.py with one line
 changed, each change written out below: acc not rescaled, the causal mask off by one, K loaded twice per tile, a
 mask-less load of K on a ragged N, and the faults (an exception, a loop past the budget, no store to O). Each test
@@ -134,7 +134,7 @@ def test_a_correct_kernel_without_markers(rng, causal):
 
 
 def test_a_correct_kernel_with_markers_through_the_cli(tmp_path, rng):
-    """The tutorial's style (block pointers, K as a (D, N) block, exp2, M in log2 units), two heads, steps from
+    """The tutorial's style (K as a (D, N) block, exp2, M in log2 units), two heads, steps from
     its `# step:` regions; through the CLI, with the inputs in an .npz."""
     marked = KERNELS / "fa2_marked.py"
     n = 48  # a multiple of BLOCK_N: the kernel does not mask K and V
