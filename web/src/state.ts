@@ -49,13 +49,13 @@ export interface UrlRequest {
 }
 
 function parseNonNegInt(raw: string | null): number | null {
-  if (raw === null || !/^\d+$/.test(raw.trim())) return null;
+  if (raw === null || !/^\d+$/.test(raw)) return null; // as the API: no space around the digits
   const v = Number(raw);
   return Number.isSafeInteger(v) ? v : null;
 }
 
 function parseInteger(raw: string | null): number | null {
-  if (raw === null || !/^-?\d+$/.test(raw.trim())) return null;
+  if (raw === null || !/^-?\d+$/.test(raw)) return null; // as the API: no space around the digits
   const v = Number(raw);
   return Number.isSafeInteger(v) ? v : null;
 }
