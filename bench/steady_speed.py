@@ -1,7 +1,7 @@
 """Steady speed of flashviz.attention (backend auto) from two source trees, each in a fresh process, in turn
 (A, B, A: the repeat of A gives the run-to-run variance), cuDNN's SDPA beside in each: forward and backward
 TFLOP/s by triton.testing.do_bench medians after a warm-up call that tunes. bf16; the attention benchmark's
-shapes of issue 31's table (B x H x N x D, causal or not).
+shapes of bench/results/attention (B x H x N x D, causal or not).
 
     python bench/steady_speed.py --tree new=src --tree old=.gpu_before/src --out DIR   (prints a table)
 """
